@@ -1,0 +1,144 @@
+/* Devices: the bottom of the stack.
+ *
+ * A device is opened from a spec string and then takes asynchronous I/O
+ * commands (struct dev_io). Every device kind (file, mem, sim, log, fault)
+ * implements the same ops table (dev_impl.h, private to src/dev); users only
+ * see this header.
+ *
+ * Spec strings (see docs/devices.md):
+ *   file:PATH[,depth=N][,direct=0|1]      regular file or block device, io_uring
+ *   mem:SIZE                              RAM
+ *   sim:hdd|ssd|ssd-nq[,size=..][,scale=..][,depth=..][,wcache=0|1][,file=PATH]
+ *   log:OTHER,to=LOGFILE                  records writes/flushes/marks (dm-log-writes format)
+ *   fault:OTHER,RULES                     injects errors
+ * For the wrapping kinds (log, fault) OTHER is itself a spec; everything after
+ * the inner spec's kind up to the first option that the wrapper knows belongs to
+ * the inner spec (see dev_open for the exact rule).
+ *
+ * Concurrency contract:
+ * - dev_submit() may be called from any thread, concurrently, as long as no
+ *   more than geometry.queue_depth commands are outstanding (the block layer
+ *   enforces this; going beyond is -EBUSY, never a hang).
+ * - io->done() is called exactly once per accepted command, from a device
+ *   thread or (for synchronous kinds such as mem) from inside dev_submit()
+ *   itself. Callers therefore must not hold, while calling dev_submit(), a
+ *   lock that their done() callback takes.
+ * - A command that fails completes with a negative errno in done()'s `err`
+ *   (-EIO, -ENOSPC, ...); dev_submit() itself only fails (returning a negative
+ *   errno, done() not called) for invalid commands: out of range, misaligned,
+ *   too large, queue over depth, device closed.
+ * - dev_close() waits for outstanding commands to complete first.
+ */
+#ifndef NOSTALL_DEV_H
+#define NOSTALL_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEV_SECTOR_SHIFT 9
+#define DEV_SECTOR_SIZE 512u
+
+struct dev;
+
+enum dev_op {
+	DEV_OP_READ = 0,
+	DEV_OP_WRITE = 1,
+	DEV_OP_FLUSH = 2,   /* drain the volatile write cache; sector/len ignored */
+	DEV_OP_DISCARD = 3, /* data may read back as zeroes or as old data */
+};
+
+/* Command flags. */
+enum {
+	DEV_IO_FUA = 1u << 0,      /* WRITE: on stable storage when done() is called */
+	DEV_IO_PREFLUSH = 1u << 1, /* WRITE: flush the cache before writing */
+};
+
+struct dev_io {
+	/* Filled by the submitter. */
+	enum dev_op op;
+	unsigned flags;
+	uint64_t sector;     /* in 512-byte sectors */
+	uint32_t nr_sectors; /* 0 for FLUSH */
+	void *buf;           /* nr_sectors * 512 bytes; for O_DIRECT devices it is
+			      * copied through an aligned bounce buffer if unaligned */
+	void (*done)(struct dev_io *io, int err);
+	void *priv;          /* for the submitter */
+	/* Owned by the device while the command is outstanding. */
+	void *dev_priv;
+	struct dev_io *dev_next;
+};
+
+struct dev_geometry {
+	uint64_t size_bytes;      /* multiple of 512 */
+	bool rotational;
+	unsigned queue_depth;     /* commands the device accepts at once; 1 = non-queuing */
+	unsigned max_hw_sectors;  /* largest command, in sectors */
+	unsigned logical_block_size; /* 512 or 4096 */
+	bool has_write_cache;     /* FLUSH/FUA matter */
+};
+
+/* Open a device from its spec. On failure returns a negative errno and a
+ * message in err_last() ("sim: unknown model 'floppy'"). */
+int dev_open(const char *spec, struct dev **out);
+/* Waits for outstanding commands, then frees. NULL is a no-op. */
+void dev_close(struct dev *d);
+
+void dev_geometry_get(const struct dev *d, struct dev_geometry *g);
+/* The spec the device was opened with (for reports). */
+const char *dev_spec(const struct dev *d);
+
+/* Queue one command (see the contract above). */
+int dev_submit(struct dev *d, struct dev_io *io);
+
+/* Synchronous helpers built on dev_submit (they wait for done()). */
+int dev_rw_sync(struct dev *d, enum dev_op op, uint64_t sector, uint32_t nr_sectors,
+		void *buf, unsigned flags);
+int dev_flush_sync(struct dev *d);
+
+/* Named marks ("fsync returned", "commit 17") placed by upper layers between
+ * commands. Recorded by log: devices (passed down through wrappers), ignored by
+ * the others. The mark is ordered after every command whose done() has already
+ * been called and before every command submitted after dev_mark returns. */
+int dev_mark(struct dev *d, const char *name);
+
+/* ---- log: device reader (dm-log-writes format, see docs/devices.md) ---- */
+
+enum {
+	DEV_LOG_FLUSH = 1,
+	DEV_LOG_FUA = 2,
+	DEV_LOG_DISCARD = 4,
+	DEV_LOG_MARK = 8,
+};
+
+struct dev_log_reader;
+
+struct dev_log_entry {
+	uint64_t index;      /* 0-based entry number */
+	uint64_t sector;     /* in 512-byte sectors (as dm-log-writes records it) */
+	uint64_t nr_sectors;
+	uint64_t flags;      /* DEV_LOG_* */
+	const void *data;    /* write payload (nr_sectors*512 bytes), or mark text; valid until next call */
+	uint64_t data_len;
+};
+
+int dev_log_reader_open(const char *logfile, struct dev_log_reader **out);
+void dev_log_reader_close(struct dev_log_reader *r);
+uint64_t dev_log_reader_count(const struct dev_log_reader *r);
+uint32_t dev_log_reader_sector_size(const struct dev_log_reader *r);
+/* Next entry; returns 1 with *e filled, 0 at the end, negative errno on a
+ * corrupt log. */
+int dev_log_reader_next(struct dev_log_reader *r, struct dev_log_entry *e);
+int dev_log_reader_rewind(struct dev_log_reader *r);
+
+/* Replay entries [0, upto) onto `target` (writes and discards applied in
+ * order, flushes passed on). Returns 0 or a negative errno. */
+int dev_log_replay(const char *logfile, uint64_t upto, struct dev *target);
+/* The crash points that respect flush ordering: index i is a valid prefix end
+ * when a crash after entry i-1 is possible given that everything before the
+ * last FLUSH entry in [0,i) is durable. Every prefix is valid for a volatile
+ * write cache model; this returns the indices just after each FLUSH or FUA
+ * entry and each MARK, in order, plus the total count, as a malloc'ed array. */
+int dev_log_crash_points(const char *logfile, uint64_t **points, size_t *n);
+
+#endif
