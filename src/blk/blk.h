@@ -79,7 +79,7 @@ struct bio {
 	struct bio *bi_parent; /* split parent */
 	int bi_remaining;      /* split children outstanding (on the parent) */
 	int bi_error;
-	struct blk_ioc *bi_ioc;
+	uint64_t bi_submit_ns;
 };
 
 /* ---- io contexts (one per thread, like a task's io_context) ---- */
@@ -151,6 +151,25 @@ int blk_rw(struct blk_queue *q, unsigned rw, uint64_t off, void *buf, uint32_t l
 /* Kick the queue: dispatch what is plugged now. */
 void blk_queue_unplug(struct blk_queue *q);
 bool blk_queue_plugged(struct blk_queue *q);
+/* Stop/start dispatching to the device (like the kernel's blk_stop_queue):
+ * while stopped, requests accumulate in the elevator. For tests and for
+ * quiescing. */
+void blk_queue_stop(struct blk_queue *q);
+void blk_queue_start(struct blk_queue *q);
+
+/* Request pool state (diagnostics and tests). Pool index: with sync/async
+ * pools 1 = sync, 0 = async; with the legacy read/write pools 1 = read,
+ * 0 = write. */
+struct blk_pool_state {
+	int count;      /* requests allocated from this pool */
+	bool full, congested, starved;
+	int waiters;    /* callers sleeping for a request */
+	uint64_t wakeups; /* waiters woken by freed requests, ever */
+	int congestion_on, congestion_off, nr_requests, hard_cap;
+};
+void blk_queue_pool_state(struct blk_queue *q, int pool, struct blk_pool_state *out);
+/* Requests queued in the elevator, and requests at the device. */
+void blk_queue_counts(struct blk_queue *q, unsigned *queued, unsigned *in_flight);
 
 /* Waiting on a group of bios, as upper layers wait on buffers. */
 struct blk_batch {
@@ -161,8 +180,10 @@ struct blk_batch {
 };
 void blk_batch_init(struct blk_batch *b);
 void blk_batch_destroy(struct blk_batch *b);
-/* Prepare `bio` as part of the batch (sets end_io/private). */
-void blk_batch_add(struct blk_batch *b, struct bio *bio);
+/* Submit `bio` as part of the batch (sets its end_io/private). A bio the
+ * queue refuses counts as done with that error. Returns blk_submit_bio's
+ * result. */
+int blk_batch_submit(struct blk_queue *q, struct blk_batch *b, struct bio *bio);
 /* Unplug q (a waiter unplugs), then wait for every bio; returns first error. */
 int blk_batch_wait(struct blk_queue *q, struct blk_batch *b);
 

@@ -43,6 +43,7 @@ struct request {
 	void *elv_priv;             /* e.g. the cfq queue */
 
 	/* Private to blk. */
+	struct blk_queue *queue;
 	struct list_node q_node;
 	struct list_node hash_end, hash_start;
 	struct bio *bio, *biotail;

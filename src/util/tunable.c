@@ -31,6 +31,17 @@ int tunable_set(const struct tunable_desc *tab, void *base, const char *name, co
 	const struct tunable_desc *d = tunable_find(tab, name);
 	if (!d)
 		return err_set(-ENOENT, "unknown tunable '%s'", name);
+	uint64_t v;
+	int rc = tunable_check(d, value, &v);
+	if (rc)
+		return rc;
+	*field(base, d) = v;
+	return 0;
+}
+
+int tunable_check(const struct tunable_desc *d, const char *value, uint64_t *out)
+{
+	const char *name = d->name;
 	if (!value)
 		return err_set(-EINVAL, "tunable '%s' needs a value (%s=VALUE)", name, name);
 	uint64_t v;
@@ -47,7 +58,7 @@ int tunable_set(const struct tunable_desc *tab, void *base, const char *name, co
 	if (v < d->min || v > d->max)
 		return err_set(-ERANGE, "tunable '%s': %" PRIu64 " is out of range [%" PRIu64 "..%" PRIu64 "]%s%s",
 			       name, v, d->min, d->max, d->unit && *d->unit ? " " : "", d->unit ? d->unit : "");
-	*field(base, d) = v;
+	*out = v;
 	return 0;
 }
 

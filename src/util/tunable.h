@@ -31,6 +31,8 @@ const struct tunable_desc *tunable_find(const struct tunable_desc *tab, const ch
 /* Store every default into base. */
 void tunable_defaults(const struct tunable_desc *tab, void *base);
 int tunable_set(const struct tunable_desc *tab, void *base, const char *name, const char *value);
+/* Parse and range-check a value without storing it. */
+int tunable_check(const struct tunable_desc *d, const char *value, uint64_t *out);
 int tunable_get(const struct tunable_desc *tab, const void *base, const char *name, uint64_t *out);
 /* One line per tunable: "name = value unit [min..max] help". */
 void tunable_print(const struct tunable_desc *tab, const void *base, const char *prefix, FILE *out);
