@@ -1,0 +1,801 @@
+/* nostall bench blk: one scenario per claim of the 2009 block-layer fixes,
+ * each run under "before" and "after" settings on the same device spec in
+ * the same process (docs/bench-blk.md explains every scenario).
+ *
+ * Each run opens the device afresh (a clean simulated disk), builds a queue
+ * with the user's -o options and then the scenario's configuration, runs the
+ * load for a fixed time, and reads the queue statistics. Nothing here is
+ * hard-coded: every figure printed is measured in this run.
+ */
+#include "cmds.h"
+
+#include "blk/blk.h"
+#include "dev/dev.h"
+#include "util/clock.h"
+#include "util/err.h"
+#include "util/hist.h"
+#include "util/opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KiB 1024ull
+#define MiB (1024ull * 1024)
+#define MAX_FIELDS 8
+
+struct bench {
+	const char *device;  /* spec given with --device, or NULL */
+	const char *opts;    /* user -o options, applied before each config */
+	bool json;
+	double seconds;      /* measurement time per run */
+	double scale;        /* time multiplier for sleeps in the load (think times) */
+	int failures;
+};
+
+struct field {
+	const char *name;
+	double value;
+	int decimals;
+};
+
+struct run {
+	const char *scenario;
+	const char *device;
+	const char *config;
+	struct field f[MAX_FIELDS];
+	int nf;
+};
+
+static void run_field(struct run *r, const char *name, double v, int decimals)
+{
+	if (r->nf < MAX_FIELDS)
+		r->f[r->nf++] = (struct field){ name, v, decimals };
+}
+
+/* ------------------------------------------------------------ env */
+
+struct env {
+	struct dev *dev;
+	struct blk_queue *q;
+	uint64_t dev_sectors;
+	atomic_bool stop;
+	atomic_uint_fast64_t outstanding; /* fire-and-forget bios in flight */
+	atomic_uint_fast64_t async_bytes; /* completed by the async load */
+	atomic_int io_errors;
+	void *buf;           /* shared payload for writes (contents irrelevant) */
+	size_t buf_len;
+};
+
+static int env_open(struct bench *b, struct env *e, const char *spec, const char *config_opts)
+{
+	memset(e, 0, sizeof *e);
+	int rc = dev_open(spec, &e->dev);
+	if (rc < 0) {
+		fprintf(stderr, "nostall bench: device '%s': %s\n", spec, err_last(rc));
+		return rc;
+	}
+	struct dev_geometry g;
+	dev_geometry_get(e->dev, &g);
+	e->dev_sectors = g.size_bytes >> DEV_SECTOR_SHIFT;
+	rc = blk_queue_create(e->dev, b->opts, &e->q);
+	if (rc < 0) {
+		fprintf(stderr, "nostall bench: -o %s: %s\n", b->opts ? b->opts : "", err_last(rc));
+		dev_close(e->dev);
+		return rc;
+	}
+	rc = blk_queue_set_opts(e->q, config_opts);
+	if (rc < 0) {
+		fprintf(stderr, "nostall bench: config %s: %s\n", config_opts, err_last(rc));
+		blk_queue_destroy(e->q);
+		dev_close(e->dev);
+		return rc;
+	}
+	e->buf_len = 1 * MiB;
+	if (posix_memalign(&e->buf, 4096, e->buf_len)) {
+		blk_queue_destroy(e->q);
+		dev_close(e->dev);
+		return -ENOMEM;
+	}
+	memset(e->buf, 0x5a, e->buf_len);
+	return 0;
+}
+
+/* Wait for the fire-and-forget load, then tear down. */
+static void env_close(struct env *e)
+{
+	atomic_store(&e->stop, true);
+	blk_queue_unplug(e->q);
+	while (atomic_load(&e->outstanding))
+		clock_sleep_ns(NS_PER_MS);
+	blk_queue_destroy(e->q);
+	dev_close(e->dev);
+	free(e->buf);
+}
+
+static void async_end_io(struct bio *bio, int err)
+{
+	struct env *e = bio->private;
+	if (err)
+		atomic_fetch_add(&e->io_errors, 1);
+	else
+		atomic_fetch_add(&e->async_bytes, bio->size);
+	atomic_fetch_sub(&e->outstanding, 1);
+	free(bio);
+}
+
+/* Fire-and-forget one bio (the page-cache writeback shape). Sleeps in the
+ * block layer when the request pool is full. */
+static int submit_async(struct env *e, unsigned rw, uint64_t sector, uint32_t bytes)
+{
+	struct bio *bio = calloc(1, sizeof *bio);
+	if (!bio)
+		return -ENOMEM;
+	bio->sector = sector;
+	bio->size = bytes;
+	bio->data = e->buf;
+	bio->rw = rw;
+	bio->end_io = async_end_io;
+	bio->private = e;
+	atomic_fetch_add(&e->outstanding, 1);
+	int rc = blk_submit_bio(e->q, bio);
+	if (rc < 0) {
+		atomic_fetch_sub(&e->outstanding, 1);
+		free(bio);
+	}
+	return rc;
+}
+
+/* Submit `n` bios of `bytes` at consecutive sectors with op rw, then
+ * optionally a commit-like bio with commit_rw at commit_sector, and wait for
+ * all of them (the wait unplugs). Returns elapsed ns or a negative errno. */
+static int64_t sync_batch(struct env *e, unsigned rw, uint64_t sector, unsigned n, uint32_t bytes,
+			  unsigned commit_rw, uint64_t commit_sector)
+{
+	struct bio bios[65];
+	if (n > 64)
+		n = 64;
+	struct blk_batch batch;
+	blk_batch_init(&batch);
+	uint64_t t0 = clock_now_ns();
+	int rc = 0;
+	for (unsigned i = 0; i < n && !rc; i++) {
+		bios[i] = (struct bio){ .sector = sector + (uint64_t)i * (bytes >> DEV_SECTOR_SHIFT), .size = bytes,
+					.data = e->buf, .rw = rw };
+		rc = blk_batch_submit(e->q, &batch, &bios[i]);
+	}
+	if (!rc && commit_rw != ~0u) {
+		/* The commit block goes out after the log blocks are done. */
+		rc = blk_batch_wait(e->q, &batch);
+		bios[n] = (struct bio){ .sector = commit_sector, .size = 4096, .data = e->buf, .rw = commit_rw };
+		if (!rc)
+			rc = blk_batch_submit(e->q, &batch, &bios[n]);
+	}
+	int werr = blk_batch_wait(e->q, &batch);
+	blk_batch_destroy(&batch);
+	if (rc < 0 || werr < 0)
+		return rc < 0 ? rc : werr;
+	return (int64_t)(clock_now_ns() - t0);
+}
+
+/* ---------------------------------------------------------- workers */
+
+struct streamer {
+	struct env *e;
+	pthread_t tid;
+	unsigned rw;
+	uint32_t bytes;       /* per bio */
+	uint64_t start, len;  /* region in sectors; the stream wraps inside it */
+	bool random;          /* random offsets (4 KiB aligned) instead of sequential */
+	uint64_t seed;
+	uint64_t think_ns;    /* pause between bios */
+	int ioprio_class, ioprio_level;
+};
+
+static uint64_t rnd_next(uint64_t *s)
+{
+	/* xorshift64* */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+static void *streamer_main(void *arg)
+{
+	struct streamer *s = arg;
+	struct env *e = s->e;
+	if (s->ioprio_class)
+		blk_ioprio_set(s->ioprio_class, s->ioprio_level);
+	uint64_t step = s->bytes >> DEV_SECTOR_SHIFT;
+	uint64_t pos = 0;
+	while (!atomic_load(&e->stop)) {
+		uint64_t off;
+		if (s->random)
+			off = (rnd_next(&s->seed) % (s->len / 8 - step / 8 + 1)) * 8;
+		else {
+			if (pos + step > s->len)
+				pos = 0;
+			off = pos;
+			pos += step;
+		}
+		if (submit_async(e, s->rw, s->start + off, s->bytes) < 0)
+			break;
+		if (s->think_ns)
+			clock_sleep_ns(s->think_ns);
+	}
+	return NULL;
+}
+
+static int streamer_start(struct streamer *s)
+{
+	return -pthread_create(&s->tid, NULL, streamer_main, s);
+}
+
+/* Sequential reader that waits for each read (a sync stream). */
+struct reader {
+	struct env *e;
+	pthread_t tid;
+	uint32_t bytes;
+	uint64_t start, len;
+	atomic_uint_fast64_t done_bytes;
+	void *buf;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct env *e = r->e;
+	uint64_t step = r->bytes >> DEV_SECTOR_SHIFT, pos = 0;
+	while (!atomic_load(&e->stop)) {
+		if (pos + step > r->len)
+			pos = 0;
+		struct bio bio = { .sector = r->start + pos, .size = r->bytes, .data = r->buf, .rw = BLK_READ };
+		if (blk_submit_bio_wait(e->q, &bio) < 0) {
+			atomic_fetch_add(&e->io_errors, 1);
+			break;
+		}
+		atomic_fetch_add(&r->done_bytes, r->bytes);
+		pos += step;
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------------- output */
+
+static void progress(struct bench *b, const char *scenario, const char *config, int i, int n)
+{
+	(void)b;
+	fprintf(stderr, "\rbench blk: %-12s run %d/%d (%s)...            ", scenario, i, n, config);
+	fflush(stderr);
+}
+
+static void progress_done(void)
+{
+	fprintf(stderr, "\r%80s\r", "");
+	fflush(stderr);
+}
+
+static void print_runs(struct bench *b, struct run *runs, int n)
+{
+	if (!n)
+		return;
+	if (b->json) {
+		for (int i = 0; i < n; i++) {
+			struct run *r = &runs[i];
+			printf("{\"scenario\":\"%s\",\"device\":\"%s\",\"config\":\"%s\"", r->scenario, r->device,
+			       r->config);
+			for (int j = 0; j < r->nf; j++)
+				printf(",\"%s\":%.*f", r->f[j].name, r->f[j].decimals, r->f[j].value);
+			printf("}\n");
+		}
+		fflush(stdout);
+		return;
+	}
+	printf("\n%s on %s\n", runs[0].scenario, runs[0].device);
+	printf("  %-18s", "config");
+	for (int j = 0; j < runs[0].nf; j++)
+		printf(" %18s", runs[0].f[j].name);
+	printf("\n");
+	for (int i = 0; i < n; i++) {
+		printf("  %-18s", runs[i].config);
+		for (int j = 0; j < runs[i].nf; j++)
+			printf(" %18.*f", runs[i].f[j].decimals, runs[i].f[j].value);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static uint64_t scaled(struct bench *b, uint64_t ns)
+{
+	return (uint64_t)((double)ns * b->scale);
+}
+
+/* Region helpers: keep loads inside the first GiBs so simulated disks stay
+ * small in memory, but far enough apart that they seek. */
+static uint64_t region(struct env *e, double frac)
+{
+	uint64_t s = (uint64_t)((double)e->dev_sectors * frac);
+	return s & ~7ull;
+}
+
+static uint64_t span(struct env *e, uint64_t want_bytes)
+{
+	uint64_t s = want_bytes >> DEV_SECTOR_SHIFT;
+	uint64_t max = e->dev_sectors / 8;
+	return (s < max ? s : max) & ~7ull;
+}
+
+/* ---------------------------------------------------------- scenarios */
+
+struct config {
+	const char *name;
+	const char *opts;
+};
+
+typedef int (*scenario_fn)(struct bench *b, const char *spec, const struct config *c, struct run *r);
+
+/* sync-alloc (patch 002): async writers fill the request pool; a sync
+ * writer measures its time to get a request. */
+static int sc_sync_alloc(struct bench *b, const char *spec, const struct config *c, struct run *r)
+{
+	struct env e;
+	int rc = env_open(b, &e, spec, c->opts);
+	if (rc)
+		return rc;
+	struct streamer w[4];
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct streamer){ .e = &e, .rw = BLK_WRITE, .bytes = 4096, .start = region(&e, 0.1 * i),
+					  .len = span(&e, 512 * MiB), .random = true, .seed = 0x9e3779b97f4a7c15ull + (uint64_t)i };
+		streamer_start(&w[i]);
+	}
+	clock_sleep_ns(scaled(b, 500 * NS_PER_MS)); /* let the pool fill */
+	blk_queue_stats_reset(e.q);
+	uint64_t end = clock_now_ns() + (uint64_t)(b->seconds * 1e9);
+	uint64_t n = 0;
+	while (clock_now_ns() < end) {
+		int64_t t = sync_batch(&e, BLK_WRITE_SYNC, region(&e, 0.5) + (n % 1024) * 8, 1, 4096, ~0u, 0);
+		if (t < 0) {
+			rc = (int)t;
+			break;
+		}
+		n++;
+		clock_sleep_ns(scaled(b, 20 * NS_PER_MS));
+	}
+	struct blk_stats st;
+	blk_queue_stats_get(e.q, &st);
+	env_close(&e);
+	for (int i = 0; i < 4; i++)
+		pthread_join(w[i].tid, NULL);
+	run_field(r, "alloc_wait_p99_ms", ms(hist_quantile(&st.alloc_wait[1], 0.99)), 3);
+	run_field(r, "alloc_wait_max_ms", ms(st.alloc_wait[1].max), 3);
+	run_field(r, "async_service_p50_ms", ms(hist_quantile(&st.service_lat[0], 0.5)), 3);
+	run_field(r, "sync_writes", (double)n, 0);
+	return rc;
+}
+
+/* sync-plug (patches 003-006): batches of 64 adjacent 4 KiB sync writes
+ * then a wait, as a journal commit does. */
+static int sc_sync_plug(struct bench *b, const char *spec, const struct config *c, struct run *r)
+{
+	struct env e;
+	int rc = env_open(b, &e, spec, c->opts);
+	if (rc)
+		return rc;
+	blk_queue_stats_reset(e.q);
+	unsigned op = blk_queue_sync_batch_op(e.q);
+	struct hist h;
+	hist_init(&h);
+	int batches = 0;
+	uint64_t end = clock_now_ns() + (uint64_t)(b->seconds * 1e9);
+	uint64_t base = region(&e, 0.25);
+	while (clock_now_ns() < end && batches < 200) {
+		int64_t t = sync_batch(&e, op, base + (uint64_t)batches * 1024, 64, 4096, ~0u, 0);
+		if (t < 0) {
+			rc = (int)t;
+			break;
+		}
+		hist_add(&h, (uint64_t)t);
+		batches++;
+	}
+	struct blk_stats st;
+	blk_queue_stats_get(e.q, &st);
+	env_close(&e);
+	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
+	run_field(r, "device_requests", (double)reqs, 0);
+	run_field(r, "requests_per_batch", batches ? (double)reqs / batches : 0, 1);
+	run_field(r, "batch_ms", ms((uint64_t)hist_mean(&h)), 3);
+	run_field(r, "batch_p99_ms", ms(hist_quantile(&h, 0.99)), 3);
+	run_field(r, "batches", batches, 0);
+	return rc;
+}
+
+/* noidle (patch 008): small sync writes with think time beside a
+ * sequential reader. */
+static int sc_noidle(struct bench *b, const char *spec, const struct config *c, struct run *r)
+{
+	struct env e;
+	int rc = env_open(b, &e, spec, c->opts);
+	if (rc)
+		return rc;
+	struct reader rd = { .e = &e, .bytes = 128 * KiB, .start = region(&e, 0.6), .len = span(&e, 256 * MiB) };
+	if (posix_memalign(&rd.buf, 4096, rd.bytes)) {
+		env_close(&e);
+		return -ENOMEM;
+	}
+	pthread_create(&rd.tid, NULL, reader_main, &rd);
+	clock_sleep_ns(scaled(b, 200 * NS_PER_MS));
+	blk_queue_stats_reset(e.q);
+	uint64_t r0 = atomic_load(&rd.done_bytes);
+	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9);
+	struct hist h;
+	hist_init(&h);
+	uint64_t n = 0;
+	while (clock_now_ns() < end) {
+		int64_t t = sync_batch(&e, BLK_WRITE_SYNC_PLUG, region(&e, 0.2) + (n % 4096) * 8, 1, 4096, ~0u, 0);
+		if (t < 0) {
+			rc = (int)t;
+			break;
+		}
+		hist_add(&h, (uint64_t)t);
+		n++;
+		clock_sleep_ns(scaled(b, 3 * NS_PER_MS));
+	}
+	uint64_t t1 = clock_now_ns();
+	struct blk_stats st;
+	blk_queue_stats_get(e.q, &st);
+	atomic_store(&e.stop, true);
+	pthread_join(rd.tid, NULL);
+	uint64_t rbytes = atomic_load(&rd.done_bytes) - r0;
+	env_close(&e);
+	free(rd.buf);
+	run_field(r, "idle_ms", ms(st.idle_ns), 1);
+	run_field(r, "reader_mbps", (double)rbytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	run_field(r, "writer_p50_ms", ms(hist_quantile(&h, 0.5)), 3);
+	run_field(r, "writes", (double)n, 0);
+	return rc;
+}
+
+/* ssd-plug (patch 007): small sequential writes on a non-queuing SSD. */
+static int sc_ssd_plug(struct bench *b, const char *spec, const struct config *c, struct run *r)
+{
+	struct env e;
+	int rc = env_open(b, &e, spec, c->opts);
+	if (rc)
+		return rc;
+	blk_queue_stats_reset(e.q);
+	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9);
+	uint64_t base = region(&e, 0.1), len = span(&e, 256 * MiB), pos = 0;
+	while (clock_now_ns() < end) {
+		if (pos + 8 > len)
+			pos = 0;
+		rc = submit_async(&e, BLK_WRITE, base + pos, 4096);
+		if (rc < 0)
+			break;
+		pos += 8;
+		clock_sleep_ns(scaled(b, 20 * NS_PER_US));
+	}
+	/* Count throughput over the whole run including the drain. */
+	blk_queue_unplug(e.q);
+	while (atomic_load(&e.outstanding))
+		clock_sleep_ns(NS_PER_MS);
+	uint64_t t1 = clock_now_ns();
+	struct blk_stats st;
+	blk_queue_stats_get(e.q, &st);
+	uint64_t bytes = atomic_load(&e.async_bytes);
+	env_close(&e);
+	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
+	run_field(r, "device_requests", (double)reqs, 0);
+	run_field(r, "kib_per_request", reqs ? (double)bytes / KiB / reqs : 0, 1);
+	run_field(r, "mbps", (double)bytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	return rc < 0 ? rc : 0;
+}
+
+/* A journal-like sync submitter: every `period`, a plugged batch of `n`
+ * 4 KiB writes with the queue's batch op, then a commit block, then wait.
+ * Records each batch's latency. */
+static int fsync_loop(struct bench *b, struct env *e, unsigned n, uint64_t period_ns, struct hist *h,
+		      uint64_t *count)
+{
+	unsigned op = blk_queue_sync_batch_op(e->q);
+	/* The commit block: WRITE under 2.6.29 (sync_dirty_buffer was WRITE),
+	 * WRITE_SYNC otherwise. */
+	unsigned commit_op = op == BLK_WRITE ? BLK_WRITE : BLK_WRITE_SYNC;
+	uint64_t jbase = region(e, 0.45), jlen = span(e, 64 * MiB), jpos = 0;
+	uint64_t end = clock_now_ns() + (uint64_t)(b->seconds * 1e9);
+	while (clock_now_ns() < end) {
+		uint64_t start = clock_now_ns();
+		if (jpos + (n + 1) * 8 > jlen)
+			jpos = 0;
+		int64_t t = sync_batch(e, op, jbase + jpos, n, 4096, commit_op, jbase + jpos + n * 8);
+		if (t < 0)
+			return (int)t;
+		jpos += (n + 1) * 8;
+		hist_add(h, (uint64_t)t);
+		(*count)++;
+		uint64_t next = start + period_ns;
+		if (clock_now_ns() < next)
+			clock_sleep_until_ns(next);
+	}
+	return 0;
+}
+
+/* ioprio (patch 010): journal-like sync batches beside a best-effort async
+ * flood, journal at BE/4 vs RT/4. */
+static int sc_ioprio(struct bench *b, const char *spec, const struct config *c, struct run *r)
+{
+	struct env e;
+	/* The config names the journal's ioprio, not a queue option. */
+	int rc = env_open(b, &e, spec, NULL);
+	if (rc)
+		return rc;
+	int cls, lvl;
+	blk_ioprio_parse(c->opts, &cls, &lvl);
+	struct streamer w[2];
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct streamer){ .e = &e, .rw = BLK_WRITE, .bytes = 1024 * KiB, .start = region(&e, 0.05 + 0.3 * i),
+					  .len = span(&e, 256 * MiB) };
+		streamer_start(&w[i]);
+	}
+	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
+	blk_ioprio_set(cls, lvl);
+	blk_queue_stats_reset(e.q);
+	atomic_store(&e.async_bytes, 0);
+	uint64_t t0 = clock_now_ns();
+	struct hist h;
+	hist_init(&h);
+	uint64_t n = 0;
+	rc = fsync_loop(b, &e, 16, scaled(b, 50 * NS_PER_MS), &h, &n);
+	uint64_t t1 = clock_now_ns();
+	uint64_t abytes = atomic_load(&e.async_bytes);
+	blk_ioprio_set(BLK_IOPRIO_CLASS_BE, 4);
+	env_close(&e);
+	for (int i = 0; i < 2; i++)
+		pthread_join(w[i].tid, NULL);
+	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
+	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
+	run_field(r, "max_ms", ms(h.max), 2);
+	run_field(r, "async_mbps", (double)abytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	run_field(r, "commits", (double)n, 0);
+	return rc;
+}
+
+/* max-sectors (Linus' experiment): a 4 KiB sync write behind streaming
+ * 1 MiB async writes, max_sectors_kb 512 vs 64. */
+static int sc_max_sectors(struct bench *b, const char *spec, const struct config *c, struct run *r)
+{
+	struct env e;
+	int rc = env_open(b, &e, spec, c->opts);
+	if (rc)
+		return rc;
+	struct streamer w = { .e = &e, .rw = BLK_WRITE, .bytes = 1024 * KiB, .start = region(&e, 0.05),
+			      .len = span(&e, 256 * MiB) };
+	streamer_start(&w);
+	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
+	blk_queue_stats_reset(e.q);
+	atomic_store(&e.async_bytes, 0);
+	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9);
+	struct hist h;
+	hist_init(&h);
+	uint64_t n = 0;
+	while (clock_now_ns() < end) {
+		int64_t t = sync_batch(&e, BLK_WRITE_SYNC, region(&e, 0.5) + (n % 4096) * 8, 1, 4096, ~0u, 0);
+		if (t < 0) {
+			rc = (int)t;
+			break;
+		}
+		hist_add(&h, (uint64_t)t);
+		n++;
+		clock_sleep_ns(scaled(b, 20 * NS_PER_MS));
+	}
+	uint64_t t1 = clock_now_ns();
+	uint64_t abytes = atomic_load(&e.async_bytes);
+	env_close(&e);
+	pthread_join(w.tid, NULL);
+	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
+	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
+	run_field(r, "async_mbps", (double)abytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	run_field(r, "sync_writes", (double)n, 0);
+	return rc;
+}
+
+/* era: fsync-shaped work every 50 ms beside a streaming async writer, for
+ * each preset. */
+static int sc_era(struct bench *b, const char *spec, const struct config *c, struct run *r)
+{
+	struct env e;
+	int rc = env_open(b, &e, spec, c->opts);
+	if (rc)
+		return rc;
+	struct streamer w = { .e = &e, .rw = BLK_WRITE, .bytes = 1024 * KiB, .start = region(&e, 0.05),
+			      .len = span(&e, 256 * MiB) };
+	streamer_start(&w);
+	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
+	blk_queue_stats_reset(e.q);
+	atomic_store(&e.async_bytes, 0);
+	uint64_t t0 = clock_now_ns();
+	struct hist h;
+	hist_init(&h);
+	uint64_t n = 0;
+	rc = fsync_loop(b, &e, 8, scaled(b, 50 * NS_PER_MS), &h, &n);
+	uint64_t t1 = clock_now_ns();
+	uint64_t abytes = atomic_load(&e.async_bytes);
+	struct blk_stats st;
+	blk_queue_stats_get(e.q, &st);
+	env_close(&e);
+	pthread_join(w.tid, NULL);
+	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
+	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
+	run_field(r, "max_ms", ms(h.max), 2);
+	run_field(r, "async_mbps", (double)abytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	run_field(r, "device_requests", (double)(st.device_requests[0] + st.device_requests[1]), 0);
+	run_field(r, "fsyncs", (double)n, 0);
+	return rc;
+}
+
+static const struct config cfg_sync_alloc[] = { { "rw-pools", "sync_async_pools=0" },
+						{ "sync-async-pools", "sync_async_pools=1" } };
+static const struct config cfg_sync_plug[] = { { "WRITE_SYNC", "sync_batch_op=WRITE_SYNC" },
+					       { "WRITE_SYNC_PLUG", "sync_batch_op=WRITE_SYNC_PLUG" } };
+static const struct config cfg_noidle[] = { { "noidle-ignored", "noidle=0" }, { "noidle-honoured", "noidle=1" } };
+static const struct config cfg_ssd_plug[] = { { "no-plug-nonrot", "ssd_plug=0" },
+					      { "plug-unless-queuing", "ssd_plug=1" } };
+static const struct config cfg_ioprio[] = { { "BE/4", "BE/4" }, { "RT/4", "RT/4" } };
+static const struct config cfg_max_sectors[] = { { "max_sectors_kb=512", "max_sectors_kb=512" },
+						 { "max_sectors_kb=64", "max_sectors_kb=64" } };
+static const struct config cfg_era[] = { { "2.6.29", "preset=2.6.29" },
+					 { "2.6.30-rc1", "preset=2.6.30-rc1" },
+					 { "2.6.30", "preset=2.6.30" } };
+
+static const struct scenario {
+	const char *name;
+	scenario_fn fn;
+	const struct config *configs;
+	int nconfigs;
+	const char *default_device; /* used when --device is not given */
+	const char *help;
+} scenarios[] = {
+	{ "sync-alloc", sc_sync_alloc, cfg_sync_alloc, 2, NULL, "sync writer's request allocation behind async writers (patch 002)" },
+	{ "sync-plug", sc_sync_plug, cfg_sync_plug, 2, NULL, "64 adjacent sync writes then wait (patches 003-006)" },
+	{ "noidle", sc_noidle, cfg_noidle, 2, NULL, "sync writes with think time beside a reader (patch 008)" },
+	{ "ssd-plug", sc_ssd_plug, cfg_ssd_plug, 2, "sim:ssd-nq", "small sequential writes on a non-queuing SSD (patch 007)" },
+	{ "ioprio", sc_ioprio, cfg_ioprio, 2, NULL, "journal-like commits beside an async flood, BE/4 vs RT/4 (patch 010)" },
+	{ "max-sectors", sc_max_sectors, cfg_max_sectors, 2, NULL, "4 KiB sync write behind 1 MiB async writes" },
+	{ "era", sc_era, cfg_era, 3, NULL, "fsync-shaped work beside a streaming writer, per preset" },
+};
+#define NR_SCENARIOS (sizeof scenarios / sizeof scenarios[0])
+
+static int bench_scenario(struct bench *b, const struct scenario *s)
+{
+	const char *spec = b->device ? b->device : s->default_device ? s->default_device : "sim:hdd";
+	struct run runs[4];
+	int rc = 0;
+	for (int i = 0; i < s->nconfigs; i++) {
+		struct run *r = &runs[i];
+		memset(r, 0, sizeof *r);
+		r->scenario = s->name;
+		r->device = spec;
+		r->config = s->configs[i].name;
+		progress(b, s->name, r->config, i + 1, s->nconfigs);
+		err_clear();
+		rc = s->fn(b, spec, &s->configs[i], r);
+		if (rc < 0) {
+			progress_done();
+			fprintf(stderr, "nostall bench: %s (%s) on %s failed: %s\n", s->name, r->config, spec, err_last(rc));
+			return rc;
+		}
+	}
+	progress_done();
+	print_runs(b, runs, s->nconfigs);
+	return 0;
+}
+
+static void bench_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: nostall bench blk [--device SPEC] [--scenario NAME[,NAME..]] [--seconds S] [--json] [-o OPTS]\n"
+		"  --device SPEC   device spec (default sim:hdd; ssd-plug defaults to sim:ssd-nq)\n"
+		"  --seconds S     measurement time per run (default 4)\n"
+		"  -o OPTS         queue/scheduler tunables applied before each configuration\n"
+		"scenarios:\n");
+	for (size_t i = 0; i < NR_SCENARIOS; i++)
+		fprintf(out, "  %-12s %s\n", scenarios[i].name, scenarios[i].help);
+}
+
+static int bench_blk(int argc, char **argv)
+{
+	struct bench b = { .seconds = 4.0, .scale = 1.0 };
+	const char *only = NULL;
+	static const struct option longopts[] = {
+		{ "device", required_argument, NULL, 'd' }, { "scenario", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },         { "seconds", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+	};
+	optind = 1;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "d:s:jt:o:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': b.device = optarg; break;
+		case 's': only = optarg; break;
+		case 'j': b.json = true; break;
+		case 'o': b.opts = optarg; break;
+		case 't':
+			if (opts_parse_double(optarg, &b.seconds) || b.seconds <= 0 || b.seconds > 3600) {
+				fprintf(stderr, "nostall bench: --seconds '%s' must be a number in (0, 3600]\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h': bench_usage(stdout); return 0;
+		default: bench_usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "nostall bench blk: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	int rc = blk_opts_validate(b.opts);
+	if (rc) {
+		fprintf(stderr, "nostall bench: -o %s: %s\n", b.opts, err_last(rc));
+		return 2;
+	}
+	bool selected[NR_SCENARIOS] = { false };
+	if (only) {
+		char *copy = strdup(only), *save = NULL;
+		for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			size_t i;
+			for (i = 0; i < NR_SCENARIOS; i++)
+				if (!strcmp(scenarios[i].name, t))
+					break;
+			if (i == NR_SCENARIOS) {
+				fprintf(stderr, "nostall bench: unknown scenario '%s'\n", t);
+				bench_usage(stderr);
+				free(copy);
+				return 2;
+			}
+			selected[i] = true;
+		}
+		free(copy);
+	} else {
+		for (size_t i = 0; i < NR_SCENARIOS; i++)
+			selected[i] = true;
+	}
+	/* Fail early on a bad device spec, before any run starts. */
+	if (b.device) {
+		struct dev *d;
+		rc = dev_open(b.device, &d);
+		if (rc < 0) {
+			fprintf(stderr, "nostall bench: device '%s': %s\n", b.device, err_last(rc));
+			return 1;
+		}
+		dev_close(d);
+	}
+	for (size_t i = 0; i < NR_SCENARIOS; i++) {
+		if (!selected[i])
+			continue;
+		if (bench_scenario(&b, &scenarios[i]) < 0)
+			return 1;
+	}
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		bench_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "blk"))
+		return bench_blk(argc - 1, argv + 1);
+	fprintf(stderr, "nostall bench: unknown benchmark '%s' (available: blk)\n", argv[1]);
+	return 2;
+}
