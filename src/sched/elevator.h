@@ -111,6 +111,10 @@ struct elv_ops {
 	/* May a bio (flags rw, submitter ioc) merge into queued request rq?
 	 * blk has already checked direction, sync vs async and size. NULL = yes. */
 	bool (*allow_merge)(struct elevator *e, struct request *rq, unsigned rw, struct blk_ioc *ioc);
+	/* May a bio be merged at the FRONT of a queued request (bio end ==
+	 * rq->sector)? Asked in addition to allow_merge, only for front merges
+	 * (deadline's front_merges tunable). NULL = yes. */
+	bool (*allow_front_merge)(struct elevator *e);
 	/* rq grew by a bio merge. */
 	void (*merged)(struct elevator *e, struct request *rq, enum elv_merge type);
 	/* `next` was merged into `rq` and must be removed from the scheduler
