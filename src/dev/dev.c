@@ -1,0 +1,326 @@
+/* Device front end: spec dispatch, command validation, queue-depth and
+ * outstanding-command accounting, synchronous helpers. */
+#include "dev/dev_impl.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- common header ---- */
+
+int dev_init(struct dev *d, const struct dev_ops *ops, const struct dev_geometry *g)
+{
+	d->ops = ops;
+	d->geo = *g;
+	d->spec = NULL;
+	d->inflight = 0;
+	d->active = 0;
+	d->closing = false;
+	int rc = pthread_mutex_init(&d->lock, NULL);
+	if (rc)
+		return err_set(-rc, "%s: cannot create lock", ops->kind);
+	rc = clock_cond_init(&d->idle_cond);
+	if (rc) {
+		pthread_mutex_destroy(&d->lock);
+		return err_set(rc, "%s: cannot create condition variable", ops->kind);
+	}
+	return 0;
+}
+
+void dev_fini(struct dev *d)
+{
+	pthread_cond_destroy(&d->idle_cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d->spec);
+	d->spec = NULL;
+}
+
+void dev_complete(struct dev *d, struct dev_io *io, int err)
+{
+	pthread_mutex_lock(&d->lock);
+	d->inflight--;
+	pthread_mutex_unlock(&d->lock);
+
+	io->done(io, err);
+
+	pthread_mutex_lock(&d->lock);
+	if (--d->active == 0 && d->closing)
+		pthread_cond_broadcast(&d->idle_cond);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* ---- spec parsing ---- */
+
+static bool name_in(const char *item, size_t len, const char *const *names)
+{
+	for (size_t i = 0; names[i]; i++)
+		if (strlen(names[i]) == len && memcmp(names[i], item, len) == 0)
+			return true;
+	return false;
+}
+
+int dev_split_spec(const char *args, const char *const *names, char **head, char **opts)
+{
+	size_t len = strlen(args);
+	size_t cut = len;      /* args[cut..] is the taken part, starting with ',' if non-empty */
+	size_t head_end;       /* args[..head_end) is the head */
+	/* Names taken so far, to stop at a repeated one. */
+	const char *taken[32];
+	size_t taken_len[32];
+	size_t ntaken = 0;
+
+	for (;;) {
+		head_end = cut;
+		size_t start = cut;
+		while (start > 0 && args[start - 1] != ',')
+			start--;
+		if (start == 0)
+			break; /* the first field always belongs to the head */
+		const char *item = args + start;
+		size_t ilen = cut - start;
+		if (ilen == 0) {
+			/* ",," is an explicit boundary: drop it and stop. */
+			head_end = start - 1;
+			break;
+		}
+		const char *eq = memchr(item, '=', ilen);
+		size_t nlen = eq ? (size_t)(eq - item) : ilen;
+		if (!name_in(item, nlen, names))
+			break;
+		bool dup = false;
+		for (size_t i = 0; i < ntaken; i++)
+			if (taken_len[i] == nlen && memcmp(taken[i], item, nlen) == 0)
+				dup = true;
+		if (dup || ntaken == 32)
+			break;
+		taken[ntaken] = item;
+		taken_len[ntaken++] = nlen;
+		cut = start - 1; /* the comma before the item */
+	}
+	*head = strndup(args, head_end);
+	*opts = strdup(cut < len ? args + cut + 1 : "");
+	if (!*head || !*opts) {
+		free(*head);
+		free(*opts);
+		*head = *opts = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+struct kind_entry {
+	const char *name;
+	int (*open)(const char *args, struct dev **out);
+};
+
+static const struct kind_entry kinds[] = {
+	{ "file", dev_file_open },
+	{ "mem", dev_mem_open },
+	{ "sim", dev_sim_open },
+	{ "log", dev_log_open },
+	{ "fault", dev_fault_open },
+};
+
+int dev_open(const char *spec, struct dev **out)
+{
+	*out = NULL;
+	if (!spec || !*spec)
+		return err_set(-EINVAL, "empty device spec (use file:, mem:, sim:, log: or fault:)");
+	const char *colon = strchr(spec, ':');
+	size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (strlen(kinds[i].name) != klen || memcmp(kinds[i].name, spec, klen) != 0)
+			continue;
+		if (!colon || !colon[1])
+			return err_set(-EINVAL, "device spec '%s': missing arguments after '%s:'", spec,
+				       kinds[i].name);
+		struct dev *d = NULL;
+		int rc = kinds[i].open(colon + 1, &d);
+		if (rc)
+			return rc;
+		d->spec = strdup(spec);
+		if (!d->spec) {
+			dev_close(d);
+			return err_set(-ENOMEM, "out of memory");
+		}
+		*out = d;
+		return 0;
+	}
+	return err_set(-EINVAL, "device spec '%s': unknown kind '%.*s' (use file, mem, sim, log or fault)",
+		       spec, (int)klen, spec);
+}
+
+void dev_close(struct dev *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->closing = true;
+	while (d->active)
+		pthread_cond_wait(&d->idle_cond, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+	dev_fini(d);
+	d->ops->close(d);
+}
+
+void dev_geometry_get(const struct dev *d, struct dev_geometry *g)
+{
+	*g = d->geo;
+}
+
+const char *dev_spec(const struct dev *d)
+{
+	return d->spec ? d->spec : "";
+}
+
+/* ---- commands ---- */
+
+static int validate(const struct dev *d, const struct dev_io *io)
+{
+	const struct dev_geometry *g = &d->geo;
+	if (!io->done)
+		return -EINVAL;
+	if (io->flags & ~(unsigned)(DEV_IO_FUA | DEV_IO_PREFLUSH))
+		return -EINVAL;
+	switch (io->op) {
+	case DEV_OP_FLUSH:
+		return 0;
+	case DEV_OP_READ:
+	case DEV_OP_WRITE:
+		if (!io->buf)
+			return -EINVAL;
+		if (io->nr_sectors > g->max_hw_sectors)
+			return -EINVAL;
+		break;
+	case DEV_OP_DISCARD:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (io->nr_sectors == 0)
+		return -EINVAL;
+	uint64_t dev_sectors = g->size_bytes >> DEV_SECTOR_SHIFT;
+	if (io->sector >= dev_sectors || io->nr_sectors > dev_sectors - io->sector)
+		return -ERANGE;
+	uint32_t lbs = g->logical_block_size >> DEV_SECTOR_SHIFT;
+	if (lbs > 1 && (io->sector % lbs || io->nr_sectors % lbs))
+		return -EINVAL;
+	return 0;
+}
+
+int dev_submit(struct dev *d, struct dev_io *io)
+{
+	int rc = validate(d, io);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&d->lock);
+	if (d->closing) {
+		pthread_mutex_unlock(&d->lock);
+		return -ESHUTDOWN;
+	}
+	if (d->inflight >= d->geo.queue_depth) {
+		pthread_mutex_unlock(&d->lock);
+		return -EBUSY;
+	}
+	d->inflight++;
+	d->active++;
+	pthread_mutex_unlock(&d->lock);
+
+	rc = d->ops->submit(d, io);
+	if (rc) {
+		pthread_mutex_lock(&d->lock);
+		d->inflight--;
+		if (--d->active == 0 && d->closing)
+			pthread_cond_broadcast(&d->idle_cond);
+		pthread_mutex_unlock(&d->lock);
+	}
+	return rc;
+}
+
+struct sync_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+};
+
+static void sync_done(struct dev_io *io, int err)
+{
+	struct sync_wait *w = io->priv;
+	pthread_mutex_lock(&w->lock);
+	w->err = err;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* One command, waiting for it; retries while the queue is full. */
+static int sync_one(struct dev *d, enum dev_op op, uint64_t sector, uint32_t nr, void *buf,
+		    unsigned flags)
+{
+	struct sync_wait w = { .done = false, .err = 0 };
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	struct dev_io io = {
+		.op = op, .flags = flags, .sector = sector, .nr_sectors = nr, .buf = buf,
+		.done = sync_done, .priv = &w,
+	};
+	int rc;
+	while ((rc = dev_submit(d, &io)) == -EBUSY)
+		clock_sleep_ns(50 * NS_PER_US);
+	if (rc == 0) {
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cond, &w.lock);
+		pthread_mutex_unlock(&w.lock);
+		rc = w.err;
+	}
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return rc;
+}
+
+int dev_rw_sync(struct dev *d, enum dev_op op, uint64_t sector, uint32_t nr_sectors, void *buf,
+		unsigned flags)
+{
+	if (op == DEV_OP_FLUSH)
+		return sync_one(d, op, 0, 0, NULL, flags);
+	if (nr_sectors == 0)
+		return -EINVAL;
+	/* Larger than one command: split (DISCARD is never split). */
+	uint32_t max = op == DEV_OP_DISCARD ? nr_sectors : d->geo.max_hw_sectors;
+	uint32_t lbs = d->geo.logical_block_size >> DEV_SECTOR_SHIFT;
+	if (lbs > 1)
+		max -= max % lbs;
+	if (max == 0)
+		return -EINVAL;
+	uint32_t done = 0;
+	while (done < nr_sectors) {
+		uint32_t n = nr_sectors - done < max ? nr_sectors - done : max;
+		unsigned f = flags;
+		if (done)
+			f &= ~(unsigned)DEV_IO_PREFLUSH; /* only before the first piece */
+		void *p = buf ? (char *)buf + ((size_t)done << DEV_SECTOR_SHIFT) : NULL;
+		int rc = sync_one(d, op, sector + done, n, p, f);
+		if (rc)
+			return rc;
+		done += n;
+	}
+	return 0;
+}
+
+int dev_flush_sync(struct dev *d)
+{
+	return sync_one(d, DEV_OP_FLUSH, 0, 0, NULL, 0);
+}
+
+int dev_mark(struct dev *d, const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	if (!d->ops->mark)
+		return 0;
+	return d->ops->mark(d, name);
+}

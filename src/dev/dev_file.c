@@ -1,0 +1,501 @@
+/* file:PATH[,depth=N][,direct=0|1][,size=SIZE] — a regular file or block
+ * device driven through io_uring.
+ *
+ * Threads: submitters prepare SQEs under sq_lock; one completion thread reaps
+ * CQEs, advances each command's state machine (preflush -> data (retrying
+ * short transfers) -> FUA fdatasync) and calls dev_complete(). At most one SQE
+ * per command is in flight, so a ring of `depth` entries never overflows.
+ */
+#include "dev/dev_impl.h"
+#include "util/err.h"
+#include "util/opts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define FILE_DEFAULT_DEPTH 32u
+#define FILE_MAX_DEPTH 1024u
+#define FILE_MEM_ALIGN 4096u     /* buffer alignment used for O_DIRECT */
+#define FILE_DEFAULT_MAX_SECTORS 1024u
+
+enum stage { ST_PREFLUSH, ST_DATA, ST_FUA, ST_FLUSH };
+
+struct file_cmd {
+	struct dev_io *io;
+	enum stage stage;
+	void *bounce;         /* aligned copy of io->buf, or NULL */
+	char *data;           /* bounce or io->buf */
+	size_t len, xferred;
+	uint64_t off;
+	struct file_cmd *next_free;
+};
+
+struct file_dev {
+	struct dev dev; /* first */
+	int fd;
+	bool direct;
+	bool is_bdev;
+	struct io_uring ring;
+	pthread_t thread;
+	pthread_mutex_t sq_lock; /* protects the SQ side of ring and free_cmds */
+	struct file_cmd *cmds;
+	struct file_cmd *free_cmds;
+};
+
+/* Queue the SQE for cmd's current stage. Caller holds sq_lock. */
+static void queue_stage(struct file_dev *f, struct file_cmd *c)
+{
+	struct io_uring_sqe *sqe;
+	while (!(sqe = io_uring_get_sqe(&f->ring)))
+		io_uring_submit(&f->ring);
+	switch (c->stage) {
+	case ST_PREFLUSH:
+	case ST_FUA:
+	case ST_FLUSH:
+		io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case ST_DATA:
+		if (c->io->op == DEV_OP_READ)
+			io_uring_prep_read(sqe, f->fd, c->data + c->xferred, (unsigned)(c->len - c->xferred),
+					   c->off + c->xferred);
+		else
+			io_uring_prep_write(sqe, f->fd, c->data + c->xferred, (unsigned)(c->len - c->xferred),
+					    c->off + c->xferred);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, c);
+}
+
+static int submit_stage(struct file_dev *f, struct file_cmd *c)
+{
+	pthread_mutex_lock(&f->sq_lock);
+	queue_stage(f, c);
+	int rc;
+	do
+		rc = io_uring_submit(&f->ring);
+	while (rc == -EINTR || rc == -EAGAIN);
+	pthread_mutex_unlock(&f->sq_lock);
+	return rc < 0 ? rc : 0;
+}
+
+static void finish(struct file_dev *f, struct file_cmd *c, int err)
+{
+	struct dev_io *io = c->io;
+	if (!err && c->bounce && io->op == DEV_OP_READ)
+		memcpy(io->buf, c->bounce, c->len);
+	free(c->bounce);
+	c->bounce = NULL;
+	c->io = NULL;
+	pthread_mutex_lock(&f->sq_lock);
+	c->next_free = f->free_cmds;
+	f->free_cmds = c;
+	pthread_mutex_unlock(&f->sq_lock);
+	dev_complete(&f->dev, io, err);
+}
+
+/* Advance c after its SQE completed with `res`. */
+static void advance(struct file_dev *f, struct file_cmd *c, int res)
+{
+	if (res == -EINTR || res == -EAGAIN) {
+		/* Retry the same stage. */
+	} else if (res < 0) {
+		finish(f, c, res);
+		return;
+	} else {
+		switch (c->stage) {
+		case ST_PREFLUSH:
+			c->stage = ST_DATA;
+			break;
+		case ST_DATA:
+			if (res == 0) {
+				finish(f, c, -EIO); /* no progress: never accept a short transfer */
+				return;
+			}
+			c->xferred += (size_t)res;
+			if (c->xferred < c->len)
+				break; /* short: transfer the rest */
+			if (c->io->op == DEV_OP_WRITE && (c->io->flags & DEV_IO_FUA)) {
+				c->stage = ST_FUA;
+				break;
+			}
+			finish(f, c, 0);
+			return;
+		case ST_FUA:
+		case ST_FLUSH:
+			finish(f, c, 0);
+			return;
+		}
+	}
+	int rc = submit_stage(f, c);
+	if (rc)
+		finish(f, c, rc);
+}
+
+static void *completion_thread(void *arg)
+{
+	struct file_dev *f = arg;
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		int rc = io_uring_wait_cqe(&f->ring, &cqe);
+		if (rc == -EINTR || rc == -EAGAIN)
+			continue;
+		if (rc < 0) {
+			fprintf(stderr, "nostall: file device %s: io_uring_wait_cqe: %s\n", dev_spec(&f->dev),
+				strerror(-rc));
+			abort(); /* commands would hang otherwise */
+		}
+		struct file_cmd *c = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		io_uring_cqe_seen(&f->ring, cqe);
+		if (!c)
+			return NULL; /* the close sentinel */
+		/* The SQE went through the kernel, which thread sanitizers do not
+		 * see: pair with the submitter's unlock so that its writes to *c
+		 * (and to the data buffer) visibly happen before ours. */
+		pthread_mutex_lock(&f->sq_lock);
+		pthread_mutex_unlock(&f->sq_lock);
+		advance(f, c, res);
+	}
+}
+
+static int do_discard(struct file_dev *f, const struct dev_io *io)
+{
+	uint64_t off = io->sector << DEV_SECTOR_SHIFT, len = (uint64_t)io->nr_sectors << DEV_SECTOR_SHIFT;
+	if (f->is_bdev) {
+		uint64_t range[2] = { off, len };
+		if (ioctl(f->fd, BLKDISCARD, range) < 0 && errno != EOPNOTSUPP)
+			return -errno;
+		return 0;
+	}
+	if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0 &&
+	    errno != EOPNOTSUPP)
+		return -errno;
+	return 0; /* "data may read back as zeroes or as old data" */
+}
+
+static int file_submit(struct dev *d, struct dev_io *io)
+{
+	struct file_dev *f = (struct file_dev *)d;
+	if (io->op == DEV_OP_DISCARD) {
+		dev_complete(d, io, do_discard(f, io));
+		return 0;
+	}
+	pthread_mutex_lock(&f->sq_lock);
+	struct file_cmd *c = f->free_cmds;
+	if (c)
+		f->free_cmds = c->next_free;
+	pthread_mutex_unlock(&f->sq_lock);
+	if (!c)
+		return -EBUSY; /* cannot happen: dev.c enforces the depth */
+	c->io = io;
+	c->bounce = NULL;
+	c->xferred = 0;
+	c->off = io->sector << DEV_SECTOR_SHIFT;
+	c->len = (size_t)io->nr_sectors << DEV_SECTOR_SHIFT;
+	c->data = io->buf;
+	if (io->op == DEV_OP_FLUSH) {
+		c->stage = ST_FLUSH;
+	} else {
+		c->stage = (io->op == DEV_OP_WRITE && (io->flags & DEV_IO_PREFLUSH)) ? ST_PREFLUSH : ST_DATA;
+		if (f->direct && ((uintptr_t)io->buf % FILE_MEM_ALIGN)) {
+			c->bounce = aligned_alloc(FILE_MEM_ALIGN, (c->len + FILE_MEM_ALIGN - 1) /
+							  FILE_MEM_ALIGN * FILE_MEM_ALIGN);
+			if (!c->bounce) {
+				c->io = NULL;
+				pthread_mutex_lock(&f->sq_lock);
+				c->next_free = f->free_cmds;
+				f->free_cmds = c;
+				pthread_mutex_unlock(&f->sq_lock);
+				return -ENOMEM;
+			}
+			if (io->op == DEV_OP_WRITE)
+				memcpy(c->bounce, io->buf, c->len);
+			c->data = c->bounce;
+		}
+	}
+	int rc = submit_stage(f, c);
+	if (rc) {
+		/* The SQE may still be queued; completing through finish() keeps
+		 * the slot bookkeeping simple. */
+		finish(f, c, rc);
+	}
+	return 0;
+}
+
+static void file_close(struct dev *d)
+{
+	struct file_dev *f = (struct file_dev *)d;
+	/* No command is outstanding: a NOP with NULL data stops the thread. */
+	pthread_mutex_lock(&f->sq_lock);
+	struct io_uring_sqe *sqe;
+	while (!(sqe = io_uring_get_sqe(&f->ring)))
+		io_uring_submit(&f->ring);
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, NULL);
+	while (io_uring_submit(&f->ring) == -EINTR)
+		;
+	pthread_mutex_unlock(&f->sq_lock);
+	pthread_join(f->thread, NULL);
+	io_uring_queue_exit(&f->ring);
+	pthread_mutex_destroy(&f->sq_lock);
+	close(f->fd);
+	free(f->cmds);
+	free(f);
+}
+
+static const struct dev_ops file_ops = {
+	.kind = "file",
+	.submit = file_submit,
+	.close = file_close,
+};
+
+/* ---- open ---- */
+
+struct file_opts {
+	uint64_t depth;
+	int direct; /* -1 unspecified */
+	uint64_t size;
+};
+
+static int file_opt(void *ctx, const char *name, const char *value)
+{
+	struct file_opts *o = ctx;
+	int rc;
+	if (!value)
+		return err_set(-EINVAL, "file: option '%s' needs a value", name);
+	if (strcmp(name, "depth") == 0) {
+		rc = opts_parse_u64(value, &o->depth);
+		if (rc || o->depth < 1 || o->depth > FILE_MAX_DEPTH)
+			return err_set(-EINVAL, "file: bad depth '%s' (1..%u)", value, FILE_MAX_DEPTH);
+	} else if (strcmp(name, "direct") == 0) {
+		bool b;
+		if (opts_parse_bool(value, &b))
+			return err_set(-EINVAL, "file: bad direct '%s' (use 0 or 1)", value);
+		o->direct = b;
+	} else if (strcmp(name, "size") == 0) {
+		if (opts_parse_size(value, &o->size) || o->size < DEV_SECTOR_SIZE)
+			return err_set(-EINVAL, "file: bad size '%s'", value);
+	} else {
+		return err_set(-EINVAL, "file: unknown option '%s'", name);
+	}
+	return 0;
+}
+
+static bool read_sysfs_u64(const char *path, uint64_t *out)
+{
+	FILE *fp = fopen(path, "re");
+	if (!fp)
+		return false;
+	unsigned long long v;
+	bool ok = fscanf(fp, "%llu", &v) == 1;
+	fclose(fp);
+	if (ok)
+		*out = v;
+	return ok;
+}
+
+/* queue/<attr> of the disk holding dev_t `rdev` (a partition looks at its parent). */
+static bool queue_attr(dev_t rdev, const char *attr, uint64_t *out)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/%s", major(rdev), minor(rdev), attr);
+	if (read_sysfs_u64(path, out))
+		return true;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/%s", major(rdev), minor(rdev), attr);
+	return read_sysfs_u64(path, out);
+}
+
+/* Can this fd do O_DIRECT reads of `lbs` bytes? */
+static int probe_direct(int fd, unsigned lbs)
+{
+	void *buf = aligned_alloc(FILE_MEM_ALIGN, FILE_MEM_ALIGN);
+	if (!buf)
+		return -ENOMEM;
+	ssize_t n = pread(fd, buf, lbs, 0);
+	int rc = n < 0 ? -errno : 0;
+	free(buf);
+	return rc;
+}
+
+int dev_file_open(const char *args, struct dev **out)
+{
+	static const char *const names[] = { "depth", "direct", "size", NULL };
+	char *path, *optstr;
+	if (dev_split_spec(args, names, &path, &optstr))
+		return err_set(-ENOMEM, "out of memory");
+	struct file_opts o = { .depth = FILE_DEFAULT_DEPTH, .direct = -1, .size = 0 };
+	int rc = opts_parse(optstr, file_opt, &o);
+	free(optstr);
+	if (rc) {
+		free(path);
+		return rc;
+	}
+	if (!*path) {
+		free(path);
+		return err_set(-EINVAL, "file: missing path (file:PATH[,depth=N][,direct=0|1])");
+	}
+	if (strchr(path, ',')) {
+		/* Probably a misspelt option: the right-end rule left it in the path. */
+		struct stat st0;
+		if (stat(path, &st0) < 0) {
+			rc = err_set(-EINVAL, "file: '%s': no such file, and '%s' is not a file option "
+					      "(depth, direct, size)", path, strrchr(path, ',') + 1);
+			free(path);
+			return rc;
+		}
+	}
+
+	int fd = -1;
+	bool direct = o.direct != 0;
+	if (direct) {
+		fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
+		if (fd < 0 && errno == EINVAL && o.direct == -1)
+			direct = false;
+	}
+	if (!direct)
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		rc = err_set(-errno, "file: cannot open '%s'%s: %s", path, direct && errno == EINVAL ? " with O_DIRECT" : "",
+			     strerror(errno));
+		free(path);
+		return rc;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		rc = err_set(-errno, "file: cannot stat '%s': %s", path, strerror(errno));
+		goto fail_fd;
+	}
+	struct dev_geometry g = {
+		.rotational = false,
+		.queue_depth = (unsigned)o.depth,
+		.max_hw_sectors = FILE_DEFAULT_MAX_SECTORS,
+		.logical_block_size = 512,
+		.has_write_cache = true,
+	};
+	bool is_bdev = S_ISBLK(st.st_mode);
+	uint64_t v;
+	if (is_bdev) {
+		uint64_t bytes = 0;
+		int ssz = 512;
+		if (ioctl(fd, BLKGETSIZE64, &bytes) < 0) {
+			rc = err_set(-errno, "file: BLKGETSIZE64 on '%s': %s", path, strerror(errno));
+			goto fail_fd;
+		}
+		if (ioctl(fd, BLKSSZGET, &ssz) == 0 && (ssz == 512 || ssz == 4096))
+			g.logical_block_size = (unsigned)ssz;
+		g.size_bytes = bytes;
+		if (queue_attr(st.st_rdev, "rotational", &v))
+			g.rotational = v != 0;
+		if (queue_attr(st.st_rdev, "max_hw_sectors_kb", &v) && v >= 4)
+			g.max_hw_sectors = (unsigned)(v * 2 < 2048 ? v * 2 : 2048);
+		if (o.size) {
+			rc = err_set(-EINVAL, "file: size= is for regular files, '%s' is a block device", path);
+			goto fail_fd;
+		}
+	} else if (S_ISREG(st.st_mode)) {
+		if (o.size > (uint64_t)st.st_size) {
+			if (ftruncate(fd, (off_t)o.size) < 0) {
+				rc = err_set(-errno, "file: cannot extend '%s' to %" PRIu64 " bytes: %s", path, o.size,
+					     strerror(errno));
+				goto fail_fd;
+			}
+			st.st_size = (off_t)o.size;
+		}
+		g.size_bytes = (uint64_t)st.st_size;
+		if (queue_attr(st.st_dev, "rotational", &v))
+			g.rotational = v != 0;
+	} else {
+		rc = err_set(-EINVAL, "file: '%s' is neither a regular file nor a block device", path);
+		goto fail_fd;
+	}
+	g.size_bytes &= ~(uint64_t)(g.logical_block_size - 1);
+	if (g.size_bytes == 0) {
+		rc = err_set(-EINVAL, "file: '%s' is empty (use size= to extend it)", path);
+		goto fail_fd;
+	}
+	if (direct) {
+		/* The filesystem may want 4 KiB-aligned offsets; else fall back. */
+		rc = probe_direct(fd, g.logical_block_size);
+		if (rc == -EINVAL && g.logical_block_size == 512) {
+			rc = probe_direct(fd, 4096);
+			if (rc == 0)
+				g.logical_block_size = 4096;
+		}
+		if (rc) {
+			if (o.direct == 1) {
+				rc = err_set(rc, "file: O_DIRECT I/O on '%s' fails: %s", path, strerror(-rc));
+				goto fail_fd;
+			}
+			int fd2 = open(path, O_RDWR | O_CLOEXEC);
+			if (fd2 < 0) {
+				rc = err_set(-errno, "file: cannot reopen '%s': %s", path, strerror(errno));
+				goto fail_fd;
+			}
+			close(fd);
+			fd = fd2;
+			direct = false;
+			g.logical_block_size = is_bdev ? g.logical_block_size : 512;
+		}
+	}
+
+	struct file_dev *f = calloc(1, sizeof(*f));
+	if (!f) {
+		rc = err_set(-ENOMEM, "out of memory");
+		goto fail_fd;
+	}
+	f->fd = fd;
+	f->direct = direct;
+	f->is_bdev = is_bdev;
+	f->cmds = calloc(o.depth, sizeof(*f->cmds));
+	if (!f->cmds) {
+		free(f);
+		rc = err_set(-ENOMEM, "out of memory");
+		goto fail_fd;
+	}
+	for (size_t i = 0; i < o.depth; i++) {
+		f->cmds[i].next_free = f->free_cmds;
+		f->free_cmds = &f->cmds[i];
+	}
+	unsigned entries = 1;
+	while (entries < o.depth + 1)
+		entries <<= 1;
+	rc = io_uring_queue_init(entries, &f->ring, 0);
+	if (rc < 0) {
+		rc = err_set(rc, "file: io_uring_queue_init(%u): %s", entries, strerror(-rc));
+		goto fail_f;
+	}
+	pthread_mutex_init(&f->sq_lock, NULL);
+	rc = dev_init(&f->dev, &file_ops, &g);
+	if (rc)
+		goto fail_ring;
+	rc = pthread_create(&f->thread, NULL, completion_thread, f);
+	if (rc) {
+		rc = err_set(-rc, "file: cannot start the completion thread");
+		dev_fini(&f->dev);
+		goto fail_ring;
+	}
+	free(path);
+	*out = &f->dev;
+	return 0;
+
+fail_ring:
+	pthread_mutex_destroy(&f->sq_lock);
+	io_uring_queue_exit(&f->ring);
+fail_f:
+	free(f->cmds);
+	free(f);
+fail_fd:
+	close(fd);
+	free(path);
+	return rc;
+}

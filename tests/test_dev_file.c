@@ -1,0 +1,287 @@
+/* file: device (io_uring, O_DIRECT, bounce buffers, flush/FUA).
+ * nostall-test: concurrent */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "dev/dev.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void fill(void *buf, size_t len, unsigned seed)
+{
+	unsigned char *p = buf;
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 9));
+}
+
+static char *make_file(const char *dir, uint64_t size)
+{
+	char *path = malloc(256);
+	snprintf(path, 256, "%s/nostall-devfile-XXXXXX", dir);
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		free(path);
+		return NULL;
+	}
+	if (ftruncate(fd, (off_t)size) < 0) {
+		close(fd);
+		unlink(path);
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	return path;
+}
+
+static void roundtrip(const char *spec, bool expect_direct_ok)
+{
+	(void)expect_direct_ok;
+	struct dev *d;
+	int rc = dev_open(spec, &d);
+	if (rc)
+		fail_msg("dev_open(%s): %s", spec, err_last(rc));
+	struct dev_geometry g;
+	dev_geometry_get(d, &g);
+	assert_int_equal(g.size_bytes, 64u << 20);
+	assert_true(g.has_write_cache);
+	assert_true(g.logical_block_size == 512 || g.logical_block_size == 4096);
+	unsigned lbs = g.logical_block_size / 512;
+
+	/* Deliberately unaligned buffers: bounced for O_DIRECT. */
+	char *wbase = malloc(256 * 1024 + 1), *rbase = malloc(256 * 1024 + 3);
+	char *w = wbase + 1, *r = rbase + 3;
+	fill(w, 256 * 1024, 3);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 8 * lbs, 512, w, 0), 0);
+	memset(r, 0, 256 * 1024);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 8 * lbs, 512, r, 0), 0);
+	assert_memory_equal(w, r, 256 * 1024);
+	/* FUA, PREFLUSH, flush, last block. */
+	uint64_t last = g.size_bytes / 512 - 8 * lbs;
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, last, 8 * lbs, w, DEV_IO_FUA | DEV_IO_PREFLUSH), 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, last, 8 * lbs, r, 0), 0);
+	assert_memory_equal(w, r, 4096 * lbs);
+	assert_int_equal(dev_flush_sync(d), 0);
+	/* Discard: zeroes or old data, never garbage or an error. */
+	assert_int_equal(dev_rw_sync(d, DEV_OP_DISCARD, 0, 2048, NULL, 0), 0);
+	/* Out of range. */
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, g.size_bytes / 512, 8, r, 0), -ERANGE);
+	dev_close(d);
+	free(wbase);
+	free(rbase);
+}
+
+static void test_file_depth1_and_32(void **state)
+{
+	(void)state;
+	char *path = make_file("/tmp", 64u << 20);
+	assert_non_null(path);
+	char spec[512];
+	snprintf(spec, sizeof(spec), "file:%s,depth=1", path);
+	roundtrip(spec, true);
+	struct dev *d;
+	assert_int_equal(dev_open(spec, &d), 0);
+	struct dev_geometry g;
+	dev_geometry_get(d, &g);
+	assert_int_equal(g.queue_depth, 1);
+	dev_close(d);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	assert_int_equal(dev_open(spec, &d), 0);
+	dev_geometry_get(d, &g);
+	assert_int_equal(g.queue_depth, 32);
+	dev_close(d);
+	snprintf(spec, sizeof(spec), "file:%s,depth=32,direct=1", path);
+	roundtrip(spec, true);
+	snprintf(spec, sizeof(spec), "file:%s,direct=0", path);
+	roundtrip(spec, false);
+	unlink(path);
+	free(path);
+}
+
+static void test_file_tmpfs_fallback(void **state)
+{
+	(void)state;
+	struct stat st;
+	if (stat("/dev/shm", &st) < 0) {
+		skip();
+		return;
+	}
+	char *path = make_file("/dev/shm", 64u << 20);
+	if (!path) {
+		skip();
+		return;
+	}
+	char spec[512];
+	snprintf(spec, sizeof(spec), "file:%s,depth=4", path);
+	roundtrip(spec, false);
+	unlink(path);
+	free(path);
+}
+
+static void test_file_errors(void **state)
+{
+	(void)state;
+	struct dev *d;
+	char *path = make_file("/tmp", 0);
+	assert_non_null(path);
+	char spec[512];
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	int rc = dev_open(spec, &d);
+	assert_int_equal(rc, -EINVAL);
+	assert_non_null(strstr(err_last(rc), "empty"));
+	snprintf(spec, sizeof(spec), "file:%s,size=1M", path);
+	assert_int_equal(dev_open(spec, &d), 0); /* size= extends */
+	dev_close(d);
+	snprintf(spec, sizeof(spec), "file:%s,depth=0", path);
+	rc = dev_open(spec, &d);
+	assert_int_equal(rc, -EINVAL);
+	assert_non_null(strstr(err_last(rc), "depth"));
+	snprintf(spec, sizeof(spec), "file:%s,dpeth=3", path);
+	rc = dev_open(spec, &d);
+	assert_int_equal(rc, -EINVAL);
+	assert_non_null(strstr(err_last(rc), "dpeth=3"));
+	rc = dev_open("file:/nonexistent-nostall/x", &d);
+	assert_int_equal(rc, -ENOENT);
+	assert_non_null(strstr(err_last(rc), "/nonexistent-nostall/x"));
+	rc = dev_open("file:/dev/null", &d);
+	assert_int_equal(rc, -EINVAL);
+	unlink(path);
+	free(path);
+}
+
+/* Many async commands at depth 32 from several threads. */
+struct async_ctx {
+	atomic_int completed;
+	atomic_int errors;
+};
+
+struct async_io {
+	struct dev_io io;
+	struct async_ctx *ctx;
+	char buf[8192];
+};
+
+static void async_done(struct dev_io *io, int err)
+{
+	struct async_io *a = io->priv;
+	if (err)
+		atomic_fetch_add(&a->ctx->errors, 1);
+	atomic_fetch_add(&a->ctx->completed, 1);
+}
+
+struct submitter {
+	struct dev *d;
+	unsigned id;
+	struct async_ctx ctx;
+};
+
+static void *submit_thread(void *arg)
+{
+	struct submitter *s = arg;
+	enum { N = 8 };
+	struct async_io *ios = calloc(N, sizeof(*ios));
+	for (unsigned round = 0; round < 20; round++) {
+		atomic_store(&s->ctx.completed, 0);
+		for (unsigned i = 0; i < N; i++) {
+			struct async_io *a = &ios[i];
+			fill(a->buf, sizeof(a->buf), s->id * 100 + i + round);
+			a->ctx = &s->ctx;
+			a->io = (struct dev_io){ .op = DEV_OP_WRITE, .sector = (uint64_t)(s->id * N + i) * 16,
+						 .nr_sectors = 16, .buf = a->buf, .done = async_done, .priv = a };
+			if (round % 5 == 4)
+				a->io.flags = DEV_IO_FUA;
+			int rc;
+			while ((rc = dev_submit(s->d, &a->io)) == -EBUSY)
+				usleep(10);
+			if (rc)
+				atomic_fetch_add(&s->ctx.errors, 1), atomic_fetch_add(&s->ctx.completed, 1);
+		}
+		while (atomic_load(&s->ctx.completed) < N)
+			usleep(50);
+	}
+	/* Verify the final contents. */
+	char r[8192];
+	for (unsigned i = 0; i < N; i++) {
+		fill(ios[i].buf, sizeof(ios[i].buf), s->id * 100 + i + 19);
+		if (dev_rw_sync(s->d, DEV_OP_READ, (uint64_t)(s->id * N + i) * 16, 16, r, 0) ||
+		    memcmp(r, ios[i].buf, sizeof(r)))
+			atomic_fetch_add(&s->ctx.errors, 1);
+	}
+	free(ios);
+	return NULL;
+}
+
+static void test_file_concurrent(void **state)
+{
+	(void)state;
+	char *path = make_file("/tmp", 64u << 20);
+	assert_non_null(path);
+	char spec[512];
+	snprintf(spec, sizeof(spec), "file:%s,depth=32", path);
+	struct dev *d;
+	assert_int_equal(dev_open(spec, &d), 0);
+	pthread_t t[4];
+	struct submitter s[4];
+	for (unsigned i = 0; i < 4; i++) {
+		s[i] = (struct submitter){ .d = d, .id = i };
+		atomic_init(&s[i].ctx.completed, 0);
+		atomic_init(&s[i].ctx.errors, 0);
+		assert_int_equal(pthread_create(&t[i], NULL, submit_thread, &s[i]), 0);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(atomic_load(&s[i].ctx.errors), 0);
+	}
+	dev_close(d);
+	unlink(path);
+	free(path);
+}
+
+/* dev_close waits for outstanding commands. */
+static void test_file_close_waits(void **state)
+{
+	(void)state;
+	char *path = make_file("/tmp", 16u << 20);
+	char spec[512];
+	snprintf(spec, sizeof(spec), "file:%s,depth=16", path);
+	struct dev *d;
+	assert_int_equal(dev_open(spec, &d), 0);
+	struct async_ctx ctx;
+	atomic_init(&ctx.completed, 0);
+	atomic_init(&ctx.errors, 0);
+	struct async_io *ios = calloc(16, sizeof(*ios));
+	for (unsigned i = 0; i < 16; i++) {
+		ios[i].ctx = &ctx;
+		ios[i].io = (struct dev_io){ .op = i % 2 ? DEV_OP_READ : DEV_OP_WRITE, .sector = i * 16,
+					     .nr_sectors = 16, .buf = ios[i].buf, .done = async_done,
+					     .priv = &ios[i] };
+		assert_int_equal(dev_submit(d, &ios[i].io), 0);
+	}
+	dev_close(d);
+	assert_int_equal(atomic_load(&ctx.completed), 16);
+	assert_int_equal(atomic_load(&ctx.errors), 0);
+	free(ios);
+	unlink(path);
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_file_depth1_and_32),
+		cmocka_unit_test(test_file_tmpfs_fallback),
+		cmocka_unit_test(test_file_errors),
+		cmocka_unit_test(test_file_concurrent),
+		cmocka_unit_test(test_file_close_waits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
