@@ -1,0 +1,749 @@
+/* CFQ elevator, driven directly on a fake clock: the test plays blk
+ * (set_request, add_request, dispatch, in_driver, completed, put_request). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sched/cfq.h"
+#include "util/clock.h"
+
+#define MS NS_PER_MS
+#define T0 (1000 * NS_PER_SEC)
+#define MAXRQ 160
+#define MAXIOC 8
+
+struct fx {
+	struct elevator e;
+	struct request rq[MAXRQ];
+	int n;
+	bool in_driver[MAXRQ];
+	struct blk_ioc *ioc[MAXIOC];
+	int nioc;
+};
+
+static struct fx F;
+
+static struct fx *fx_new(bool rotational, bool queuing)
+{
+	struct fx *f = &F;
+	memset(f, 0, sizeof *f);
+	f->e.ops = &elv_cfq_ops;
+	f->e.rotational = rotational;
+	f->e.queuing = queuing;
+	f->e.honour_noidle = true;
+	f->e.now_ns = T0;
+	assert_int_equal(f->e.ops->init(&f->e), 0);
+	return f;
+}
+
+static struct blk_ioc *mkioc(struct fx *f, int cls, int level)
+{
+	assert_true(f->nioc < MAXIOC);
+	struct blk_ioc *ioc = blk_ioc_create(cls, level);
+	assert_non_null(ioc);
+	f->ioc[f->nioc++] = ioc;
+	return ioc;
+}
+
+static void at(struct fx *f, uint64_t ms) { f->e.now_ns = T0 + ms * MS; }
+
+static void set(struct fx *f, const char *name, const char *v)
+{
+	assert_int_equal(tunable_set(f->e.ops->tunables, f->e.data, name, v), 0);
+}
+
+static struct request *sub(struct fx *f, struct blk_ioc *ioc, uint64_t sector, unsigned flags)
+{
+	assert_true(f->n < MAXRQ);
+	struct request *rq = &f->rq[f->n++];
+	memset(rq, 0, sizeof *rq);
+	rq->sector = sector;
+	rq->nr_sectors = 8;
+	rq->flags = flags & ~BLK_REQ_UNPLUG;
+	rq->ioc = ioc;
+	list_init(&rq->elv_fifo);
+	list_init(&rq->elv_sort);
+	rq->alloc_ns = rq->insert_ns = f->e.now_ns;
+	assert_int_equal(f->e.ops->set_request(&f->e, rq), 0);
+	f->e.ops->add_request(&f->e, rq);
+	return rq;
+}
+
+static struct request *disp(struct fx *f)
+{
+	struct request *rq = f->e.ops->dispatch(&f->e, false);
+	if (rq) {
+		f->e.in_driver[rq_is_sync(rq)]++;
+		f->in_driver[rq - f->rq] = true;
+	}
+	return rq;
+}
+
+static void done(struct fx *f, struct request *rq)
+{
+	assert_true(f->in_driver[rq - f->rq]);
+	f->in_driver[rq - f->rq] = false;
+	f->e.in_driver[rq_is_sync(rq)]--;
+	f->e.ops->completed(&f->e, rq);
+	f->e.ops->put_request(&f->e, rq);
+}
+
+/* Dispatch one request and complete it at once. */
+static struct request *disp_done(struct fx *f)
+{
+	struct request *rq = disp(f);
+	if (rq)
+		done(f, rq);
+	return rq;
+}
+
+/* Drain (force), check that nothing leaks, free. */
+static void fx_free(struct fx *f)
+{
+	struct request *rq;
+	for (int i = 0; i < f->n; i++)
+		if (f->in_driver[i])
+			done(f, &f->rq[i]);
+	while ((rq = f->e.ops->dispatch(&f->e, true)) != NULL) {
+		f->e.in_driver[rq_is_sync(rq)]++;
+		f->in_driver[rq - f->rq] = true;
+		done(f, rq);
+	}
+	assert_true(f->e.ops->empty(&f->e));
+	assert_int_equal(f->e.in_driver[0] + f->e.in_driver[1], 0);
+	f->e.ops->exit(&f->e);
+	for (int i = 0; i < f->nioc; i++)
+		blk_ioc_put(f->ioc[i]);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_tunables(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, false);
+	const struct tunable_desc *t = f->e.ops->tunables;
+	static const struct { const char *n; uint64_t v; } defs[] = {
+		{ "quantum", 4 }, { "fifo_expire_sync", 125 }, { "fifo_expire_async", 250 },
+		{ "back_seek_max", 16384 }, { "back_seek_penalty", 2 }, { "slice_sync", 100 },
+		{ "slice_async", 40 }, { "slice_async_rq", 2 }, { "slice_idle", 8 },
+	};
+	for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+		uint64_t v = 0;
+		assert_int_equal(tunable_get(t, f->e.data, defs[i].n, &v), 0);
+		assert_int_equal(v, defs[i].v);
+	}
+	assert_int_equal(tunable_set(t, f->e.data, "quantum", "0"), -ERANGE);
+	assert_int_equal(tunable_set(t, f->e.data, "slice_sync", "0"), -ERANGE);
+	assert_int_equal(tunable_set(t, f->e.data, "slice_idle", "0"), 0);
+	assert_ptr_equal(elv_find("cfq"), &elv_cfq_ops);
+	fx_free(f);
+}
+
+static void test_slice_lengths(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, false);
+	const uint64_t sync_ms[8] = { 180, 160, 140, 120, 100, 80, 60, 40 };
+	const uint64_t async_ms[8] = { 72, 64, 56, 48, 40, 32, 24, 16 };
+	const unsigned maxrq[8] = { 32, 28, 24, 20, 16, 12, 8, 4 };
+	for (int p = 0; p < 8; p++) {
+		assert_int_equal(cfq_slice_for(&f->e, true, p), sync_ms[p] * MS);
+		assert_int_equal(cfq_slice_for(&f->e, false, p), async_ms[p] * MS);
+		assert_int_equal(cfq_async_maxrq_for(&f->e, p), maxrq[p]);
+	}
+	set(f, "slice_sync", "50");
+	assert_int_equal(cfq_slice_for(&f->e, true, 0), 90 * MS);
+	assert_int_equal(cfq_slice_for(&f->e, true, 7), 20 * MS);
+
+	/* The slice starts at the first completion: RT/0 gets 90 ms now. */
+	struct blk_ioc *rt = mkioc(f, BLK_IOPRIO_CLASS_RT, 0);
+	struct blk_ioc *be = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, rt, 0, BLK_READ);
+	sub(f, rt, 8, BLK_READ);
+	struct request *r = disp(f);
+	assert_non_null(r);
+	uint64_t id, end;
+	bool sync;
+	assert_true(cfq_active_info(&f->e, &id, &sync, &end));
+	assert_int_equal(id, blk_ioc_id(rt));
+	assert_true(sync);
+	assert_int_equal(end, 0);
+	at(f, 3);
+	done(f, r);
+	assert_true(cfq_active_info(&f->e, NULL, NULL, &end));
+	assert_int_equal(end, T0 + 93 * MS);
+	fx_free(f);
+
+	f = fx_new(true, false);
+	be = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, be, 0, BLK_READ);
+	at(f, 1);
+	done(f, disp(f));
+	assert_true(cfq_active_info(&f->e, NULL, NULL, &end));
+	assert_int_equal(end, T0 + 101 * MS);
+	fx_free(f);
+}
+
+/* RT before BE before IDLE, whatever the arrival order; IDLE only after the
+ * grace period following the last other completion. */
+static void test_class_order(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, false);
+	set(f, "slice_idle", "0");
+	struct blk_ioc *idle = mkioc(f, BLK_IOPRIO_CLASS_IDLE, 0);
+	struct blk_ioc *be = mkioc(f, BLK_IOPRIO_CLASS_BE, 0);
+	struct blk_ioc *rt = mkioc(f, BLK_IOPRIO_CLASS_RT, 7);
+	struct request *ri = sub(f, idle, 100, BLK_READ);
+	struct request *rb = sub(f, be, 200, BLK_READ);
+	struct request *rr = sub(f, rt, 300, BLK_READ);
+	at(f, 1);
+	struct request *r = disp(f);
+	assert_ptr_equal(r, rr);
+	at(f, 2);
+	done(f, r);
+	r = disp(f);
+	assert_ptr_equal(r, rb);
+	at(f, 3);
+	done(f, r);
+	/* Only the IDLE queue is left: it waits 100 ms after the last
+	 * completion of another class. */
+	assert_null(disp(f));
+	assert_int_equal(f->e.kick_ns, T0 + 103 * MS);
+	at(f, 50);
+	assert_null(disp(f));
+	at(f, 103);
+	assert_ptr_equal(disp(f), ri);
+	fx_free(f);
+}
+
+/* A sync request preempts an active async queue; async waits while sync is
+ * in the driver. */
+static void test_sync_preempts_async_and_holds_it(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	set(f, "slice_idle", "0");
+	struct blk_ioc *wr = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *rd = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	for (int i = 0; i < 8; i++)
+		sub(f, wr, 1000 + (uint64_t)i * 8, BLK_WRITE);
+	struct request *a1 = disp(f), *a2 = disp(f);
+	assert_non_null(a1);
+	assert_non_null(a2);
+	assert_false(rq_is_sync(a1));
+	at(f, 1);
+	f->e.kick_ns = 0;
+	struct request *rs = sub(f, rd, 50, BLK_READ);
+	assert_int_equal(f->e.kick_ns, f->e.now_ns); /* preempted: run now */
+	struct request *r = disp(f);
+	assert_ptr_equal(r, rs);
+	/* The read is in the driver: the async queue must wait. */
+	assert_null(disp(f));
+	assert_null(disp(f));
+	at(f, 2);
+	done(f, r);
+	r = disp(f);
+	assert_non_null(r);
+	assert_false(rq_is_sync(r));
+	/* A forced dispatch does not hold async back. */
+	struct request *rs2 = sub(f, rd, 60, BLK_READ);
+	assert_ptr_equal(disp(f), rs2);
+	assert_null(disp(f));
+	r = f->e.ops->dispatch(&f->e, true);
+	assert_non_null(r);
+	assert_false(rq_is_sync(r));
+	f->e.in_driver[0]++;
+	f->in_driver[r - f->rq] = true;
+	fx_free(f);
+}
+
+/* Reader A completes; B waits. Returns the fixture after A's completion at
+ * 1 ms (with B's request queued). */
+static struct fx *idle_setup(bool rot, bool queuing, bool honour, unsigned flags, struct blk_ioc **a_out)
+{
+	struct fx *f = fx_new(rot, queuing);
+	f->e.honour_noidle = honour;
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct request *ra = sub(f, a, 0, flags);
+	sub(f, b, 100000, BLK_READ);
+	struct request *r = disp(f);
+	assert_ptr_equal(r, ra);
+	at(f, 1);
+	done(f, r);
+	if (a_out)
+		*a_out = a;
+	return f;
+}
+
+static void assert_idles(struct fx *f, bool idles)
+{
+	if (idles) {
+		assert_true(cfq_idling(&f->e));
+		assert_int_equal(f->e.idle_count, 1);
+		assert_int_equal(f->e.kick_ns, T0 + 9 * MS);
+		at(f, 2);
+		assert_null(disp(f));
+	} else {
+		assert_false(cfq_idling(&f->e));
+		assert_int_equal(f->e.idle_count, 0);
+		struct request *r = disp(f);
+		assert_non_null(r);
+		assert_int_equal(r->sector, 100000);
+	}
+}
+
+static void test_idle_window_conditions(void **state)
+{
+	(void)state;
+	struct fx *f;
+	/* read: idle */
+	f = idle_setup(true, false, true, BLK_READ, NULL);
+	assert_idles(f, true);
+	fx_free(f);
+	/* O_DIRECT write: sync without NOIDLE, idle */
+	f = idle_setup(true, false, true, BLK_WRITE_ODIRECT, NULL);
+	assert_idles(f, true);
+	fx_free(f);
+	/* WRITE_SYNC_PLUG / WRITE_SYNC carry NOIDLE: no idling in 2.6.30 */
+	f = idle_setup(true, false, true, BLK_WRITE_SYNC_PLUG, NULL);
+	assert_idles(f, false);
+	fx_free(f);
+	f = idle_setup(true, false, true, BLK_WRITE_SYNC, NULL);
+	assert_idles(f, false);
+	fx_free(f);
+	/* 2.6.29 / 2.6.30-rc1: NOIDLE not honoured, idle after every sync */
+	f = idle_setup(true, false, false, BLK_WRITE_SYNC, NULL);
+	assert_idles(f, true);
+	fx_free(f);
+	/* async write: never */
+	f = idle_setup(true, false, true, BLK_WRITE, NULL);
+	assert_idles(f, false);
+	fx_free(f);
+	/* non-rotational and queuing: never; non-rotational without queuing
+	 * and rotational with queuing: yes */
+	f = idle_setup(false, true, true, BLK_READ, NULL);
+	assert_idles(f, false);
+	fx_free(f);
+	f = idle_setup(false, false, true, BLK_READ, NULL);
+	assert_idles(f, true);
+	fx_free(f);
+	f = idle_setup(true, true, true, BLK_READ, NULL);
+	assert_idles(f, true);
+	fx_free(f);
+}
+
+static void test_idle_not_armed(void **state)
+{
+	(void)state;
+	/* slice_idle 0 */
+	struct fx *f = fx_new(true, false);
+	set(f, "slice_idle", "0");
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, a, 0, BLK_READ);
+	sub(f, b, 100000, BLK_READ);
+	at(f, 1);
+	done(f, disp(f));
+	assert_false(cfq_idling(&f->e));
+	assert_int_equal(disp(f)->sector, 100000);
+	fx_free(f);
+
+	/* other requests still in the driver */
+	f = fx_new(true, true);
+	a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, a, 0, BLK_READ);
+	sub(f, a, 8, BLK_READ);
+	sub(f, b, 100000, BLK_READ);
+	struct request *r1 = disp(f), *r2 = disp(f);
+	assert_int_equal(r1->sector, 0);
+	assert_int_equal(r2->sector, 8);
+	at(f, 1);
+	done(f, r1);
+	assert_false(cfq_idling(&f->e)); /* r2 still in the driver */
+	at(f, 2);
+	done(f, r2);
+	assert_true(cfq_idling(&f->e)); /* now empty and idle */
+	assert_int_equal(f->e.kick_ns, T0 + 10 * MS);
+	fx_free(f);
+
+	/* the queue still has requests: it continues instead */
+	f = fx_new(true, false);
+	a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, a, 0, BLK_READ);
+	sub(f, b, 100000, BLK_READ);
+	r1 = disp(f);
+	sub(f, a, 8, BLK_READ);
+	at(f, 1);
+	done(f, r1);
+	assert_false(cfq_idling(&f->e));
+	assert_int_equal(disp(f)->sector, 8);
+	fx_free(f);
+
+	/* the slice is used up: expire, do not idle */
+	f = fx_new(true, false);
+	a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, a, 0, BLK_READ);
+	sub(f, a, 8, BLK_READ);
+	sub(f, b, 100000, BLK_READ);
+	r1 = disp(f);
+	r2 = disp(f);
+	at(f, 1);
+	done(f, r1); /* slice ends at 101 ms */
+	at(f, 120);
+	done(f, r2); /* slice used: expire */
+	assert_false(cfq_idling(&f->e));
+	assert_false(cfq_active_info(&f->e, NULL, NULL, NULL));
+	assert_int_equal(disp(f)->sector, 100000);
+	fx_free(f);
+}
+
+/* The request we idled for ends the window at once; the timer ends it
+ * otherwise. idle_ns counts the window either way. */
+static void test_idle_end(void **state)
+{
+	(void)state;
+	struct blk_ioc *a;
+	struct fx *f = idle_setup(true, false, true, BLK_READ, &a);
+	at(f, 4);
+	assert_null(disp(f));
+	assert_int_equal(f->e.ops->may_queue(&f->e, a, BLK_READ), ELV_MQUEUE_MUST);
+	assert_int_equal(f->e.ops->may_queue(&f->e, a, BLK_READ), ELV_MQUEUE_MAY);
+	assert_int_equal(f->e.ops->may_queue(&f->e, f->ioc[1], BLK_READ), ELV_MQUEUE_MAY);
+	struct request *ra = sub(f, a, 16, BLK_READ);
+	assert_int_equal(f->e.kick_ns, f->e.now_ns);
+	assert_false(cfq_idling(&f->e));
+	assert_int_equal(f->e.idle_ns, 3 * MS);
+	assert_ptr_equal(disp(f), ra);
+	fx_free(f);
+
+	/* timer: at 9 ms the window closes and B gets the disk */
+	f = idle_setup(true, false, true, BLK_READ, &a);
+	at(f, 8);
+	assert_null(disp(f));
+	assert_int_equal(f->e.kick_ns, T0 + 9 * MS);
+	at(f, 9);
+	f->e.kick_ns = 0; /* blk clears it when it fires */
+	struct request *r = disp(f);
+	assert_non_null(r);
+	assert_int_equal(r->sector, 100000);
+	assert_false(cfq_idling(&f->e));
+	assert_int_equal(f->e.idle_ns, 8 * MS);
+	assert_int_equal(f->e.idle_count, 1);
+	fx_free(f);
+}
+
+/* A context that thinks longer than slice_idle loses its idle window. */
+static void test_think_time(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, false);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	uint64_t t = 0;
+	unsigned armed = 0;
+	for (int i = 0; i < 6; i++) {
+		at(f, t);
+		sub(f, a, (uint64_t)i * 8, BLK_READ);
+		struct request *r = disp(f);
+		assert_non_null(r);
+		t += 1;
+		at(f, t);
+		done(f, r);
+		if (cfq_idling(&f->e))
+			armed++;
+		t += 20; /* think 20 ms: longer than slice_idle */
+	}
+	/* the first three requests have too few samples to judge */
+	assert_int_equal(armed, 2);
+	assert_int_equal(f->e.idle_count, 2);
+	fx_free(f);
+}
+
+/* The FIFO head jumps the sector order when expired, checked once per
+ * slice. */
+static void fifo_case(bool expired)
+{
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, a, 5000, BLK_READ);
+	sub(f, a, 300, BLK_READ);
+	sub(f, a, 100, BLK_READ);
+	at(f, expired ? 200 : 10);
+	uint64_t got[3];
+	for (int i = 0; i < 3; i++) {
+		struct request *r = disp(f);
+		assert_non_null(r);
+		got[i] = r->sector;
+	}
+	const uint64_t w_exp[3] = { 5000, 100, 300 };
+	const uint64_t w_ok[3] = { 100, 300, 5000 };
+	const uint64_t *w = expired ? w_exp : w_ok;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(got[i], w[i]);
+	fx_free(f);
+}
+
+static void test_fifo_expiry(void **state)
+{
+	(void)state;
+	fifo_case(false);
+	fifo_case(true);
+}
+
+/* Sector choice: forward seeks, short back seeks at a penalty. */
+static void test_choose_back_seek(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, a, 100000, BLK_READ);
+	done(f, disp(f)); /* head at 100008 */
+	at(f, 20); /* idle window is over */
+	disp(f);
+	sub(f, a, 99000, BLK_READ);   /* 1008 behind: cost 2016 */
+	sub(f, a, 101500, BLK_READ);  /* 1492 ahead */
+	sub(f, a, 200000, BLK_READ);
+	sub(f, a, 10, BLK_READ);      /* far behind (> back_seek_max) */
+	/* 99000 is closer than 101500 but behind: penalised; after 101500 the
+	 * short back seek to 99000 beats the long forward one; 10 is beyond
+	 * back_seek_max and comes last. */
+	uint64_t want[4] = { 101500, 99000, 200000, 10 };
+	for (int i = 0; i < 4; i++) {
+		struct request *r = disp(f);
+		assert_non_null(r);
+		assert_int_equal(r->sector, want[i]);
+	}
+	fx_free(f);
+}
+
+static void test_preempt_rt(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *be = mkioc(f, BLK_IOPRIO_CLASS_BE, 0);
+	struct blk_ioc *rt = mkioc(f, BLK_IOPRIO_CLASS_RT, 7);
+	for (int i = 0; i < 6; i++)
+		sub(f, be, (uint64_t)i * 8, BLK_READ);
+	struct request *r = disp(f);
+	at(f, 1);
+	done(f, r);
+	assert_non_null(disp(f));
+	f->e.kick_ns = 0;
+	struct request *rr = sub(f, rt, 900000, BLK_READ);
+	assert_int_equal(f->e.kick_ns, f->e.now_ns);
+	assert_ptr_equal(disp(f), rr);
+	uint64_t id;
+	assert_true(cfq_active_info(&f->e, &id, NULL, NULL));
+	assert_int_equal(id, blk_ioc_id(rt));
+	fx_free(f);
+
+	/* A BE request does not preempt another BE sync queue... */
+	f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 0);
+	sub(f, a, 0, BLK_READ);
+	sub(f, a, 8, BLK_READ);
+	r = disp(f);
+	f->e.kick_ns = 0;
+	sub(f, b, 900000, BLK_READ);
+	assert_int_equal(f->e.kick_ns, 0);
+	assert_int_equal(disp(f)->sector, 8);
+	/* ...but a META one does when the active queue has no meta pending. */
+	sub(f, a, 16, BLK_READ);
+	struct request *rm = sub(f, b, 500000, BLK_READ | BLK_REQ_META);
+	assert_int_equal(f->e.kick_ns, f->e.now_ns);
+	assert_ptr_equal(disp(f), rm); /* b's queue: meta first */
+	fx_free(f);
+}
+
+/* Quantum: 4 in flight with others waiting, 16 when alone. */
+static void test_quantum(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	for (int i = 0; i < 20; i++)
+		sub(f, a, (uint64_t)i * 8, BLK_READ);
+	int n = 0;
+	while (disp(f))
+		n++;
+	assert_int_equal(n, 16);
+	fx_free(f);
+
+	f = fx_new(true, true);
+	a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	for (int i = 0; i < 20; i++)
+		sub(f, a, (uint64_t)i * 8, BLK_READ);
+	sub(f, b, 900000, BLK_READ);
+	n = 0;
+	while (disp(f))
+		n++;
+	assert_int_equal(n, 4);
+	set(f, "quantum", "6");
+	n = 0;
+	while (disp(f))
+		n++;
+	assert_int_equal(n, 2);
+	fx_free(f);
+}
+
+/* An async queue dispatches slice_async_rq-derived requests per slice when
+ * another queue waits (BE/4: 16), then the other one (BE/0 async) runs. */
+static void test_async_budget(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 0);
+	for (int i = 0; i < 20; i++)
+		sub(f, a, (uint64_t)i * 8, BLK_WRITE);
+	for (int i = 0; i < 20; i++)
+		sub(f, b, 500000 + (uint64_t)i * 8, BLK_WRITE);
+	int from_a = 0;
+	for (;;) {
+		struct request *r = disp_done(f);
+		assert_non_null(r);
+		if (r->sector >= 500000)
+			break;
+		from_a++;
+	}
+	assert_int_equal(from_a, 16);
+	fx_free(f);
+}
+
+/* merge_requests: next leaves, rq inherits the older deadline and FIFO
+ * place; queues are freed when their last request is put. */
+static void test_merge_bookkeeping(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct request *nx = sub(f, a, 108, BLK_READ);
+	at(f, 10);
+	sub(f, a, 5000, BLK_READ);
+	at(f, 50);
+	struct request *rq = sub(f, a, 100, BLK_READ);
+	assert_int_equal(rq->elv_deadline_ns, T0 + 175 * MS);
+	assert_true(f->e.ops->allow_merge(&f->e, rq, BLK_READ, a));
+	assert_false(f->e.ops->allow_merge(&f->e, rq, BLK_READ, NULL));
+	rq->nr_sectors += nx->nr_sectors;
+	f->e.ops->merge_requests(&f->e, rq, nx);
+	f->e.ops->put_request(&f->e, nx);
+	assert_int_equal(rq->elv_deadline_ns, T0 + 125 * MS);
+	at(f, 200); /* rq (FIFO head now) has expired */
+	struct request *r = disp(f);
+	assert_ptr_equal(r, rq);
+	r = disp(f);
+	assert_int_equal(r->sector, 5000);
+	assert_null(disp(f));
+	assert_true(f->e.ops->empty(&f->e));
+	fx_free(f);
+
+	/* Queue life cycle: the sync queue goes with its last request (after
+	 * its slice); the async queue is pinned. */
+	f = fx_new(true, true);
+	set(f, "slice_idle", "0");
+	a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	assert_false(f->e.ops->allow_merge(&f->e, &f->rq[0], BLK_READ, a)); /* no queue yet */
+	struct request *w = sub(f, a, 0, BLK_WRITE);
+	struct request *s = sub(f, b, 800, BLK_READ);
+	assert_int_equal(cfq_nr_queues(&f->e), 2);
+	/* sync bio into async request: never */
+	assert_false(f->e.ops->allow_merge(&f->e, w, BLK_READ, a));
+	assert_true(f->e.ops->allow_merge(&f->e, w, BLK_WRITE, a));
+	assert_ptr_equal(disp_done(f), w);
+	assert_ptr_equal(disp_done(f), s);
+	/* b's queue stays active (nothing else is busy, as in 2.6.30)... */
+	assert_null(disp(f));
+	assert_int_equal(cfq_nr_queues(&f->e), 2);
+	/* ...until another queue needs the disk: then it goes. */
+	struct request *w2 = sub(f, a, 16, BLK_WRITE);
+	assert_ptr_equal(disp(f), w2);
+	assert_int_equal(cfq_nr_queues(&f->e), 1);
+	fx_free(f);
+}
+
+/* A front merge re-sorts the request inside its queue. */
+static void test_front_merge(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	sub(f, a, 0, BLK_READ);
+	disp(f); /* head at 8 */
+	sub(f, a, 400, BLK_READ);
+	struct request *x = sub(f, a, 1000, BLK_READ);
+	x->sector = 100;
+	x->nr_sectors += 900;
+	f->e.ops->merged(&f->e, x, ELV_MERGE_FRONT);
+	assert_ptr_equal(disp(f), x);
+	assert_int_equal(disp(f)->sector, 400);
+	fx_free(f);
+}
+
+/* The active queue is kicked at its slice end when others wait. */
+static void test_slice_end_kick(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, false);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	for (int i = 0; i < 40; i++)
+		sub(f, a, (uint64_t)i * 8, BLK_READ);
+	sub(f, b, 900000, BLK_READ);
+	uint64_t t = 0;
+	struct request *r;
+	int n = 0;
+	for (;;) {
+		at(f, t);
+		r = disp(f);
+		assert_non_null(r);
+		if (r->sector == 900000)
+			break;
+		n++;
+		t += 10;
+		at(f, t);
+		done(f, r);
+		if (n == 1)
+			assert_int_equal(f->e.kick_ns, T0 + 110 * MS);
+	}
+	/* slice 10..110 ms: requests at 0,10,...,100 from a */
+	assert_int_equal(n, 11);
+	assert_int_equal(t, 110);
+	done(f, r);
+	fx_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tunables),
+		cmocka_unit_test(test_slice_lengths),
+		cmocka_unit_test(test_class_order),
+		cmocka_unit_test(test_sync_preempts_async_and_holds_it),
+		cmocka_unit_test(test_idle_window_conditions),
+		cmocka_unit_test(test_idle_not_armed),
+		cmocka_unit_test(test_idle_end),
+		cmocka_unit_test(test_think_time),
+		cmocka_unit_test(test_fifo_expiry),
+		cmocka_unit_test(test_choose_back_seek),
+		cmocka_unit_test(test_preempt_rt),
+		cmocka_unit_test(test_quantum),
+		cmocka_unit_test(test_async_budget),
+		cmocka_unit_test(test_merge_bookkeeping),
+		cmocka_unit_test(test_front_merge),
+		cmocka_unit_test(test_slice_end_kick),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
