@@ -102,6 +102,31 @@ int dev_flush_sync(struct dev *d);
  * been called and before every command submitted after dev_mark returns. */
 int dev_mark(struct dev *d, const char *name);
 
+/* ---- sim: accounting (for tests and reports; see docs/devices.md) ----
+ * All times are modelled device time in ns, i.e. NOT multiplied by scale. */
+struct dev_sim_stats {
+	uint64_t commands;        /* host commands completed */
+	uint64_t reads, writes, flushes, discards;
+	uint64_t cached_writes;   /* writes completed from the write cache (wcache=1) */
+	uint64_t destages;        /* media writes destaging the write cache */
+	uint64_t modelled_ns;     /* sum of modelled service times of all media
+				   * operations, cache transfers and flushes */
+	uint64_t seek_ns, rotate_ns, transfer_ns; /* hdd components, summed */
+	/* The last completed host command: */
+	uint64_t last_service_ns; /* start of service to completion */
+	uint64_t last_seek_ns, last_rotate_ns, last_transfer_ns;
+	uint64_t last_wait_ns;    /* arrival to start of service (queueing) */
+};
+/* Looks through log: and fault: wrappers; -EINVAL if there is no sim: device. */
+int dev_sim_stats(const struct dev *d, struct dev_sim_stats *out);
+/* stats.modelled_ns, or 0 for a device that is not (or wraps no) sim:. */
+uint64_t dev_sim_modelled_ns(const struct dev *d);
+
+/* ---- fault: accounting ---- */
+/* Commands failed so far by the outermost fault: device at or under d
+ * (looking through log:), or 0. */
+uint64_t dev_fault_injected(const struct dev *d);
+
 /* ---- log: device reader (dm-log-writes format, see docs/devices.md) ---- */
 
 enum {
