@@ -340,7 +340,16 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 		return err_set(-ENOSPC, "mkfs: filesystem too small (%u blocks) for its metadata",
 			       l->blocks_count);
 
-	l->r_blocks_count = (uint32_t)((uint64_t)l->blocks_count * 5 / 100);
+	/* 5% reserved for root. When the last group was dropped, mke2fs keeps
+	 * the ratio of the first computation (in floating point); do the same
+	 * so the counts stay identical to its output. */
+	uint64_t r_orig = blocks64 * 5 / 100;
+	if (l->blocks_count == blocks64) {
+		l->r_blocks_count = (uint32_t)r_orig;
+	} else {
+		double pct = 100.0 * (double)r_orig / (double)blocks64;
+		l->r_blocks_count = (uint32_t)(pct * (double)l->blocks_count / 100.0);
+	}
 
 	uint32_t jb = p->journal_blocks ? p->journal_blocks : mkfs_default_journal(l->blocks_count);
 	if (jb < JBD_MIN_JOURNAL_BLOCKS || jb > MKFS_MAX_JOURNAL)
