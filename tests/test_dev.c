@@ -52,9 +52,6 @@ static void test_bad_specs(void **state)
 	expect_open_fails("sim:hdd,bogus=1", -EINVAL, "bogus");
 	expect_open_fails("sim:ssd,size=12Q", -EINVAL, "12Q");
 	expect_open_fails("sim:hdd,scale=-1", -EINVAL, "scale");
-}
-
-/* LATER:
 	expect_open_fails("log:mem:1M", -EINVAL, "to=");
 	expect_open_fails("log:mem:1M,to=/nonexistent/dir/x.log", -ENOENT, "/nonexistent/dir/x.log");
 	expect_open_fails("log:floppy:1,to=/tmp/x", -EINVAL, "unknown kind 'floppy'");
@@ -63,7 +60,8 @@ static void test_bad_specs(void **state)
 	expect_open_fails("fault:mem:1M,sector=9-3", -EINVAL, "9-3");
 	expect_open_fails("fault:mem:1M,prob=2", -EINVAL, "prob");
 	expect_open_fails("fault:mem:1M,bogus=2", -EINVAL, "bogus");
-*/
+}
+
 
 static void test_split_spec(void **state)
 {
