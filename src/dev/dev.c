@@ -177,36 +177,53 @@ const char *dev_spec(const struct dev *d)
 
 /* ---- commands ---- */
 
+static const char *op_name(enum dev_op op)
+{
+	switch (op) {
+	case DEV_OP_READ: return "read";
+	case DEV_OP_WRITE: return "write";
+	case DEV_OP_FLUSH: return "flush";
+	case DEV_OP_DISCARD: return "discard";
+	}
+	return "?";
+}
+
 static int validate(const struct dev *d, const struct dev_io *io)
 {
 	const struct dev_geometry *g = &d->geo;
+	const char *spec = dev_spec(d);
 	if (!io->done)
-		return -EINVAL;
+		return err_set(-EINVAL, "%s: command without a done() callback", spec);
 	if (io->flags & ~(unsigned)(DEV_IO_FUA | DEV_IO_PREFLUSH))
-		return -EINVAL;
+		return err_set(-EINVAL, "%s: unknown command flags 0x%x", spec, io->flags);
 	switch (io->op) {
 	case DEV_OP_FLUSH:
 		return 0;
 	case DEV_OP_READ:
 	case DEV_OP_WRITE:
 		if (!io->buf)
-			return -EINVAL;
+			return err_set(-EINVAL, "%s: %s without a buffer", spec, op_name(io->op));
 		if (io->nr_sectors > g->max_hw_sectors)
-			return -EINVAL;
+			return err_set(-EINVAL, "%s: %s of %u sectors exceeds max_hw_sectors %u", spec,
+				       op_name(io->op), io->nr_sectors, g->max_hw_sectors);
 		break;
 	case DEV_OP_DISCARD:
 		break;
 	default:
-		return -EINVAL;
+		return err_set(-EINVAL, "%s: unknown op %d", spec, (int)io->op);
 	}
 	if (io->nr_sectors == 0)
-		return -EINVAL;
+		return err_set(-EINVAL, "%s: %s of 0 sectors", spec, op_name(io->op));
 	uint64_t dev_sectors = g->size_bytes >> DEV_SECTOR_SHIFT;
 	if (io->sector >= dev_sectors || io->nr_sectors > dev_sectors - io->sector)
-		return -ERANGE;
+		return err_set(-ERANGE, "%s: %s of sectors %llu+%u is beyond the end (%llu sectors)", spec,
+			       op_name(io->op), (unsigned long long)io->sector, io->nr_sectors,
+			       (unsigned long long)dev_sectors);
 	uint32_t lbs = g->logical_block_size >> DEV_SECTOR_SHIFT;
 	if (lbs > 1 && (io->sector % lbs || io->nr_sectors % lbs))
-		return -EINVAL;
+		return err_set(-EINVAL, "%s: %s of sectors %llu+%u is not aligned to %u-byte blocks", spec,
+			       op_name(io->op), (unsigned long long)io->sector, io->nr_sectors,
+			       g->logical_block_size);
 	return 0;
 }
 
@@ -218,11 +235,11 @@ int dev_submit(struct dev *d, struct dev_io *io)
 	pthread_mutex_lock(&d->lock);
 	if (d->closing) {
 		pthread_mutex_unlock(&d->lock);
-		return -ESHUTDOWN;
+		return err_set(-ESHUTDOWN, "%s: device is closing", dev_spec(d));
 	}
 	if (d->inflight >= d->geo.queue_depth) {
 		pthread_mutex_unlock(&d->lock);
-		return -EBUSY;
+		return err_set(-EBUSY, "%s: queue full (depth %u)", dev_spec(d), d->geo.queue_depth);
 	}
 	d->inflight++;
 	d->active++;

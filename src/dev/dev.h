@@ -11,9 +11,14 @@
  *   sim:hdd|ssd|ssd-nq[,size=..][,scale=..][,depth=..][,wcache=0|1][,file=PATH]
  *   log:OTHER,to=LOGFILE                  records writes/flushes/marks (dm-log-writes format)
  *   fault:OTHER,RULES                     injects errors
- * For the wrapping kinds (log, fault) OTHER is itself a spec; everything after
- * the inner spec's kind up to the first option that the wrapper knows belongs to
- * the inner spec (see dev_open for the exact rule).
+ * For the wrapping kinds (log, fault) OTHER is itself a spec. The wrapper's own
+ * options are taken from the RIGHT end: trailing comma-separated items whose
+ * name is one of the wrapper's option names are the wrapper's, stopping at the
+ * first item that is not, or whose name was already taken (a repeated name), or
+ * at an empty item (",,", an explicit separator, dropped); everything left of
+ * that is OTHER. So "log:sim:hdd,scale=0.1,to=/tmp/x.log" wraps "sim:hdd,scale=0.1",
+ * and "fault:fault:mem:1M,op=read,,op=write" nests two rules. file: splits its
+ * PATH from its options the same way. Values cannot contain commas.
  *
  * Concurrency contract:
  * - dev_submit() may be called from any thread, concurrently, as long as no
@@ -27,7 +32,12 @@
  *   (-EIO, -ENOSPC, ...); dev_submit() itself only fails (returning a negative
  *   errno, done() not called) for invalid commands: out of range, misaligned,
  *   too large, queue over depth, device closed.
- * - dev_close() waits for outstanding commands to complete first.
+ * - dev_close() waits for outstanding commands to complete first (every done()
+ *   has returned); it must not be called from a done() callback.
+ * - Validation failures of dev_submit: -ERANGE (beyond the end), -EINVAL
+ *   (empty, larger than max_hw_sectors, not a multiple of logical_block_size,
+ *   NULL buf, unknown op or flag), -EBUSY (queue_depth commands outstanding),
+ *   -ESHUTDOWN (dev_close has begun), each with an err_set() message.
  */
 #ifndef NOSTALL_DEV_H
 #define NOSTALL_DEV_H
@@ -91,7 +101,11 @@ const char *dev_spec(const struct dev *d);
 /* Queue one command (see the contract above). */
 int dev_submit(struct dev *d, struct dev_io *io);
 
-/* Synchronous helpers built on dev_submit (they wait for done()). */
+/* Synchronous helpers built on dev_submit (they wait for done()). dev_rw_sync
+ * splits READ/WRITE larger than max_hw_sectors into several commands issued
+ * one after the other (PREFLUSH on the first, FUA on each), retries while the
+ * queue is full (-EBUSY), and returns the first error. For FLUSH, sector,
+ * nr_sectors and buf are ignored. */
 int dev_rw_sync(struct dev *d, enum dev_op op, uint64_t sector, uint32_t nr_sectors,
 		void *buf, unsigned flags);
 int dev_flush_sync(struct dev *d);
@@ -157,7 +171,9 @@ int dev_log_reader_next(struct dev_log_reader *r, struct dev_log_entry *e);
 int dev_log_reader_rewind(struct dev_log_reader *r);
 
 /* Replay entries [0, upto) onto `target` (writes and discards applied in
- * order, flushes passed on). Returns 0 or a negative errno. */
+ * order, flushes passed on as FLUSH / PREFLUSH, FUA kept, marks passed on with
+ * dev_mark). upto beyond the count (e.g. UINT64_MAX) replays everything.
+ * Returns 0 or a negative errno. */
 int dev_log_replay(const char *logfile, uint64_t upto, struct dev *target);
 /* The crash points that respect flush ordering: index i is a valid prefix end
  * when a crash after entry i-1 is possible given that everything before the
