@@ -171,28 +171,6 @@ static void rq_hash_del(struct request *rq)
 		list_del(&rq->hash_start);
 }
 
-static struct request *rq_hash_find_end(struct blk_queue *q, uint64_t end)
-{
-	struct list_node *n, *h = &q->rq_hash_end[hash_of(end)];
-	list_for_each(n, h) {
-		struct request *rq = list_entry(n, struct request, hash_end);
-		if (rq_end(rq) == end)
-			return rq;
-	}
-	return NULL;
-}
-
-static struct request *rq_hash_find_start(struct blk_queue *q, uint64_t start)
-{
-	struct list_node *n, *h = &q->rq_hash_start[hash_of(start)];
-	list_for_each(n, h) {
-		struct request *rq = list_entry(n, struct request, hash_start);
-		if (rq->sector == start)
-			return rq;
-	}
-	return NULL;
-}
-
 static uint64_t max_sectors(const struct blk_queue *q)
 {
 	return q->t.max_sectors_kb * 2;
@@ -220,6 +198,33 @@ static bool rq_merge_ok(struct blk_queue *q, struct request *rq, unsigned rw, st
 	if (q->elv.ops->allow_merge && !q->elv.ops->allow_merge(&q->elv, rq, rw, ioc))
 		return false;
 	return true;
+}
+
+/* Queued requests ending (or starting) at a sector; several may (a read
+ * and a write, a sync and an async one), so the first one a bio (flags rw,
+ * size add) may join is returned. NULL rw_ok skips the merge check. */
+static struct request *rq_hash_find_end(struct blk_queue *q, uint64_t end, const unsigned *rw,
+					struct blk_ioc *ioc, uint64_t add)
+{
+	struct list_node *n, *h = &q->rq_hash_end[hash_of(end)];
+	list_for_each(n, h) {
+		struct request *rq = list_entry(n, struct request, hash_end);
+		if (rq_end(rq) == end && (!rw || rq_merge_ok(q, rq, *rw, ioc, add)))
+			return rq;
+	}
+	return NULL;
+}
+
+static struct request *rq_hash_find_start(struct blk_queue *q, uint64_t start, const unsigned *rw,
+					  struct blk_ioc *ioc, uint64_t add)
+{
+	struct list_node *n, *h = &q->rq_hash_start[hash_of(start)];
+	list_for_each(n, h) {
+		struct request *rq = list_entry(n, struct request, hash_start);
+		if (rq->sector == start && (!rw || rq_merge_ok(q, rq, *rw, ioc, add)))
+			return rq;
+	}
+	return NULL;
 }
 
 /* ------------------------------------------------------ request pools */
@@ -467,18 +472,28 @@ static void rq_merge_requests(struct blk_queue *q, struct request *rq, struct re
 /* After rq grew at the back, it may now touch the next request. */
 static void attempt_back_merge(struct blk_queue *q, struct request *rq)
 {
-	struct request *next = rq_hash_find_start(q, rq_end(rq));
-	if (next && next != rq && rq_merge_ok(q, rq, next->flags, next->ioc, next->nr_sectors) &&
-	    rq_is_sync(next) == rq_is_sync(rq))
-		rq_merge_requests(q, rq, next);
+	struct list_node *n, *h = &q->rq_hash_start[hash_of(rq_end(rq))];
+	list_for_each(n, h) {
+		struct request *next = list_entry(n, struct request, hash_start);
+		if (next != rq && next->sector == rq_end(rq) && rq_is_sync(next) == rq_is_sync(rq) &&
+		    rq_merge_ok(q, rq, next->flags, next->ioc, next->nr_sectors)) {
+			rq_merge_requests(q, rq, next);
+			return;
+		}
+	}
 }
 
 static void attempt_front_merge(struct blk_queue *q, struct request *rq)
 {
-	struct request *prev = rq_hash_find_end(q, rq->sector);
-	if (prev && prev != rq && rq_merge_ok(q, prev, rq->flags, rq->ioc, rq->nr_sectors) &&
-	    rq_is_sync(prev) == rq_is_sync(rq))
-		rq_merge_requests(q, prev, rq);
+	struct list_node *n, *h = &q->rq_hash_end[hash_of(rq->sector)];
+	list_for_each(n, h) {
+		struct request *prev = list_entry(n, struct request, hash_end);
+		if (prev != rq && rq_end(prev) == rq->sector && rq_is_sync(prev) == rq_is_sync(rq) &&
+		    rq_merge_ok(q, prev, rq->flags, rq->ioc, rq->nr_sectors)) {
+			rq_merge_requests(q, prev, rq);
+			return;
+		}
+	}
 }
 
 /* Try to merge bio into a queued request. Returns true if merged. */
@@ -487,8 +502,8 @@ static bool bio_try_merge(struct blk_queue *q, struct bio *bio, struct blk_ioc *
 	uint64_t ns = bio->size >> DEV_SECTOR_SHIFT;
 	if (!q->queued || (bio->rw & RQ_NOMERGE_FLAGS) || !ns)
 		return false;
-	struct request *rq = rq_hash_find_end(q, bio->sector);
-	if (rq && rq_merge_ok(q, rq, bio->rw, ioc, ns)) {
+	struct request *rq = rq_hash_find_end(q, bio->sector, &bio->rw, ioc, ns);
+	if (rq) {
 		rq->biotail->bi_next = bio;
 		rq->biotail = bio;
 		rq->nr_sectors += (uint32_t)ns;
@@ -499,8 +514,8 @@ static bool bio_try_merge(struct blk_queue *q, struct bio *bio, struct blk_ioc *
 		attempt_back_merge(q, rq);
 		return true;
 	}
-	rq = rq_hash_find_start(q, bio->sector + ns);
-	if (rq && rq_merge_ok(q, rq, bio->rw, ioc, ns)) {
+	rq = rq_hash_find_start(q, bio->sector + ns, &bio->rw, ioc, ns);
+	if (rq && (!q->elv.ops->allow_front_merge || q->elv.ops->allow_front_merge(&q->elv))) {
 		bio->bi_next = rq->bio;
 		rq->bio = bio;
 		rq->sector = bio->sector;

@@ -1,0 +1,664 @@
+/* Block layer rules: request pools (congestion, full, batching, 3/2 cap,
+ * one waiter per free), plugging triggers, the non-rotational+queuing
+ * exception, merging, splitting, tunables, errors and a threaded data
+ * round trip. nostall-test: concurrent
+ *
+ * Most tests run on a "gate" device defined here through the device ops
+ * table: it holds every command until the test releases it, so the tests
+ * decide exactly when requests complete.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "blk/blk.h"
+#include "dev/dev_impl.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------- gate device */
+
+#define GATE_MAX 1024
+
+struct gate {
+	struct dev d;
+	pthread_mutex_t m;
+	struct dev_io *held[GATE_MAX];
+	int n;
+	uint64_t served;
+	uint64_t sizes[GATE_MAX]; /* nr_sectors of each served command, in order */
+	unsigned char *data;
+};
+
+static int gate_submit(struct dev *d, struct dev_io *io)
+{
+	struct gate *g = (struct gate *)d;
+	pthread_mutex_lock(&g->m);
+	g->held[g->n++] = io;
+	pthread_mutex_unlock(&g->m);
+	return 0;
+}
+
+static void gate_close(struct dev *d)
+{
+	struct gate *g = (struct gate *)d;
+	pthread_mutex_destroy(&g->m);
+	free(g->data);
+	free(g);
+}
+
+static const struct dev_ops gate_ops = { .kind = "gate", .submit = gate_submit, .close = gate_close };
+
+static struct gate *gate_open(bool rotational, unsigned depth)
+{
+	struct gate *g = calloc(1, sizeof *g);
+	struct dev_geometry geo = { .size_bytes = 64ull << 20, .rotational = rotational, .queue_depth = depth,
+				    .max_hw_sectors = 2048, .logical_block_size = 512 };
+	assert_int_equal(dev_init(&g->d, &gate_ops, &geo), 0);
+	pthread_mutex_init(&g->m, NULL);
+	g->data = calloc(1, geo.size_bytes);
+	return g;
+}
+
+static int gate_held(struct gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	int n = g->n;
+	pthread_mutex_unlock(&g->m);
+	return n;
+}
+
+/* Complete the k oldest held commands with err. */
+static void gate_release_err(struct gate *g, int k, int err)
+{
+	for (int i = 0; i < k; i++) {
+		pthread_mutex_lock(&g->m);
+		if (!g->n) {
+			pthread_mutex_unlock(&g->m);
+			return;
+		}
+		struct dev_io *io = g->held[0];
+		memmove(g->held, g->held + 1, sizeof g->held[0] * (size_t)--g->n);
+		if (g->served < GATE_MAX)
+			g->sizes[g->served] = io->nr_sectors;
+		g->served++;
+		pthread_mutex_unlock(&g->m);
+		size_t off = (size_t)io->sector * 512, len = (size_t)io->nr_sectors * 512;
+		if (!err && io->op == DEV_OP_WRITE)
+			memcpy(g->data + off, io->buf, len);
+		else if (!err && io->op == DEV_OP_READ)
+			memcpy(io->buf, g->data + off, len);
+		dev_complete(&g->d, io, err);
+	}
+}
+
+static void gate_release(struct gate *g, int k)
+{
+	gate_release_err(g, k, 0);
+}
+
+/* Poll until cond() holds (at most 5 s). */
+#define WAIT_FOR(cond)                                                  \
+	do {                                                            \
+		uint64_t deadline_ = clock_now_ns() + 5 * NS_PER_SEC;   \
+		while (!(cond) && clock_now_ns() < deadline_)           \
+			clock_sleep_ns(100 * NS_PER_US);                \
+		assert_true(cond);                                      \
+	} while (0)
+
+/* ------------------------------------------------------- bio helpers */
+
+static atomic_int async_done;
+static atomic_int async_err;
+
+static void async_end(struct bio *bio, int err)
+{
+	if (err)
+		atomic_store(&async_err, err);
+	atomic_fetch_add(&async_done, 1);
+	free(bio);
+}
+
+static char page[1 << 20];
+
+static struct bio *mkbio(uint64_t sector, uint32_t bytes, unsigned rw)
+{
+	struct bio *b = calloc(1, sizeof *b);
+	b->sector = sector;
+	b->size = bytes;
+	b->data = page;
+	b->rw = rw;
+	b->end_io = async_end;
+	return b;
+}
+
+static void submit(struct blk_queue *q, uint64_t sector, uint32_t bytes, unsigned rw)
+{
+	assert_int_equal(blk_submit_bio(q, mkbio(sector, bytes, rw)), 0);
+}
+
+struct fixture {
+	struct gate *g;
+	struct blk_queue *q;
+};
+
+static struct fixture open_q(bool rot, unsigned depth, const char *opts)
+{
+	struct fixture f;
+	f.g = gate_open(rot, depth);
+	int rc = blk_queue_create(&f.g->d, opts, &f.q);
+	if (rc)
+		fprintf(stderr, "blk_queue_create: %s\n", err_last(rc));
+	assert_int_equal(rc, 0);
+	atomic_store(&async_done, 0);
+	atomic_store(&async_err, 0);
+	return f;
+}
+
+static void close_q(struct fixture *f)
+{
+	/* Let everything through so that the queue drains. */
+	struct blk_queue *q = f->q;
+	blk_queue_start(q);
+	blk_queue_unplug(q);
+	unsigned queued, inflight;
+	do {
+		gate_release(f->g, GATE_MAX);
+		blk_queue_counts(q, &queued, &inflight);
+		clock_sleep_ns(50 * NS_PER_US);
+	} while (queued || inflight || gate_held(f->g));
+	blk_queue_destroy(q);
+	dev_close(&f->g->d);
+}
+
+static struct blk_pool_state pool(struct blk_queue *q, int i)
+{
+	struct blk_pool_state s;
+	blk_queue_pool_state(q, i, &s);
+	return s;
+}
+
+/* A thread that submits one bio (and may sleep in the pool). */
+struct sub_arg {
+	struct blk_queue *q;
+	uint64_t sector;
+	uint32_t bytes;
+	unsigned rw;
+	pthread_t tid;
+	atomic_bool returned;
+};
+
+static void *sub_thread(void *p)
+{
+	struct sub_arg *a = p;
+	submit(a->q, a->sector, a->bytes, a->rw);
+	atomic_store(&a->returned, true);
+	return NULL;
+}
+
+static void sub_start(struct sub_arg *a, struct blk_queue *q, uint64_t sector, unsigned rw)
+{
+	a->q = q;
+	a->sector = sector;
+	a->bytes = 4096;
+	a->rw = rw;
+	atomic_store(&a->returned, false);
+	assert_int_equal(pthread_create(&a->tid, NULL, sub_thread, a), 0);
+}
+
+/* ------------------------------------------------------------- pools */
+
+/* nr_requests 16: congestion on at 15 (16 - 2 + 1), off below 12
+ * (16 - 2 - 1 - 1), full at 16, hard cap 24 even for the batcher; the
+ * cap's sleeper is woken by a free only once the pool has room again. */
+static void test_pool_thresholds_and_cap(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, "scheduler=noop,nr_requests=16");
+	blk_queue_stop(f.q);
+	struct blk_pool_state s = pool(f.q, 0);
+	assert_int_equal(s.congestion_on, 15);
+	assert_int_equal(s.congestion_off, 12);
+	assert_int_equal(s.hard_cap, 24);
+	for (int i = 1; i <= 24; i++) {
+		submit(f.q, (uint64_t)i * 64, 4096, BLK_WRITE); /* far apart: no merges */
+		s = pool(f.q, 0);
+		assert_int_equal(s.count, i);
+		assert_int_equal(s.congested, i >= 15);
+		assert_int_equal(s.full, i >= 16);
+	}
+	/* The 25th passes the 3/2 cap: even the batcher sleeps. */
+	struct sub_arg a;
+	sub_start(&a, f.q, 5000, BLK_WRITE);
+	WAIT_FOR(pool(f.q, 0).waiters == 1);
+	assert_false(atomic_load(&a.returned));
+	/* Run the queue: all 24 reach the device (the gate holds them). */
+	blk_queue_start(f.q);
+	WAIT_FOR(gate_held(f.g) == 24);
+	/* Frees down to 16 wake nobody (count + 1 > nr_requests)... */
+	gate_release(f.g, 8);
+	WAIT_FOR(pool(f.q, 0).count == 16);
+	assert_int_equal(pool(f.q, 0).wakeups, 0);
+	assert_true(pool(f.q, 0).congested);
+	/* ... the free to 15 wakes the sleeper, which then gets its request. */
+	gate_release(f.g, 1);
+	pthread_join(a.tid, NULL);
+	assert_int_equal(pool(f.q, 0).wakeups, 1);
+	/* Congestion clears only below 12. */
+	WAIT_FOR(gate_held(f.g) == 16);
+	gate_release(f.g, 4);
+	WAIT_FOR(pool(f.q, 0).count == 12);
+	assert_true(pool(f.q, 0).congested);
+	gate_release(f.g, 1);
+	WAIT_FOR(pool(f.q, 0).count == 11);
+	assert_false(pool(f.q, 0).congested);
+	close_q(&f);
+}
+
+/* The allocator that fills the pool becomes a batcher: it may take 32 more
+ * (the one that filled it included) before sleeping, well under the cap. */
+static void test_pool_batching(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 256, "scheduler=noop");
+	blk_queue_stop(f.q);
+	for (int i = 1; i <= 128 + 31; i++)
+		submit(f.q, (uint64_t)i * 64, 4096, BLK_WRITE);
+	assert_int_equal(pool(f.q, 0).count, 159);
+	assert_true(pool(f.q, 0).full);
+	struct sub_arg a;
+	sub_start(&a, f.q, 64 * 1000, BLK_WRITE);
+	WAIT_FOR(pool(f.q, 0).waiters == 1);
+	assert_false(atomic_load(&a.returned));
+	/* A different context is not a batcher: it sleeps too. */
+	struct sub_arg b;
+	sub_start(&b, f.q, 64 * 1001, BLK_WRITE);
+	WAIT_FOR(pool(f.q, 0).waiters == 2);
+	close_q(&f);
+	pthread_join(a.tid, NULL);
+	pthread_join(b.tid, NULL);
+	assert_int_equal(atomic_load(&async_done), 161);
+}
+
+/* Each free wakes exactly one sleeper, in FIFO order. */
+static void test_pool_one_waiter_per_free(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, "scheduler=noop,nr_requests=8");
+	for (int i = 1; i <= 12; i++) /* cap = 12 */
+		submit(f.q, (uint64_t)i * 64, 4096, BLK_WRITE);
+	WAIT_FOR(gate_held(f.g) == 12);
+	struct sub_arg a[3];
+	for (int i = 0; i < 3; i++) {
+		sub_start(&a[i], f.q, 64 * (uint64_t)(100 + i), BLK_WRITE);
+		WAIT_FOR(pool(f.q, 0).waiters == i + 1);
+	}
+	gate_release(f.g, 4); /* 12 -> 8: no room yet */
+	WAIT_FOR(pool(f.q, 0).count == 8);
+	assert_int_equal(pool(f.q, 0).waiters, 3);
+	for (int i = 0; i < 3; i++) {
+		gate_release(f.g, 1);
+		/* exactly one more waiter woke, and it was the oldest */
+		pthread_join(a[i].tid, NULL);
+		assert_int_equal(pool(f.q, 0).wakeups, (uint64_t)i + 1);
+		assert_int_equal(pool(f.q, 0).waiters, 2 - i);
+		for (int j = i + 1; j < 3; j++)
+			assert_false(atomic_load(&a[j].returned));
+		WAIT_FOR(pool(f.q, 0).count == 8);
+	}
+	close_q(&f);
+}
+
+/* Sync writes come from their own pool (2.6.30) and do not wait behind a
+ * full async pool; with the 2.6.29 read/write pools they do. */
+static void test_pool_sync_async_split(void **state)
+{
+	(void)state;
+	for (int legacy = 0; legacy < 2; legacy++) {
+		struct fixture f = open_q(true, 64, legacy ? "scheduler=noop,nr_requests=8,sync_async_pools=0"
+							   : "scheduler=noop,nr_requests=8");
+		blk_queue_stop(f.q);
+		for (int i = 1; i <= 12; i++)
+			submit(f.q, (uint64_t)i * 64, 4096, BLK_WRITE);
+		struct sub_arg a;
+		sub_start(&a, f.q, 64 * 500, BLK_WRITE_SYNC_PLUG);
+		if (!legacy)
+			WAIT_FOR(atomic_load(&a.returned));
+		if (legacy) {
+			WAIT_FOR(pool(f.q, 0).waiters == 1);
+			assert_false(atomic_load(&a.returned));
+			/* It gets a request only once async writes complete. */
+			blk_queue_start(f.q);
+			WAIT_FOR(gate_held(f.g) == 12);
+			gate_release(f.g, 5);
+		} else {
+			assert_int_equal(pool(f.q, 1).count, 1);
+		}
+		pthread_join(a.tid, NULL);
+		close_q(&f);
+	}
+}
+
+/* --------------------------------------------------------- plugging */
+
+static void test_plug_threshold_flag_timer_wait(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, "scheduler=noop,unplug_delay_ms=200");
+	struct blk_stats st;
+	/* A request into an empty queue plugs it; nothing reaches the device. */
+	submit(f.q, 64, 4096, BLK_WRITE);
+	assert_true(blk_queue_plugged(f.q));
+	assert_int_equal(gate_held(f.g), 0);
+	submit(f.q, 128, 4096, BLK_WRITE);
+	submit(f.q, 192, 4096, BLK_WRITE);
+	assert_true(blk_queue_plugged(f.q));
+	/* The fourth pending request unplugs (unplug_thresh 4). */
+	submit(f.q, 256, 4096, BLK_WRITE);
+	WAIT_FOR(gate_held(f.g) == 4);
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.unplugs_thresh, 1);
+	assert_int_equal(st.unplugs_timer, 0);
+	/* Pending counts requests not yet at the device: with 4 in flight,
+	 * a new one plugs again and is held. */
+	submit(f.q, 512, 4096, BLK_WRITE);
+	assert_true(blk_queue_plugged(f.q));
+	/* The UNPLUG flag dispatches at once. */
+	submit(f.q, 1024, 4096, BLK_WRITE_SYNC);
+	WAIT_FOR(gate_held(f.g) == 6);
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.unplugs_flag, 1);
+	/* A waiter unplugs. */
+	struct bio wb = { .sector = 2048, .size = 4096, .data = page, .rw = BLK_WRITE };
+	struct blk_batch batch;
+	blk_batch_init(&batch);
+	assert_int_equal(blk_batch_submit(f.q, &batch, &wb), 0);
+	assert_true(blk_queue_plugged(f.q));
+	blk_queue_unplug(f.q); /* what blk_batch_wait does first */
+	WAIT_FOR(gate_held(f.g) == 7);
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.unplugs_wait, 1);
+	gate_release(f.g, 7);
+	assert_int_equal(blk_batch_wait(f.q, &batch), 0);
+	blk_batch_destroy(&batch);
+	/* The timer: one lonely request goes out after unplug_delay_ms. */
+	assert_int_equal(blk_queue_set(f.q, "unplug_delay_ms", "3"), 0);
+	uint64_t t0 = clock_now_ns();
+	submit(f.q, 4096, 4096, BLK_WRITE);
+	assert_true(blk_queue_plugged(f.q));
+	WAIT_FOR(gate_held(f.g) == 1);
+	assert_true(clock_now_ns() - t0 >= 3 * NS_PER_MS);
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.unplugs_timer, 1);
+	close_q(&f);
+}
+
+/* Plugging is skipped only for non-rotational devices that queue (patch
+ * 007); the 2.6.29 rule skipped it for every non-rotational device. */
+static void test_plug_nonrot_exception(void **state)
+{
+	(void)state;
+	static const struct {
+		bool rot;
+		unsigned depth;
+		const char *opts;
+		bool plugs;
+	} cases[] = {
+		{ true, 32, "scheduler=noop", true },
+		{ false, 32, "scheduler=noop", false },           /* SSD with NCQ */
+		{ false, 1, "scheduler=noop", true },             /* non-queuing SSD: plug */
+		{ false, 1, "scheduler=noop,ssd_plug=0", false }, /* 2.6.29 */
+		{ false, 1, "scheduler=noop,preset=2.6.29", false },
+		{ true, 1, "scheduler=noop,ssd_plug=0", true },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct fixture f = open_q(cases[i].rot, cases[i].depth, cases[i].opts);
+		submit(f.q, 64, 4096, BLK_WRITE);
+		if (cases[i].plugs) {
+			assert_true(blk_queue_plugged(f.q));
+			assert_int_equal(gate_held(f.g), 0);
+		} else {
+			WAIT_FOR(gate_held(f.g) == 1);
+			assert_false(blk_queue_plugged(f.q));
+		}
+		close_q(&f);
+	}
+}
+
+/* ---------------------------------------------------------- merging */
+
+static void test_merge_rules(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, "scheduler=noop,max_sectors_kb=16");
+	blk_queue_stop(f.q);
+	struct blk_stats st;
+	submit(f.q, 100, 4096, BLK_WRITE);     /* A: 100..108 */
+	submit(f.q, 108, 4096, BLK_WRITE);     /* back merge into A */
+	submit(f.q, 92, 4096, BLK_WRITE);      /* front merge into A: 92..116 */
+	submit(f.q, 116, 4096, BLK_READ);      /* other direction: own request */
+	submit(f.q, 116, 4096, BLK_WRITE_SYNC_PLUG); /* sync never into async: own request */
+	submit(f.q, 124, 4096, BLK_WRITE);     /* async may join the sync request */
+	submit(f.q, 76, 8192, BLK_WRITE);      /* would make A 20 KiB > 16: own request */
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.merges_back, 2);
+	assert_int_equal(st.merges_front, 1);
+	assert_int_equal(st.requests, 4);
+	unsigned queued, inflight;
+	blk_queue_counts(f.q, &queued, &inflight);
+	assert_int_equal(queued, 4);
+	close_q(&f);
+
+	/* A bio that fills the gap between two requests joins them. */
+	f = open_q(true, 64, "scheduler=noop");
+	blk_queue_stop(f.q);
+	submit(f.q, 0, 4096, BLK_WRITE);
+	submit(f.q, 16, 4096, BLK_WRITE);
+	submit(f.q, 8, 4096, BLK_WRITE);
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.merges_rq, 1);
+	blk_queue_counts(f.q, &queued, &inflight);
+	assert_int_equal(queued, 1);
+	blk_queue_start(f.q);
+	blk_queue_unplug(f.q);
+	WAIT_FOR(gate_held(f.g) == 1);
+	gate_release(f.g, 1);
+	assert_int_equal(f.g->sizes[0], 24);
+	WAIT_FOR(atomic_load(&async_done) == 3);
+	close_q(&f);
+}
+
+/* Bios larger than max_sectors_kb are split; the parent completes once,
+ * after every piece, with the data in place. */
+static atomic_int split_calls;
+static atomic_int split_err;
+static void split_end(struct bio *bio, int err)
+{
+	(void)bio;
+	atomic_store(&split_err, err);
+	atomic_fetch_add(&split_calls, 1);
+}
+
+static void test_split(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, "scheduler=noop,max_sectors_kb=64");
+	unsigned char *buf = malloc(200 * 1024);
+	for (int i = 0; i < 200 * 1024; i++)
+		buf[i] = (unsigned char)(i * 7 + 3);
+	struct bio b = { .sector = 1000, .size = 200 * 1024, .data = buf, .rw = BLK_WRITE, .end_io = split_end };
+	atomic_store(&split_calls, 0);
+	assert_int_equal(blk_submit_bio(f.q, &b), 0);
+	blk_queue_unplug(f.q);
+	WAIT_FOR(gate_held(f.g) == 4);
+	assert_int_equal(atomic_load(&split_calls), 0);
+	gate_release(f.g, 3);
+	clock_sleep_ns(NS_PER_MS);
+	assert_int_equal(atomic_load(&split_calls), 0);
+	gate_release(f.g, 1);
+	WAIT_FOR(atomic_load(&split_calls) == 1);
+	assert_int_equal(atomic_load(&split_err), 0);
+	for (int i = 0; i < 4; i++)
+		assert_true(f.g->sizes[i] <= 128);
+	assert_memory_equal(f.g->data + 1000 * 512, buf, 200 * 1024);
+	struct blk_stats st;
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.splits, 1);
+	assert_int_equal(st.dispatched, 4);
+	/* One failing piece fails the whole bio. */
+	atomic_store(&split_calls, 0);
+	assert_int_equal(blk_submit_bio(f.q, &b), 0);
+	blk_queue_unplug(f.q);
+	WAIT_FOR(gate_held(f.g) == 4);
+	gate_release(f.g, 1);
+	gate_release_err(f.g, 1, -EIO);
+	gate_release(f.g, 2);
+	WAIT_FOR(atomic_load(&split_calls) == 1);
+	assert_int_equal(atomic_load(&split_err), -EIO);
+	close_q(&f);
+	free(buf);
+}
+
+/* --------------------------------------------------------- tunables */
+
+static void test_tunables(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, NULL);
+	char v[64];
+	assert_int_equal(blk_queue_get(f.q, "scheduler", v, sizeof v), 0);
+	assert_string_equal(v, "cfq");
+	assert_int_equal(blk_queue_get(f.q, "preset", v, sizeof v), 0);
+	assert_string_equal(v, "2.6.30");
+	assert_int_equal(blk_queue_get(f.q, "sync_batch_op", v, sizeof v), 0);
+	assert_string_equal(v, "WRITE_SYNC_PLUG");
+	assert_int_equal(blk_queue_set(f.q, "no_such_thing", "1"), -ENOENT);
+	assert_non_null(strstr(err_last(-ENOENT), "no_such_thing"));
+	assert_int_equal(blk_queue_set(f.q, "nr_requests", "3"), -ERANGE);
+	assert_int_equal(blk_queue_set(f.q, "nr_requests", "abc"), -EINVAL);
+	assert_int_equal(blk_queue_set(f.q, "max_sectors_kb", "2"), -ERANGE);
+	assert_int_equal(blk_queue_set(f.q, "max_sectors_kb", "2048"), -ERANGE); /* device max 1024 KiB */
+	assert_int_equal(blk_queue_set(f.q, "max_sectors_kb", "1024"), 0);
+	assert_int_equal(blk_queue_set(f.q, "scheduler", "as"), -EINVAL);
+	assert_int_equal(blk_queue_set(f.q, "preset", "2.6.28"), -EINVAL);
+	assert_int_equal(blk_queue_set_opts(f.q, "preset=2.6.29,nr_requests=64"), 0);
+	assert_int_equal(blk_queue_get(f.q, "sync_batch_op", v, sizeof v), 0);
+	assert_string_equal(v, "WRITE");
+	assert_int_equal(blk_queue_get(f.q, "sync_async_pools", v, sizeof v), 0);
+	assert_string_equal(v, "0");
+	assert_int_equal(blk_queue_get(f.q, "nr_requests", v, sizeof v), 0);
+	assert_string_equal(v, "64");
+	assert_int_equal(blk_queue_set(f.q, "preset", "2.6.30-rc1"), 0);
+	assert_int_equal(blk_queue_get(f.q, "sync_batch_op", v, sizeof v), 0);
+	assert_string_equal(v, "WRITE_SYNC");
+	/* scheduler tunables go to the current scheduler only */
+	assert_int_equal(blk_queue_set(f.q, "slice_idle", "0"), 0);
+	assert_int_equal(blk_queue_set(f.q, "scheduler", "deadline"), 0);
+	assert_int_equal(blk_queue_set(f.q, "slice_idle", "0"), -ENOENT);
+	assert_int_equal(blk_queue_set(f.q, "fifo_batch", "8"), 0);
+	/* option strings are checked without a queue too */
+	assert_int_equal(blk_opts_validate("slice_idle=4,fifo_batch=2,preset=2.6.30"), 0);
+	assert_int_equal(blk_opts_validate("slice_idle=x"), -EINVAL);
+	assert_int_equal(blk_opts_validate("bogus=1"), -ENOENT);
+	assert_int_equal(blk_opts_validate("nr_requests=1"), -ERANGE);
+	close_q(&f);
+}
+
+/* Switching the scheduler on a live queue with requests in flight drains
+ * them through the old one and loses nothing. */
+struct releaser {
+	struct gate *g;
+	atomic_bool stop;
+	pthread_t tid;
+};
+
+static void *releaser_main(void *p)
+{
+	struct releaser *r = p;
+	while (!atomic_load(&r->stop)) {
+		gate_release(r->g, 1);
+		clock_sleep_ns(200 * NS_PER_US);
+	}
+	return NULL;
+}
+
+static void test_switch_live(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 8, "scheduler=cfq");
+	for (int i = 0; i < 20; i++)
+		submit(f.q, (uint64_t)i * 64, 4096, BLK_WRITE);
+	blk_queue_unplug(f.q);
+	WAIT_FOR(gate_held(f.g) == 8);
+	struct releaser r = { .g = f.g };
+	atomic_store(&r.stop, false);
+	pthread_create(&r.tid, NULL, releaser_main, &r);
+	assert_int_equal(blk_queue_set(f.q, "scheduler", "deadline"), 0);
+	/* Everything submitted before the switch completed through cfq. */
+	assert_int_equal(atomic_load(&async_done), 20);
+	char v[32];
+	assert_int_equal(blk_queue_get(f.q, "scheduler", v, sizeof v), 0);
+	assert_string_equal(v, "deadline");
+	for (int i = 0; i < 5; i++)
+		submit(f.q, (uint64_t)i * 64, 4096, BLK_WRITE_SYNC);
+	WAIT_FOR(atomic_load(&async_done) == 25);
+	atomic_store(&r.stop, true);
+	pthread_join(r.tid, NULL);
+	close_q(&f);
+}
+
+/* ------------------------------------------------------------ errors */
+
+static void test_bad_bios(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 8, NULL);
+	struct bio b = { .sector = 0, .size = 100, .data = page, .rw = BLK_WRITE, .end_io = async_end };
+	assert_int_equal(blk_submit_bio(f.q, &b), -EINVAL);
+	b.size = 4096;
+	b.sector = (64ull << 20) / 512 - 4; /* crosses the end */
+	assert_int_equal(blk_submit_bio(f.q, &b), -EIO);
+	b.sector = 0;
+	b.end_io = NULL;
+	assert_int_equal(blk_submit_bio(f.q, &b), -EINVAL);
+	/* a device error completes the bio with it */
+	struct bio *e = mkbio(64, 4096, BLK_WRITE_SYNC);
+	assert_int_equal(blk_submit_bio(f.q, e), 0);
+	WAIT_FOR(gate_held(f.g) == 1);
+	gate_release_err(f.g, 1, -EIO);
+	WAIT_FOR(atomic_load(&async_done) == 1);
+	assert_int_equal(atomic_load(&async_err), -EIO);
+	struct blk_stats st;
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.errors, 1);
+	close_q(&f);
+}
+
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(test_pool_thresholds_and_cap),
+	cmocka_unit_test(test_pool_batching),
+	cmocka_unit_test(test_pool_one_waiter_per_free),
+	cmocka_unit_test(test_pool_sync_async_split),
+	cmocka_unit_test(test_plug_threshold_flag_timer_wait),
+	cmocka_unit_test(test_plug_nonrot_exception),
+	cmocka_unit_test(test_merge_rules),
+	cmocka_unit_test(test_split),
+	cmocka_unit_test(test_tunables),
+	cmocka_unit_test(test_switch_live),
+	cmocka_unit_test(test_bad_bios),
+};
+
+int main(void)
+{
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
