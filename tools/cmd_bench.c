@@ -396,10 +396,12 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 	unsigned op = blk_queue_sync_batch_op(e.q);
 	struct hist h;
 	hist_init(&h);
-	int batches = 0;
-	uint64_t end = clock_now_ns() + (uint64_t)(b->seconds * 1e9);
+	/* A fixed number of batches, so device_requests compare directly. */
+	int batches = 0, nbatches = (int)(b->seconds * 25);
+	if (nbatches < 10)
+		nbatches = 10;
 	uint64_t base = region(&e, 0.25);
-	while (clock_now_ns() < end && batches < 200) {
+	while (batches < nbatches) {
 		int64_t t = sync_batch(&e, op, base + (uint64_t)batches * 1024, 64, 4096, ~0u, 0);
 		if (t < 0) {
 			rc = (int)t;

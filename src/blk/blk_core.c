@@ -106,6 +106,8 @@ struct blk_queue {
 
 	bool plugged;
 	uint64_t plug_deadline_ns;
+	bool running;       /* a thread is in queue_run_locked */
+	bool rerun;         /* ... and must make another pass */
 	bool stopped;
 	bool draining;
 	bool dying;
@@ -346,6 +348,7 @@ starved:
 }
 
 static void queue_unplug_locked(struct blk_queue *q, uint64_t *counter);
+static void queue_run_locked(struct blk_queue *q);
 
 /* Allocate a request, sleeping while the pool says no (the kernel's
  * get_request_wait). Sleeping unplugs first so that the requests we wait
@@ -401,8 +404,10 @@ static void queue_plug(struct blk_queue *q, uint64_t now)
 	pthread_cond_signal(&q->kick); /* the dispatcher arms its timer */
 }
 
-/* Remove the plug and let the dispatcher run (the kernel's
- * __generic_unplug_device). counter: which statistic to bump, if any. */
+/* Remove the plug and run the queue in the caller's context, as the
+ * kernel's __generic_unplug_device calls the driver directly: a WRITE_SYNC
+ * reaches the device before its submitter queues the next bio.
+ * counter: which statistic to bump, if any. May drop and retake q->lock. */
 static void queue_unplug_locked(struct blk_queue *q, uint64_t *counter)
 {
 	if (q->plugged) {
@@ -410,7 +415,7 @@ static void queue_unplug_locked(struct blk_queue *q, uint64_t *counter)
 		if (counter)
 			(*counter)++;
 	}
-	pthread_cond_signal(&q->kick);
+	queue_run_locked(q);
 }
 
 void blk_queue_unplug(struct blk_queue *q)
@@ -572,10 +577,12 @@ static void make_request(struct blk_queue *q, struct bio *bio)
 		if (nrq >= (int)q->t.unplug_thresh)
 			queue_unplug_locked(q, &q->st.unplugs_thresh);
 	}
-	/* Elevators may want to run at once (cfq: a request for the queue it
-	 * idles on). */
-	if (q->elv.kick_ns && q->elv.kick_ns <= q->elv.now_ns)
-		pthread_cond_signal(&q->kick);
+	/* Elevators may want to run at once, plugged or not (cfq: a request
+	 * for the queue it idles on). */
+	if (q->elv.kick_ns && q->elv.kick_ns <= q->elv.now_ns) {
+		q->elv.kick_ns = 0;
+		queue_unplug_locked(q, NULL);
+	}
 out:
 	if (unplug)
 		queue_unplug_locked(q, &q->st.unplugs_flag);
@@ -759,25 +766,21 @@ static int rq_prepare_io(struct request *rq)
 
 /* ------------------------------------------------------- dispatcher */
 
-/* One dispatcher per queue: moves requests from the elevator to the device
- * while the queue is unplugged and the device has room, and sleeps until the
- * plug timer, an elevator timer (idle window, slice end) or a kick. */
-static void *dispatcher_main(void *arg)
+/* Move requests from the elevator to the device while the queue is not
+ * plugged or stopped and the device has room. Called with q->lock held;
+ * drops it around dev_submit(). One thread runs the queue at a time, so the
+ * device sees requests in dispatch order; a caller that finds it running
+ * asks the runner for another pass instead. */
+static void queue_run_locked(struct blk_queue *q)
 {
-	struct blk_queue *q = arg;
+	if (q->running) {
+		q->rerun = true;
+		return;
+	}
+	q->running = true;
 	unsigned depth = q->geo.queue_depth ? q->geo.queue_depth : 1;
-	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		uint64_t now = clock_now_ns();
-		if (q->plugged && now >= q->plug_deadline_ns)
-			queue_unplug_locked(q, &q->st.unplugs_timer);
-		bool kicked = q->elv.kick_ns && q->elv.kick_ns <= now;
-		if (kicked) {
-			/* An elevator timer or wake-up: run the queue even if
-			 * plugged, as the kernel's kblockd kick does. */
-			q->elv.kick_ns = 0;
-			queue_unplug_locked(q, NULL);
-		}
+		q->rerun = false;
 		struct list_node out;
 		list_init(&out);
 		unsigned n = 0;
@@ -802,23 +805,50 @@ static void *dispatcher_main(void *arg)
 				n++;
 			}
 		}
-		if (n) {
-			pthread_mutex_unlock(&q->lock);
-			struct list_node *it, *tmp;
-			list_for_each_safe(it, tmp, &out) {
-				struct request *rq = list_entry(it, struct request, q_node);
-				list_del(&rq->q_node);
-				int rc = rq_prepare_io(rq);
-				if (!rc)
-					rc = dev_submit(q->dev, &rq->io);
-				if (rc < 0)
-					rq_done(&rq->io, rc);
-			}
-			pthread_mutex_lock(&q->lock);
+		if (!n && !q->rerun)
+			break;
+		if (!n)
 			continue;
+		pthread_mutex_unlock(&q->lock);
+		struct list_node *it, *tmp;
+		list_for_each_safe(it, tmp, &out) {
+			struct request *rq = list_entry(it, struct request, q_node);
+			list_del(&rq->q_node);
+			int rc = rq_prepare_io(rq);
+			if (!rc)
+				rc = dev_submit(q->dev, &rq->io);
+			if (rc < 0)
+				rq_done(&rq->io, rc);
 		}
+		pthread_mutex_lock(&q->lock);
+	}
+	q->running = false;
+	/* The elevator may have armed a timer: let the dispatcher see it. */
+	if (q->elv.kick_ns)
+		pthread_cond_signal(&q->kick);
+}
+
+/* One dispatcher thread per queue: runs the queue on the plug timer, on
+ * elevator timers (idle window, slice end) and after completions, and
+ * sleeps otherwise. */
+static void *dispatcher_main(void *arg)
+{
+	struct blk_queue *q = arg;
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		uint64_t now = clock_now_ns();
+		if (q->plugged && now >= q->plug_deadline_ns)
+			q->plugged = false, q->st.unplugs_timer++;
+		if (q->elv.kick_ns && q->elv.kick_ns <= now) {
+			/* An elevator timer or wake-up: run the queue even if
+			 * plugged, as the kernel's kblockd kick does. */
+			q->elv.kick_ns = 0;
+			q->plugged = false;
+		}
+		queue_run_locked(q);
 		if (q->dying && !q->allocated)
 			break;
+		now = clock_now_ns();
 		uint64_t deadline = 0;
 		if (q->plugged && !q->stopped)
 			deadline = q->plug_deadline_ns;
@@ -831,6 +861,8 @@ static void *dispatcher_main(void *arg)
 			if (!deadline || k < deadline)
 				deadline = k;
 		}
+		if (deadline && deadline <= now)
+			continue;
 		clock_cond_wait_until(&q->kick, &q->lock, deadline);
 	}
 	pthread_mutex_unlock(&q->lock);
