@@ -705,7 +705,7 @@ static int bench_scenario(struct bench *b, const struct scenario *s)
 static void bench_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: nostall bench blk [--device SPEC] [--scenario NAME[,NAME..]] [--seconds S] [--json] [-o OPTS]\n"
+		"usage: nostall bench blk|jbd [--device SPEC] [--scenario NAME[,NAME..]] [--seconds S] [--json] [-o OPTS]\n"
 		"  --device SPEC   device spec (default sim:hdd; ssd-plug defaults to sim:ssd-nq)\n"
 		"  --seconds S     measurement time per run (default 4)\n"
 		"  -o OPTS         queue/scheduler tunables applied before each configuration\n"
@@ -798,6 +798,8 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "blk"))
 		return bench_blk(argc - 1, argv + 1);
-	fprintf(stderr, "nostall bench: unknown benchmark '%s' (available: blk)\n", argv[1]);
+	if (!strcmp(argv[1], "jbd"))
+		return bench_jbd(argc - 1, argv + 1);
+	fprintf(stderr, "nostall bench: unknown benchmark '%s' (available: blk, jbd)\n", argv[1]);
 	return 2;
 }

@@ -4,7 +4,15 @@
 #ifndef NOSTALL_TOOLS_CMDS_H
 #define NOSTALL_TOOLS_CMDS_H
 
-int cmd_bench(int argc, char **argv);  /* nostall bench blk ... */
-int cmd_mkfs(int argc, char **argv);   /* nostall mkfs ... */
+int cmd_bench(int argc, char **argv);   /* nostall bench blk|jbd ... (cmd_bench.c) */
+int bench_jbd(int argc, char **argv);   /* nostall bench jbd ... (bench_jbd.c) */
+int cmd_mkfs(int argc, char **argv);    /* nostall mkfs ... (cmd_mkfs.c) */
+/* Read-only filesystem commands (cmd_fs.c). */
+int cmd_info(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_recover(int argc, char **argv); /* nostall recover IMAGE (cmd_recover.c) */
 
 #endif

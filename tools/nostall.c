@@ -9,8 +9,15 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *usage;
 } commands[] = {
-	{ "bench", cmd_bench, "bench blk [--device SPEC] [--scenario NAME] [--json] [-o OPTS]" },
-	{ "mkfs", cmd_mkfs, "mkfs [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J blocks] [-L label] [-U uuid] [-T time] IMAGE SIZE" },
+	{ "bench", cmd_bench, "bench blk|jbd [--device SPEC] [--scenario NAME] [--seconds S] [--json] [-o OPTS]" },
+	{ "mkfs", cmd_mkfs,
+	  "mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J blocks] [-L label] [-U uuid] [-E root_owner=UID:GID] [-T time] IMAGE [SIZE]" },
+	{ "info", cmd_info, "info [--device SPEC] [-o OPTS] IMAGE" },
+	{ "ls", cmd_ls, "ls [-l] [-R] [--device SPEC] [-o OPTS] IMAGE PATH" },
+	{ "cat", cmd_cat, "cat [--device SPEC] [-o OPTS] IMAGE PATH" },
+	{ "stat", cmd_stat, "stat [--device SPEC] [-o OPTS] IMAGE PATH" },
+	{ "get", cmd_get, "get [-r] [--device SPEC] [-o OPTS] IMAGE PATH HOSTPATH" },
+	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE" },
 };
 
 static void usage(FILE *out)

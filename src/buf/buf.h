@@ -1,0 +1,146 @@
+/* Buffer cache: block-sized buffers of one device, over the block layer.
+ *
+ * The Linux 2.6.30 buffer-head model (docs/buffer-cache.md):
+ * - a buffer is identified by (cache, block number); buf_get() returns it
+ *   with a reference held (getblk), buf_put() drops it (brelse);
+ * - states: uptodate (data valid), dirty (must be written), locked (I/O in
+ *   progress or owned by someone about to do I/O), mapped, new, req (I/O was
+ *   submitted at least once), write_io_error; plus a private pointer the
+ *   journal uses (journal_head) and a "jbd" flag (buffer managed by the
+ *   journal: the writeback thread leaves it alone);
+ * - reads are READ, or READ_SYNC when someone waits (buf_read); sequential
+ *   misses trigger readahead (READ of the next blocks, nobody waits);
+ * - buf_wait() (wait_on_buffer) unplugs the queue before sleeping;
+ * - buf_sync_dirty() (sync_dirty_buffer) writes with WRITE_SYNC (WRITE under
+ *   the 2.6.29 preset) and waits;
+ * - buf_ll_rw_block() with BLK_SWRITE* waits for a locked buffer instead of
+ *   skipping it;
+ * - buf_fsync_list() (fsync_buffers_list): writes a list of dirty buffers as
+ *   SWRITE_SYNC_PLUG and waits, unplugging once (under the old presets each
+ *   buffer is WRITE_SYNC, i.e. unplugged one by one);
+ * - a bounded cache: clean, unreferenced buffers are reclaimed LRU first;
+ * - a writeback thread writes dirty buffers older than dirty_expire (30 s)
+ *   every wakeup interval (5 s), or at once past the background threshold
+ *   (dirty bytes > dirty_background_ratio of the cache), with WRITE.
+ *
+ * The block size is fixed per cache (1024, 2048 or 4096 = filesystem block).
+ *
+ * Locking: the cache has one internal mutex for its hash/LRU/dirty lists and
+ * state bits; a buffer's lock (BH_Lock) is a sleeping lock that may be held
+ * across I/O and is released by the I/O completion. Callers never hold the
+ * cache mutex (it is internal). Data (buf_data) may be read by anyone holding
+ * a reference while the buffer is uptodate; writers must hold the buffer lock
+ * or otherwise own the buffer (the journal's get_write_access).
+ */
+#ifndef NOSTALL_BUF_H
+#define NOSTALL_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct blk_queue;
+struct buf_cache;
+struct buffer_head;
+
+struct buf_params {
+	size_t max_bytes;              /* cache size bound (default 64 MiB) */
+	unsigned readahead_blocks;     /* 0 disables readahead (default 32) */
+	unsigned dirty_expire_ms;      /* default 30000 */
+	unsigned writeback_interval_ms; /* default 5000; 0 = no writeback thread */
+	unsigned dirty_background_pct;  /* default 10 (% of max_bytes) */
+};
+
+/* Defaults for *p. */
+void buf_params_default(struct buf_params *p);
+
+/* A cache of `block_size` buffers over queue q (which it does not own).
+ * p may be NULL for defaults. */
+int buf_cache_create(struct blk_queue *q, unsigned block_size, const struct buf_params *p,
+		     struct buf_cache **out);
+/* Writes back nothing: callers sync first (buf_cache_sync). Every buffer must
+ * be unreferenced. */
+void buf_cache_destroy(struct buf_cache *c);
+struct blk_queue *buf_cache_queue(const struct buf_cache *c);
+unsigned buf_cache_block_size(const struct buf_cache *c);
+/* Blocks on the device (device size / block size). */
+uint64_t buf_cache_nr_blocks(const struct buf_cache *c);
+
+/* getblk: the buffer for `block`, referenced, not necessarily uptodate.
+ * NULL only on ENOMEM (everything referenced or dirty and no memory) or a
+ * block past the end (then *err, if given, says which). */
+struct buffer_head *buf_get(struct buf_cache *c, uint64_t block, int *err);
+/* bread: buf_get + read with READ_SYNC if not uptodate, waiting. Returns 0
+ * and a referenced uptodate buffer, or a negative errno (-EIO ...). */
+int buf_read(struct buf_cache *c, uint64_t block, struct buffer_head **out);
+/* Start READ of blocks [block, block+n) that are not cached; nobody waits. */
+void buf_readahead(struct buf_cache *c, uint64_t block, unsigned n);
+void buf_hold(struct buffer_head *bh);  /* extra reference */
+void buf_put(struct buffer_head *bh);   /* brelse; NULL is a no-op */
+/* bforget: drop the dirty state (the block is freed) and the reference. */
+void buf_forget(struct buffer_head *bh);
+
+/* Accessors. */
+void *buf_data(struct buffer_head *bh);
+uint64_t buf_blocknr(const struct buffer_head *bh);
+unsigned buf_size(const struct buffer_head *bh);
+struct buf_cache *buf_cache_of(const struct buffer_head *bh);
+
+/* State bits (thread-safe). */
+bool buf_uptodate(const struct buffer_head *bh);
+void buf_set_uptodate(struct buffer_head *bh);
+void buf_clear_uptodate(struct buffer_head *bh);
+bool buf_dirty(const struct buffer_head *bh);
+/* mark_buffer_dirty: dirty + on the writeback list (records the time). */
+void buf_mark_dirty(struct buffer_head *bh);
+/* Returns whether it was dirty. */
+bool buf_test_clear_dirty(struct buffer_head *bh);
+bool buf_locked(const struct buffer_head *bh);
+bool buf_write_io_error(const struct buffer_head *bh);
+void buf_clear_write_io_error(struct buffer_head *bh);
+bool buf_new(const struct buffer_head *bh);
+void buf_set_new(struct buffer_head *bh, bool v);
+/* Buffer owned by the journal: writeback and buf_fsync_list skip it. */
+bool buf_jbd(const struct buffer_head *bh);
+void buf_set_jbd(struct buffer_head *bh, bool v);
+/* One pointer for the journal (journal_head); NULL by default. */
+void *buf_private(const struct buffer_head *bh);
+void buf_set_private(struct buffer_head *bh, void *p);
+
+/* The buffer lock. */
+void buf_lock(struct buffer_head *bh);
+bool buf_trylock(struct buffer_head *bh);
+void buf_unlock(struct buffer_head *bh);
+/* wait_on_buffer: unplug the queue, then sleep until unlocked. */
+void buf_wait(struct buffer_head *bh);
+
+/* submit_bh: bh must be locked (and uptodate for writes). Sends one bio with
+ * flags rw (BLK_* from blk.h). On completion: reads set uptodate (or clear
+ * it on error), writes set write_io_error on error; then the buffer is
+ * unlocked and waiters woken. Returns 0 or a negative errno (then unlocked). */
+int buf_submit(struct buffer_head *bh, unsigned rw);
+/* ll_rw_block: for each buffer, lock (trylock; wait for the lock with
+ * BLK_SWRITE* / always for SWRITE), and if it needs I/O (reads: not uptodate;
+ * writes: dirty, cleaned here) submit it. Does not wait. */
+void buf_ll_rw_block(unsigned rw, int n, struct buffer_head **bhs);
+/* sync_dirty_buffer: if dirty, write it with the era's op (WRITE_SYNC, or
+ * WRITE under 2.6.29) and wait; returns -EIO on a write error. */
+int buf_sync_dirty(struct buffer_head *bh);
+/* fsync_buffers_list: write the dirty buffers of the array (skipping jbd
+ * ones) with SWRITE_SYNC_PLUG (WRITE_SYNC per buffer under the old presets),
+ * then wait for all of them; the first error is returned. */
+int buf_fsync_list(int n, struct buffer_head **bhs);
+
+/* Write every dirty buffer (WRITE), wait, then flush the device cache.
+ * Returns the first error. */
+int buf_cache_sync(struct buf_cache *c);
+/* Drop every clean unreferenced buffer (e.g. before measuring cold reads). */
+void buf_cache_drop_clean(struct buf_cache *c);
+
+struct buf_stats {
+	uint64_t hits, misses, reads, readahead, writes, reclaimed, writeback_writes;
+	uint64_t cached, dirty;     /* buffers now */
+};
+void buf_cache_stats(struct buf_cache *c, struct buf_stats *out);
+
+#endif
