@@ -106,8 +106,9 @@ static int env_open(struct bench *b, struct env *e, const char *spec, const char
 	return 0;
 }
 
-/* Wait for the fire-and-forget load, then tear down. */
-static void env_close(struct env *e)
+/* Wait for the fire-and-forget load, then tear down. A run whose I/O failed
+ * reports it: its figures would mean nothing. */
+static int env_close(struct env *e)
 {
 	atomic_store(&e->stop, true);
 	blk_queue_unplug(e->q);
@@ -116,6 +117,10 @@ static void env_close(struct env *e)
 	blk_queue_destroy(e->q);
 	dev_close(e->dev);
 	free(e->buf);
+	int errs = atomic_load(&e->io_errors);
+	if (errs)
+		return err_set(-EIO, "%d I/O request(s) failed on the device", errs);
+	return 0;
 }
 
 static void async_end_io(struct bio *bio, int err)
@@ -214,7 +219,7 @@ static void *streamer_main(void *arg)
 		blk_ioprio_set(s->ioprio_class, s->ioprio_level);
 	uint64_t step = s->bytes >> DEV_SECTOR_SHIFT;
 	uint64_t pos = 0;
-	while (!atomic_load(&e->stop)) {
+	while (!atomic_load(&e->stop) && !atomic_load(&e->io_errors)) {
 		uint64_t off;
 		if (s->random)
 			off = (rnd_next(&s->seed) % (s->len / 8 - step / 8 + 1)) * 8;
@@ -374,7 +379,11 @@ static int sc_sync_alloc(struct bench *b, const char *spec, const struct config 
 	}
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
-	env_close(&e);
+	{
+		int crc = env_close(&e);
+		if (!rc)
+			rc = crc;
+	}
 	for (int i = 0; i < 4; i++)
 		pthread_join(w[i].tid, NULL);
 	run_field(r, "alloc_wait_p99_ms", ms(hist_quantile(&st.alloc_wait[1], 0.99)), 3);
@@ -412,7 +421,11 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 	}
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
-	env_close(&e);
+	{
+		int crc = env_close(&e);
+		if (!rc)
+			rc = crc;
+	}
 	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
 	run_field(r, "device_requests", (double)reqs, 0);
 	run_field(r, "requests_per_batch", batches ? (double)reqs / batches : 0, 1);
@@ -459,7 +472,11 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 	atomic_store(&e.stop, true);
 	pthread_join(rd.tid, NULL);
 	uint64_t rbytes = atomic_load(&rd.done_bytes) - r0;
-	env_close(&e);
+	{
+		int crc = env_close(&e);
+		if (!rc)
+			rc = crc;
+	}
 	free(rd.buf);
 	run_field(r, "idle_ms", ms(st.idle_ns), 1);
 	run_field(r, "reader_mbps", (double)rbytes / MiB / ((double)(t1 - t0) / 1e9), 2);
@@ -495,7 +512,11 @@ static int sc_ssd_plug(struct bench *b, const char *spec, const struct config *c
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
 	uint64_t bytes = atomic_load(&e.async_bytes);
-	env_close(&e);
+	{
+		int crc = env_close(&e);
+		if (!rc)
+			rc = crc;
+	}
 	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
 	run_field(r, "device_requests", (double)reqs, 0);
 	run_field(r, "kib_per_request", reqs ? (double)bytes / KiB / reqs : 0, 1);
@@ -506,15 +527,15 @@ static int sc_ssd_plug(struct bench *b, const char *spec, const struct config *c
 /* A journal-like sync submitter: every `period`, a plugged batch of `n`
  * 4 KiB writes with the queue's batch op, then a commit block, then wait.
  * Records each batch's latency. */
-static int fsync_loop(struct bench *b, struct env *e, unsigned n, uint64_t period_ns, struct hist *h,
-		      uint64_t *count)
+static int fsync_loop(struct bench *b, struct env *e, double seconds, unsigned n, uint64_t period_ns,
+		      struct hist *h, uint64_t *count)
 {
 	unsigned op = blk_queue_sync_batch_op(e->q);
 	/* The commit block: WRITE under 2.6.29 (sync_dirty_buffer was WRITE),
 	 * WRITE_SYNC otherwise. */
 	unsigned commit_op = op == BLK_WRITE ? BLK_WRITE : BLK_WRITE_SYNC;
 	uint64_t jbase = region(e, 0.45), jlen = span(e, 64 * MiB), jpos = 0;
-	uint64_t end = clock_now_ns() + (uint64_t)(b->seconds * 1e9);
+	uint64_t end = clock_now_ns() + (uint64_t)(seconds * 1e9);
 	while (clock_now_ns() < end) {
 		uint64_t start = clock_now_ns();
 		if (jpos + (n + 1) * 8 > jlen)
@@ -557,11 +578,15 @@ static int sc_ioprio(struct bench *b, const char *spec, const struct config *c, 
 	struct hist h;
 	hist_init(&h);
 	uint64_t n = 0;
-	rc = fsync_loop(b, &e, 16, scaled(b, 50 * NS_PER_MS), &h, &n);
+	rc = fsync_loop(b, &e, b->seconds, 16, scaled(b, 50 * NS_PER_MS), &h, &n);
 	uint64_t t1 = clock_now_ns();
 	uint64_t abytes = atomic_load(&e.async_bytes);
 	blk_ioprio_set(BLK_IOPRIO_CLASS_BE, 4);
-	env_close(&e);
+	{
+		int crc = env_close(&e);
+		if (!rc)
+			rc = crc;
+	}
 	for (int i = 0; i < 2; i++)
 		pthread_join(w[i].tid, NULL);
 	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
@@ -602,7 +627,11 @@ static int sc_max_sectors(struct bench *b, const char *spec, const struct config
 	}
 	uint64_t t1 = clock_now_ns();
 	uint64_t abytes = atomic_load(&e.async_bytes);
-	env_close(&e);
+	{
+		int crc = env_close(&e);
+		if (!rc)
+			rc = crc;
+	}
 	pthread_join(w.tid, NULL);
 	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
 	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
@@ -629,12 +658,18 @@ static int sc_era(struct bench *b, const char *spec, const struct config *c, str
 	struct hist h;
 	hist_init(&h);
 	uint64_t n = 0;
-	rc = fsync_loop(b, &e, 8, scaled(b, 50 * NS_PER_MS), &h, &n);
+	/* Twice the time: under 2.6.29 one fsync takes seconds, and a p99 of
+	 * one or two samples says little. */
+	rc = fsync_loop(b, &e, 2 * b->seconds, 8, scaled(b, 50 * NS_PER_MS), &h, &n);
 	uint64_t t1 = clock_now_ns();
 	uint64_t abytes = atomic_load(&e.async_bytes);
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
-	env_close(&e);
+	{
+		int crc = env_close(&e);
+		if (!rc)
+			rc = crc;
+	}
 	pthread_join(w.tid, NULL);
 	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
 	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
