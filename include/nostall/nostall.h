@@ -1,0 +1,332 @@
+/* nostall — public filesystem API.
+ *
+ * This header is the whole contract between the library and its users (the
+ * CLI, the FUSE daemon, tests, fuzzers). Everything else under src/ is
+ * internal.
+ *
+ * Conventions
+ * - Every function that can fail returns a negative errno (-ENOENT, -EIO,
+ *   -EUCLEAN for a corrupt filesystem, ...). Functions returning a count
+ *   (ssize_t) return the count on success. A human-readable message for the
+ *   last failure on the calling thread is available from nostall_errmsg().
+ * - Handles are opaque. A handle obtained from a filesystem (file, directory
+ *   iterator) must be closed before nostall_umount() of that filesystem;
+ *   nostall_umount() fails with -EBUSY otherwise.
+ * - Paths are absolute or relative to the root ("a/b" == "/a/b"); empty
+ *   components and "." are skipped, ".." goes to the parent through the
+ *   directory's ".." entry (the root's parent is the root). Symbolic links
+ *   are followed in every component but the last, and in the last one too
+ *   unless NOSTALL_NOFOLLOW is given; more than NOSTALL_SYMLOOP_MAX links in
+ *   one walk fails with -ELOOP, a path over NOSTALL_PATH_MAX bytes or a name
+ *   over 255 bytes with -ENAMETOOLONG. A non-directory in the middle of a path
+ *   is -ENOTDIR.
+ * - Inode numbers (uint64_t ino) are the filesystem's own; the root is
+ *   NOSTALL_ROOT_INO (2).
+ *
+ * Threads: every function may be called from any thread. The read path takes
+ * no filesystem-wide lock (a mounted image is read-only and immutable, and the
+ * buffer cache is thread-safe), so reads of different files, and even of the
+ * same file with nostall_pread(), proceed concurrently. A file handle's
+ * position (nostall_read, nostall_lseek) and a directory iterator are
+ * protected by their own mutex; a handle may be shared by threads, but
+ * interleaved nostall_read() calls on one handle see an unspecified order.
+ * Closing a handle while another thread is using it is undefined.
+ *
+ * Corrupt images: nothing in an image can crash the library or make it loop
+ * forever. Inconsistent metadata fails the operation with -EUCLEAN (or -EIO
+ * for an I/O error or a block number past the end of the device) and a
+ * message naming the inode/block; every walk is bounded (path depth, symlink
+ * count, directory blocks, index depth, indirect depth).
+ */
+#ifndef NOSTALL_NOSTALL_H
+#define NOSTALL_NOSTALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct nostall_fs;   /* a mounted filesystem */
+struct nostall_file; /* an open regular file (or any inode opened for reading) */
+struct nostall_dir;  /* a directory iterator */
+struct dev;          /* an open device (src/dev/dev.h), for nostall_mount_dev */
+
+#define NOSTALL_ROOT_INO 2u
+#define NOSTALL_NAME_MAX 255
+#define NOSTALL_PATH_MAX 4096
+#define NOSTALL_SYMLOOP_MAX 40
+
+/* ---- errors ---- */
+
+/* The message recorded by the last failing call on this thread (e.g.
+ * "ext3: unknown incompat feature 0x40 (extents)"), or strerror(-rc) if
+ * none. Never NULL. The string is valid until the next call on this thread. */
+const char *nostall_errmsg(int rc);
+
+/* ---- mount ---- */
+
+/* Mount flags. */
+#define NOSTALL_MOUNT_RDONLY 0x1u /* read-only (currently every mount is read-only:
+				   * a mount without it fails with -EROFS until the
+				   * write path lands) */
+
+/* Mount the ext3 filesystem on a device spec ("file:IMG", "mem:..",
+ * "sim:hdd,file=IMG", "fault:file:IMG,op=read,...", see docs/devices.md); a
+ * spec without a known "kind:" prefix is a plain path and means file:PATH.
+ *
+ * opts: NULL or "name[=value],...":
+ *   ro                 the same as NOSTALL_MOUNT_RDONLY
+ *   cache=SIZE         buffer cache bound (default 64M)
+ *   readahead=N        readahead blocks on sequential misses (default 32, 0 off)
+ *   noload             do not look at the journal (a filesystem that needs
+ *                      recovery is then mounted as it is on disk)
+ *   sb=N               use the backup superblock at block N (with 1 KiB blocks:
+ *                      8193, 24577, ...; the block size is probed)
+ *   any block-queue tunable (scheduler=cfq, preset=2.6.30, max_sectors_kb=..,
+ *   see blk.h): passed to the device's request queue.
+ * Unknown names fail with -EINVAL.
+ *
+ * Validation: magic, revision 0 or 1, block size 1..4 KiB, blocks/inodes per
+ * group, group count against blocks_count and against the device size, group
+ * descriptor locations (bitmaps and inode table inside their group and the
+ * device), inode size (128..block size, a power of two). Feature policy: an
+ * unknown incompat feature refuses the mount (-EOPNOTSUPP, the message names
+ * it); an unknown ro_compat feature mounts read-only (here: always) and is
+ * reported in nostall_info(). A filesystem whose journal needs recovery
+ * (incompat "recover") is mounted read-only as it is on disk; info.needs_recovery
+ * tells. Errors: -ENOENT/-EIO opening the device, -EINVAL bad spec or option,
+ * -EUCLEAN a corrupt superblock or descriptor table ("ext3: bad magic 0x0000
+ * at byte 1024, not an ext2/ext3 filesystem"), -EOPNOTSUPP, -ENOMEM. */
+int nostall_mount(const char *image_or_spec, const char *opts, unsigned flags,
+		  struct nostall_fs **out);
+/* The same on a device opened by the caller (dev_open()); the filesystem does
+ * not own it: close it after nostall_umount(). */
+int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct nostall_fs **out);
+/* Unmount: -EBUSY (and nothing done) while files or directory iterators are
+ * open. NULL is a no-op returning 0. */
+int nostall_umount(struct nostall_fs *fs);
+
+/* ---- inode attributes ---- */
+
+/* Directory entry types (the values of the POSIX d_type). */
+enum nostall_dtype {
+	NOSTALL_DT_UNKNOWN = 0,
+	NOSTALL_DT_FIFO = 1,
+	NOSTALL_DT_CHR = 2,
+	NOSTALL_DT_DIR = 4,
+	NOSTALL_DT_BLK = 6,
+	NOSTALL_DT_REG = 8,
+	NOSTALL_DT_LNK = 10,
+	NOSTALL_DT_SOCK = 12,
+};
+
+struct nostall_timespec {
+	int64_t sec;
+	uint32_t nsec; /* from the *_extra fields of 256-byte inodes, else 0 */
+};
+
+struct nostall_stat {
+	uint64_t ino;
+	uint32_t mode;       /* type and permission bits, the POSIX S_IF* values */
+	uint32_t nlink;
+	uint32_t uid, gid;   /* 32-bit (low 16 + high 16) */
+	uint64_t size;       /* bytes (i_size | i_size_high << 32 for regular files) */
+	uint64_t blocks;     /* 512-byte units allocated (data, indirect, xattr block) */
+	uint32_t blksize;    /* filesystem block size */
+	uint32_t rdev_major; /* device nodes: decoded from the old (i_block[0]) or
+			      * new (i_block[1]) encoding, else 0 */
+	uint32_t rdev_minor;
+	uint64_t rdev;       /* makedev(rdev_major, rdev_minor) in glibc's encoding */
+	struct nostall_timespec atime, mtime, ctime;
+	struct nostall_timespec crtime; /* 256-byte inodes with room for it, else 0 */
+	uint32_t flags;      /* ext3 i_flags (0x1000 = htree directory, 0x10 immutable, ...) */
+	uint32_t generation;
+	uint64_t xattr_block; /* i_file_acl, 0 if none */
+};
+
+/* Attributes of the inode at path (following a final symlink unless
+ * flags has NOSTALL_NOFOLLOW). */
+#define NOSTALL_NOFOLLOW 0x1u
+int nostall_stat(struct nostall_fs *fs, const char *path, unsigned flags, struct nostall_stat *st);
+/* Attributes of inode ino: -EINVAL for 0 or past s_inodes_count, -ENOENT for
+ * a free inode (links_count 0 and mode 0, or deleted: dtime set and no links). */
+int nostall_stat_ino(struct nostall_fs *fs, uint64_t ino, struct nostall_stat *st);
+
+/* ---- lookup ---- */
+
+/* Resolve path to an inode number (see the path rules at the top). */
+int nostall_lookup(struct nostall_fs *fs, const char *path, unsigned flags, uint64_t *ino);
+/* One component in directory dir_ino (no symlink following, "." and ".."
+ * looked up as entries). Uses the htree index when the directory has one.
+ * -ENOTDIR if dir_ino is not a directory, -ENOENT if absent. */
+int nostall_lookup_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, uint64_t *ino);
+
+/* ---- directories ---- */
+
+struct nostall_dirent {
+	uint64_t ino;
+	uint8_t type;      /* enum nostall_dtype (from the entry's file_type; UNKNOWN
+			    * on filesystems without the filetype feature) */
+	uint16_t name_len;
+	char name[NOSTALL_NAME_MAX + 1]; /* NUL-terminated */
+	uint64_t next_pos; /* position just past this entry (for nostall_dir_seek) */
+};
+
+/* Called once per entry, "." and ".." included, in on-disk order (block by
+ * block; htree directories are read linearly too, so the order is the block
+ * order, not hash order). Return 0 to go on, anything else stops the walk and
+ * is returned by nostall_readdir (use a positive value to tell a stop from an
+ * error). */
+typedef int (*nostall_readdir_cb)(void *ctx, const struct nostall_dirent *de);
+int nostall_readdir(struct nostall_fs *fs, const char *path, nostall_readdir_cb cb, void *ctx);
+int nostall_readdir_ino(struct nostall_fs *fs, uint64_t dir_ino, nostall_readdir_cb cb, void *ctx);
+
+/* Iterator form. nostall_dir_next returns 1 and fills *de, 0 at the end, or a
+ * negative errno (the iterator stays at the failing entry). */
+int nostall_opendir(struct nostall_fs *fs, const char *path, struct nostall_dir **out);
+int nostall_opendir_ino(struct nostall_fs *fs, uint64_t dir_ino, struct nostall_dir **out);
+int nostall_dir_next(struct nostall_dir *d, struct nostall_dirent *de);
+/* Position: an opaque cookie (byte offset in the directory); 0 = start. */
+uint64_t nostall_dir_tell(struct nostall_dir *d);
+int nostall_dir_seek(struct nostall_dir *d, uint64_t pos);
+void nostall_closedir(struct nostall_dir *d);
+
+/* ---- files ---- */
+
+/* Open flags: only reading. O_WRONLY/O_RDWR/O_CREAT/O_TRUNC fail with -EROFS. */
+#define NOSTALL_O_RDONLY 0x0u
+#define NOSTALL_O_NOFOLLOW 0x1u /* like NOSTALL_NOFOLLOW: open the link itself
+				 * (reads then return the target bytes, like a file) */
+
+/* Open for reading. Directories fail with -EISDIR; device nodes, fifos and
+ * sockets with -ENXIO (they have no contents here). */
+int nostall_open(struct nostall_fs *fs, const char *path, unsigned flags, struct nostall_file **out);
+int nostall_open_ino(struct nostall_fs *fs, uint64_t ino, unsigned flags, struct nostall_file **out);
+/* Read up to len bytes at the handle's position and advance it. Returns the
+ * byte count (0 at end of file), holes read as zeroes. */
+ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len);
+/* Read at off without touching the position. */
+ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t off);
+/* whence: SEEK_SET, SEEK_CUR, SEEK_END (0, 1, 2). Returns the new position or
+ * -EINVAL. */
+int64_t nostall_lseek(struct nostall_file *f, int64_t off, int whence);
+int nostall_fstat(struct nostall_file *f, struct nostall_stat *st);
+void nostall_close(struct nostall_file *f);
+
+/* Physical block of logical block `lblk` of an open file: 0 and *phys = 0 for a
+ * hole (for `nostall stat`-style block lists and tests). */
+int nostall_bmap(struct nostall_file *f, uint64_t lblk, uint64_t *phys);
+
+/* ---- symbolic links ---- */
+
+/* Like POSIX readlink: copies at most size bytes of the target, NOT
+ * NUL-terminated, and returns the number copied; -EINVAL if the (last
+ * component of) path is not a symlink. Fast symlinks (target in i_block) and
+ * slow ones (target in a data block) both work. The full length is
+ * nostall_stat().size (at most block size - 1). */
+ssize_t nostall_readlink(struct nostall_fs *fs, const char *path, char *buf, size_t size);
+ssize_t nostall_readlink_ino(struct nostall_fs *fs, uint64_t ino, char *buf, size_t size);
+
+/* ---- extended attributes ---- */
+
+/* Names carry their namespace prefix: "user.", "trusted.", "security.",
+ * "system.posix_acl_access", "system.posix_acl_default" (ACL values are
+ * returned in the on-disk ext3 ACL format, not converted to the xattr ACL
+ * format). In-inode attributes (256-byte inodes) come first, then the
+ * attribute block. flags: NOSTALL_NOFOLLOW (act on a symlink itself).
+ *
+ * getxattr: size 0 returns the value's length; a too small buffer fails with
+ * -ERANGE; a missing attribute with -ENODATA.
+ * listxattr: the names, each NUL-terminated, one after the other; size 0
+ * returns the length needed; -ERANGE if too small. */
+ssize_t nostall_getxattr(struct nostall_fs *fs, const char *path, unsigned flags,
+			 const char *name, void *value, size_t size);
+ssize_t nostall_listxattr(struct nostall_fs *fs, const char *path, unsigned flags,
+			  char *list, size_t size);
+ssize_t nostall_getxattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name, void *value,
+			     size_t size);
+ssize_t nostall_listxattr_ino(struct nostall_fs *fs, uint64_t ino, char *list, size_t size);
+
+/* ---- filesystem-wide ---- */
+
+struct nostall_statfs {
+	uint32_t block_size;
+	uint64_t blocks;        /* s_blocks_count - overhead (like statfs(2) f_blocks, minix
+				 * style: the metadata of every group is subtracted) */
+	uint64_t blocks_free;   /* s_free_blocks_count */
+	uint64_t blocks_avail;  /* free - reserved (0 if negative) */
+	uint64_t files;         /* s_inodes_count */
+	uint64_t files_free;    /* s_free_inodes_count */
+	uint32_t name_max;      /* 255 */
+	uint8_t fsid[16];       /* the uuid */
+};
+int nostall_statfs(struct nostall_fs *fs, struct nostall_statfs *st);
+
+/* The superblock and a summary, for `nostall info`. */
+struct nostall_info {
+	char volume_name[17];     /* NUL-terminated */
+	char uuid[37];            /* "01234567-89ab-..." */
+	char last_mounted[65];
+	uint32_t rev_level, minor_rev_level;
+	uint32_t block_size;
+	uint64_t blocks_count, r_blocks_count, free_blocks_count;
+	uint32_t inodes_count, free_inodes_count;
+	uint32_t first_data_block;
+	uint32_t blocks_per_group, inodes_per_group;
+	uint32_t groups;
+	uint32_t desc_blocks;     /* GDT blocks per copy */
+	uint32_t reserved_gdt_blocks;
+	uint32_t inode_size;
+	uint32_t first_ino;
+	uint32_t feature_compat, feature_incompat, feature_ro_compat;
+	char features[256];       /* "has_journal ext_attr resize_inode dir_index filetype
+				   * sparse_super large_file" (unknown bits as "FEATURE_I40") */
+	uint32_t state;           /* s_state: 1 clean, 2 errors, 4 orphans being recovered */
+	uint32_t errors;          /* s_errors */
+	uint32_t mnt_count;
+	int32_t max_mnt_count;
+	int64_t mtime, wtime, lastcheck, mkfs_time;
+	uint32_t checkinterval;
+	uint32_t creator_os;
+	uint32_t journal_inum, journal_dev;
+	uint8_t journal_uuid[16];
+	uint32_t last_orphan;
+	uint32_t hash_seed[4];
+	uint32_t def_hash_version; /* 0 legacy, 1 half_md4, 2 tea */
+	uint32_t flags;            /* s_flags: 1 signed hash, 2 unsigned hash */
+	uint32_t default_mount_opts;
+	uint32_t def_resuid, def_resgid;
+	uint32_t min_extra_isize, want_extra_isize;
+	/* what the mount decided */
+	int read_only;             /* 1: always for now */
+	int needs_recovery;        /* incompat "recover": the journal has transactions
+				    * to replay (not replayed: mounted as on disk) */
+	int unknown_ro_compat;     /* unknown ro_compat bits forced read-only */
+	int unsigned_hash;         /* directory hashes computed with unsigned chars */
+	uint32_t superblock_block; /* block the superblock was read from (backup with sb=) */
+};
+int nostall_info(struct nostall_fs *fs, struct nostall_info *info);
+
+/* One group descriptor (g < info.groups). */
+struct nostall_group_info {
+	uint32_t group;
+	uint64_t first_block, last_block;
+	int has_super;            /* superblock + GDT backup here (sparse_super) */
+	uint32_t block_bitmap, inode_bitmap, inode_table;
+	uint32_t free_blocks, free_inodes, used_dirs;
+	uint32_t flags;
+};
+int nostall_group_info(struct nostall_fs *fs, uint32_t g, struct nostall_group_info *gi);
+
+/* Names of the feature bits (NULL for unknown), for reports. which: 0 compat,
+ * 1 incompat, 2 ro_compat. */
+const char *nostall_feature_name(int which, uint32_t bit);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
