@@ -72,3 +72,9 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
+
+# The main job: build, then the block-layer reproduction on the default
+# simulated disk (README).
+.PHONY: bench
+bench: all
+	$(BUILD)/nostall bench blk
