@@ -68,10 +68,16 @@ uint64_t buf_cache_nr_blocks(const struct buf_cache *c);
 
 /* getblk: the buffer for `block`, referenced, not necessarily uptodate.
  * NULL only on ENOMEM (everything referenced or dirty and no memory) or a
- * block past the end (then *err, if given, says which). */
+ * block past the end (then *err, if given, says which: -ENOMEM, -ERANGE).
+ * Over the size bound with nothing reclaimable it still allocates (counted
+ * in buf_stats.pressure). */
 struct buffer_head *buf_get(struct buf_cache *c, uint64_t block, int *err);
 /* bread: buf_get + read with READ_SYNC if not uptodate, waiting. Returns 0
- * and a referenced uptodate buffer, or a negative errno (-EIO ...). */
+ * and a referenced uptodate buffer, or a negative errno (-EIO ...).
+ * Readahead: a miss at b right after a miss at b-1 reads b and the next
+ * readahead_blocks blocks as READ (queued behind the plug so they merge; the
+ * wait for b unplugs); reading the first block of that window starts the
+ * next window (asynchronous readahead). One sequential stream per cache. */
 int buf_read(struct buf_cache *c, uint64_t block, struct buffer_head **out);
 /* Start READ of blocks [block, block+n) that are not cached; nobody waits. */
 void buf_readahead(struct buf_cache *c, uint64_t block, unsigned n);
@@ -96,6 +102,8 @@ void buf_mark_dirty(struct buffer_head *bh);
 /* Returns whether it was dirty. */
 bool buf_test_clear_dirty(struct buffer_head *bh);
 bool buf_locked(const struct buffer_head *bh);
+bool buf_mapped(const struct buffer_head *bh); /* always set for a cache buffer */
+bool buf_req(const struct buffer_head *bh);    /* I/O was submitted at least once */
 bool buf_write_io_error(const struct buffer_head *bh);
 void buf_clear_write_io_error(struct buffer_head *bh);
 bool buf_new(const struct buffer_head *bh);
@@ -115,31 +123,50 @@ void buf_unlock(struct buffer_head *bh);
 void buf_wait(struct buffer_head *bh);
 
 /* submit_bh: bh must be locked (and uptodate for writes). Sends one bio with
- * flags rw (BLK_* from blk.h). On completion: reads set uptodate (or clear
- * it on error), writes set write_io_error on error; then the buffer is
- * unlocked and waiters woken. Returns 0 or a negative errno (then unlocked). */
+ * flags rw (BLK_* from blk.h; BLK_REQ_SWRITE is dropped). The I/O holds its
+ * own reference until completion. On completion: reads set uptodate (or
+ * clear it on error); a failed write sets write_io_error AND clears uptodate
+ * (as Linux's end_buffer_write_sync: the buffer is clean, its contents are
+ * no longer trusted, and waiters that test uptodate see -EIO); then the
+ * buffer is unlocked and waiters woken. Returns 0 or a negative errno (then
+ * unlocked; -EINVAL if bh was not locked). */
 int buf_submit(struct buffer_head *bh, unsigned rw);
 /* ll_rw_block: for each buffer, lock (trylock; wait for the lock with
  * BLK_SWRITE* / always for SWRITE), and if it needs I/O (reads: not uptodate;
  * writes: dirty, cleaned here) submit it. Does not wait. */
 void buf_ll_rw_block(unsigned rw, int n, struct buffer_head **bhs);
-/* sync_dirty_buffer: if dirty, write it with the era's op (WRITE_SYNC, or
- * WRITE under 2.6.29) and wait; returns -EIO on a write error. */
+/* sync_dirty_buffer: lock, if dirty write it with the era's op (WRITE_SYNC,
+ * or WRITE when blk_queue_sync_batch_op() is BLK_WRITE, i.e. 2.6.29) and wait;
+ * returns -EIO on a write error (buffer not uptodate afterwards), 0 if it
+ * was clean. The caller holds a reference. */
 int buf_sync_dirty(struct buffer_head *bh);
 /* fsync_buffers_list: write the dirty buffers of the array (skipping jbd
- * ones) with SWRITE_SYNC_PLUG (WRITE_SYNC per buffer under the old presets),
- * then wait for all of them; the first error is returned. */
+ * ones) with SWRITE_SYNC_PLUG (SWRITE_SYNC, i.e. unplugged per buffer, under
+ * the old presets), unplugging the previous queue whenever the queue changes
+ * along the array, then wait for all of them (dirty or under I/O when
+ * called); the first wait unplugs the last queue. -EIO if one of them is not
+ * uptodate after its write. NULL entries are skipped. */
 int buf_fsync_list(int n, struct buffer_head **bhs);
 
-/* Write every dirty buffer (WRITE), wait, then flush the device cache.
- * Returns the first error. */
+/* Write every dirty buffer not owned by the journal (WRITE, block order),
+ * wait for those and for any I/O in flight, then flush the device cache
+ * (a FLUSH bio). Returns -EIO if any write failed since the last
+ * buf_cache_sync (including asynchronous writeback), else the flush's
+ * result. */
 int buf_cache_sync(struct buf_cache *c);
 /* Drop every clean unreferenced buffer (e.g. before measuring cold reads). */
 void buf_cache_drop_clean(struct buf_cache *c);
 
+/* hits/misses: buf_read found the buffer uptodate / had to read it.
+ * reads/writes: bios submitted (readahead included). readahead: blocks read
+ * ahead. writeback_writes: written by the writeback thread. reclaimed:
+ * buffers reclaimed (reused or freed) from the LRU. pressure: buffers
+ * allocated while the cache was at its bound with nothing reclaimable. */
 struct buf_stats {
 	uint64_t hits, misses, reads, readahead, writes, reclaimed, writeback_writes;
 	uint64_t cached, dirty;     /* buffers now */
+	uint64_t pressure, read_errors, write_errors;
+	uint64_t max_cached;        /* the bound, in buffers */
 };
 void buf_cache_stats(struct buf_cache *c, struct buf_stats *out);
 
