@@ -821,7 +821,8 @@ int buf_cache_sync(struct buf_cache *c)
 {
 	struct buffer_head **v;
 	size_t n = collect(c, &v, true, 0, 0, true);
-	qsort(v, n, sizeof *v, cmp_block);
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_block);
 	for (size_t i = 0; i < n; i++) {
 		struct buffer_head *bh = v[i];
 		if (!buf_dirty(bh) || (bh_state(bh) & BH_JBD))
@@ -902,7 +903,8 @@ static void writeback_pass(struct buf_cache *c)
 	size_t keep = c->bg_dirty_buffers ? c->bg_dirty_buffers : SIZE_MAX;
 	struct buffer_head **v;
 	size_t n = collect(c, &v, false, before, keep, false);
-	qsort(v, n, sizeof *v, cmp_block);
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_block);
 	for (size_t i = 0; i < n; i++) {
 		struct buffer_head *bh = v[i];
 		if (!(bh_state(bh) & BH_JBD) && buf_trylock(bh)) {
