@@ -1,0 +1,505 @@
+/* ext3 directories: entry parsing, linear iteration, htree (dir_index)
+ * lookup and the three directory hashes (legacy, half-MD4, TEA; signed and
+ * unsigned char variants). Written from the ext4 disk-layout documentation;
+ * see docs/ext3-read-path.md, "Directories". */
+#include "ext3/ext3_int.h"
+
+#include "buf/buf.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ---- hashes ---- */
+
+static inline uint32_t rotl32(uint32_t x, unsigned s) { return (x << s) | (x >> (32 - s)); }
+
+/* The legacy "dx_hack" hash. */
+static uint32_t hash_legacy(const char *name, size_t len, bool uns)
+{
+	uint32_t h0 = 0x12a3fe2d, h1 = 0x37abe8f9;
+	for (size_t i = 0; i < len; i++) {
+		int c = uns ? (int)(unsigned char)name[i] : (int)(signed char)name[i];
+		uint32_t h = h1 + (h0 ^ (uint32_t)(c * 7152373));
+		if (h & 0x80000000u)
+			h -= 0x7fffffffu;
+		h1 = h0;
+		h0 = h;
+	}
+	return h0 << 1;
+}
+
+/* Pack up to 4*n bytes of the name into n words, big-endian within each word
+ * by shifting, padded with a length-derived pattern. */
+static void hash_pack(const char *p, size_t len, uint32_t *out, int n, bool uns)
+{
+	uint32_t pad = (uint32_t)len | ((uint32_t)len << 8);
+	pad |= pad << 16;
+	uint32_t val = pad;
+	if (len > (size_t)n * 4)
+		len = (size_t)n * 4;
+	for (size_t i = 0; i < len; i++) {
+		int c = uns ? (int)(unsigned char)p[i] : (int)(signed char)p[i];
+		val = (uint32_t)c + (val << 8);
+		if (i % 4 == 3) {
+			*out++ = val;
+			val = pad;
+			n--;
+		}
+	}
+	if (--n >= 0)
+		*out++ = val;
+	while (--n >= 0)
+		*out++ = pad;
+}
+
+#define MD4_F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
+#define MD4_G(x, y, z) (((x) & (y)) + (((x) ^ (y)) & (z)))
+#define MD4_H(x, y, z) ((x) ^ (y) ^ (z))
+#define MD4_STEP(f, a, b, c, d, x, s) ((a) += f((b), (c), (d)) + (x), (a) = rotl32((a), (s)))
+
+/* Three rounds of MD4 over 8 words (the "half" MD4 of the htree hash). */
+static void half_md4(uint32_t buf[4], const uint32_t in[8])
+{
+	const uint32_t k2 = 0x5A827999u, k3 = 0x6ED9EBA1u;
+	uint32_t a = buf[0], b = buf[1], c = buf[2], d = buf[3];
+
+	MD4_STEP(MD4_F, a, b, c, d, in[0], 3);
+	MD4_STEP(MD4_F, d, a, b, c, in[1], 7);
+	MD4_STEP(MD4_F, c, d, a, b, in[2], 11);
+	MD4_STEP(MD4_F, b, c, d, a, in[3], 19);
+	MD4_STEP(MD4_F, a, b, c, d, in[4], 3);
+	MD4_STEP(MD4_F, d, a, b, c, in[5], 7);
+	MD4_STEP(MD4_F, c, d, a, b, in[6], 11);
+	MD4_STEP(MD4_F, b, c, d, a, in[7], 19);
+
+	MD4_STEP(MD4_G, a, b, c, d, in[1] + k2, 3);
+	MD4_STEP(MD4_G, d, a, b, c, in[3] + k2, 5);
+	MD4_STEP(MD4_G, c, d, a, b, in[5] + k2, 9);
+	MD4_STEP(MD4_G, b, c, d, a, in[7] + k2, 13);
+	MD4_STEP(MD4_G, a, b, c, d, in[0] + k2, 3);
+	MD4_STEP(MD4_G, d, a, b, c, in[2] + k2, 5);
+	MD4_STEP(MD4_G, c, d, a, b, in[4] + k2, 9);
+	MD4_STEP(MD4_G, b, c, d, a, in[6] + k2, 13);
+
+	MD4_STEP(MD4_H, a, b, c, d, in[3] + k3, 3);
+	MD4_STEP(MD4_H, d, a, b, c, in[7] + k3, 9);
+	MD4_STEP(MD4_H, c, d, a, b, in[2] + k3, 11);
+	MD4_STEP(MD4_H, b, c, d, a, in[6] + k3, 15);
+	MD4_STEP(MD4_H, a, b, c, d, in[1] + k3, 3);
+	MD4_STEP(MD4_H, d, a, b, c, in[5] + k3, 9);
+	MD4_STEP(MD4_H, c, d, a, b, in[0] + k3, 11);
+	MD4_STEP(MD4_H, b, c, d, a, in[4] + k3, 15);
+
+	buf[0] += a;
+	buf[1] += b;
+	buf[2] += c;
+	buf[3] += d;
+}
+
+/* 16 rounds of TEA keyed by in[4] over buf[0..1]. */
+static void tea(uint32_t buf[4], const uint32_t in[4])
+{
+	uint32_t sum = 0, b0 = buf[0], b1 = buf[1];
+	for (int n = 0; n < 16; n++) {
+		sum += 0x9E3779B9u;
+		b0 += ((b1 << 4) + in[0]) ^ (b1 + sum) ^ ((b1 >> 5) + in[1]);
+		b1 += ((b0 << 4) + in[2]) ^ (b0 + sum) ^ ((b0 >> 5) + in[3]);
+	}
+	buf[0] += b0;
+	buf[1] += b1;
+}
+
+int ext3_dx_hash(const char *name, size_t len, int version, const uint32_t seed[4],
+		 uint32_t *hash, uint32_t *minor_hash)
+{
+	uint32_t buf[4] = {0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u};
+	if (seed && (seed[0] | seed[1] | seed[2] | seed[3]))
+		memcpy(buf, seed, sizeof buf);
+	uint32_t h = 0, minor = 0, in[8];
+	bool uns = version >= EXT3_DX_HASH_LEGACY_UNSIGNED;
+	switch (version) {
+	case EXT3_DX_HASH_LEGACY:
+	case EXT3_DX_HASH_LEGACY_UNSIGNED:
+		h = hash_legacy(name, len, uns);
+		break;
+	case EXT3_DX_HASH_HALF_MD4:
+	case EXT3_DX_HASH_HALF_MD4_UNSIGNED: {
+		const char *p = name;
+		size_t left = len;
+		do {
+			hash_pack(p, left, in, 8, uns);
+			half_md4(buf, in);
+			if (left <= 32)
+				break;
+			left -= 32;
+			p += 32;
+		} while (1);
+		h = buf[1];
+		minor = buf[2];
+		break;
+	}
+	case EXT3_DX_HASH_TEA:
+	case EXT3_DX_HASH_TEA_UNSIGNED: {
+		const char *p = name;
+		size_t left = len;
+		do {
+			hash_pack(p, left, in, 4, uns);
+			tea(buf, in);
+			if (left <= 16)
+				break;
+			left -= 16;
+			p += 16;
+		} while (1);
+		h = buf[0];
+		minor = buf[1];
+		break;
+	}
+	default:
+		return err_set(-EINVAL, "ext3: unknown directory hash version %d", version);
+	}
+	h &= ~1u;
+	if (h == (0x7fffffffu << 1)) /* reserved as the end-of-directory marker */
+		h = (0x7fffffffu - 1) << 1;
+	*hash = h;
+	if (minor_hash)
+		*minor_hash = minor;
+	return 0;
+}
+
+/* ---- directory blocks ---- */
+
+int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t max_ino,
+			bool has_filetype, struct ext3_dirent_view *de)
+{
+	if (off > bs || bs - off < 8 || off % 4)
+		return err_set(-EUCLEAN, "directory entry at offset %u: no room for a header "
+			       "(block size %u)", off, bs);
+	const struct ext3_dir_entry_2 *e = (const struct ext3_dir_entry_2 *)(blk + off);
+	de->inode = le32_to_cpu(e->inode);
+	de->rec_len = le16_to_cpu(e->rec_len);
+	de->name_len = e->name_len;
+	de->file_type = has_filetype ? e->file_type : 0;
+	de->name = (const char *)e->name;
+	if (de->rec_len < EXT3_DIR_REC_LEN(1))
+		return err_set(-EUCLEAN, "directory entry at offset %u: rec_len %u too small", off,
+			       de->rec_len);
+	if (de->rec_len % 4)
+		return err_set(-EUCLEAN, "directory entry at offset %u: rec_len %u not a multiple "
+			       "of 4", off, de->rec_len);
+	if (de->rec_len > bs - off)
+		return err_set(-EUCLEAN, "directory entry at offset %u: rec_len %u overflows the "
+			       "block (%u bytes)", off, de->rec_len, bs);
+	if (de->rec_len < EXT3_DIR_REC_LEN(de->name_len))
+		return err_set(-EUCLEAN, "directory entry at offset %u: rec_len %u too small for "
+			       "a %u-byte name", off, de->rec_len, de->name_len);
+	if (max_ino && de->inode > max_ino)
+		return err_set(-EUCLEAN, "directory entry at offset %u: inode %u out of range "
+			       "(max %u)", off, de->inode, max_ino);
+	return 0;
+}
+
+/* Blocks of a directory, checked against the blocks it really has (no holes in
+ * ext3 directories, so size/bs <= data blocks <= i_blocks): this bounds
+ * every walk by the allocated space even on a corrupt inode. */
+static int dir_nblocks(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *n)
+{
+	if ((dir->mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
+		return err_set(-ENOTDIR, "ext3: inode %u is not a directory", dir->ino);
+	uint64_t nb = dir->size / fs->block_size;
+	uint64_t have = (uint64_t)dir->blocks * 512 / fs->block_size;
+	if (nb > have || nb > fs->blocks_count)
+		return err_set(-EUCLEAN, "ext3: directory inode %u: size %llu needs %llu blocks but "
+			       "only %llu are allocated", dir->ino, (unsigned long long)dir->size,
+			       (unsigned long long)nb, (unsigned long long)have);
+	*n = nb;
+	return 0;
+}
+
+/* Read logical block lblk of a directory (holes are corruption). */
+static int dir_bread(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t lblk,
+		     struct buffer_head **out)
+{
+	uint64_t phys;
+	*out = NULL;
+	int rc = ext3_inode_bmap(fs, dir, lblk, &phys);
+	if (rc)
+		return rc;
+	if (phys == 0)
+		return err_set(-EUCLEAN, "ext3: directory inode %u: hole at block %llu", dir->ino,
+			       (unsigned long long)lblk);
+	return ext3_bread(fs, phys, "directory", out);
+}
+
+int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *pos,
+		     ext3_dir_cb cb, void *ctx)
+{
+	uint64_t nblocks;
+	int rc = dir_nblocks(fs, dir, &nblocks);
+	if (rc)
+		return rc;
+	uint32_t bs = fs->block_size;
+	uint64_t lblk = *pos / bs;
+	unsigned start = (unsigned)(*pos % bs);
+	for (; lblk < nblocks; lblk++, start = 0) {
+		struct buffer_head *bh;
+		rc = dir_bread(fs, dir, lblk, &bh);
+		if (rc)
+			return rc;
+		const uint8_t *b = buf_data(bh);
+		/* Entries are parsed from the block start so a position that is not
+		 * an entry boundary resumes at the next entry. */
+		unsigned off = 0;
+		while (off < bs) {
+			struct ext3_dirent_view de;
+			rc = ext3_dirblock_entry(b, bs, off, fs->inodes_count, fs->has_filetype, &de);
+			if (rc) {
+				buf_put(bh);
+				*pos = lblk * bs + off;
+				return err_set(rc, "ext3: directory inode %u, block %llu: %s", dir->ino,
+					       (unsigned long long)lblk, err_last(rc));
+			}
+			unsigned next = off + de.rec_len;
+			if (off >= start && de.inode && de.name_len) {
+				uint64_t np = lblk * bs + next;
+				rc = cb(ctx, &de, np);
+				if (rc) {
+					buf_put(bh);
+					*pos = np;
+					return rc;
+				}
+			}
+			off = next;
+		}
+		buf_put(bh);
+		*pos = (lblk + 1) * bs;
+	}
+	return 0;
+}
+
+/* ---- lookup ---- */
+
+struct find_ctx {
+	const char *name;
+	size_t len;
+	uint32_t ino;
+	uint8_t type;
+};
+
+static int find_cb(void *ctx, const struct ext3_dirent_view *de, uint64_t next_pos)
+{
+	struct find_ctx *f = ctx;
+	(void)next_pos;
+	if (de->name_len == f->len && memcmp(de->name, f->name, f->len) == 0) {
+		f->ino = de->inode;
+		f->type = de->file_type;
+		return 1;
+	}
+	return 0;
+}
+
+static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode_mem *dir,
+			     struct find_ctx *f)
+{
+	uint64_t pos = 0;
+	int rc = ext3_dir_iterate(fs, dir, &pos, find_cb, f);
+	if (rc == 1)
+		return 0;
+	if (rc < 0)
+		return rc;
+	return -ENOENT;
+}
+
+/* Search one leaf block for the name: 1 found, 0 not, < 0 error. */
+static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t lblk,
+			  struct find_ctx *f)
+{
+	struct buffer_head *bh;
+	int rc = dir_bread(fs, dir, lblk, &bh);
+	if (rc)
+		return rc;
+	const uint8_t *b = buf_data(bh);
+	uint32_t bs = fs->block_size;
+	for (unsigned off = 0; off < bs;) {
+		struct ext3_dirent_view de;
+		rc = ext3_dirblock_entry(b, bs, off, fs->inodes_count, fs->has_filetype, &de);
+		if (rc) {
+			buf_put(bh);
+			return err_set(rc, "ext3: directory inode %u, block %llu: %s", dir->ino,
+				       (unsigned long long)lblk, err_last(rc));
+		}
+		if (de.inode && find_cb(f, &de, 0)) {
+			buf_put(bh);
+			return 1;
+		}
+		off += de.rec_len;
+	}
+	buf_put(bh);
+	return 0;
+}
+
+/* One level of the index as a copy of its entries. */
+struct dx_level {
+	struct ext3_dx_entry ent[EXT3_MAX_BLOCK_SIZE / 8];
+	unsigned count;
+	unsigned at; /* entry chosen */
+};
+
+/* Load count/limit + entries that start at byte `off` of block `b`. */
+static int dx_load(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const uint8_t *b,
+		   unsigned off, uint64_t nblocks, uint64_t lblk, struct dx_level *lv)
+{
+	uint32_t bs = fs->block_size;
+	struct ext3_dx_countlimit cl;
+	memcpy(&cl, b + off, sizeof cl);
+	unsigned limit = le16_to_cpu(cl.limit), count = le16_to_cpu(cl.count);
+	unsigned want = (bs - off) / sizeof(struct ext3_dx_entry);
+	if (limit != want || count == 0 || count > limit)
+		return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: bad count/limit "
+			       "%u/%u (limit should be %u)", dir->ino, (unsigned long long)lblk,
+			       count, limit, want);
+	memcpy(lv->ent, b + off, (size_t)count * sizeof(struct ext3_dx_entry));
+	lv->count = count;
+	for (unsigned i = 0; i < count; i++) {
+		uint32_t blk = le32_to_cpu(lv->ent[i].block) & 0x00ffffffu;
+		if (blk == 0 || blk >= nblocks)
+			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: entry %u "
+				       "points at block %u (directory has %llu)", dir->ino,
+				       (unsigned long long)lblk, i, blk, (unsigned long long)nblocks);
+		lv->ent[i].block = blk;
+		lv->ent[i].hash = i ? le32_to_cpu(lv->ent[i].hash) : 0;
+		if (i > 1 && lv->ent[i].hash < lv->ent[i - 1].hash)
+			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: hashes out "
+				       "of order", dir->ino, (unsigned long long)lblk);
+	}
+	return 0;
+}
+
+/* Choose the last entry whose hash <= h. */
+static void dx_choose(struct dx_level *lv, uint32_t h)
+{
+	unsigned lo = 1, hi = lv->count; /* entries [1, count) carry hashes */
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (lv->ent[mid].hash > h)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	lv->at = lo - 1;
+}
+
+/* htree lookup: 0 found, -ENOENT absent, -EUCLEAN bad index (the caller falls
+ * back to a linear scan), other errors as they come. */
+static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t nblocks,
+			 struct find_ctx *f)
+{
+	struct buffer_head *bh;
+	int rc = dir_bread(fs, dir, 0, &bh);
+	if (rc)
+		return rc;
+	const uint8_t *b = buf_data(bh);
+	const struct ext3_dx_root *root = (const struct ext3_dx_root *)b;
+	unsigned hv = root->info.hash_version;
+	unsigned levels = root->info.indirect_levels;
+	if (le16_to_cpu(root->dot_rec_len) != 12 || root->info.info_length != 8 ||
+	    le32_to_cpu(root->info.reserved_zero) != 0 || hv > EXT3_DX_HASH_TEA ||
+	    levels >= EXT3_DX_MAX_LEVELS) {
+		buf_put(bh);
+		return err_set(-EUCLEAN, "ext3: directory inode %u: bad htree root (hash %u, "
+			       "levels %u, info length %u)", dir->ino, hv, levels,
+			       root->info.info_length);
+	}
+	if (fs->unsigned_hash)
+		hv += 3;
+	uint32_t h;
+	rc = ext3_dx_hash(f->name, f->len, (int)hv, fs->hash_seed, &h, NULL);
+	if (rc) {
+		buf_put(bh);
+		return rc;
+	}
+	struct dx_level lv[EXT3_DX_MAX_LEVELS]; /* 8 KiB of stack at most */
+	rc = dx_load(fs, dir, b, 0x20, nblocks, 0, &lv[0]);
+	buf_put(bh);
+	if (rc)
+		return rc;
+	dx_choose(&lv[0], h);
+	for (unsigned l = 1; l <= levels; l++) {
+		uint64_t child = lv[l - 1].ent[lv[l - 1].at].block;
+		rc = dir_bread(fs, dir, child, &bh);
+		if (rc)
+			return rc;
+		b = buf_data(bh);
+		const struct ext3_dx_node *node = (const struct ext3_dx_node *)b;
+		if (le32_to_cpu(node->fake_inode) != 0 ||
+		    le16_to_cpu(node->fake_rec_len) != fs->block_size) {
+			buf_put(bh);
+			return err_set(-EUCLEAN, "ext3: directory inode %u: htree node %llu has no "
+				       "empty header entry", dir->ino, (unsigned long long)child);
+		}
+		rc = dx_load(fs, dir, b, 0x08, nblocks, child, &lv[l]);
+		buf_put(bh);
+		if (rc)
+			return rc;
+		dx_choose(&lv[l], h);
+	}
+	/* Search the leaf, then continue while the next leaf starts with the
+	 * same hash (collision bit set). Bounded by the entries of the index. */
+	for (unsigned guard = 0; guard <= (unsigned)nblocks; guard++) {
+		struct dx_level *leaf = &lv[levels];
+		rc = dx_search_leaf(fs, dir, leaf->ent[leaf->at].block, f);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		/* Advance to the next leaf in hash order. */
+		int l = (int)levels;
+		while (l >= 0 && lv[l].at + 1 >= lv[l].count)
+			l--;
+		if (l < 0)
+			return -ENOENT;
+		lv[l].at++;
+		uint32_t next_hash = lv[l].ent[lv[l].at].hash;
+		if ((next_hash & ~1u) != h || !(next_hash & 1u))
+			return -ENOENT;
+		for (unsigned d = (unsigned)l + 1; d <= levels; d++) {
+			uint64_t child = lv[d - 1].ent[lv[d - 1].at].block;
+			rc = dir_bread(fs, dir, child, &bh);
+			if (rc)
+				return rc;
+			rc = dx_load(fs, dir, buf_data(bh), 0x08, nblocks, child, &lv[d]);
+			buf_put(bh);
+			if (rc)
+				return rc;
+			lv[d].at = 0;
+		}
+	}
+	return err_set(-EUCLEAN, "ext3: directory inode %u: htree collision chain too long",
+		       dir->ino);
+}
+
+int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const char *name,
+		    size_t len, uint32_t *ino, uint8_t *file_type)
+{
+	if (len == 0 || len > EXT3_NAME_LEN)
+		return err_set(len ? -ENAMETOOLONG : -ENOENT, "ext3: bad name length %zu", len);
+	uint64_t nblocks;
+	int rc = dir_nblocks(fs, dir, &nblocks);
+	if (rc)
+		return rc;
+	struct find_ctx f = {.name = name, .len = len};
+	rc = -EUCLEAN;
+	bool dot = (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
+	if (!dot && (dir->flags & EXT3_INDEX_FL) && (fs->compat & EXT3_FEATURE_COMPAT_DIR_INDEX) &&
+	    nblocks > 1) {
+		rc = dir_lookup_dx(fs, dir, nblocks, &f);
+		/* A damaged index is not fatal: the leaves are ordinary directory
+		 * blocks, so search them linearly like the kernel does. */
+	}
+	if (rc == -EUCLEAN)
+		rc = dir_lookup_linear(fs, dir, &f);
+	if (rc)
+		return rc;
+	*ino = f.ino;
+	if (file_type)
+		*file_type = f.type;
+	return 0;
+}

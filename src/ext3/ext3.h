@@ -1,0 +1,187 @@
+/* ext3 internals shared by src/ext3, src/jbd and src/api (docs/ext3-read-path.md).
+ *
+ * struct ext3_fs is opaque outside src/ext3: other layers use the accessors
+ * and the functions below.
+ *
+ * Threads and locking: after ext3_fs_mount() returns, the in-memory
+ * superblock copy and the group descriptor table are immutable (the mount is
+ * read-only), so every function here may be called concurrently without a
+ * filesystem lock; block access goes through the buffer cache, which is
+ * thread-safe. struct ext3_inode_mem is a private copy owned by the caller.
+ *
+ * Errors: negative errno with an err_set() message. Corrupt metadata is
+ * -EUCLEAN ("ext3: inode 12: indirect block 99999 past the end (8192 blocks)"),
+ * device errors -EIO.
+ */
+#ifndef NOSTALL_EXT3_EXT3_H
+#define NOSTALL_EXT3_EXT3_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ext3/ext3_format.h"
+
+struct dev;
+struct blk_queue;
+struct buf_cache;
+struct buffer_head;
+struct ext3_fs;
+
+/* ---- mount ---- */
+
+struct ext3_mount_opts {
+	size_t cache_bytes;         /* 0 = buffer cache default */
+	int readahead_blocks;       /* -1 = default */
+	uint64_t sb_block;          /* 0 = primary superblock; else a backup's block number */
+	bool noload;                /* ignore the journal */
+	const char *blk_opts;       /* block queue tunables, may be NULL */
+};
+
+/* Mount dev (not owned). Validates the superblock and the descriptor table
+ * (see docs/ext3-read-path.md, "Mount checks"). Read-only. */
+int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_fs **out);
+void ext3_fs_unmount(struct ext3_fs *fs);
+
+/* Accessors. */
+const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs); /* on-disk (LE) copy */
+uint32_t ext3_fs_block_size(const struct ext3_fs *fs);
+uint32_t ext3_fs_blocks_count(const struct ext3_fs *fs);
+uint32_t ext3_fs_inodes_count(const struct ext3_fs *fs);
+uint32_t ext3_fs_groups(const struct ext3_fs *fs);
+uint32_t ext3_fs_desc_blocks(const struct ext3_fs *fs);
+uint32_t ext3_fs_inode_size(const struct ext3_fs *fs);
+uint32_t ext3_fs_sb_block(const struct ext3_fs *fs);
+/* Group descriptor g (host byte order), NULL if g is out of range. */
+const struct ext3_group_desc *ext3_fs_group_desc(const struct ext3_fs *fs, uint32_t g);
+struct buf_cache *ext3_fs_cache(struct ext3_fs *fs);
+struct blk_queue *ext3_fs_queue(struct ext3_fs *fs);
+struct dev *ext3_fs_dev(struct ext3_fs *fs);
+bool ext3_fs_needs_recovery(const struct ext3_fs *fs);
+bool ext3_fs_unknown_ro_compat(const struct ext3_fs *fs);
+bool ext3_fs_unsigned_hash(const struct ext3_fs *fs);
+bool ext3_fs_has_filetype(const struct ext3_fs *fs);
+
+/* Read filesystem block `blk` (checked against blocks_count: -EUCLEAN with
+ * `what` in the message when past the end). `what` may be NULL. */
+int ext3_bread(struct ext3_fs *fs, uint64_t blk, const char *what, struct buffer_head **out);
+
+/* Feature names for reports; NULL for an unknown bit. which: 0 compat,
+ * 1 incompat, 2 ro_compat. */
+const char *ext3_feature_name(int which, uint32_t bit);
+/* "has_journal ext_attr ..." for the three masks (unknown bits as
+ * FEATURE_C12 / FEATURE_I40 / FEATURE_R400 like e2fsprogs). */
+void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
+			  size_t len);
+
+/* ---- inodes ---- */
+
+/* A decoded copy of one on-disk inode. */
+struct ext3_inode_mem {
+	uint32_t ino;
+	uint16_t mode;
+	uint16_t links;
+	uint32_t uid, gid;
+	uint64_t size;         /* i_size | i_size_high << 32 (regular files; dirs use i_size only) */
+	uint32_t blocks;       /* i_blocks, 512-byte units */
+	uint32_t flags;
+	uint32_t dtime;
+	uint32_t generation;
+	uint32_t file_acl;
+	uint32_t block[EXT3_N_BLOCKS]; /* host order */
+	int64_t atime, mtime, ctime, crtime;
+	uint32_t atime_ns, mtime_ns, ctime_ns, crtime_ns;
+	uint16_t extra_isize;  /* 0 for 128-byte inodes */
+	uint16_t raw_size;     /* bytes valid in raw (= inode size) */
+	uint8_t raw[EXT3_MAX_BLOCK_SIZE]; /* the on-disk inode (for in-inode xattrs) */
+};
+
+/* Read inode ino (1..inodes_count; -EINVAL otherwise). Checks the inode
+ * (extra_isize within the inode, a sane size for directories and symlinks). A
+ * free inode is returned as it is (links 0): callers decide. */
+int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out);
+/* Is this inode in use (links > 0 and mode != 0)? */
+bool ext3_inode_in_use(const struct ext3_inode_mem *in);
+
+/* Map logical block `logical` of the inode through the direct and indirect
+ * blocks: *physical = 0 for a hole (return 0). -EFBIG past the triple
+ * indirect range, -EUCLEAN for a block number past the end of the filesystem. */
+int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_t logical,
+		    uint64_t *physical);
+/* Read up to len bytes of the inode's data at off (bounded by the size);
+ * holes read as zeroes. Returns the byte count. */
+ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, void *buf,
+			 size_t len, uint64_t off);
+/* Device number of a character or block device inode (old or new encoding). */
+void ext3_inode_rdev(const struct ext3_inode_mem *in, uint32_t *major, uint32_t *minor);
+/* Is this a fast symlink (target inside i_block)? */
+bool ext3_inode_is_fast_symlink(const struct ext3_fs *fs, const struct ext3_inode_mem *in);
+
+/* ---- directories ---- */
+
+/* One parsed directory entry (a view into a block). */
+struct ext3_dirent_view {
+	uint32_t inode;
+	uint16_t rec_len;
+	uint8_t name_len;
+	uint8_t file_type;
+	const char *name; /* not NUL-terminated */
+};
+
+/* Parse the entry at byte `off` of a directory block of `bs` bytes (pure
+ * function, no I/O). Checks rec_len (>= 12, multiple of 4, room for the name,
+ * inside the block) and inode <= max_ino (if max_ino != 0). Returns 0, or
+ * -EUCLEAN with a message. has_filetype: otherwise file_type is 0 (rev 0 used
+ * the byte as the high half of name_len; names are at most 255 anyway). */
+int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t max_ino,
+			bool has_filetype, struct ext3_dirent_view *de);
+
+/* Iterate the directory from byte position *pos (must be at an entry
+ * boundary; 0 = start), calling cb for each used entry. cb returns 0 to go on;
+ * anything else stops (returned as is). *pos is the position after the last
+ * entry passed to cb (or where it stopped with an error). */
+typedef int (*ext3_dir_cb)(void *ctx, const struct ext3_dirent_view *de, uint64_t next_pos);
+int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *pos,
+		     ext3_dir_cb cb, void *ctx);
+
+/* Look up one name in a directory (htree when indexed and the index is sane,
+ * else linear). *ino = the entry's inode; -ENOENT when absent. */
+int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const char *name,
+		    size_t len, uint32_t *ino, uint8_t *file_type);
+
+/* htree name hash (pure): version is EXT3_DX_HASH_* 0..5; seed may be NULL
+ * or all-zero for the default. Returns -EINVAL for an unknown version. */
+int ext3_dx_hash(const char *name, size_t len, int version, const uint32_t seed[4],
+		 uint32_t *hash, uint32_t *minor_hash);
+
+/* ---- path walk (bounded: NOSTALL_SYMLOOP_MAX links, 4096-byte paths) ---- */
+
+/* Resolve path from the root. follow: follow a final symlink. */
+int ext3_path_lookup(struct ext3_fs *fs, const char *path, bool follow, uint32_t *ino);
+
+/* ---- symlinks ---- */
+
+/* Copy at most size bytes of the target (not NUL-terminated); returns the
+ * count. -EINVAL if not a symlink. */
+ssize_t ext3_symlink_read(struct ext3_fs *fs, const struct ext3_inode_mem *in, char *buf,
+			  size_t size);
+
+/* ---- extended attributes ---- */
+
+/* getxattr / listxattr semantics of nostall.h. */
+ssize_t ext3_xattr_get(struct ext3_fs *fs, const struct ext3_inode_mem *in, const char *name,
+		       void *value, size_t size);
+ssize_t ext3_xattr_list(struct ext3_fs *fs, const struct ext3_inode_mem *in, char *list,
+			size_t size);
+
+/* Callback over every attribute (pure over a region): prefix is the namespace
+ * prefix ("user." ...), name the rest (not NUL-terminated). */
+typedef int (*ext3_xattr_cb)(void *ctx, const char *prefix, const char *name, size_t name_len,
+			     const uint8_t *value, size_t value_len);
+/* Walk the entries of an xattr region: `base` is where value offsets count
+ * from, entries start at `first`, the region ends at `end`. */
+int ext3_xattr_region_walk(const uint8_t *base, const uint8_t *first, const uint8_t *end,
+			   const char *what, ext3_xattr_cb cb, void *ctx);
+
+#endif

@@ -1,0 +1,226 @@
+/* ext3 inodes: reading, the indirect block map, data reads, device numbers.
+ * See docs/ext3-read-path.md, "Inodes" and "Block map". */
+#include "ext3/ext3_int.h"
+
+#include "buf/buf.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+static uint16_t raw_le16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return le16_to_cpu(v);
+}
+
+static uint32_t raw_le32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return le32_to_cpu(v);
+}
+
+/* Seconds (signed 32 bits + 2 epoch bits from extra) and nanoseconds. */
+static void inode_time(uint32_t t, const uint8_t *raw, unsigned extra_off, uint16_t extra_isize,
+		       int64_t *sec, uint32_t *nsec)
+{
+	*sec = (int32_t)t;
+	*nsec = 0;
+	if (extra_off + 4 <= (unsigned)EXT3_GOOD_OLD_INODE_SIZE + extra_isize) {
+		uint32_t x = raw_le32(raw + extra_off);
+		*sec += (int64_t)(x & 3u) << 32;
+		*nsec = x >> 2;
+		if (*nsec > 999999999u)
+			*nsec = 0;
+	}
+}
+
+bool ext3_inode_in_use(const struct ext3_inode_mem *in)
+{
+	return in->links > 0 && in->mode != 0;
+}
+
+int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out)
+{
+	if (ino == 0 || ino > fs->inodes_count)
+		return err_set(-EINVAL, "ext3: inode %u out of range (1-%u)", ino, fs->inodes_count);
+	uint32_t g = (ino - 1) / fs->inodes_per_group;
+	uint32_t idx = (ino - 1) % fs->inodes_per_group;
+	uint64_t blk = (uint64_t)fs->gd[g].bg_inode_table + idx / fs->inodes_per_block;
+	unsigned off = (idx % fs->inodes_per_block) * fs->inode_size;
+	struct buffer_head *bh;
+	int rc = ext3_bread(fs, blk, "inode table", &bh);
+	if (rc)
+		return rc;
+	const uint8_t *raw = (const uint8_t *)buf_data(bh) + off;
+	memset(out, 0, offsetof(struct ext3_inode_mem, raw));
+	memcpy(out->raw, raw, fs->inode_size);
+	buf_put(bh);
+	raw = out->raw;
+	out->raw_size = (uint16_t)fs->inode_size;
+
+	const struct ext3_inode *di = (const struct ext3_inode *)raw;
+	out->ino = ino;
+	out->mode = le16_to_cpu(di->i_mode);
+	out->links = le16_to_cpu(di->i_links_count);
+	out->uid = le16_to_cpu(di->i_uid) | (uint32_t)le16_to_cpu(di->i_uid_high) << 16;
+	out->gid = le16_to_cpu(di->i_gid) | (uint32_t)le16_to_cpu(di->i_gid_high) << 16;
+	out->size = le32_to_cpu(di->i_size);
+	if ((out->mode & EXT3_S_IFMT) == EXT3_S_IFREG)
+		out->size |= (uint64_t)le32_to_cpu(di->i_size_high) << 32;
+	out->blocks = le32_to_cpu(di->i_blocks);
+	out->flags = le32_to_cpu(di->i_flags);
+	out->dtime = le32_to_cpu(di->i_dtime);
+	out->generation = le32_to_cpu(di->i_generation);
+	out->file_acl = le32_to_cpu(di->i_file_acl);
+	for (int i = 0; i < EXT3_N_BLOCKS; i++)
+		out->block[i] = le32_to_cpu(di->i_block[i]);
+	if (fs->inode_size > EXT3_GOOD_OLD_INODE_SIZE) {
+		out->extra_isize = raw_le16(raw + 0x80);
+		if (out->extra_isize % 4 ||
+		    EXT3_GOOD_OLD_INODE_SIZE + (unsigned)out->extra_isize > fs->inode_size)
+			return err_set(-EUCLEAN, "ext3: inode %u: bad i_extra_isize %u (inode size %u)",
+				       ino, out->extra_isize, fs->inode_size);
+	}
+	inode_time(le32_to_cpu(di->i_atime), raw, 0x8C, out->extra_isize, &out->atime,
+		   &out->atime_ns);
+	inode_time(le32_to_cpu(di->i_mtime), raw, 0x88, out->extra_isize, &out->mtime,
+		   &out->mtime_ns);
+	inode_time(le32_to_cpu(di->i_ctime), raw, 0x84, out->extra_isize, &out->ctime,
+		   &out->ctime_ns);
+	if (out->extra_isize >= 0x94 - 0x80) /* i_crtime (0x90..0x93) present */
+		inode_time(raw_le32(raw + 0x90), raw, 0x94, out->extra_isize, &out->crtime,
+			   &out->crtime_ns);
+
+	if (!ext3_inode_in_use(out))
+		return 0;
+	if (out->file_acl && (out->file_acl >= fs->blocks_count || out->file_acl < fs->first_data_block))
+		return err_set(-EUCLEAN, "ext3: inode %u: xattr block %u outside the filesystem",
+			       ino, out->file_acl);
+	uint16_t type = out->mode & EXT3_S_IFMT;
+	if (type == EXT3_S_IFDIR) {
+		if (out->size % fs->block_size)
+			return err_set(-EUCLEAN, "ext3: inode %u: directory size %llu not a multiple "
+				       "of the block size", ino, (unsigned long long)out->size);
+	} else if (type == EXT3_S_IFLNK) {
+		if (out->size == 0 || out->size >= fs->block_size)
+			return err_set(-EUCLEAN, "ext3: inode %u: bad symlink length %llu", ino,
+				       (unsigned long long)out->size);
+		if (ext3_inode_is_fast_symlink(fs, out) && out->size >= sizeof out->block)
+			return err_set(-EUCLEAN, "ext3: inode %u: fast symlink of %llu bytes (at "
+				       "most 59)", ino, (unsigned long long)out->size);
+	} else if (type != EXT3_S_IFREG && type != EXT3_S_IFCHR && type != EXT3_S_IFBLK &&
+		   type != EXT3_S_IFIFO && type != EXT3_S_IFSOCK) {
+		return err_set(-EUCLEAN, "ext3: inode %u: bad file type 0%o", ino, type >> 12);
+	}
+	return 0;
+}
+
+bool ext3_inode_is_fast_symlink(const struct ext3_fs *fs, const struct ext3_inode_mem *in)
+{
+	if ((in->mode & EXT3_S_IFMT) != EXT3_S_IFLNK)
+		return false;
+	uint32_t ea = in->file_acl ? fs->block_size / 512 : 0;
+	return in->blocks == ea;
+}
+
+void ext3_inode_rdev(const struct ext3_inode_mem *in, uint32_t *major, uint32_t *minor)
+{
+	if (in->block[0]) { /* old 16-bit encoding */
+		uint32_t d = in->block[0];
+		*major = (d >> 8) & 0xff;
+		*minor = d & 0xff;
+	} else { /* new 32-bit encoding */
+		uint32_t d = in->block[1];
+		*major = (d & 0xfff00) >> 8;
+		*minor = (d & 0xff) | ((d >> 12) & 0xfff00);
+	}
+}
+
+int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_t logical,
+		    uint64_t *physical)
+{
+	*physical = 0;
+	uint64_t apb = fs->apb;
+	uint32_t root;
+	int levels;
+	uint64_t l = logical;
+	if (l < EXT3_NDIR_BLOCKS) {
+		root = in->block[l];
+		levels = 0;
+	} else if ((l -= EXT3_NDIR_BLOCKS) < apb) {
+		root = in->block[EXT3_IND_BLOCK];
+		levels = 1;
+	} else if ((l -= apb) < apb * apb) {
+		root = in->block[EXT3_DIND_BLOCK];
+		levels = 2;
+	} else if ((l -= apb * apb) < apb * apb * apb) {
+		root = in->block[EXT3_TIND_BLOCK];
+		levels = 3;
+	} else {
+		return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple "
+			       "indirect range", in->ino, (unsigned long long)logical);
+	}
+	uint32_t cur = root;
+	for (int lv = levels; lv > 0; lv--) {
+		if (cur == 0)
+			return 0;
+		uint64_t div = 1;
+		for (int k = 1; k < lv; k++)
+			div *= apb;
+		struct buffer_head *bh;
+		int rc = ext3_bread(fs, cur, "indirect", &bh);
+		if (rc)
+			return err_set(rc, "ext3: inode %u: %s", in->ino, err_last(rc));
+		const uint32_t *ptr = buf_data(bh);
+		cur = le32_to_cpu(ptr[(l / div) % apb]);
+		buf_put(bh);
+	}
+	if (cur && (cur >= fs->blocks_count || cur < fs->first_data_block))
+		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
+			       "outside the filesystem (%u blocks)", in->ino,
+			       (unsigned long long)logical, cur, fs->blocks_count);
+	*physical = cur;
+	return 0;
+}
+
+ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, void *buf,
+			 size_t len, uint64_t off)
+{
+	if (off >= in->size)
+		return 0;
+	if (len > in->size - off)
+		len = (size_t)(in->size - off);
+	if (len > (size_t)SSIZE_MAX)
+		len = (size_t)SSIZE_MAX & ~(size_t)(fs->block_size - 1);
+	uint8_t *dst = buf;
+	size_t done = 0;
+	uint32_t bs = fs->block_size;
+	while (done < len) {
+		uint64_t pos = off + done;
+		uint64_t lblk = pos / bs;
+		unsigned boff = (unsigned)(pos % bs);
+		size_t n = bs - boff;
+		if (n > len - done)
+			n = len - done;
+		uint64_t phys;
+		int rc = ext3_inode_bmap(fs, in, lblk, &phys);
+		if (rc)
+			return done ? (ssize_t)done : rc;
+		if (phys == 0) {
+			memset(dst + done, 0, n);
+		} else {
+			struct buffer_head *bh;
+			rc = ext3_bread(fs, phys, "data", &bh);
+			if (rc)
+				return done ? (ssize_t)done : rc;
+			memcpy(dst + done, (const uint8_t *)buf_data(bh) + boff, n);
+			buf_put(bh);
+		}
+		done += n;
+	}
+	return (ssize_t)done;
+}

@@ -1,0 +1,448 @@
+/* ext3 mount: superblock and group descriptor validation (read-only).
+ * See docs/ext3-read-path.md, "Mount checks". */
+#include "ext3/ext3.h"
+#include "ext3/ext3_int.h"
+
+#include "blk/blk.h"
+#include "buf/buf.h"
+#include "dev/dev.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- feature names ---- */
+
+struct feature_name {
+	int which;
+	uint32_t bit;
+	const char *name;
+};
+
+static const struct feature_name feature_names[] = {
+	{0, EXT3_FEATURE_COMPAT_DIR_PREALLOC, "dir_prealloc"},
+	{0, EXT3_FEATURE_COMPAT_IMAGIC_INODES, "imagic_inodes"},
+	{0, EXT3_FEATURE_COMPAT_HAS_JOURNAL, "has_journal"},
+	{0, EXT3_FEATURE_COMPAT_EXT_ATTR, "ext_attr"},
+	{0, EXT3_FEATURE_COMPAT_RESIZE_INODE, "resize_inode"},
+	{0, EXT3_FEATURE_COMPAT_DIR_INDEX, "dir_index"},
+	{0, 0x0040, "lazy_bg"},
+	{0, 0x0200, "sparse_super2"},
+	{0, 0x0400, "fast_commit"},
+	{0, 0x0800, "stable_inodes"},
+	{0, 0x1000, "orphan_file"},
+	{1, EXT3_FEATURE_INCOMPAT_COMPRESSION, "compression"},
+	{1, EXT3_FEATURE_INCOMPAT_FILETYPE, "filetype"},
+	{1, EXT3_FEATURE_INCOMPAT_RECOVER, "needs_recovery"},
+	{1, EXT3_FEATURE_INCOMPAT_JOURNAL_DEV, "journal_dev"},
+	{1, EXT3_FEATURE_INCOMPAT_META_BG, "meta_bg"},
+	{1, EXT4_FEATURE_INCOMPAT_EXTENTS, "extent"},
+	{1, EXT4_FEATURE_INCOMPAT_64BIT, "64bit"},
+	{1, 0x0100, "mmp"},
+	{1, EXT4_FEATURE_INCOMPAT_FLEX_BG, "flex_bg"},
+	{1, 0x0400, "ea_inode"},
+	{1, 0x1000, "dirdata"},
+	{1, 0x2000, "metadata_csum_seed"},
+	{1, 0x4000, "large_dir"},
+	{1, 0x8000, "inline_data"},
+	{1, 0x10000, "encrypt"},
+	{1, 0x20000, "casefold"},
+	{2, EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER, "sparse_super"},
+	{2, EXT3_FEATURE_RO_COMPAT_LARGE_FILE, "large_file"},
+	{2, EXT3_FEATURE_RO_COMPAT_BTREE_DIR, "btree_dir"},
+	{2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE, "huge_file"},
+	{2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM, "uninit_bg"},
+	{2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK, "dir_nlink"},
+	{2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE, "extra_isize"},
+	{2, 0x0100, "quota"},
+	{2, 0x0200, "bigalloc"},
+	{2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM, "metadata_csum"},
+	{2, 0x0800, "replica"},
+	{2, 0x1000, "read-only"},
+	{2, 0x2000, "project"},
+	{2, 0x8000, "verity"},
+};
+
+const char *ext3_feature_name(int which, uint32_t bit)
+{
+	for (size_t i = 0; i < sizeof feature_names / sizeof feature_names[0]; i++)
+		if (feature_names[i].which == which && feature_names[i].bit == bit)
+			return feature_names[i].name;
+	return NULL;
+}
+
+/* Names of the bits of `mask`, space separated, appended to out. */
+static void features_append(int which, uint32_t mask, char *out, size_t len)
+{
+	static const char kind[3] = {'C', 'I', 'R'};
+	for (int b = 0; b < 32; b++) {
+		uint32_t bit = 1u << b;
+		if (!(mask & bit))
+			continue;
+		size_t used = strlen(out);
+		if (used + 1 >= len)
+			return;
+		const char *n = ext3_feature_name(which, bit);
+		char tmp[32];
+		if (!n) {
+			snprintf(tmp, sizeof tmp, "FEATURE_%c%u", kind[which], (unsigned)b);
+			n = tmp;
+		}
+		snprintf(out + used, len - used, "%s%s", used ? " " : "", n);
+	}
+}
+
+void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
+			  size_t len)
+{
+	if (!len)
+		return;
+	out[0] = '\0';
+	features_append(0, compat, out, len);
+	features_append(1, incompat, out, len);
+	features_append(2, ro_compat, out, len);
+}
+
+/* ---- accessors ---- */
+
+const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs) { return &fs->sb; }
+uint32_t ext3_fs_block_size(const struct ext3_fs *fs) { return fs->block_size; }
+uint32_t ext3_fs_blocks_count(const struct ext3_fs *fs) { return fs->blocks_count; }
+uint32_t ext3_fs_inodes_count(const struct ext3_fs *fs) { return fs->inodes_count; }
+uint32_t ext3_fs_groups(const struct ext3_fs *fs) { return fs->groups; }
+uint32_t ext3_fs_desc_blocks(const struct ext3_fs *fs) { return fs->desc_blocks; }
+uint32_t ext3_fs_inode_size(const struct ext3_fs *fs) { return fs->inode_size; }
+uint32_t ext3_fs_sb_block(const struct ext3_fs *fs) { return fs->sb_block; }
+struct buf_cache *ext3_fs_cache(struct ext3_fs *fs) { return fs->cache; }
+struct blk_queue *ext3_fs_queue(struct ext3_fs *fs) { return fs->q; }
+struct dev *ext3_fs_dev(struct ext3_fs *fs) { return fs->dev; }
+bool ext3_fs_needs_recovery(const struct ext3_fs *fs) { return fs->needs_recovery; }
+bool ext3_fs_unknown_ro_compat(const struct ext3_fs *fs) { return fs->unknown_ro_compat; }
+bool ext3_fs_unsigned_hash(const struct ext3_fs *fs) { return fs->unsigned_hash; }
+bool ext3_fs_has_filetype(const struct ext3_fs *fs) { return fs->has_filetype; }
+
+const struct ext3_group_desc *ext3_fs_group_desc(const struct ext3_fs *fs, uint32_t g)
+{
+	return g < fs->groups ? &fs->gd[g] : NULL;
+}
+
+int ext3_bread(struct ext3_fs *fs, uint64_t blk, const char *what, struct buffer_head **out)
+{
+	*out = NULL;
+	if (blk >= fs->blocks_count || (blk == 0 && fs->first_data_block == 1))
+		return err_set(-EUCLEAN, "ext3: %s block %llu outside the filesystem (%u blocks)",
+			       what ? what : "metadata", (unsigned long long)blk, fs->blocks_count);
+	int rc = buf_read(fs->cache, blk, out);
+	if (rc < 0) {
+		*out = NULL;
+		return err_set(rc, "ext3: reading %s block %llu: %s", what ? what : "metadata",
+			       (unsigned long long)blk, err_last(rc));
+	}
+	return 0;
+}
+
+/* ---- superblock checks ---- */
+
+static uint64_t div_ceil_u64(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Validate the superblock geometry; fill fs->fields. dev_blocks: device size
+ * in filesystem blocks. */
+static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
+{
+	const struct ext3_super_block *sb = &fs->sb;
+	uint16_t magic = le16_to_cpu(sb->s_magic);
+	if (magic != EXT3_SUPER_MAGIC)
+		return err_set(-EUCLEAN,
+			       "ext3: bad magic 0x%04x in the superblock (want 0xef53): not an "
+			       "ext2/ext3 filesystem", magic);
+	uint32_t rev = le32_to_cpu(sb->s_rev_level);
+	if (rev > EXT3_DYNAMIC_REV)
+		return err_set(-EOPNOTSUPP, "ext3: unknown superblock revision %u", rev);
+	uint32_t log = le32_to_cpu(sb->s_log_block_size);
+	if (log > 2)
+		return err_set(-EUCLEAN, "ext3: unsupported block size (s_log_block_size %u; "
+			       "nostall supports 1024, 2048, 4096)", log);
+	fs->block_size = 1024u << log;
+	fs->rev = rev;
+	uint32_t bs = fs->block_size;
+
+	fs->blocks_count = le32_to_cpu(sb->s_blocks_count);
+	fs->first_data_block = le32_to_cpu(sb->s_first_data_block);
+	fs->blocks_per_group = le32_to_cpu(sb->s_blocks_per_group);
+	fs->inodes_per_group = le32_to_cpu(sb->s_inodes_per_group);
+	fs->inodes_count = le32_to_cpu(sb->s_inodes_count);
+
+	if (fs->first_data_block != (bs == 1024 ? 1u : 0u))
+		return err_set(-EUCLEAN, "ext3: s_first_data_block %u impossible with %u-byte blocks",
+			       fs->first_data_block, bs);
+	if (fs->blocks_per_group == 0 || fs->blocks_per_group > 8 * bs ||
+	    fs->blocks_per_group % 8)
+		return err_set(-EUCLEAN, "ext3: bad blocks per group %u (block size %u)",
+			       fs->blocks_per_group, bs);
+	if (fs->blocks_count <= fs->first_data_block + 1)
+		return err_set(-EUCLEAN, "ext3: bad block count %u", fs->blocks_count);
+
+	if (rev == EXT3_GOOD_OLD_REV) {
+		fs->inode_size = EXT3_GOOD_OLD_INODE_SIZE;
+		fs->first_ino = EXT3_GOOD_OLD_FIRST_INO;
+		fs->compat = fs->incompat = fs->ro_compat = 0;
+	} else {
+		fs->inode_size = le16_to_cpu(sb->s_inode_size);
+		fs->first_ino = le32_to_cpu(sb->s_first_ino);
+		fs->compat = le32_to_cpu(sb->s_feature_compat);
+		fs->incompat = le32_to_cpu(sb->s_feature_incompat);
+		fs->ro_compat = le32_to_cpu(sb->s_feature_ro_compat);
+	}
+	uint32_t isz = fs->inode_size;
+	if (isz < EXT3_GOOD_OLD_INODE_SIZE || isz > bs || (isz & (isz - 1)))
+		return err_set(-EUCLEAN, "ext3: bad inode size %u (block size %u)", isz, bs);
+	fs->inodes_per_block = bs / isz;
+	if (fs->inodes_per_group == 0 || fs->inodes_per_group > 8 * bs ||
+	    fs->inodes_per_group % fs->inodes_per_block)
+		return err_set(-EUCLEAN, "ext3: bad inodes per group %u (block size %u, %u inodes "
+			       "per block)", fs->inodes_per_group, bs, fs->inodes_per_block);
+	fs->itable_blocks = fs->inodes_per_group / fs->inodes_per_block;
+
+	uint64_t groups = div_ceil_u64((uint64_t)fs->blocks_count - fs->first_data_block,
+				       fs->blocks_per_group);
+	if (groups == 0 || groups > (1u << 24))
+		return err_set(-EUCLEAN, "ext3: impossible group count %llu",
+			       (unsigned long long)groups);
+	fs->groups = (uint32_t)groups;
+	if ((uint64_t)fs->inodes_per_group * groups != fs->inodes_count)
+		return err_set(-EUCLEAN, "ext3: inode count %u != %llu groups x %u inodes per group",
+			       fs->inodes_count, (unsigned long long)groups, fs->inodes_per_group);
+	if (fs->first_ino < EXT3_GOOD_OLD_FIRST_INO || fs->first_ino > fs->inodes_count)
+		return err_set(-EUCLEAN, "ext3: bad first inode %u", fs->first_ino);
+	uint64_t dev_blocks = dev_bytes / bs;
+	if (fs->blocks_count > dev_blocks)
+		return err_set(-EUCLEAN,
+			       "ext3: filesystem has %u blocks but the device only %llu "
+			       "(truncated image?)", fs->blocks_count, (unsigned long long)dev_blocks);
+
+	fs->desc_per_block = bs / EXT3_DESC_SIZE;
+	fs->desc_blocks = (uint32_t)div_ceil_u64(groups, fs->desc_per_block);
+	fs->apb = bs / 4;
+
+	/* features */
+	uint32_t unk_incompat = fs->incompat & ~(uint32_t)EXT3_FEATURE_INCOMPAT_SUPP;
+	if (unk_incompat) {
+		char names[160];
+		ext3_features_format(0, unk_incompat, 0, names, sizeof names);
+		return err_set(-EOPNOTSUPP,
+			       "ext3: unsupported incompat feature%s %s (0x%x): refusing to mount",
+			       (unk_incompat & (unk_incompat - 1)) ? "s" : "", names, unk_incompat);
+	}
+	uint32_t unk_ro = fs->ro_compat & ~(uint32_t)EXT3_FEATURE_RO_COMPAT_SUPP;
+	if (unk_ro) {
+		fs->unknown_ro_compat = true;
+		char names[160];
+		ext3_features_format(0, 0, unk_ro, names, sizeof names);
+		snprintf(fs->ro_reason, sizeof fs->ro_reason,
+			 "unknown ro_compat feature%s %s (0x%x): read-only",
+			 (unk_ro & (unk_ro - 1)) ? "s" : "", names, unk_ro);
+	}
+	fs->needs_recovery = (fs->incompat & EXT3_FEATURE_INCOMPAT_RECOVER) != 0;
+	fs->has_filetype = (fs->incompat & EXT3_FEATURE_INCOMPAT_FILETYPE) != 0;
+	fs->sparse_super = (fs->ro_compat & EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER) != 0;
+	if (fs->needs_recovery && !(fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL))
+		return err_set(-EUCLEAN, "ext3: needs_recovery set but there is no journal");
+	if (rev >= EXT3_DYNAMIC_REV) {
+		uint32_t rsv = le16_to_cpu(sb->s_reserved_gdt_blocks);
+		if (rsv > fs->apb)
+			return err_set(-EUCLEAN, "ext3: %u reserved GDT blocks (at most %u)", rsv,
+				       fs->apb);
+		fs->reserved_gdt_blocks = rsv;
+	}
+	uint32_t sflags = le32_to_cpu(sb->s_flags);
+	fs->unsigned_hash = (sflags & EXT3_FLAGS_UNSIGNED_HASH) != 0 &&
+			    !(sflags & EXT3_FLAGS_SIGNED_HASH);
+	for (int i = 0; i < 4; i++)
+		fs->hash_seed[i] = le32_to_cpu(sb->s_hash_seed[i]);
+	fs->def_hash_version = sb->s_def_hash_version;
+	return 0;
+}
+
+bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g)
+{
+	if (!fs->sparse_super)
+		return true;
+	return ext3_group_has_super(g);
+}
+
+/* Read and check the group descriptor table that follows the superblock at
+ * block sb_blk. */
+static int gdt_load(struct ext3_fs *fs)
+{
+	uint32_t bs = fs->block_size;
+	fs->gd = calloc(fs->groups, sizeof *fs->gd);
+	if (!fs->gd)
+		return err_set(-ENOMEM, "ext3: out of memory for %u group descriptors", fs->groups);
+	/* The GDT starts in the block after the one holding the superblock. */
+	uint64_t sb_fsblock = fs->sb_block;
+	uint64_t gdt = sb_fsblock + 1;
+	uint32_t last_meta = (uint32_t)(gdt + fs->desc_blocks);
+	if ((uint64_t)gdt + fs->desc_blocks > fs->blocks_count)
+		return err_set(-EUCLEAN, "ext3: group descriptor table (%u blocks at %llu) past the "
+			       "end", fs->desc_blocks, (unsigned long long)gdt);
+	for (uint32_t b = 0; b < fs->desc_blocks; b++) {
+		struct buffer_head *bh;
+		int rc = ext3_bread(fs, gdt + b, "group descriptor", &bh);
+		if (rc)
+			return rc;
+		const struct ext3_group_desc *d = buf_data(bh);
+		for (uint32_t i = 0; i < fs->desc_per_block; i++) {
+			uint64_t g = (uint64_t)b * fs->desc_per_block + i;
+			if (g >= fs->groups)
+				break;
+			struct ext3_group_desc *o = &fs->gd[g];
+			o->bg_block_bitmap = le32_to_cpu(d[i].bg_block_bitmap);
+			o->bg_inode_bitmap = le32_to_cpu(d[i].bg_inode_bitmap);
+			o->bg_inode_table = le32_to_cpu(d[i].bg_inode_table);
+			o->bg_free_blocks_count = le16_to_cpu(d[i].bg_free_blocks_count);
+			o->bg_free_inodes_count = le16_to_cpu(d[i].bg_free_inodes_count);
+			o->bg_used_dirs_count = le16_to_cpu(d[i].bg_used_dirs_count);
+			o->bg_flags = le16_to_cpu(d[i].bg_flags);
+			o->bg_itable_unused = le16_to_cpu(d[i].bg_itable_unused);
+			o->bg_checksum = le16_to_cpu(d[i].bg_checksum);
+		}
+		buf_put(bh);
+	}
+	(void)bs;
+	(void)last_meta;
+	/* Every group's bitmaps and inode table inside the group. */
+	for (uint32_t g = 0; g < fs->groups; g++) {
+		const struct ext3_group_desc *d = &fs->gd[g];
+		uint64_t first = (uint64_t)fs->first_data_block + (uint64_t)g * fs->blocks_per_group;
+		uint64_t last = first + fs->blocks_per_group - 1;
+		if (last >= fs->blocks_count)
+			last = fs->blocks_count - 1;
+		if (d->bg_block_bitmap < first || d->bg_block_bitmap > last)
+			return err_set(-EUCLEAN, "ext3: group %u: block bitmap %u not in the group "
+				       "(%llu-%llu)", g, d->bg_block_bitmap,
+				       (unsigned long long)first, (unsigned long long)last);
+		if (d->bg_inode_bitmap < first || d->bg_inode_bitmap > last)
+			return err_set(-EUCLEAN, "ext3: group %u: inode bitmap %u not in the group "
+				       "(%llu-%llu)", g, d->bg_inode_bitmap,
+				       (unsigned long long)first, (unsigned long long)last);
+		if (d->bg_inode_table < first ||
+		    (uint64_t)d->bg_inode_table + fs->itable_blocks - 1 > last)
+			return err_set(-EUCLEAN, "ext3: group %u: inode table %u+%u not in the group "
+				       "(%llu-%llu)", g, d->bg_inode_table, fs->itable_blocks,
+				       (unsigned long long)first, (unsigned long long)last);
+		if (d->bg_free_blocks_count > fs->blocks_per_group ||
+		    d->bg_free_inodes_count > fs->inodes_per_group)
+			return err_set(-EUCLEAN, "ext3: group %u: free counts %u blocks / %u inodes "
+				       "exceed the group size", g, d->bg_free_blocks_count,
+				       d->bg_free_inodes_count);
+	}
+	return 0;
+}
+
+/* Read 1024 superblock bytes at byte offset `off` through the queue. */
+static int super_read_at(struct ext3_fs *fs, uint64_t off, uint64_t dev_bytes)
+{
+	if (off + EXT3_SUPERBLOCK_SIZE > dev_bytes)
+		return err_set(-EUCLEAN, "ext3: device too small (%llu bytes) for a superblock at "
+			       "byte %llu", (unsigned long long)dev_bytes, (unsigned long long)off);
+	int rc = blk_rw(fs->q, BLK_READ_SYNC, off, &fs->sb, EXT3_SUPERBLOCK_SIZE);
+	if (rc)
+		return err_set(rc, "ext3: reading the superblock at byte %llu: %s",
+			       (unsigned long long)off, err_last(rc));
+	return 0;
+}
+
+int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_fs **out)
+{
+	*out = NULL;
+	struct ext3_mount_opts def = {.readahead_blocks = -1};
+	if (!o)
+		o = &def;
+	struct ext3_fs *fs = calloc(1, sizeof *fs);
+	if (!fs)
+		return err_set(-ENOMEM, "ext3: out of memory");
+	fs->dev = dev;
+	struct dev_geometry geo;
+	dev_geometry_get(dev, &geo);
+	int rc = blk_queue_create(dev, o->blk_opts, &fs->q);
+	if (rc)
+		goto fail;
+
+	if (o->sb_block) {
+		/* A backup superblock: probe the block size. */
+		rc = -EUCLEAN;
+		for (uint32_t log = 0; log <= 2; log++) {
+			uint32_t bs = 1024u << log;
+			uint64_t off = o->sb_block * (uint64_t)bs;
+			if (off / bs != o->sb_block || off + EXT3_SUPERBLOCK_SIZE > geo.size_bytes)
+				continue;
+			if (super_read_at(fs, off, geo.size_bytes))
+				continue;
+			if (le16_to_cpu(fs->sb.s_magic) == EXT3_SUPER_MAGIC &&
+			    le32_to_cpu(fs->sb.s_log_block_size) == log) {
+				rc = 0;
+				break;
+			}
+		}
+		if (rc) {
+			rc = err_set(-EUCLEAN, "ext3: no superblock at block %llu (tried 1, 2 and "
+				     "4 KiB blocks)", (unsigned long long)o->sb_block);
+			goto fail;
+		}
+	} else {
+		rc = super_read_at(fs, EXT3_SUPERBLOCK_OFFSET, geo.size_bytes);
+		if (rc)
+			goto fail;
+	}
+	rc = super_check(fs, geo.size_bytes);
+	if (rc)
+		goto fail;
+	if (o->sb_block) {
+		fs->sb_block = (uint32_t)o->sb_block;
+		uint64_t rel = o->sb_block - fs->first_data_block;
+		if (o->sb_block < fs->first_data_block || rel % fs->blocks_per_group ||
+		    o->sb_block >= fs->blocks_count) {
+			rc = err_set(-EUCLEAN, "ext3: block %llu is not the start of a group",
+				     (unsigned long long)o->sb_block);
+			goto fail;
+		}
+	} else {
+		fs->sb_block = fs->first_data_block; /* block 1 (1 KiB) or inside block 0 */
+	}
+
+	struct buf_params bp;
+	buf_params_default(&bp);
+	bp.writeback_interval_ms = 0;
+	if (o->cache_bytes)
+		bp.max_bytes = o->cache_bytes;
+	if (o->readahead_blocks >= 0)
+		bp.readahead_blocks = (unsigned)o->readahead_blocks;
+	rc = buf_cache_create(fs->q, fs->block_size, &bp, &fs->cache);
+	if (rc) {
+		rc = err_set(rc, "ext3: buffer cache: %s", err_last(rc));
+		goto fail;
+	}
+	rc = gdt_load(fs);
+	if (rc)
+		goto fail;
+	fs->noload = o->noload;
+	*out = fs;
+	return 0;
+fail:
+	ext3_fs_unmount(fs);
+	return rc;
+}
+
+void ext3_fs_unmount(struct ext3_fs *fs)
+{
+	if (!fs)
+		return;
+	if (fs->cache)
+		buf_cache_destroy(fs->cache);
+	if (fs->q)
+		blk_queue_destroy(fs->q);
+	free(fs->gd);
+	free(fs);
+}
