@@ -1,0 +1,282 @@
+/* JBD: the ext3 journal (docs/journal.md).
+ *
+ * The Linux 2.6.30 fs/jbd model, on-disk compatible with the kernel and
+ * e2fsprogs (jbd_format.h):
+ * - a journal lives either in the ext3 journal inode (a block-map callback
+ *   gives the device block of each journal block) or in a contiguous block
+ *   range of the device (the test client);
+ * - the filesystem changes metadata through handles: start a handle with a
+ *   credit budget, get write (or create) access to each buffer before
+ *   changing it, mark it dirty, stop the handle. Handles nest per thread;
+ * - handles join the running transaction; one commit thread (kjournald)
+ *   commits it on a sync handle (fsync), on the commit interval, when its
+ *   credits pass a quarter of the log, or when a handle does not fit;
+ * - committed buffers are written home by checkpointing, which moves the log
+ *   tail recorded in the journal superblock;
+ * - recovery (SCAN, REVOKE, REPLAY) runs at load, or on its own for
+ *   `nostall recover` (jbd_journal_recover_dev);
+ * - the first I/O error aborts the journal for good: new handles get -EROFS.
+ *
+ * Every function returns 0 or a negative errno (with an err_set() message
+ * where a human needs more). Threads: any thread may use handles; the
+ * journal owns one commit thread. Locking is internal (one journal mutex,
+ * never held across I/O or callbacks); callers hold no journal lock.
+ */
+#ifndef NOSTALL_JBD_H
+#define NOSTALL_JBD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../util/hist.h"
+
+struct dev;
+struct blk_queue;
+struct buf_cache;
+struct buffer_head;
+
+struct jbd_journal;
+struct jbd_handle;
+
+/* ---- where the journal is ---- */
+
+/* Journal block `logical` -> device block (in journal block size units).
+ * Returns 0, or a negative errno (e.g. -ENOENT for a hole). */
+typedef int (*jbd_bmap_fn)(void *ctx, uint32_t logical, uint64_t *physical);
+
+struct jbd_location {
+	unsigned block_size;   /* journal block size = filesystem block size */
+	jbd_bmap_fn bmap;      /* NULL: contiguous range below */
+	void *bmap_ctx;
+	uint64_t first_block;  /* contiguous: device block of journal block 0 */
+	uint32_t nr_blocks;    /* journal blocks available: contiguous: the range
+				* length; with bmap: 0 = trust s_maxlen, else a bound */
+};
+
+/* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4") ---- */
+
+struct jbd_config {
+	unsigned commit_interval_ms; /* commit=N seconds (0 = default 5) */
+	bool barrier;                /* barrier=1: flush + FUA commit block (default) */
+	int ioprio_class, ioprio_level; /* commit thread's I/O priority (default BE/4) */
+};
+void jbd_config_default(struct jbd_config *c);
+/* Apply one option. -ENOENT (no message) for a name that is not the
+ * journal's, so a filesystem can route its own options; -EINVAL with a
+ * message for a bad value. */
+int jbd_config_set(struct jbd_config *c, const char *name, const char *value);
+/* Apply a whole option string; unknown names are errors. */
+int jbd_config_parse(struct jbd_config *c, const char *opts);
+
+/* ---- create, load, destroy ---- */
+
+/* Write an empty journal superblock (v2, revoke feature, s_sequence 1,
+ * s_start 0) covering loc->nr_blocks blocks (contiguous), or the blocks the
+ * bmap callback maps (nr_blocks required). Synchronous (dev_rw_sync). */
+int jbd_journal_create(struct dev *dev, const struct jbd_location *loc, const uint8_t uuid[16]);
+
+struct jbd_params {
+	struct blk_queue *q;      /* the log's I/O goes through this queue */
+	struct buf_cache *cache;  /* the filesystem's buffer cache over q (same block size) */
+	struct jbd_location loc;
+	struct jbd_config cfg;    /* jbd_config_default() + options */
+	bool no_recovery;         /* refuse to load a journal that needs recovery (-EUCLEAN) */
+};
+
+/* Read and check the journal superblock, recover if it needs it (the
+ * replayed blocks are written home through the queue and flushed; the
+ * cache's clean buffers are dropped so nothing stale stays cached), reset
+ * the log, and start the commit thread. Refuses unsupported features with
+ * -EOPNOTSUPP and a message naming them. */
+int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out);
+/* Unmount: commit what is running, checkpoint everything, mark the journal
+ * clean (s_start 0), stop the commit thread, free. Every handle must be
+ * stopped. Returns the journal's error if it was aborted (then nothing more
+ * is written). */
+int jbd_journal_destroy(struct jbd_journal *j);
+
+/* ---- handles ---- */
+
+/* Start a handle reserving `credits` buffers of log space (nested call in
+ * the same thread: the current handle, with a reference more). Sleeps while
+ * the running transaction is locked for commit, while it has no room
+ * (commits it first) or the log has no room (checkpoints). -EROFS once
+ * aborted, -ENOSPC if credits exceed a transaction's limit. */
+int jbd_handle_start(struct jbd_journal *j, int credits, struct jbd_handle **out);
+/* Drop a reference; the last one releases unused credits, may start a
+ * commit (sync handle, interval passed, transaction large), and for a sync
+ * handle waits for the commit. Returns -EIO if the journal aborted while the
+ * handle was open or its commit failed. */
+int jbd_handle_stop(struct jbd_handle *h);
+/* The calling thread's handle (for its nested users), or NULL. */
+struct jbd_handle *jbd_handle_current(void);
+/* Ask for a synchronous commit at stop (fsync, O_SYNC, dirsync). */
+void jbd_handle_set_sync(struct jbd_handle *h, bool sync);
+/* Transaction id the handle belongs to. */
+uint32_t jbd_handle_tid(const struct jbd_handle *h);
+/* Add credits if the running transaction can take them: 0, or -EAGAIN (the
+ * caller stops and starts a new handle: jbd_handle_restart). */
+int jbd_handle_extend(struct jbd_handle *h, int credits);
+/* Stop the handle's part of the transaction and continue in a new one with
+ * `credits` (a handle that restarts must not hold nested references). */
+int jbd_handle_restart(struct jbd_handle *h, int credits);
+
+/* Before changing a metadata buffer (uptodate, referenced by the caller).
+ * If the committing transaction still needs the old contents, they are
+ * frozen (copied out) first. Cancels a revoke of this block in the running
+ * transaction. */
+int jbd_get_write_access(struct jbd_handle *h, struct buffer_head *bh);
+/* Same for a freshly allocated buffer whose old contents do not matter. */
+int jbd_get_create_access(struct jbd_handle *h, struct buffer_head *bh);
+/* The buffer's new contents belong to the handle's transaction (uses one
+ * credit the first time in a transaction). */
+int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh);
+/* The block was freed: drop its pending journaled changes. Consumes the
+ * caller's reference to bh (like buf_forget). */
+int jbd_forget(struct jbd_handle *h, struct buffer_head *bh);
+/* Revoke `block`: older logged copies of it are not replayed by recovery.
+ * bh (optional, the caller's reference is consumed) is forgotten too. */
+int jbd_revoke(struct jbd_handle *h, uint64_t block, struct buffer_head *bh);
+
+/* ---- commits and the log ---- */
+
+/* Start a commit of transaction `tid` (if it is still running); returns
+ * whether one was started. */
+bool jbd_log_start_commit(struct jbd_journal *j, uint32_t tid);
+/* Wait until transaction `tid` has committed; 0, or -EIO if the journal
+ * aborted. */
+int jbd_log_wait_commit(struct jbd_journal *j, uint32_t tid);
+/* Commit the running transaction (if any) and wait for it. */
+int jbd_journal_force_commit(struct jbd_journal *j);
+/* Commit everything and checkpoint everything: the log is then empty. */
+int jbd_journal_flush(struct jbd_journal *j);
+/* Id of the running transaction, or of the next one if none runs. */
+uint32_t jbd_journal_running_tid(struct jbd_journal *j);
+/* The filesystem's data-flush hook (data=ordered), run by the commit thread
+ * after the transaction is locked and before the log blocks are written;
+ * an error aborts the journal. */
+void jbd_journal_set_data_flush(struct jbd_journal *j, int (*fn)(void *ctx, uint32_t tid), void *ctx);
+
+/* ---- errors ---- */
+
+/* Abort (sticky): the first error is recorded (s_errno in the superblock
+ * where it can still be written). */
+void jbd_journal_abort(struct jbd_journal *j, int err);
+bool jbd_journal_aborted(struct jbd_journal *j);
+/* The abort error (negative), or 0. */
+int jbd_journal_errno(struct jbd_journal *j);
+
+/* ---- statistics ---- */
+
+enum jbd_commit_reason {
+	JBD_COMMIT_SYNC = 0,     /* a sync handle (fsync) */
+	JBD_COMMIT_TIMER,        /* the commit interval passed */
+	JBD_COMMIT_FULL,         /* credits passed a quarter of the log */
+	JBD_COMMIT_NOFIT,        /* a handle did not fit */
+	JBD_COMMIT_FORCE,        /* force_commit / flush / unmount / checkpoint */
+	JBD_COMMIT_REASONS
+};
+
+struct jbd_stats {
+	uint64_t commits;
+	uint64_t commits_by[JBD_COMMIT_REASONS];
+	uint64_t sync_commits;       /* commits that used the era's sync batch op */
+	uint64_t blocks_logged;      /* metadata copies written to the log */
+	uint64_t descriptor_blocks, revoke_blocks, escaped;
+	uint64_t frozen_copies;      /* copy-outs for a committing transaction */
+	uint64_t handles;
+	uint64_t handle_waits_locked, handle_waits_nofit, handle_waits_space;
+	uint64_t checkpoints, checkpoint_writes, tail_advances, wraps;
+	uint64_t sb_writes;
+	uint32_t head, tail, free, maxlen, first; /* log positions now */
+	uint32_t tail_sequence, transaction_sequence, commit_sequence;
+	unsigned last_write_op, last_commit_op; /* BLK_* flags used by the last commit */
+	struct hist commit_ns;       /* lock -> commit block done */
+	struct hist sync_stop_ns;    /* sync handle stop -> return (fsync latency) */
+};
+/* Snapshot (hist copies included). */
+void jbd_journal_stats(struct jbd_journal *j, struct jbd_stats *out);
+
+/* ---- recovery on its own (nostall recover, tests) ---- */
+
+enum {
+	JBD_RECOVER_DRY_RUN = 1u << 0, /* scan and count, write nothing */
+	JBD_RECOVER_RESET = 1u << 1,   /* afterwards mark the journal empty like
+					* e2fsck: s_start 0, s_sequence = end+1 */
+};
+
+struct jbd_recovery_info {
+	bool needed;                /* s_start was non-zero */
+	uint32_t start_tid;         /* s_sequence */
+	uint32_t end_tid;           /* first transaction id NOT found committed */
+	uint32_t transactions;      /* committed transactions found */
+	uint64_t replayed;          /* blocks written home */
+	uint64_t revoke_records;    /* distinct revoked blocks */
+	uint64_t revoked;           /* logged copies skipped as revoked */
+	int32_t sb_errno;           /* s_errno found in the journal superblock */
+	uint32_t maxlen, first, blocksize;
+	int sb_version;             /* 1 or 2 */
+};
+
+/* Run recovery on a device synchronously (dev_rw_sync; replayed blocks are
+ * flushed). */
+int jbd_journal_recover_dev(struct dev *dev, const struct jbd_location *loc, unsigned flags,
+			    struct jbd_recovery_info *info);
+
+/* Read a journal superblock and check it (features). Fills maxlen, first,
+ * blocksize, sb_version, start_tid, needed, sb_errno of info. */
+int jbd_journal_check_dev(struct dev *dev, const struct jbd_location *loc, struct jbd_recovery_info *info);
+
+/* ---- the internal journal of an ext3 image (inode 8), self-contained ---- */
+
+struct jbd_ext3_journal;
+/* Read the ext3 superblock and inode 8 from dev and map every journal
+ * block. -EINVAL (not ext3 / no internal journal) with a message. */
+int jbd_ext3_journal_open(struct dev *dev, struct jbd_ext3_journal **out);
+void jbd_ext3_journal_close(struct jbd_ext3_journal *e);
+/* A location whose bmap uses the map built at open. */
+void jbd_ext3_journal_location(struct jbd_ext3_journal *e, struct jbd_location *loc);
+/* The filesystem's needs_recovery flag (incompat RECOVER 0x0004) in the
+ * primary superblock. */
+bool jbd_ext3_needs_recovery(const struct jbd_ext3_journal *e);
+int jbd_ext3_set_needs_recovery(struct jbd_ext3_journal *e, bool on);
+/* Record a journal error in the ext3 superblock like e2fsck does after
+ * replaying a journal whose superblock had s_errno (state |= ERROR_FS). */
+int jbd_ext3_mark_error(struct jbd_ext3_journal *e);
+unsigned jbd_ext3_block_size(const struct jbd_ext3_journal *e);
+uint32_t jbd_ext3_blocks_count(const struct jbd_ext3_journal *e);
+
+/* ---- test client: journals raw metadata-like blocks (tests, bench) ---- */
+
+struct jbd_client;
+struct jbd_client_params {
+	struct jbd_journal *j;
+	struct buf_cache *cache;
+	uint64_t first_block, nr_blocks; /* the region of "metadata" blocks it changes */
+	uint64_t seed;
+	unsigned max_tx_blocks;   /* blocks per handle: uniform in [1, max] */
+	double sync_prob;         /* probability a handle is sync */
+	double revoke_prob;       /* probability a handle also revokes a block */
+	unsigned magic_every;     /* every Nth block starts with the JBD magic (0 = never) */
+	/* Record every block's final contents per transaction for checking. */
+	bool track;
+};
+int jbd_client_create(const struct jbd_client_params *p, struct jbd_client **out);
+void jbd_client_destroy(struct jbd_client *c);
+/* One handle: random blocks changed, maybe sync, maybe a revoke. Returns
+ * 0, or the handle's error. *sync_ns (optional) gets the stop latency of a
+ * sync handle (0 for an async one). */
+int jbd_client_step(struct jbd_client *c, uint64_t *sync_ns);
+/* The contents block b must have after transaction `tid` committed (and
+ * everything before it): fills buf and returns 1, 0 when the block was never
+ * written (initial contents), -1 when it is undefined (revoked and not
+ * rewritten since). Requires track. */
+int jbd_client_expected(const struct jbd_client *c, uint32_t tid, uint64_t b, void *buf);
+/* Deterministic contents of block b as written by transaction tid. */
+void jbd_client_fill(uint64_t seed, uint32_t tid, uint64_t b, unsigned magic_every, void *buf,
+		     unsigned size);
+/* Transactions the client wrote into (ids, in order). */
+uint32_t jbd_client_last_tid(const struct jbd_client *c);
+
+#endif

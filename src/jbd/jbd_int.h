@@ -1,0 +1,194 @@
+/* JBD internals shared by the src/jbd sources (not part of the API: jbd.h).
+ *
+ * Locking (one lock per journal, like j_state_lock + j_list_lock folded):
+ *   j->lock protects every field of the journal marked [L], every
+ *   transaction and every journal head (struct jbd_jh). It is never held
+ *   across I/O, a sleep on a buffer lock, or the data-flush callback.
+ *   Lock order: buffer lock (buf_lock) -> j->lock; under j->lock only
+ *   buf_trylock is used.
+ *   j->checkpoint_mutex serialises checkpointing (taken without j->lock).
+ *   j->sb_mutex serialises journal superblock writes.
+ */
+#ifndef NOSTALL_JBD_INT_H
+#define NOSTALL_JBD_INT_H
+
+#include "jbd.h"
+#include "jbd_format.h"
+
+#include "../util/list.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Journal block -> device block map and synchronous I/O on it. */
+struct jbd_map {
+	struct dev *dev;          /* synchronous I/O when q is NULL */
+	struct blk_queue *q;      /* or through the block layer */
+	unsigned bs;
+	uint32_t nr;              /* mapped journal blocks */
+	uint64_t *phys;           /* [nr] */
+};
+
+int jbd_map_build(struct jbd_map *m, struct dev *dev, struct blk_queue *q, const struct jbd_location *loc,
+		  uint32_t need_blocks);
+void jbd_map_free(struct jbd_map *m);
+/* Read/write one journal block (logical) or one device block. */
+int jbd_map_read(struct jbd_map *m, uint32_t jblock, void *buf);
+int jbd_map_write(struct jbd_map *m, uint32_t jblock, const void *buf, unsigned rw);
+int jbd_dev_block_read(struct jbd_map *m, uint64_t block, void *buf);
+int jbd_dev_block_write(struct jbd_map *m, uint64_t block, const void *buf);
+int jbd_map_flush(struct jbd_map *m);
+
+/* Validate a superblock buffer; fills the geometry fields of info. */
+int jbd_sb_check(const struct jbd_superblock *sb, unsigned bs, uint32_t avail, struct jbd_recovery_info *info);
+/* SCAN/REVOKE/REPLAY over the map. */
+int jbd_recover_map(struct jbd_map *m, struct jbd_superblock *sb, unsigned flags, struct jbd_recovery_info *info);
+
+/* Transaction id order with wrap (the kernel's tid_gt / tid_geq). */
+static inline bool jbd_tid_gt(uint32_t x, uint32_t y) { return (int32_t)(x - y) > 0; }
+static inline bool jbd_tid_geq(uint32_t x, uint32_t y) { return (int32_t)(x - y) >= 0; }
+
+/* ---- revoke tables: block -> tid (hash, open chaining) ---- */
+struct jbd_revoke_rec {
+	uint64_t block;
+	uint32_t tid;
+	struct jbd_revoke_rec *next;
+};
+struct jbd_revoke_table {
+	struct jbd_revoke_rec **slots;
+	size_t nslots, count;
+};
+int jbd_revoke_table_init(struct jbd_revoke_table *t, size_t nslots);
+void jbd_revoke_table_free(struct jbd_revoke_table *t);
+/* Insert or update (keeping the newer tid). */
+int jbd_revoke_table_set(struct jbd_revoke_table *t, uint64_t block, uint32_t tid);
+struct jbd_revoke_rec *jbd_revoke_table_find(const struct jbd_revoke_table *t, uint64_t block);
+bool jbd_revoke_table_remove(struct jbd_revoke_table *t, uint64_t block);
+
+/* ---- transactions ---- */
+enum jbd_tstate {
+	JBD_T_RUNNING = 0, /* handles join it */
+	JBD_T_LOCKED,      /* no new handles; waiting for open ones to stop */
+	JBD_T_FLUSH,       /* data flush, descriptors, copies, revoke blocks */
+	JBD_T_COMMIT,      /* commit block being written */
+	JBD_T_FINISHED,    /* committed; on the checkpoint list until written home */
+};
+const char *jbd_tstate_name(enum jbd_tstate s);
+
+struct jbd_transaction {
+	uint32_t tid;
+	enum jbd_tstate state;
+	struct jbd_journal *j;
+	int updates;              /* open handles */
+	int outstanding;          /* credits reserved: used + held by open handles */
+	uint64_t start_ns, expires_ns;
+	bool sync;                /* a sync handle asked for this commit */
+	int reason;               /* why the commit started (jbd_commit_reason) */
+	uint32_t log_start;       /* first log block (set at commit) */
+	struct list_node buffers; /* jh->t_link: buffers this transaction owns */
+	struct list_node forget;  /* jh->f_link: buffers forgotten in it */
+	struct list_node cp;      /* jh->cp_link: committed buffers to write home */
+	struct jbd_revoke_table revoke;
+	struct list_node link;    /* on j->checkpoint_list (oldest first) */
+	int nbuffers;             /* dirtied buffers on `buffers` */
+};
+
+/* Journal head: the journal's state of one buffer (buf_private). */
+struct jbd_jh {
+	struct buffer_head *bh;          /* the journal holds a reference */
+	uint64_t blocknr;
+	struct jbd_transaction *t;       /* owner: running or committing */
+	struct jbd_transaction *next_t;  /* running wants it while t commits */
+	struct jbd_transaction *cp_t;    /* checkpoint list it is on */
+	struct jbd_transaction *forget_t;/* forgotten in this (running) transaction */
+	struct list_node t_link, cp_link, f_link;
+	void *frozen;                    /* t's contents, copied out for next_t */
+	bool dirty_t;                    /* dirtied in t */
+	bool dirty_next;                 /* dirtied in next_t */
+	bool copied;                     /* the commit of t has taken its log copy */
+	bool jdirty;                     /* committed, not yet written home */
+};
+
+/* Transition with a legality check (an illegal one is a bug: abort()). */
+void jbd_transaction_set_state(struct jbd_transaction *t, enum jbd_tstate s);
+
+struct jbd_journal {
+	/* constant after load */
+	struct jbd_map map;
+	struct buf_cache *cache;
+	struct blk_queue *q;
+	struct jbd_config cfg;
+	unsigned bs;
+	uint32_t first, last;          /* log area [first, last) */
+	int max_transaction_buffers;   /* maxlen / 4 */
+	int tags_per_desc;
+	int revokes_per_block;
+	uint8_t uuid[16];
+	struct jbd_superblock sb;      /* last written image [sb_mutex] */
+
+	pthread_mutex_t lock;
+	pthread_cond_t wait_locked;    /* running transaction left LOCKED */
+	pthread_cond_t wait_updates;   /* a handle stopped */
+	pthread_cond_t wait_commit;    /* a commit finished / commit thread state */
+	pthread_cond_t wait_thread;    /* wakes the commit thread */
+	pthread_mutex_t checkpoint_mutex;
+	pthread_mutex_t sb_mutex;
+
+	/* [L] */
+	struct jbd_transaction *running, *committing;
+	struct list_node checkpoint_list;  /* committed transactions, oldest first */
+	uint32_t transaction_sequence;     /* next tid to create */
+	uint32_t commit_sequence;          /* last committed tid */
+	uint32_t commit_request;           /* tid wanted committed */
+	bool commit_requested;
+	uint32_t head, tail, tail_sequence, free;
+	bool aborted;
+	int err;
+	bool stopping, thread_running;
+	int (*data_flush)(void *ctx, uint32_t tid);
+	void *data_flush_ctx;
+	struct jbd_stats st;
+	pthread_t thread;
+};
+
+/* Commit thread and commit (jbd_commit.c). */
+int jbd_commit_thread_start(struct jbd_journal *j);
+void jbd_commit_thread_stop(struct jbd_journal *j);
+/* Request a commit of tid (j->lock held); returns whether it is running. */
+bool jbd__log_start_commit(struct jbd_journal *j, uint32_t tid, int reason);
+void jbd_commit_transaction(struct jbd_journal *j);
+
+/* Checkpoint (jbd_checkpoint.c). */
+/* Space for a new handle: called with j->lock held, may drop and retake it. */
+int jbd__log_wait_for_space(struct jbd_journal *j);
+/* Write back the oldest checkpoint transaction's buffers. */
+int jbd_log_do_checkpoint(struct jbd_journal *j);
+/* Recompute the tail from the checkpoint list, write the superblock if it
+ * moved. Takes the locks it needs. */
+int jbd_cleanup_tail(struct jbd_journal *j);
+/* Free log blocks left for new transactions beyond reserves ([L]). */
+int jbd__log_space_left(struct jbd_journal *j);
+int jbd__space_needed(struct jbd_journal *j);
+/* Remove jh from its checkpoint list; drops the transaction if empty. [L] */
+void jbd__checkpoint_remove(struct jbd_jh *jh);
+
+/* Journal (jbd_journal.c). */
+int jbd_write_superblock(struct jbd_journal *j, uint32_t tail_seq, uint32_t start, int err, bool wait);
+void jbd__abort(struct jbd_journal *j, int err);   /* [L] held; wakes waiters */
+/* Detach jh from its buffer if nothing references it any more. [L] */
+void jbd__jh_maybe_free(struct jbd_jh *jh);
+/* Free a finished transaction with nothing left to checkpoint. [L] */
+void jbd__transaction_free(struct jbd_transaction *t);
+/* Next log block after `b` in the circular area. */
+static inline uint32_t jbd_log_next(const struct jbd_journal *j, uint32_t b)
+{
+	b++;
+	return b >= j->last ? j->first : b;
+}
+/* Blocks from a to b going forward in the circular area. */
+static inline uint32_t jbd_log_dist(const struct jbd_journal *j, uint32_t a, uint32_t b)
+{
+	return b >= a ? b - a : (j->last - a) + (b - j->first);
+}
+
+#endif
