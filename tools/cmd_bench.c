@@ -107,8 +107,9 @@ static int env_open(struct bench *b, struct env *e, const char *spec, const char
 }
 
 /* Wait for the fire-and-forget load, then tear down. A run whose I/O failed
- * reports it: its figures would mean nothing. */
-static int env_close(struct env *e)
+ * reports it: its figures would mean nothing. Returns rc if it is already an
+ * error, else the teardown's verdict. */
+static int env_close(struct env *e, int rc)
 {
 	atomic_store(&e->stop, true);
 	blk_queue_unplug(e->q);
@@ -118,6 +119,8 @@ static int env_close(struct env *e)
 	dev_close(e->dev);
 	free(e->buf);
 	int errs = atomic_load(&e->io_errors);
+	if (rc < 0)
+		return rc;
 	if (errs)
 		return err_set(-EIO, "%d I/O request(s) failed on the device", errs);
 	return 0;
@@ -190,6 +193,11 @@ static int64_t sync_batch(struct env *e, unsigned rw, uint64_t sector, unsigned 
 
 /* ---------------------------------------------------------- workers */
 
+static double ms(uint64_t ns);
+static uint64_t scaled(struct bench *b, uint64_t ns);
+static uint64_t region(struct env *e, double frac);
+static uint64_t span(struct env *e, uint64_t want_bytes);
+
 struct streamer {
 	struct env *e;
 	pthread_t tid;
@@ -240,6 +248,72 @@ static void *streamer_main(void *arg)
 static int streamer_start(struct streamer *s)
 {
 	return -pthread_create(&s->tid, NULL, streamer_main, s);
+}
+
+/* A background flood of async writes: n streams in separate regions,
+ * started and given time to fill the queue before measuring (statistics
+ * and byte counts are reset once it has settled). */
+struct flood {
+	struct streamer w[4];
+	int n;
+	uint64_t t0;
+};
+
+static void flood_start(struct bench *b, struct env *e, struct flood *f, int n, uint32_t bytes, bool random)
+{
+	f->n = n < 4 ? n : 4;
+	for (int i = 0; i < f->n; i++) {
+		f->w[i] = (struct streamer){ .e = e, .rw = BLK_WRITE, .bytes = bytes, .start = region(e, 0.05 + 0.1 * i),
+					     .len = span(e, 256 * MiB), .random = random,
+					     .seed = 0x9e3779b97f4a7c15ull + (uint64_t)i };
+		streamer_start(&f->w[i]);
+	}
+	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
+	blk_queue_stats_reset(e->q);
+	atomic_store(&e->async_bytes, 0);
+	f->t0 = clock_now_ns();
+}
+
+/* The flood's throughput since flood_start, in MiB/s. */
+static double flood_mbps(struct env *e, struct flood *f)
+{
+	double secs = (double)(clock_now_ns() - f->t0) / 1e9;
+	return (double)atomic_load(&e->async_bytes) / MiB / secs;
+}
+
+/* Tear the environment down and join the streams. */
+static int flood_stop(struct env *e, struct flood *f, int rc)
+{
+	rc = env_close(e, rc);
+	for (int i = 0; i < f->n; i++)
+		pthread_join(f->w[i].tid, NULL);
+	return rc;
+}
+
+/* Repeat a single 4 KiB sync write (op) and wait, every period, for
+ * `seconds`; latencies into h. */
+static int sync_write_loop(struct bench *b, struct env *e, unsigned op, double seconds, uint64_t period_ns,
+			   struct hist *h, uint64_t *count)
+{
+	uint64_t end = clock_now_ns() + (uint64_t)(seconds * 1e9);
+	uint64_t base = region(e, 0.5);
+	while (clock_now_ns() < end) {
+		int64_t t = sync_batch(e, op, base + (*count % 4096) * 8, 1, 4096, ~0u, 0);
+		if (t < 0)
+			return (int)t;
+		hist_add(h, (uint64_t)t);
+		(*count)++;
+		clock_sleep_ns(scaled(b, period_ns));
+	}
+	return 0;
+}
+
+static void run_latency_fields(struct run *r, const struct hist *h, bool with_max)
+{
+	run_field(r, "p50_ms", ms(hist_quantile(h, 0.5)), 2);
+	run_field(r, "p99_ms", ms(hist_quantile(h, 0.99)), 2);
+	if (with_max)
+		run_field(r, "max_ms", ms(h->max), 2);
 }
 
 /* Sequential reader that waits for each read (a sync stream). */
@@ -358,34 +432,15 @@ static int sc_sync_alloc(struct bench *b, const char *spec, const struct config 
 	int rc = env_open(b, &e, spec, c->opts);
 	if (rc)
 		return rc;
-	struct streamer w[4];
-	for (int i = 0; i < 4; i++) {
-		w[i] = (struct streamer){ .e = &e, .rw = BLK_WRITE, .bytes = 4096, .start = region(&e, 0.1 * i),
-					  .len = span(&e, 512 * MiB), .random = true, .seed = 0x9e3779b97f4a7c15ull + (uint64_t)i };
-		streamer_start(&w[i]);
-	}
-	clock_sleep_ns(scaled(b, 500 * NS_PER_MS)); /* let the pool fill */
-	blk_queue_stats_reset(e.q);
-	uint64_t end = clock_now_ns() + (uint64_t)(b->seconds * 1e9);
+	struct flood f;
+	flood_start(b, &e, &f, 4, 4096, true);
+	struct hist h;
+	hist_init(&h);
 	uint64_t n = 0;
-	while (clock_now_ns() < end) {
-		int64_t t = sync_batch(&e, BLK_WRITE_SYNC, region(&e, 0.5) + (n % 1024) * 8, 1, 4096, ~0u, 0);
-		if (t < 0) {
-			rc = (int)t;
-			break;
-		}
-		n++;
-		clock_sleep_ns(scaled(b, 20 * NS_PER_MS));
-	}
+	rc = sync_write_loop(b, &e, BLK_WRITE_SYNC, b->seconds, 20 * NS_PER_MS, &h, &n);
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
-	{
-		int crc = env_close(&e);
-		if (!rc)
-			rc = crc;
-	}
-	for (int i = 0; i < 4; i++)
-		pthread_join(w[i].tid, NULL);
+	rc = flood_stop(&e, &f, rc);
 	run_field(r, "alloc_wait_p99_ms", ms(hist_quantile(&st.alloc_wait[1], 0.99)), 3);
 	run_field(r, "alloc_wait_max_ms", ms(st.alloc_wait[1].max), 3);
 	run_field(r, "async_service_p50_ms", ms(hist_quantile(&st.service_lat[0], 0.5)), 3);
@@ -421,11 +476,7 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 	}
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
-	{
-		int crc = env_close(&e);
-		if (!rc)
-			rc = crc;
-	}
+	rc = env_close(&e, rc);
 	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
 	run_field(r, "device_requests", (double)reqs, 0);
 	run_field(r, "requests_per_batch", batches ? (double)reqs / batches : 0, 1);
@@ -444,10 +495,8 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 	if (rc)
 		return rc;
 	struct reader rd = { .e = &e, .bytes = 128 * KiB, .start = region(&e, 0.6), .len = span(&e, 256 * MiB) };
-	if (posix_memalign(&rd.buf, 4096, rd.bytes)) {
-		env_close(&e);
-		return -ENOMEM;
-	}
+	if (posix_memalign(&rd.buf, 4096, rd.bytes))
+		return env_close(&e, -ENOMEM);
 	pthread_create(&rd.tid, NULL, reader_main, &rd);
 	clock_sleep_ns(scaled(b, 200 * NS_PER_MS));
 	blk_queue_stats_reset(e.q);
@@ -472,11 +521,7 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 	atomic_store(&e.stop, true);
 	pthread_join(rd.tid, NULL);
 	uint64_t rbytes = atomic_load(&rd.done_bytes) - r0;
-	{
-		int crc = env_close(&e);
-		if (!rc)
-			rc = crc;
-	}
+	rc = env_close(&e, rc);
 	free(rd.buf);
 	run_field(r, "idle_ms", ms(st.idle_ns), 1);
 	run_field(r, "reader_mbps", (double)rbytes / MiB / ((double)(t1 - t0) / 1e9), 2);
@@ -512,11 +557,7 @@ static int sc_ssd_plug(struct bench *b, const char *spec, const struct config *c
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
 	uint64_t bytes = atomic_load(&e.async_bytes);
-	{
-		int crc = env_close(&e);
-		if (!rc)
-			rc = crc;
-	}
+	rc = env_close(&e, rc);
 	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
 	run_field(r, "device_requests", (double)reqs, 0);
 	run_field(r, "kib_per_request", reqs ? (double)bytes / KiB / reqs : 0, 1);
@@ -559,40 +600,25 @@ static int sc_ioprio(struct bench *b, const char *spec, const struct config *c, 
 {
 	struct env e;
 	/* The config names the journal's ioprio, not a queue option. */
-	int rc = env_open(b, &e, spec, NULL);
+	int cls, lvl;
+	int rc = blk_ioprio_parse(c->opts, &cls, &lvl);
 	if (rc)
 		return rc;
-	int cls, lvl;
-	blk_ioprio_parse(c->opts, &cls, &lvl);
-	struct streamer w[2];
-	for (int i = 0; i < 2; i++) {
-		w[i] = (struct streamer){ .e = &e, .rw = BLK_WRITE, .bytes = 1024 * KiB, .start = region(&e, 0.05 + 0.3 * i),
-					  .len = span(&e, 256 * MiB) };
-		streamer_start(&w[i]);
-	}
-	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
+	rc = env_open(b, &e, spec, NULL);
+	if (rc)
+		return rc;
+	struct flood f;
+	flood_start(b, &e, &f, 2, 1024 * KiB, false);
 	blk_ioprio_set(cls, lvl);
-	blk_queue_stats_reset(e.q);
-	atomic_store(&e.async_bytes, 0);
-	uint64_t t0 = clock_now_ns();
 	struct hist h;
 	hist_init(&h);
 	uint64_t n = 0;
 	rc = fsync_loop(b, &e, b->seconds, 16, scaled(b, 50 * NS_PER_MS), &h, &n);
-	uint64_t t1 = clock_now_ns();
-	uint64_t abytes = atomic_load(&e.async_bytes);
+	double mbps = flood_mbps(&e, &f);
 	blk_ioprio_set(BLK_IOPRIO_CLASS_BE, 4);
-	{
-		int crc = env_close(&e);
-		if (!rc)
-			rc = crc;
-	}
-	for (int i = 0; i < 2; i++)
-		pthread_join(w[i].tid, NULL);
-	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
-	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
-	run_field(r, "max_ms", ms(h.max), 2);
-	run_field(r, "async_mbps", (double)abytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	rc = flood_stop(&e, &f, rc);
+	run_latency_fields(r, &h, true);
+	run_field(r, "async_mbps", mbps, 2);
 	run_field(r, "commits", (double)n, 0);
 	return rc;
 }
@@ -605,37 +631,16 @@ static int sc_max_sectors(struct bench *b, const char *spec, const struct config
 	int rc = env_open(b, &e, spec, c->opts);
 	if (rc)
 		return rc;
-	struct streamer w = { .e = &e, .rw = BLK_WRITE, .bytes = 1024 * KiB, .start = region(&e, 0.05),
-			      .len = span(&e, 256 * MiB) };
-	streamer_start(&w);
-	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
-	blk_queue_stats_reset(e.q);
-	atomic_store(&e.async_bytes, 0);
-	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9);
+	struct flood f;
+	flood_start(b, &e, &f, 1, 1024 * KiB, false);
 	struct hist h;
 	hist_init(&h);
 	uint64_t n = 0;
-	while (clock_now_ns() < end) {
-		int64_t t = sync_batch(&e, BLK_WRITE_SYNC, region(&e, 0.5) + (n % 4096) * 8, 1, 4096, ~0u, 0);
-		if (t < 0) {
-			rc = (int)t;
-			break;
-		}
-		hist_add(&h, (uint64_t)t);
-		n++;
-		clock_sleep_ns(scaled(b, 20 * NS_PER_MS));
-	}
-	uint64_t t1 = clock_now_ns();
-	uint64_t abytes = atomic_load(&e.async_bytes);
-	{
-		int crc = env_close(&e);
-		if (!rc)
-			rc = crc;
-	}
-	pthread_join(w.tid, NULL);
-	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
-	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
-	run_field(r, "async_mbps", (double)abytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	rc = sync_write_loop(b, &e, BLK_WRITE_SYNC, b->seconds, 20 * NS_PER_MS, &h, &n);
+	double mbps = flood_mbps(&e, &f);
+	rc = flood_stop(&e, &f, rc);
+	run_latency_fields(r, &h, false);
+	run_field(r, "async_mbps", mbps, 2);
 	run_field(r, "sync_writes", (double)n, 0);
 	return rc;
 }
@@ -648,33 +653,20 @@ static int sc_era(struct bench *b, const char *spec, const struct config *c, str
 	int rc = env_open(b, &e, spec, c->opts);
 	if (rc)
 		return rc;
-	struct streamer w = { .e = &e, .rw = BLK_WRITE, .bytes = 1024 * KiB, .start = region(&e, 0.05),
-			      .len = span(&e, 256 * MiB) };
-	streamer_start(&w);
-	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
-	blk_queue_stats_reset(e.q);
-	atomic_store(&e.async_bytes, 0);
-	uint64_t t0 = clock_now_ns();
+	struct flood f;
+	flood_start(b, &e, &f, 1, 1024 * KiB, false);
 	struct hist h;
 	hist_init(&h);
 	uint64_t n = 0;
 	/* Twice the time: under 2.6.29 one fsync takes seconds, and a p99 of
 	 * one or two samples says little. */
 	rc = fsync_loop(b, &e, 2 * b->seconds, 8, scaled(b, 50 * NS_PER_MS), &h, &n);
-	uint64_t t1 = clock_now_ns();
-	uint64_t abytes = atomic_load(&e.async_bytes);
+	double mbps = flood_mbps(&e, &f);
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
-	{
-		int crc = env_close(&e);
-		if (!rc)
-			rc = crc;
-	}
-	pthread_join(w.tid, NULL);
-	run_field(r, "p50_ms", ms(hist_quantile(&h, 0.5)), 2);
-	run_field(r, "p99_ms", ms(hist_quantile(&h, 0.99)), 2);
-	run_field(r, "max_ms", ms(h.max), 2);
-	run_field(r, "async_mbps", (double)abytes / MiB / ((double)(t1 - t0) / 1e9), 2);
+	rc = flood_stop(&e, &f, rc);
+	run_latency_fields(r, &h, true);
+	run_field(r, "async_mbps", mbps, 2);
 	run_field(r, "device_requests", (double)(st.device_requests[0] + st.device_requests[1]), 0);
 	run_field(r, "fsyncs", (double)n, 0);
 	return rc;
