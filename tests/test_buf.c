@@ -757,6 +757,43 @@ static void test_writeback_background(void **state)
 	env_close(&e);
 }
 
+/* A cache full of dirty buffers: allocation goes over the bound (pressure)
+ * and wakes the writeback thread, which cleans everything so that reclaim
+ * brings the cache back under its bound. */
+static void test_writeback_pressure(void **state)
+{
+	(void)state;
+	struct buf_params p = quiet_params();
+	p.max_bytes = 16 * BS;
+	p.dirty_background_pct = 100;
+	p.dirty_expire_ms = 3600000;
+	p.writeback_interval_ms = 3600000;
+	p.readahead_blocks = 0;
+	struct env e;
+	env_open(&e, "mem:16M", NULL, &p);
+	for (uint64_t b = 0; b < 16; b++)
+		buf_put(dirty_block(e.c, b, 14));
+	assert_int_equal(bstats(e.c).writeback_writes, 0);
+	struct buffer_head *bh;
+	assert_int_equal(buf_read(e.c, 100, &bh), 0);
+	buf_put(bh);
+	assert_int_equal(bstats(e.c).pressure, 1);
+	uint64_t t0 = clock_now_ns();
+	while (bstats(e.c).writeback_writes < 16 && clock_now_ns() - t0 < 5 * NS_PER_SEC)
+		clock_sleep_ns(2 * NS_PER_MS);
+	assert_int_equal(bstats(e.c).writeback_writes, 16);
+	assert_int_equal(buf_cache_sync(e.c), 0); /* waits for the I/O */
+	for (uint64_t b = 200; b < 210; b++) {
+		assert_int_equal(buf_read(e.c, b, &bh), 0);
+		buf_put(bh);
+	}
+	struct buf_stats s = bstats(e.c);
+	assert_int_equal(s.cached, 16);
+	assert_int_equal(s.pressure, 1);
+	assert_true(dev_block_is(e.d, 3, 14));
+	env_close(&e);
+}
+
 /* The writeback thread writes in block order (noop keeps the order). */
 static void test_writeback_block_order(void **state)
 {
@@ -1004,6 +1041,7 @@ int main(void)
 		cmocka_unit_test(test_lru_bound_and_order),
 		cmocka_unit_test(test_writeback_thread),
 		cmocka_unit_test(test_writeback_background),
+		cmocka_unit_test(test_writeback_pressure),
 		cmocka_unit_test(test_writeback_block_order),
 		cmocka_unit_test(test_write_error),
 		cmocka_unit_test(test_read_error),

@@ -90,7 +90,7 @@ struct buf_cache {
 
 	/* writeback thread (c->lock) */
 	pthread_t wb_thread;
-	bool wb_running, wb_stop, wb_kick;
+	bool wb_running, wb_stop, wb_kick, wb_pressure;
 	pthread_cond_t wb_cond;
 
 	atomic_int write_err;      /* first async write error since the last sync */
@@ -252,11 +252,17 @@ static bool reclaimable(const struct buffer_head *bh)
  * LRU). c->lock held. */
 static struct buffer_head *reclaim_one(struct buf_cache *c)
 {
-	struct list_node *n;
-	list_for_each(n, &c->lru) {
-		struct buffer_head *bh = list_entry(n, struct buffer_head, lru);
-		if (!reclaimable(bh))
+	/* Unreclaimable buffers met at the head (dirty, jbd) are rotated to
+	 * the tail, as the kernel's LRU scan rotates dirty pages, so that a
+	 * run of them is not rescanned by every allocation. */
+	size_t budget = c->nr_cached;
+	while (budget-- && !list_empty(&c->lru)) {
+		struct buffer_head *bh = list_entry(c->lru.next, struct buffer_head, lru);
+		if (!reclaimable(bh)) {
+			list_del(&bh->lru);
+			list_add_tail(&c->lru, &bh->lru);
 			continue;
+		}
 		list_del(&bh->lru);
 		hash_remove(c, bh);
 		c->nr_cached--;
@@ -383,8 +389,15 @@ static struct buffer_head *getblk(struct buf_cache *c, uint64_t block, int *err,
 			*err = rc;
 		return NULL;
 	}
-	if (c->nr_cached >= c->max_buffers)
-		STAT_INC(c, pressure); /* over the bound, nothing reclaimable */
+	if (c->nr_cached >= c->max_buffers) {
+		/* Over the bound, nothing reclaimable: report it, and have the
+		 * writeback thread clean what it may so that reclaim can work. */
+		STAT_INC(c, pressure);
+		if (c->wb_running && c->nr_dirty && !c->wb_pressure) {
+			c->wb_pressure = c->wb_kick = true;
+			pthread_cond_signal(&c->wb_cond);
+		}
+	}
 	bh_install(c, nbh, block);
 	pthread_mutex_unlock(&c->lock);
 	if (created)
@@ -893,16 +906,17 @@ void buf_cache_stats(struct buf_cache *c, struct buf_stats *out)
 /* ---------------------------------------------------- writeback thread */
 
 /* One pass: write (WRITE, block order) the expired dirty buffers, or the
- * oldest ones down to the background threshold; skip jbd and locked
- * buffers. Then shrink the cache back under its bound if it grew past it. */
-static void writeback_pass(struct buf_cache *c)
+ * oldest ones down to the background threshold, or (all: the cache is over
+ * its bound with nothing reclaimable) every dirty buffer; skip jbd and
+ * locked buffers. Then shrink the cache back under its bound if it grew past it. */
+static void writeback_pass(struct buf_cache *c, bool all)
 {
 	uint64_t now = clock_now_ns();
 	uint64_t expire_ns = (uint64_t)c->p.dirty_expire_ms * NS_PER_MS;
 	uint64_t before = now > expire_ns ? now - expire_ns : 0;
 	size_t keep = c->bg_dirty_buffers ? c->bg_dirty_buffers : SIZE_MAX;
 	struct buffer_head **v;
-	size_t n = collect(c, &v, false, before, keep, false);
+	size_t n = collect(c, &v, all, before, keep, false);
 	if (n > 1)
 		qsort(v, n, sizeof *v, cmp_block);
 	for (size_t i = 0; i < n; i++) {
@@ -935,9 +949,10 @@ static void *writeback_main(void *arg)
 			clock_cond_wait_until(&c->wb_cond, &c->lock, next);
 			continue;
 		}
-		c->wb_kick = false;
+		bool all = c->wb_pressure;
+		c->wb_kick = c->wb_pressure = false;
 		pthread_mutex_unlock(&c->lock);
-		writeback_pass(c);
+		writeback_pass(c, all);
 		pthread_mutex_lock(&c->lock);
 		next = clock_now_ns() + interval;
 	}

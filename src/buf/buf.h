@@ -18,16 +18,21 @@
  * - buf_fsync_list() (fsync_buffers_list): writes a list of dirty buffers as
  *   SWRITE_SYNC_PLUG and waits, unplugging once (under the old presets each
  *   buffer is WRITE_SYNC, i.e. unplugged one by one);
- * - a bounded cache: clean, unreferenced buffers are reclaimed LRU first;
+ * - a bounded cache: clean, unreferenced buffers are reclaimed LRU first
+ *   (never dirty, locked, referenced, jbd or private ones); over the bound
+ *   with nothing reclaimable it still allocates (stats.pressure) and wakes
+ *   the writeback thread to clean everything it may;
  * - a writeback thread writes dirty buffers older than dirty_expire (30 s)
  *   every wakeup interval (5 s), or at once past the background threshold
  *   (dirty bytes > dirty_background_ratio of the cache), with WRITE.
  *
  * The block size is fixed per cache (1024, 2048 or 4096 = filesystem block).
  *
- * Locking: the cache has one internal mutex for its hash/LRU/dirty lists and
- * state bits; a buffer's lock (BH_Lock) is a sleeping lock that may be held
- * across I/O and is released by the I/O completion. Callers never hold the
+ * Locking: the cache has one internal mutex for its hash/LRU/dirty lists,
+ * reference counts and the dirty bit (the other state bits are atomic); a
+ * buffer's lock (BH_Lock) is a sleeping lock that may be held across I/O and
+ * is released by the I/O completion (which may run in any thread, including
+ * the submitter's own inside buf_submit/buf_wait on a synchronous device). Callers never hold the
  * cache mutex (it is internal). Data (buf_data) may be read by anyone holding
  * a reference while the buffer is uptodate; writers must hold the buffer lock
  * or otherwise own the buffer (the journal's get_write_access).
