@@ -364,6 +364,48 @@ static void test_readahead(void **state)
 	env_close(&e);
 }
 
+static bool has_block(struct buf_cache *c, uint64_t block);
+
+/* Readahead never grows a full cache. */
+static void test_readahead_respects_bound(void **state)
+{
+	(void)state;
+	struct buf_params p = quiet_params();
+	p.max_bytes = 16 * BS;
+	p.readahead_blocks = 32;
+	struct env e;
+	env_open(&e, "mem:16M", NULL, &p);
+	struct buffer_head *held[15], *bh;
+	for (int i = 0; i < 15; i++)
+		held[i] = buf_get(e.c, 1000 + (uint64_t)i, NULL);
+	assert_int_equal(buf_read(e.c, 10, &bh), 0);
+	buf_put(bh);
+	assert_int_equal(buf_read(e.c, 11, &bh), 0); /* sequential: would read ahead 12..43 */
+	buf_put(bh);
+	struct buf_stats s = bstats(e.c);
+	assert_int_equal(s.readahead, 0);
+	assert_int_equal(s.pressure, 0);
+	assert_int_equal(s.cached, 16);
+	for (int i = 0; i < 15; i++)
+		buf_put(held[i]);
+	/* With room again it reads ahead, reusing LRU buffers, at most a
+	 * quarter of the cache (two windows must fit). */
+	assert_int_equal(buf_read(e.c, 12, &bh), 0);
+	buf_put(bh);
+	s = bstats(e.c);
+	assert_int_equal(s.readahead, 4);
+	/* A sequential reader hits every block from here on. */
+	uint64_t m = s.misses;
+	for (uint64_t b = 13; b < 60; b++)
+		assert_true(has_block(e.c, b));
+	s = bstats(e.c);
+	assert_int_equal(s.misses, m);
+	assert_true(s.readahead >= 48);
+	assert_int_equal(s.pressure, 0);
+	assert_int_equal(s.cached, 16);
+	env_close(&e);
+}
+
 /* Readahead on a plugged queue: the block and its window merge into one
  * request, dispatched by the wait's unplug. */
 static void test_readahead_merges(void **state)
@@ -389,6 +431,47 @@ static void test_readahead_merges(void **state)
 	printf("readahead: 33 blocks in %" PRIu64 " request(s), %.2f ms\n",
 	       q1.device_requests[1] - q0.device_requests[1], dt / 1e6);
 	env_close(&e);
+}
+
+/* A sequential scan: with readahead the device sees few large requests and
+ * the reader never misses after the first window. */
+static uint64_t seq_scan(unsigned ra, double *ms, uint64_t *misses)
+{
+	struct buf_params p = quiet_params();
+	p.readahead_blocks = ra;
+	struct env e;
+	env_open(&e, "sim:hdd,size=64M,scale=0.01", NULL, &p);
+	struct blk_stats q0 = qstats(e.q);
+	uint64_t t0 = clock_now_ns();
+	for (uint64_t b = 0; b < 2048; b++) {
+		struct buffer_head *bh;
+		assert_int_equal(buf_read(e.c, b, &bh), 0);
+		buf_put(bh);
+	}
+	*ms = (clock_now_ns() - t0) / 1e6;
+	struct blk_stats q1 = qstats(e.q);
+	*misses = bstats(e.c).misses;
+	env_close(&e);
+	return (q1.device_requests[0] + q1.device_requests[1]) - (q0.device_requests[0] + q0.device_requests[1]);
+}
+
+static void test_sequential_scan(void **state)
+{
+	(void)state;
+	double t0, t32;
+	uint64_t m0, m32;
+	uint64_t r0 = seq_scan(0, &t0, &m0);
+	uint64_t r32 = seq_scan(32, &t32, &m32);
+	printf("sequential scan of 8 MiB (2048 x 4 KiB) on sim:hdd,scale=0.01:\n"
+	       "  readahead 0:  %4" PRIu64 " requests, %4" PRIu64 " misses, %.1f ms\n"
+	       "  readahead 32: %4" PRIu64 " requests, %4" PRIu64 " misses, %.1f ms\n",
+	       r0, m0, t0, r32, m32, t32);
+	assert_int_equal(r0, 2048);
+	assert_int_equal(m0, 2048);
+	assert_true(m32 <= 3);
+	/* CFQ dispatches the first bio of a window at once when it idles on the
+	 * reader (its queue), so a window may be two requests. */
+	assert_true(r32 <= 2 * (2048 / 32) + 8);
 }
 
 /* A plugged queue with one request: buf_wait unplugs instead of sleeping
@@ -1032,7 +1115,9 @@ int main(void)
 		cmocka_unit_test(test_bread_known_data),
 		cmocka_unit_test(test_dirty_sync_roundtrip),
 		cmocka_unit_test(test_readahead),
+		cmocka_unit_test(test_readahead_respects_bound),
 		cmocka_unit_test(test_readahead_merges),
+		cmocka_unit_test(test_sequential_scan),
 		cmocka_unit_test(test_wait_unplugs),
 		cmocka_unit_test(test_sync_dirty_op_by_preset),
 		cmocka_unit_test(test_fsync_list_plugging),

@@ -336,10 +336,10 @@ static void free_chain(struct buffer_head *bh)
 	}
 }
 
-static struct buffer_head *getblk(struct buf_cache *c, uint64_t block, int *err, bool *created)
+/* getblk; with !may_exceed (readahead) it returns NULL instead of growing
+ * the cache past its bound when nothing is reclaimable. */
+static struct buffer_head *getblk(struct buf_cache *c, uint64_t block, int *err, bool may_exceed)
 {
-	if (created)
-		*created = false;
 	if (block >= c->nr_blocks) {
 		int rc = err_set(-ERANGE, "buf: block %" PRIu64 " is past the end of the device (%" PRIu64 " blocks)",
 				 block, c->nr_blocks);
@@ -363,12 +363,12 @@ static struct buffer_head *getblk(struct buf_cache *c, uint64_t block, int *err,
 			bh_install(c, bh, block);
 			pthread_mutex_unlock(&c->lock);
 			free_chain(extra);
-			if (created)
-				*created = true;
 			return bh;
 		}
 		pthread_mutex_unlock(&c->lock);
 		free_chain(extra);
+		if (!may_exceed)
+			return NULL;
 	} else {
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -400,14 +400,12 @@ static struct buffer_head *getblk(struct buf_cache *c, uint64_t block, int *err,
 	}
 	bh_install(c, nbh, block);
 	pthread_mutex_unlock(&c->lock);
-	if (created)
-		*created = true;
 	return nbh;
 }
 
 struct buffer_head *buf_get(struct buf_cache *c, uint64_t block, int *err)
 {
-	return getblk(c, block, err, NULL);
+	return getblk(c, block, err, true);
 }
 
 /* ----------------------------------------------------- the buffer lock */
@@ -599,19 +597,24 @@ int buf_submit(struct buffer_head *bh, unsigned rw)
 static unsigned readahead_range(struct buf_cache *c, uint64_t block, unsigned n)
 {
 	unsigned done = 0;
+	/* Two windows (the one being read and the next) must fit in the
+	 * cache with room to spare, or readahead evicts itself. */
+	if (n > c->max_buffers / 4)
+		n = (unsigned)(c->max_buffers / 4);
+	if (!n)
+		return 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b = block + i;
 		if (b >= c->nr_blocks || b < block)
 			break;
-		/* Never push the cache over its bound for a guess. */
 		pthread_mutex_lock(&c->lock);
 		struct buffer_head *bh = hash_find(c, b);
-		bool skip = bh ? (bh_state(bh) & (BH_UPTODATE | BH_LOCK)) != 0
-			       : (c->nr_cached >= c->max_buffers && list_empty(&c->lru));
+		bool skip = bh && (bh_state(bh) & (BH_UPTODATE | BH_LOCK));
 		pthread_mutex_unlock(&c->lock);
 		if (skip)
 			continue;
-		bh = getblk(c, b, NULL, NULL);
+		/* Never push the cache over its bound for a guess. */
+		bh = getblk(c, b, NULL, false);
 		if (!bh)
 			break;
 		if (!buf_uptodate(bh) && buf_trylock(bh)) {
@@ -638,23 +641,28 @@ int buf_read(struct buf_cache *c, uint64_t block, struct buffer_head **out)
 {
 	int err = 0;
 	*out = NULL;
-	struct buffer_head *bh = getblk(c, block, &err, NULL);
+	struct buffer_head *bh = getblk(c, block, &err, true);
 	if (!bh)
 		return err;
 	unsigned ra_n = c->p.readahead_blocks;
+	if (ra_n > c->max_buffers / 4)
+		ra_n = (unsigned)(c->max_buffers / 4);
 	/* The reader entered the last readahead window: start the next one
 	 * before anything else (asynchronous readahead). */
-	uint64_t async_start = NO_BLOCK;
 	if (ra_n) {
+		uint64_t async_start = NO_BLOCK;
 		pthread_mutex_lock(&c->lock);
 		if (block == c->ra_marker) {
 			async_start = c->ra_end;
-			c->ra_marker = c->ra_end;
-			c->ra_end += ra_n;
+			c->ra_marker = NO_BLOCK; /* claimed */
 		}
 		pthread_mutex_unlock(&c->lock);
-		if (async_start != NO_BLOCK)
-			readahead_range(c, async_start, ra_n);
+		if (async_start != NO_BLOCK && readahead_range(c, async_start, ra_n)) {
+			pthread_mutex_lock(&c->lock);
+			c->ra_marker = async_start;
+			c->ra_end = async_start + ra_n;
+			pthread_mutex_unlock(&c->lock);
+		}
 	}
 	if (buf_uptodate(bh)) {
 		STAT_INC(c, hits);
@@ -671,11 +679,8 @@ int buf_read(struct buf_cache *c, uint64_t block, struct buffer_head **out)
 	STAT_INC(c, misses);
 	bool ra = false;
 	pthread_mutex_lock(&c->lock);
-	if (ra_n && c->last_miss != NO_BLOCK && block == c->last_miss + 1) {
+	if (ra_n && c->last_miss != NO_BLOCK && block == c->last_miss + 1)
 		ra = true;
-		c->ra_marker = block + 1;
-		c->ra_end = block + 1 + ra_n;
-	}
 	c->last_miss = block;
 	pthread_mutex_unlock(&c->lock);
 	int rc;
@@ -683,7 +688,12 @@ int buf_read(struct buf_cache *c, uint64_t block, struct buffer_head **out)
 		/* Queue our block and the window behind the plug, so they merge
 		 * into one request; our wait unplugs. */
 		rc = buf_submit(bh, BLK_READ);
-		readahead_range(c, block + 1, ra_n);
+		if (readahead_range(c, block + 1, ra_n)) {
+			pthread_mutex_lock(&c->lock);
+			c->ra_marker = block + 1;
+			c->ra_end = block + 1 + ra_n;
+			pthread_mutex_unlock(&c->lock);
+		}
 	} else {
 		rc = buf_submit(bh, BLK_READ_SYNC);
 	}
