@@ -69,7 +69,7 @@ static int fs_parse(struct fs_args *fa, int argc, char **argv, const char *flags
 		{ NULL, 0, NULL, 0 },
 	};
 	char optstring[32];
-	snprintf(optstring, sizeof optstring, "+o:h%s", flags);
+	snprintf(optstring, sizeof optstring, "o:h%s", flags); /* options may follow IMAGE */
 	optind = 0; /* full getopt reset (glibc) */
 	opterr = 0;
 	int opt;
@@ -544,10 +544,8 @@ static int ls_dir(const struct fs_args *fa, struct nostall_fs *fs, uint64_t ino,
 {
 	struct ls_list l = { .all = fa->a };
 	int ret = 0;
-	if (header) {
-		put_escaped(stdout, path, strlen(path));
-		fputs(":\n", stdout);
-	}
+	if (header) /* raw bytes, like GNU ls writing to a pipe */
+		printf("%s:\n", path);
 	int rc = nostall_readdir_ino(fs, ino, ls_collect, &l);
 	if (rc < 0) {
 		fs_path_error(fa, path, rc);

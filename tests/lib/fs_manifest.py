@@ -20,7 +20,7 @@ import os
 import stat
 import sys
 
-ALL = "type mode uid gid size nlink mtime atime ctime rdev data link xattr ino hlink".split()
+ALL = "type mode uid gid size blocks nlink mtime atime ctime rdev data link xattr ino hlink".split()
 
 
 def esc(b):
@@ -42,51 +42,73 @@ def ftype(m):
     return "?"
 
 
+NOATIME = getattr(os, "O_NOATIME", 0)
+
+
 def sha(path):
     h = hashlib.sha256()
-    with open(path, "rb", buffering=0) as f:
+    try:
+        fd = os.open(path, os.O_RDONLY | NOATIME)
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY)
+    try:
         while True:
-            b = f.read(1 << 20)
+            b = os.read(fd, 1 << 20)
             if not b:
                 break
             h.update(b)
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 
-def main():
-    args = sys.argv[1:]
-    fields = ALL
-    root_too = True
-    while args and args[0].startswith("--"):
-        a = args.pop(0)
-        if a == "--fields":
-            fields = args.pop(0).split(",")
-        elif a == "--no-root":
-            root_too = False
-        else:
-            print("unknown option " + a, file=sys.stderr)
-            return 2
-    if len(args) != 1:
-        print(__doc__, file=sys.stderr)
-        return 2
-    root = os.fsencode(args[0])
-    entries = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        for n in dirnames + filenames:
-            entries.append(os.path.join(dirpath, n))
-    entries.sort()
-    if root_too:
-        entries.insert(0, root)
-    first_of_ino = {}
-    for p in entries:
+def listdir(path):
+    """Names in a directory, read with O_NOATIME where allowed so that listing
+    a copy does not move its atime."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | NOATIME)
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return [os.fsencode(n) for n in os.listdir(fd)]
+    finally:
+        os.close(fd)
+
+
+def walk(root):
+    """All paths under root (bytes), root first, then sorted; lstat results
+    are taken before anything under a directory is read."""
+    out = []
+    stats = {}
+
+    def rec(p):
         st = os.lstat(p)
+        stats[p] = st
+        out.append(p)
+        if stat.S_ISDIR(st.st_mode):
+            for n in sorted(listdir(p)):
+                rec(os.path.join(p, n))
+
+    rec(root)
+    return out, stats
+
+
+def manifest(root, fields=ALL, root_too=True):
+    """[(relative path bytes, {field: value string})] sorted by path."""
+    root = os.fsencode(root)
+    entries, stats = walk(root)
+    first_of_ino = {}
+    for p in sorted(entries):
+        st = stats[p]
         if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
             first_of_ino.setdefault(st.st_ino, p)
+    res = []
     for p in entries:
-        st = os.lstat(p)
+        if p == root and not root_too:
+            continue
+        st = stats[p]
         rel = os.path.relpath(p, root)
-        cols = [esc(rel)]
+        d = {}
         for f in fields:
             if f == "type":
                 v = ftype(st.st_mode)
@@ -97,7 +119,9 @@ def main():
             elif f == "gid":
                 v = st.st_gid
             elif f == "size":
-                v = st.st_size if not stat.S_ISDIR(st.st_mode) else "-"
+                v = st.st_size
+            elif f == "blocks":
+                v = st.st_blocks
             elif f == "nlink":
                 v = st.st_nlink
             elif f in ("mtime", "atime", "ctime"):
@@ -131,10 +155,31 @@ def main():
                 else:
                     v = "-"
             else:
-                print("unknown field " + f, file=sys.stderr)
-                return 2
-            cols.append("%s=%s" % (f, v))
-        sys.stdout.write("\t".join(str(c) for c in cols) + "\n")
+                raise ValueError("unknown field " + f)
+            d[f] = str(v)
+        res.append((rel, d))
+    res.sort(key=lambda x: x[0])
+    return res
+
+
+def main():
+    args = sys.argv[1:]
+    fields = ALL
+    root_too = True
+    while args and args[0].startswith("--"):
+        a = args.pop(0)
+        if a == "--fields":
+            fields = args.pop(0).split(",")
+        elif a == "--no-root":
+            root_too = False
+        else:
+            print("unknown option " + a, file=sys.stderr)
+            return 2
+    if len(args) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for rel, d in manifest(args[0], fields, root_too):
+        sys.stdout.write("\t".join([esc(rel)] + ["%s=%s" % (f, d[f]) for f in fields]) + "\n")
     return 0
 
 

@@ -10,6 +10,8 @@ nanoseconds, before 1970 and after 2038.
 
 usage: fs_mktree.py [--small] [--bigdir N] BLOCKSIZE ROOT
   --small   no 300 MiB / triple-indirect files (for debugfs-size images)
+  --plain   no socket and no names with control characters (what debugfs
+            can write)
 Root is needed for chown, mknod of devices and trusted.* xattrs; without it
 those parts are skipped (the comparison still covers the rest).
 Deterministic: the same arguments give the same tree.
@@ -22,11 +24,14 @@ import sys
 
 args = sys.argv[1:]
 small = False
+plain = False
 bigdir = 10000
 while args and args[0].startswith("--"):
     a = args.pop(0)
     if a == "--small":
         small = True
+    elif a == "--plain":
+        plain = True
     elif a == "--bigdir":
         bigdir = int(args.pop(0))
     else:
@@ -125,7 +130,8 @@ put("names/" + "D" * 255 + "/" + "f" * 255, b"255 in 255\n")
 put("names/with space and \u00e9\u00e8 utf8", b"spaces\n")
 put("names/-leading-dash", b"dash\n")
 put("names/.hidden", b"hidden\n")
-put("names/\x01ctl\x7f", b"control bytes\n")
+if not plain:
+    put("names/\x01ctl\x7f", b"control bytes\n")
 
 # ---- symlinks: fast (< 60 bytes in i_block) and slow (in a block) ----
 ln = os.path.join(root, "links")
@@ -151,14 +157,16 @@ os.link(e, os.path.join(root, "hard", "empty-link"))
 sp = os.path.join(root, "special")
 os.makedirs(sp)
 os.mkfifo(os.path.join(sp, "fifo"), 0o640)
-s = socket.socket(socket.AF_UNIX)
-s.bind(os.path.join(sp, "sock"))
-s.close()
+if not plain:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(os.path.join(sp, "sock"))
+    s.close()
 if root_user:
     os.mknod(os.path.join(sp, "null"), stat.S_IFCHR | 0o666, os.makedev(1, 3))
     os.mknod(os.path.join(sp, "sda1"), stat.S_IFBLK | 0o660, os.makedev(8, 1))
-    os.mknod(os.path.join(sp, "big-minor"), stat.S_IFCHR | 0o600, os.makedev(4, 300))
-    os.mknod(os.path.join(sp, "big-major"), stat.S_IFBLK | 0o600, os.makedev(300, 70000))
+    if not plain:  # new (i_block[1]) encoding: debugfs mknod takes only 0..255
+        os.mknod(os.path.join(sp, "big-minor"), stat.S_IFCHR | 0o600, os.makedev(4, 300))
+        os.mknod(os.path.join(sp, "big-major"), stat.S_IFBLK | 0o600, os.makedev(300, 70000))
     os.mknod(os.path.join(sp, "zero-zero"), stat.S_IFCHR | 0o600, os.makedev(0, 0))
 
 # ---- modes and owners ----
