@@ -122,8 +122,11 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 		rc = opts_parse(opts, mount_opt_cb, &a);
 	if (!rc && a.blk) {
 		rc = blk_opts_validate(a.blk);
-		if (rc)
-			rc = err_set(-EINVAL, "mount options: %s", err_last(rc));
+		if (rc) {
+			char m[400];
+			snprintf(m, sizeof m, "%s", err_last(rc));
+			rc = err_set(-EINVAL, "mount options: %s", m);
+		}
 	}
 	if (!rc && !(flags & NOSTALL_MOUNT_RDONLY) && !a.ro)
 		rc = err_set(-EROFS, "nostall mounts read-only for now (pass NOSTALL_MOUNT_RDONLY "

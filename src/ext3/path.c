@@ -123,14 +123,15 @@ int ext3_path_lookup(struct ext3_fs *fs, const char *path, bool follow, uint32_t
 				rc = (int)tl;
 				goto out;
 			}
+			/* rest = target + what followed the link (which starts with
+			 * '/' unless the link was the last component) */
 			size_t remain = strlen(rest + at);
-			if ((size_t)tl + 1 + remain >= EXT3_PATH_MAX) {
+			if ((size_t)tl + remain >= EXT3_PATH_MAX) {
 				rc = err_set(-ENAMETOOLONG, "path too long after expanding a symlink");
 				goto out;
 			}
-			memmove(rest + tl + 1, rest + at, remain + 1);
+			memmove(rest + tl, rest + at, remain + 1);
 			memcpy(rest, target, (size_t)tl);
-			rest[tl] = '/';
 			at = 0;
 			if (target[0] == '/') {
 				rc = path_inode(fs, EXT3_ROOT_INO, cur);

@@ -9,6 +9,7 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,18 @@ void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat
 	features_append(2, ro_compat, out, len);
 }
 
+int ext3_err_wrap(int rc, const char *fmt, ...)
+{
+	char old[512], prefix[256];
+	snprintf(old, sizeof old, "%s", err_last(rc));
+	const char *o = strncmp(old, "ext3: ", 6) ? old : old + 6;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	return err_set(rc, "%s: %s", prefix, o);
+}
+
 /* ---- accessors ---- */
 
 const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs) { return &fs->sb; }
@@ -137,8 +150,8 @@ int ext3_bread(struct ext3_fs *fs, uint64_t blk, const char *what, struct buffer
 	int rc = buf_read(fs->cache, blk, out);
 	if (rc < 0) {
 		*out = NULL;
-		return err_set(rc, "ext3: reading %s block %llu: %s", what ? what : "metadata",
-			       (unsigned long long)blk, err_last(rc));
+		return ext3_err_wrap(rc, "ext3: reading %s block %llu", what ? what : "metadata",
+				     (unsigned long long)blk);
 	}
 	return 0;
 }
@@ -211,16 +224,16 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 		return err_set(-EUCLEAN, "ext3: impossible group count %llu",
 			       (unsigned long long)groups);
 	fs->groups = (uint32_t)groups;
-	if ((uint64_t)fs->inodes_per_group * groups != fs->inodes_count)
-		return err_set(-EUCLEAN, "ext3: inode count %u != %llu groups x %u inodes per group",
-			       fs->inodes_count, (unsigned long long)groups, fs->inodes_per_group);
-	if (fs->first_ino < EXT3_GOOD_OLD_FIRST_INO || fs->first_ino > fs->inodes_count)
-		return err_set(-EUCLEAN, "ext3: bad first inode %u", fs->first_ino);
 	uint64_t dev_blocks = dev_bytes / bs;
 	if (fs->blocks_count > dev_blocks)
 		return err_set(-EUCLEAN,
 			       "ext3: filesystem has %u blocks but the device only %llu "
 			       "(truncated image?)", fs->blocks_count, (unsigned long long)dev_blocks);
+	if ((uint64_t)fs->inodes_per_group * groups != fs->inodes_count)
+		return err_set(-EUCLEAN, "ext3: inode count %u != %llu groups x %u inodes per group",
+			       fs->inodes_count, (unsigned long long)groups, fs->inodes_per_group);
+	if (fs->first_ino < EXT3_GOOD_OLD_FIRST_INO || fs->first_ino > fs->inodes_count)
+		return err_set(-EUCLEAN, "ext3: bad first inode %u", fs->first_ino);
 
 	fs->desc_per_block = bs / EXT3_DESC_SIZE;
 	fs->desc_blocks = (uint32_t)div_ceil_u64(groups, fs->desc_per_block);
@@ -349,8 +362,8 @@ static int super_read_at(struct ext3_fs *fs, uint64_t off, uint64_t dev_bytes)
 			       "byte %llu", (unsigned long long)dev_bytes, (unsigned long long)off);
 	int rc = blk_rw(fs->q, BLK_READ_SYNC, off, &fs->sb, EXT3_SUPERBLOCK_SIZE);
 	if (rc)
-		return err_set(rc, "ext3: reading the superblock at byte %llu: %s",
-			       (unsigned long long)off, err_last(rc));
+		return ext3_err_wrap(rc, "ext3: reading the superblock at byte %llu",
+				     (unsigned long long)off);
 	return 0;
 }
 
@@ -421,7 +434,7 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_
 		bp.readahead_blocks = (unsigned)o->readahead_blocks;
 	rc = buf_cache_create(fs->q, fs->block_size, &bp, &fs->cache);
 	if (rc) {
-		rc = err_set(rc, "ext3: buffer cache: %s", err_last(rc));
+		rc = ext3_err_wrap(rc, "ext3: buffer cache");
 		goto fail;
 	}
 	rc = gdt_load(fs);
