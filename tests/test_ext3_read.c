@@ -1188,7 +1188,26 @@ static void test_hostile_mkfs_dirs(void **state)
 	struct names n;
 	struct nostall_stat st;
 	uint64_t ino;
-	for (int k = 0; k < 7; k++) {
+	/* a root that is not a directory: the mount refuses */
+	struct dev *d0 = mkfs_mem(size, 1024, 256);
+	assert_int_equal(mount_dev_rc(d0, &fs), 0);
+	uint64_t r0 = inode_off(fs, 2);
+	assert_int_equal(nostall_umount(fs), 0);
+	patch16(d0, r0, 0100644);
+	expect_mount_fail(d0, -EUCLEAN, "root inode");
+	dev_close(d0);
+	/* absurd i_extra_isize on lost+found: stat fails cleanly */
+	d0 = mkfs_mem(size, 1024, 256);
+	assert_int_equal(mount_dev_rc(d0, &fs), 0);
+	r0 = inode_off(fs, 11);
+	assert_int_equal(nostall_umount(fs), 0);
+	patch16(d0, r0 + 0x80, 200);
+	assert_int_equal(mount_dev_rc(d0, &fs), 0);
+	assert_int_equal(nostall_stat(fs, "/lost+found", 0, &st), -EUCLEAN);
+	assert_non_null(strstr(nostall_errmsg(-EUCLEAN), "extra_isize"));
+	assert_int_equal(nostall_umount(fs), 0);
+	dev_close(d0);
+	for (int k = 0; k < 6; k++) {
 		struct dev *d = mkfs_mem(size, 1024, 256);
 		assert_int_equal(mount_dev_rc(d, &fs), 0);
 		uint64_t root = inode_off(fs, 2);
@@ -1201,8 +1220,7 @@ static void test_hostile_mkfs_dirs(void **state)
 		case 2: patch32(d, root + 0x28, 99999999); msg = "outside"; break;      /* i_block[0] */
 		case 3: patch32(d, root + 4, 1u << 30); msg = "allocated"; break;       /* huge dir size */
 		case 4: patch32(d, root + 0x28, 0); msg = "hole"; break;
-		case 5: patch16(d, root + 0x80, 200); msg = "extra_isize"; break;
-		case 6: patch32(d, rootblk * 1024 + 24, 999999); msg = "out of range"; break; /* lost+found ino */
+		case 5: patch32(d, rootblk * 1024 + 24, 999999); msg = "out of range"; break; /* lost+found ino */
 		}
 		assert_int_equal(mount_dev_rc(d, &fs), 0);
 		memset(&n, 0, sizeof n);

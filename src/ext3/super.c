@@ -440,6 +440,19 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_
 	rc = gdt_load(fs);
 	if (rc)
 		goto fail;
+	/* The root must be a directory in use, or nothing is reachable. */
+	struct ext3_inode_mem *root = malloc(sizeof *root);
+	if (!root) {
+		rc = err_set(-ENOMEM, "ext3: out of memory");
+		goto fail;
+	}
+	rc = ext3_inode_read(fs, EXT3_ROOT_INO, root);
+	if (!rc && (!ext3_inode_in_use(root) || (root->mode & EXT3_S_IFMT) != EXT3_S_IFDIR))
+		rc = err_set(-EUCLEAN, "ext3: root inode is not a directory in use (mode 0%o, "
+			     "%u links)", root->mode, root->links);
+	free(root);
+	if (rc)
+		goto fail;
 	fs->noload = o->noload;
 	*out = fs;
 	return 0;
