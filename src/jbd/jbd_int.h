@@ -123,8 +123,11 @@ struct jbd_journal {
 	int max_transaction_buffers;   /* maxlen / 4 */
 	int tags_per_desc;
 	int revokes_per_block;
+	int reserved_blocks;           /* slack kept free in the log */
+	int version;                   /* superblock 1 or 2 */
 	uint8_t uuid[16];
-	struct jbd_superblock sb;      /* last written image [sb_mutex] */
+	void *sbbuf;                   /* block 0 as last written [sb_mutex] */
+	bool inited;
 
 	pthread_mutex_t lock;
 	pthread_cond_t wait_locked;    /* running transaction left LOCKED */
@@ -142,6 +145,7 @@ struct jbd_journal {
 	uint32_t commit_request;           /* tid wanted committed */
 	bool commit_requested;
 	uint32_t head, tail, tail_sequence, free;
+	int reserved_committing;           /* log blocks the commit still allocates */
 	bool aborted;
 	int err;
 	bool stopping, thread_running;
@@ -174,6 +178,8 @@ void jbd__checkpoint_remove(struct jbd_jh *jh);
 
 /* Journal (jbd_journal.c). */
 int jbd_write_superblock(struct jbd_journal *j, uint32_t tail_seq, uint32_t start, int err, bool wait);
+/* The same with j->sb_mutex already held. */
+int jbd__write_sb(struct jbd_journal *j, uint32_t tail_seq, uint32_t start, int err);
 void jbd__abort(struct jbd_journal *j, int err);   /* [L] held; wakes waiters */
 /* Detach jh from its buffer if nothing references it any more. [L] */
 void jbd__jh_maybe_free(struct jbd_jh *jh);

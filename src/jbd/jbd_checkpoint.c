@@ -1,0 +1,265 @@
+/* Checkpointing: writing committed buffers home so their log space can be
+ * reused, and moving the log tail in the journal superblock.
+ *
+ * Each committed transaction that still has buffers not written home sits
+ * on j->checkpoint_list (oldest first) with those buffers on its cp list. A
+ * buffer is only on the list of the latest committed transaction that
+ * logged it. The tail is the log start of the oldest such transaction (or
+ * of the committing one, or the head when nothing is left); blocks before
+ * it are free. A checkpoint writes the oldest transaction's buffers in
+ * batches of JBD_CP_BATCH with WRITE, waits (the wait unplugs), and, if a
+ * buffer belongs to a newer running/committing transaction, first forces
+ * that commit (its home copy may only hold committed data).
+ *
+ * The tail moves only after the home writes are durable (a cache flush
+ * with barriers) and the superblock saying so is written; only then is the
+ * log space handed out again.
+ *
+ * Locking: j->checkpoint_mutex serialises checkpoints; j->sb_mutex
+ * serialises tail moves; j->lock as everywhere. Buffers are locked with
+ * buf_trylock under j->lock (a locked buffer is waited for after dropping
+ * it).
+ */
+#include "jbd_int.h"
+
+#include "../blk/blk.h"
+#include "../buf/buf.h"
+#include "../util/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define JBD_CP_BATCH 64
+
+void jbd__checkpoint_remove(struct jbd_jh *jh)
+{
+	struct jbd_transaction *t = jh->cp_t;
+	if (!t)
+		return;
+	list_del(&jh->cp_link);
+	jh->cp_t = NULL;
+	jh->jdirty = false;
+	if (list_empty(&t->cp) && t->state == JBD_T_FINISHED) {
+		/* Nothing left to write home: the transaction leaves the log
+		 * (the tail moves at the next jbd_cleanup_tail). */
+		list_del(&t->link);
+		jbd__transaction_free(t);
+	}
+}
+
+int jbd_log_do_checkpoint(struct jbd_journal *j)
+{
+	struct buffer_head *batch[JBD_CP_BATCH];
+	int rc = 0;
+	pthread_mutex_lock(&j->lock);
+	j->st.checkpoints++;
+	for (;;) {
+		if (j->aborted) {
+			rc = -EIO;
+			break;
+		}
+		struct list_node *first = list_first(&j->checkpoint_list);
+		if (!first)
+			break;
+		struct jbd_transaction *t = list_entry(first, struct jbd_transaction, link);
+		uint32_t ttid = t->tid;
+		int nb = 0;
+		bool retry = false;
+		struct list_node *n, *tmp;
+		list_for_each_safe(n, tmp, &t->cp) {
+			struct jbd_jh *jh = list_entry(n, struct jbd_jh, cp_link);
+			if ((jh->t || buf_locked(jh->bh)) && nb) {
+				/* Write what is collected first: never wait for
+				 * anything while holding buffer locks. */
+				break;
+			}
+			if (jh->t) {
+				/* A newer transaction owns it: commit that one first;
+				 * the buffer then moves to its checkpoint list. */
+				uint32_t tid = jh->t->tid;
+				if (jh->t == j->running)
+					jbd__log_start_commit(j, tid, JBD_COMMIT_FORCE);
+				pthread_mutex_unlock(&j->lock);
+				(void)jbd_log_wait_commit(j, tid);
+				pthread_mutex_lock(&j->lock);
+				retry = true;
+				break;
+			}
+			if (!buf_trylock(jh->bh)) {
+				struct buffer_head *bh = jh->bh;
+				buf_hold(bh);
+				pthread_mutex_unlock(&j->lock);
+				buf_wait(bh);
+				buf_put(bh);
+				pthread_mutex_lock(&j->lock);
+				retry = true;
+				break;
+			}
+			buf_hold(jh->bh);
+			batch[nb++] = jh->bh;
+			if (nb == JBD_CP_BATCH)
+				break;
+		}
+		if (!retry && nb == 0) {
+			/* Everything is written (e.g. all forgotten). */
+			if (list_first(&j->checkpoint_list) == first && list_empty(&t->cp)) {
+				list_del(&t->link);
+				jbd__transaction_free(t);
+			}
+			continue;
+		}
+		pthread_mutex_unlock(&j->lock);
+		/* Locked buffers: nobody can get write access until written. */
+		for (int i = 0; i < nb; i++) {
+			if (buf_submit(batch[i], BLK_WRITE) < 0 && !rc)
+				rc = -EIO;
+		}
+		for (int i = 0; i < nb; i++) {
+			buf_wait(batch[i]);
+			if (buf_write_io_error(batch[i]) && !rc)
+				rc = -EIO;
+		}
+		pthread_mutex_lock(&j->lock);
+		j->st.checkpoint_writes += (uint64_t)nb;
+		for (int i = 0; i < nb; i++) {
+			struct jbd_jh *jh = buf_private(batch[i]);
+			/* Still this transaction's committed copy? (It may have
+			 * been re-logged meanwhile and moved on.) */
+			if (!rc && jh && jh->cp_t && jh->cp_t->tid == ttid && !jh->t) {
+				jbd__checkpoint_remove(jh);
+				jbd__jh_maybe_free(jh);
+			}
+			pthread_mutex_unlock(&j->lock);
+			buf_put(batch[i]);
+			pthread_mutex_lock(&j->lock);
+		}
+		if (rc < 0)
+			break;
+		/* One transaction (or one batch of it) per call is enough for
+		 * the caller to re-check the space; continue only while the
+		 * oldest transaction is the same. */
+		first = list_first(&j->checkpoint_list);
+		if (!first || list_entry(first, struct jbd_transaction, link)->tid != ttid)
+			break;
+	}
+	pthread_mutex_unlock(&j->lock);
+	if (rc < 0) {
+		err_set(rc, "jbd: checkpoint write failed");
+		jbd_journal_abort(j, rc);
+		return rc;
+	}
+	return jbd_cleanup_tail(j);
+}
+
+int jbd_cleanup_tail(struct jbd_journal *j)
+{
+	pthread_mutex_lock(&j->sb_mutex);
+	pthread_mutex_lock(&j->lock);
+	if (j->aborted) {
+		pthread_mutex_unlock(&j->lock);
+		pthread_mutex_unlock(&j->sb_mutex);
+		return j->aborted ? -EIO : 0;
+	}
+	uint32_t tail, seq;
+	struct list_node *first = list_first(&j->checkpoint_list);
+	if (first) {
+		struct jbd_transaction *t = list_entry(first, struct jbd_transaction, link);
+		tail = t->log_start;
+		seq = t->tid;
+	} else if (j->committing) {
+		tail = j->committing->log_start;
+		seq = j->committing->tid;
+	} else {
+		tail = j->head;
+		seq = j->running ? j->running->tid : j->transaction_sequence;
+	}
+	if (tail == j->tail && seq == j->tail_sequence) {
+		pthread_mutex_unlock(&j->lock);
+		pthread_mutex_unlock(&j->sb_mutex);
+		return 0;
+	}
+	uint32_t freed = jbd_log_dist(j, j->tail, tail);
+	pthread_mutex_unlock(&j->lock);
+	int rc = 0;
+	/* Home writes before the tail record: with barriers, make them
+	 * durable first (2009's jbd did not; a power cut could then lose a
+	 * checkpointed block whose log copy was already released). */
+	if (j->cfg.barrier && freed)
+		rc = jbd_map_flush(&j->map);
+	if (rc == 0)
+		rc = jbd__write_sb(j, seq, tail, 0);
+	pthread_mutex_lock(&j->lock);
+	if (rc == 0) {
+		j->tail = tail;
+		j->tail_sequence = seq;
+		j->free += freed;
+		if (freed)
+			j->st.tail_advances++;
+		pthread_cond_broadcast(&j->wait_commit);
+	}
+	pthread_mutex_unlock(&j->lock);
+	pthread_mutex_unlock(&j->sb_mutex);
+	if (rc < 0) {
+		err_set(rc, "jbd: writing the journal superblock failed");
+		jbd_journal_abort(j, rc);
+	}
+	return rc;
+}
+
+int jbd__log_wait_for_space(struct jbd_journal *j)
+{
+	while (!j->aborted && jbd__log_space_left(j) < jbd__space_needed(j)) {
+		if (!list_empty(&j->checkpoint_list)) {
+			pthread_mutex_unlock(&j->lock);
+			pthread_mutex_lock(&j->checkpoint_mutex);
+			pthread_mutex_lock(&j->lock);
+			bool still = jbd__log_space_left(j) < jbd__space_needed(j);
+			pthread_mutex_unlock(&j->lock);
+			if (still)
+				(void)jbd_log_do_checkpoint(j);
+			pthread_mutex_unlock(&j->checkpoint_mutex);
+			pthread_mutex_lock(&j->lock);
+		} else if (j->committing) {
+			uint32_t tid = j->committing->tid;
+			while (!j->aborted && j->committing && j->committing->tid == tid)
+				pthread_cond_wait(&j->wait_commit, &j->lock);
+		} else {
+			/* Only the tail record can be behind: move it. */
+			uint32_t free_before = j->free;
+			pthread_mutex_unlock(&j->lock);
+			(void)jbd_cleanup_tail(j);
+			pthread_mutex_lock(&j->lock);
+			if (j->free == free_before && jbd__log_space_left(j) < jbd__space_needed(j)) {
+				pthread_mutex_unlock(&j->lock);
+				err_set(-ENOSPC, "jbd: journal too small (%u blocks) for a transaction of %d",
+					j->last - j->first, j->max_transaction_buffers);
+				jbd_journal_abort(j, -ENOSPC);
+				pthread_mutex_lock(&j->lock);
+				return -ENOSPC;
+			}
+		}
+	}
+	return j->aborted ? -EROFS : 0;
+}
+
+int jbd_journal_flush(struct jbd_journal *j)
+{
+	int rc = jbd_journal_force_commit(j);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&j->checkpoint_mutex);
+	for (;;) {
+		pthread_mutex_lock(&j->lock);
+		bool more = !list_empty(&j->checkpoint_list) && !j->aborted;
+		pthread_mutex_unlock(&j->lock);
+		if (!more)
+			break;
+		rc = jbd_log_do_checkpoint(j);
+		if (rc < 0)
+			break;
+	}
+	pthread_mutex_unlock(&j->checkpoint_mutex);
+	if (rc == 0)
+		rc = jbd_cleanup_tail(j);
+	return jbd_journal_aborted(j) ? jbd_journal_errno(j) : rc;
+}
