@@ -680,6 +680,130 @@ static void test_bad_bios(void **state)
 	close_q(&f);
 }
 
+/* ------------------------------------------- threaded round trip */
+
+/* Threads do random reads and writes (every named op, random sizes that
+ * merge and split) in their own regions, checking each read against a
+ * shadow copy, while the main thread switches schedulers and presets. */
+struct rt_worker {
+	struct blk_queue *q;
+	pthread_t tid;
+	unsigned seed;
+	uint64_t base; /* sectors */
+	unsigned char *shadow, *buf;
+	int errors;
+};
+
+#define RT_REGION (2u << 20) /* bytes per worker */
+
+static void *rt_main(void *p)
+{
+	struct rt_worker *w = p;
+	static const unsigned wops[] = { BLK_WRITE, BLK_WRITE_SYNC, BLK_WRITE_SYNC_PLUG, BLK_WRITE_ODIRECT };
+	static const unsigned rops[] = { BLK_READ, BLK_READ_SYNC };
+	for (int i = 0; i < 300; i++) {
+		unsigned r = (unsigned)rand_r(&w->seed);
+		uint32_t len = (1 + r % 64) * 4096; /* 4 KiB .. 256 KiB */
+		uint64_t off = (uint64_t)((unsigned)rand_r(&w->seed) % ((RT_REGION - len) / 512)) * 512;
+		bool write = r & 0x10000;
+		unsigned op = write ? wops[(r >> 8) % 4] : rops[(r >> 12) % 2];
+		/* Up to 4 adjacent bios with separate buffers, in flight
+		 * together: they merge into requests whose data is not
+		 * contiguous in memory (the bounce path). */
+		struct bio bios[4];
+		unsigned char *bufs[4];
+		uint32_t cut[5] = { 0 };
+		int n = 1 + rand_r(&w->seed) % 4;
+		if ((uint32_t)n > len / 4096)
+			n = (int)(len / 4096);
+		for (int k = 1; k < n; k++)
+			cut[k] = (uint32_t)k * (len / 4096 / (uint32_t)n) * 4096;
+		cut[n] = len;
+		struct blk_batch batch;
+		blk_batch_init(&batch);
+		for (int k = 0; k < n; k++) {
+			uint32_t plen = cut[k + 1] - cut[k];
+			bufs[k] = malloc(plen);
+			if (write)
+				for (uint32_t j = 0; j < plen; j++)
+					bufs[k][j] = (unsigned char)rand_r(&w->seed);
+			bios[k] = (struct bio){ .sector = w->base + (off + cut[k]) / 512, .size = plen, .data = bufs[k],
+						.rw = op };
+			if (blk_batch_submit(w->q, &batch, &bios[k]))
+				w->errors++;
+		}
+		if (blk_batch_wait(w->q, &batch))
+			w->errors++;
+		blk_batch_destroy(&batch);
+		for (int k = 0; k < n; k++) {
+			uint32_t plen = cut[k + 1] - cut[k];
+			if (write)
+				memcpy(w->shadow + off + cut[k], bufs[k], plen);
+			else if (memcmp(bufs[k], w->shadow + off + cut[k], plen))
+				w->errors++;
+			free(bufs[k]);
+		}
+	}
+	return NULL;
+}
+
+static void rt_run(const char *spec, unsigned seed)
+{
+	struct dev *d;
+	int rc = dev_open(spec, &d);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", spec, err_last(rc));
+	assert_int_equal(rc, 0);
+	struct blk_queue *q;
+	/* deadline first: CFQ dispatches at once for the queue it serves
+	 * (its kick), so merges are rarer under it. */
+	assert_int_equal(blk_queue_create(d, "scheduler=deadline,max_sectors_kb=64", &q), 0);
+	struct rt_worker w[4];
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct rt_worker){ .q = q, .seed = seed + (unsigned)i, .base = (uint64_t)i * (RT_REGION / 512) };
+		w[i].shadow = calloc(1, RT_REGION);
+		w[i].buf = malloc(256 * 1024);
+		assert_int_equal(pthread_create(&w[i].tid, NULL, rt_main, &w[i]), 0);
+	}
+	static const char *const switches[] = { "preset=2.6.29", "scheduler=noop", "preset=2.6.30-rc1",
+						"scheduler=cfq", "preset=2.6.30", "scheduler=deadline" };
+	for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++) {
+		clock_sleep_ns(2 * NS_PER_MS);
+		rc = blk_queue_set_opts(q, switches[i]);
+		/* changing the pools needs an idle queue: -EBUSY is the answer
+		 * while I/O is queued, never a corrupted pool */
+		assert_true(rc == 0 || rc == -EBUSY);
+	}
+	int errors = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(w[i].tid, NULL);
+		errors += w[i].errors;
+		free(w[i].shadow);
+		free(w[i].buf);
+	}
+	struct blk_stats st;
+	blk_queue_stats_get(q, &st);
+	blk_queue_destroy(q);
+	dev_close(d);
+	assert_int_equal(errors, 0);
+	assert_int_equal(st.completed, st.dispatched);
+	assert_true(st.splits > 0);
+	assert_true(st.merges_back > 0);
+}
+
+static void test_threaded_round_trip(void **state)
+{
+	(void)state;
+	unsigned seed = (unsigned)time(NULL);
+	const char *env = getenv("NOSTALL_SEED");
+	if (env)
+		seed = (unsigned)strtoul(env, NULL, 0);
+	printf("test_threaded_round_trip seed %u (NOSTALL_SEED to repeat)\n", seed);
+	/* Devices that plug (rotational; non-queuing SSD), so bios merge. */
+	rt_run("sim:hdd,size=64M,scale=0.01", seed);
+	rt_run("sim:ssd-nq,size=64M,scale=0.05", seed + 100);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_pool_thresholds_and_cap),
 	cmocka_unit_test(test_pool_batching),
@@ -692,6 +816,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_tunables),
 	cmocka_unit_test(test_switch_live),
 	cmocka_unit_test(test_bad_bios),
+	cmocka_unit_test(test_threaded_round_trip),
 };
 
 int main(void)
