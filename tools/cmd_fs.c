@@ -552,7 +552,8 @@ static int ls_dir(const struct fs_args *fa, struct nostall_fs *fs, uint64_t ino,
 		ls_free(&l);
 		return 1;
 	}
-	qsort(l.v, l.n, sizeof l.v[0], ls_cmp);
+	if (l.n) /* qsort(NULL, 0, ...) is undefined */
+		qsort(l.v, l.n, sizeof l.v[0], ls_cmp);
 	ls_stat_all(fa, fs, &l);
 	if (fa->l) {
 		uint64_t total = 0;

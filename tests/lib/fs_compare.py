@@ -288,6 +288,12 @@ def cmd_cat(nostall, image, ref, paths):
         if want is None:
             diffs.add(rel, "not in the reference")
             continue
+        if want["type"] == "lnk":  # cat follows it: compare with the target
+            t = os.path.normpath(os.path.join(os.path.dirname(rel), unescape(want["link"].encode())))
+            want = refm.get(t)
+            if want is None:
+                diffs.add(rel, "symlink target %r not in the reference" % t)
+                continue
         h = hashlib.sha256()
         proc = subprocess.Popen([nostall, "cat", image, fspath(rel)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
