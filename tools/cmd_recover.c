@@ -107,58 +107,29 @@ int cmd_recover(int argc, char **argv)
 		fprintf(stderr, "nostall recover: %s: %s\n", name, err_last(rc));
 		return 1;
 	}
-	struct jbd_ext3_journal *e = NULL;
-	rc = jbd_ext3_journal_open(dev, &e);
-	if (rc < 0) {
-		fprintf(stderr, "nostall recover: %s: %s\n", name, err_last(rc));
-		dev_close(dev);
-		return 1;
-	}
-	struct jbd_location loc;
-	jbd_ext3_journal_location(e, &loc);
 	struct jbd_recovery_info info;
-	rc = jbd_journal_check_dev(dev, &loc, &info);
+	bool did = false;
+	rc = jbd_ext3_recover(dev, ro.dry_run ? JBD_RECOVER_DRY_RUN : 0, &info, &did);
 	if (rc < 0) {
 		fprintf(stderr, "nostall recover: %s: %s\n", name, err_last(rc));
 		goto out;
 	}
-	bool flag = jbd_ext3_needs_recovery(e);
+	if (ro.quiet)
+		goto out;
 	if (!info.needed) {
-		if (!ro.quiet)
-			printf("%s: journal is clean (sequence %u)%s\n", name, info.start_tid,
-			       flag ? ", clearing needs_recovery" : "");
-		if (flag && !ro.dry_run)
-			rc = jbd_ext3_set_needs_recovery(e, false);
+		printf("%s: journal is clean (sequence %u)%s\n", name, info.start_tid,
+		       did ? ", needs_recovery cleared" : "");
 		goto out;
 	}
-	if (!flag && !ro.quiet)
-		printf("%s: needs_recovery is clear but the journal has data: replaying it anyway\n", name);
-	unsigned flags = ro.dry_run ? JBD_RECOVER_DRY_RUN : JBD_RECOVER_RESET;
-	rc = jbd_journal_recover_dev(dev, &loc, flags, &info);
-	if (rc < 0) {
-		fprintf(stderr, "nostall recover: %s: %s\n", name, err_last(rc));
-		goto out;
-	}
-	if (!ro.quiet)
-		printf("%s: %s transactions %u..%u (%u committed): %llu blocks replayed, %llu revoked, "
-		       "%llu revoke records\n",
-		       name, ro.dry_run ? "would replay" : "replayed", info.start_tid, info.end_tid - 1,
-		       info.transactions, (unsigned long long)info.replayed, (unsigned long long)info.revoked,
-		       (unsigned long long)info.revoke_records);
-	if (ro.dry_run)
-		goto out;
-	if (info.sb_errno) {
-		if (!ro.quiet)
-			printf("%s: the journal recorded error %d: marking the filesystem with errors\n", name,
-			       info.sb_errno);
-		rc = jbd_ext3_mark_error(e);
-	}
-	if (rc == 0)
-		rc = jbd_ext3_set_needs_recovery(e, false);
-	if (rc < 0)
-		fprintf(stderr, "nostall recover: %s: updating the superblock: %s\n", name, err_last(rc));
+	printf("%s: %s transactions %u..%u (%u committed): %llu blocks replayed, %llu revoked, "
+	       "%llu revoke records\n",
+	       name, ro.dry_run ? "would replay" : "replayed", info.start_tid, info.end_tid - 1, info.transactions,
+	       (unsigned long long)info.replayed, (unsigned long long)info.revoked,
+	       (unsigned long long)info.revoke_records);
+	if (info.sb_errno)
+		printf("%s: the journal recorded error %d: the filesystem is marked as having errors\n", name,
+		       info.sb_errno);
 out:
-	jbd_ext3_journal_close(e);
 	dev_close(dev);
 	return rc < 0 ? 1 : 0;
 }

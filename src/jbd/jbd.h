@@ -244,6 +244,12 @@ int jbd_ext3_set_needs_recovery(struct jbd_ext3_journal *e, bool on);
 /* Record a journal error in the ext3 superblock like e2fsck does after
  * replaying a journal whose superblock had s_errno (state |= ERROR_FS). */
 int jbd_ext3_mark_error(struct jbd_ext3_journal *e);
+/* What `nostall recover` and e2fsck's journal step do to an ext3 image:
+ * when the journal has data or needs_recovery is set, replay it, mark the
+ * journal empty (JBD_RECOVER_RESET), record a journal error in the
+ * filesystem, clear needs_recovery. *did (optional) says whether anything
+ * was done. flags may add JBD_RECOVER_DRY_RUN. */
+int jbd_ext3_recover(struct dev *dev, unsigned flags, struct jbd_recovery_info *info, bool *did);
 unsigned jbd_ext3_block_size(const struct jbd_ext3_journal *e);
 uint32_t jbd_ext3_blocks_count(const struct jbd_ext3_journal *e);
 

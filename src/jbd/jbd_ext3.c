@@ -236,3 +236,36 @@ uint32_t jbd_ext3_blocks_count(const struct jbd_ext3_journal *e)
 {
 	return le32_to_cpu(e->sb.s_blocks_count);
 }
+
+int jbd_ext3_recover(struct dev *dev, unsigned flags, struct jbd_recovery_info *info, bool *did)
+{
+	struct jbd_recovery_info local;
+	if (!info)
+		info = &local;
+	memset(info, 0, sizeof *info);
+	if (did)
+		*did = false;
+	struct jbd_ext3_journal *e;
+	int rc = jbd_ext3_journal_open(dev, &e);
+	if (rc < 0)
+		return rc;
+	struct jbd_location loc;
+	jbd_ext3_journal_location(e, &loc);
+	rc = jbd_journal_check_dev(dev, &loc, info);
+	if (rc < 0 || (!info->needed && !jbd_ext3_needs_recovery(e)))
+		goto out;
+	/* e2fsck runs its journal step whenever needs_recovery is set, even
+	 * on an empty log (which then only moves s_sequence on by one). */
+	rc = jbd_journal_recover_dev(dev, &loc, flags | JBD_RECOVER_RESET, info);
+	if (rc < 0 || (flags & JBD_RECOVER_DRY_RUN))
+		goto out;
+	if (did)
+		*did = true;
+	if (info->sb_errno)
+		rc = jbd_ext3_mark_error(e);
+	if (rc == 0)
+		rc = jbd_ext3_set_needs_recovery(e, false);
+out:
+	jbd_ext3_journal_close(e);
+	return rc;
+}

@@ -347,13 +347,27 @@ fail:
 
 /* ------------------------------------------------------------ destroy */
 
-static void release_list(struct list_node *head, size_t off_link)
+enum rel_kind { REL_T, REL_FORGET, REL_CP };
+
+/* Detach every jh of one list; a jh still on another list stays until
+ * that list is released too. */
+static void release_list(struct list_node *head, enum rel_kind kind)
 {
 	struct list_node *n, *tmp;
 	list_for_each_safe(n, tmp, head) {
-		struct jbd_jh *jh = (struct jbd_jh *)((char *)n - off_link);
+		struct jbd_jh *jh;
 		list_del(n);
-		jh->t = jh->next_t = jh->cp_t = jh->forget_t = NULL;
+		if (kind == REL_T) {
+			jh = list_entry(n, struct jbd_jh, t_link);
+			jh->t = jh->next_t = NULL;
+		} else if (kind == REL_FORGET) {
+			jh = list_entry(n, struct jbd_jh, f_link);
+			jh->forget_t = NULL;
+		} else {
+			jh = list_entry(n, struct jbd_jh, cp_link);
+			jh->cp_t = NULL;
+			jh->jdirty = false;
+		}
 		jbd__jh_maybe_free(jh);
 	}
 }
@@ -362,9 +376,9 @@ static void release_transaction(struct jbd_transaction *t)
 {
 	if (!t)
 		return;
-	release_list(&t->buffers, offsetof(struct jbd_jh, t_link));
-	release_list(&t->forget, offsetof(struct jbd_jh, f_link));
-	release_list(&t->cp, offsetof(struct jbd_jh, cp_link));
+	release_list(&t->buffers, REL_T);
+	release_list(&t->forget, REL_FORGET);
+	release_list(&t->cp, REL_CP);
 	jbd__transaction_free(t);
 }
 

@@ -439,10 +439,12 @@ int jbd_journal_recover_dev(struct dev *dev, const struct jbd_location *loc, uns
 		goto out;
 	struct jbd_superblock *sb = buf;
 	rc = jbd_recover_map(&m, sb, flags, info);
-	if (rc < 0 || !info->needed || (flags & JBD_RECOVER_DRY_RUN) || !(flags & JBD_RECOVER_RESET))
+	if (rc < 0 || (flags & JBD_RECOVER_DRY_RUN) || !(flags & JBD_RECOVER_RESET))
 		goto out;
 	/* Like e2fsck: the log is empty now; the next transaction is end + 1
-	 * and the recorded error has been reported to the caller. */
+	 * (for a journal that was already clean: s_sequence + 1, the id the
+	 * kernel would use next) and the recorded error has been reported to
+	 * the caller. */
 	sb->s_start = 0;
 	sb->s_sequence = cpu_to_be32(info->end_tid + 1);
 	sb->s_errno = 0;

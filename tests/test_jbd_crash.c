@@ -1,0 +1,427 @@
+/* Journals written by nostall are recovered by others, at every kind of
+ * crash point. nostall-test: concurrent
+ *
+ * crash_points: an ext3 image (ext3_mkfs) on a log: device; the test client
+ * journals raw blocks into free data blocks through the image's own journal
+ * (inode 8) until the log has wrapped several times. Then, for a sample of
+ * the crash points the log allows (after each flush/FUA), the prefix is
+ * replayed onto an image file, and
+ *   - nostall's recovery and `e2fsck -y -E journal_only` give the same image
+ *     (superblock write time and write counter masked);
+ *   - that image holds exactly the blocks of the last transaction whose
+ *     commit block is in the prefix (found by scanning the raw log, not by
+ *     our recovery) as the client's model says;
+ *   - `e2fsck -fn` is clean.
+ * fault_abort: a fault: device fails a write in the journal area: the
+ *   journal aborts (-EROFS afterwards, nothing hangs) and e2fsck recovers
+ *   the image to the last committed transaction, like nostall does.
+ * Without e2fsck on the machine the e2fsck halves are skipped.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "blk/blk.h"
+#include "buf/buf.h"
+#include "dev/dev.h"
+#include "ext3/ext3_format.h"
+#include "ext3/mkfs.h"
+#include "jbd/jbd.h"
+#include "jbd/jbd_format.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BS 1024u
+#define IMG_BYTES (16u * 1024 * 1024)
+#define NPOINTS 24
+
+static char tmpdir[256];
+static bool have_e2fsck;
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-jbd-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	have_e2fsck = system("e2fsck -V >/dev/null 2>&1") == 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+struct stack {
+	struct dev *d;
+	struct blk_queue *q;
+	struct buf_cache *c;
+	struct jbd_journal *j;
+	struct jbd_ext3_journal *e;
+	struct jbd_location loc;
+	struct ext3_mkfs_layout lay;
+};
+
+static void stack_mkfs(struct stack *s, const char *spec)
+{
+	memset(s, 0, sizeof *s);
+	int rc = dev_open(spec, &s->d);
+	if (rc)
+		fail_msg("dev_open %s: %s", spec, err_last(rc));
+	struct ext3_mkfs_params p = { .block_size = BS, .uuid_set = true, .time_set = true, .time = 1234567890,
+				      .assume_zeroed = true };
+	for (int i = 0; i < 16; i++)
+		p.uuid[i] = (uint8_t)(0x40 + i);
+	rc = ext3_mkfs_with_layout(s->d, &p, &s->lay);
+	if (rc)
+		fail_msg("mkfs: %s", err_last(rc));
+}
+
+/* What a mount does: find the journal, set needs_recovery, load. */
+static void stack_mount(struct stack *s, const char *jopts)
+{
+	int rc = jbd_ext3_journal_open(s->d, &s->e);
+	if (rc)
+		fail_msg("journal open: %s", err_last(rc));
+	jbd_ext3_journal_location(s->e, &s->loc);
+	assert_int_equal(jbd_ext3_set_needs_recovery(s->e, true), 0);
+	dev_mark(s->d, "mounted");
+	assert_int_equal(blk_queue_create(s->d, NULL, &s->q), 0);
+	struct buf_params bp;
+	buf_params_default(&bp);
+	bp.writeback_interval_ms = 0;
+	assert_int_equal(buf_cache_create(s->q, BS, &bp, &s->c), 0);
+	struct jbd_params jp = { .q = s->q, .cache = s->c, .loc = s->loc };
+	jbd_config_default(&jp.cfg);
+	assert_int_equal(jbd_config_parse(&jp.cfg, jopts), 0);
+	rc = jbd_journal_load(&jp, &s->j);
+	if (rc)
+		fail_msg("load: %s", err_last(rc));
+}
+
+static int stack_close(struct stack *s)
+{
+	int rc = 0;
+	if (s->j)
+		rc = jbd_journal_destroy(s->j);
+	if (s->c) {
+		buf_cache_sync(s->c);
+		buf_cache_destroy(s->c);
+	}
+	if (s->q)
+		blk_queue_destroy(s->q);
+	jbd_ext3_journal_close(s->e);
+	dev_close(s->d);
+	return rc;
+}
+
+/* The client's region: free data blocks of group 0 after mkfs's allocations. */
+static void region(const struct stack *s, uint64_t *first, uint64_t *n)
+{
+	*first = s->lay.alloc_end + 16;
+	uint64_t end = s->lay.first_data_block + s->lay.blocks_per_group - 64;
+	*n = end - *first < 1500 ? end - *first : 1500;
+}
+
+/* ------------------------------------------------------------ images */
+
+static void make_image(const char *path, const char *logfile, uint64_t upto)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, IMG_BYTES), 0);
+	close(fd);
+	char spec[700];
+	snprintf(spec, sizeof spec, "file:%s", path);
+	struct dev *d;
+	assert_int_equal(dev_open(spec, &d), 0);
+	int rc = dev_log_replay(logfile, upto, d);
+	if (rc)
+		fail_msg("replay: %s", err_last(rc));
+	dev_close(d);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* nostall recover, as the CLI does it. */
+static struct jbd_recovery_info nostall_recover(const char *path)
+{
+	char spec[700];
+	snprintf(spec, sizeof spec, "file:%s", path);
+	struct dev *d;
+	assert_int_equal(dev_open(spec, &d), 0);
+	struct jbd_recovery_info info;
+	int rc = jbd_ext3_recover(d, 0, &info, NULL);
+	if (rc)
+		fail_msg("recover %s: %s", path, err_last(rc));
+	dev_close(d);
+	return info;
+}
+
+static void mask(const char *path)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t z[8] = { 0 };
+	assert_int_equal(pwrite(fd, z, 4, 1024 + 0x30), 4);  /* s_wtime */
+	assert_int_equal(pwrite(fd, z, 8, 1024 + 0x178), 8); /* s_kbytes_written */
+	close(fd);
+}
+
+static bool files_equal(const char *a, const char *b)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+	return system(cmd) == 0;
+}
+
+static void check_against_e2fsck(const char *ours, bool require_clean)
+{
+	if (!have_e2fsck)
+		return;
+	char theirs[600], cmd[1400];
+	snprintf(theirs, sizeof theirs, "%s.e2fsck", ours);
+	/* ours is still the crash image here */
+	copy_file(ours, theirs);
+	(void)nostall_recover(ours);
+	snprintf(cmd, sizeof cmd, "e2fsck -y -E journal_only '%s' >/dev/null 2>&1", theirs);
+	int rc = system(cmd);
+	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) <= 1);
+	mask(ours);
+	mask(theirs);
+	if (!files_equal(ours, theirs)) {
+		snprintf(cmd, sizeof cmd, "cmp -l '%s' '%s' | head -5 >&2", ours, theirs);
+		(void)system(cmd);
+		fail_msg("nostall and e2fsck recover %s differently", ours);
+	}
+	if (require_clean) {
+		snprintf(cmd, sizeof cmd, "e2fsck -fn '%s' >/dev/null 2>&1", ours);
+		rc = system(cmd);
+		if (!(WIFEXITED(rc) && WEXITSTATUS(rc) == 0))
+			fail_msg("e2fsck -fn %s is not clean", ours);
+	}
+	unlink(theirs);
+}
+
+/* Last committed tid in the log prefix, from the raw log entries: the
+ * highest sequence of a commit block written to a journal block. */
+static bool last_commit_in_prefix(const char *logfile, uint64_t upto, const uint8_t *is_jblock, uint64_t nblocks,
+				  uint32_t *tid)
+{
+	struct dev_log_reader *r;
+	assert_int_equal(dev_log_reader_open(logfile, &r), 0);
+	struct dev_log_entry en;
+	bool found = false;
+	for (uint64_t i = 0; i < upto && dev_log_reader_next(r, &en) == 1; i++) {
+		if (en.flags & (DEV_LOG_MARK | DEV_LOG_DISCARD) || !en.nr_sectors)
+			continue;
+		uint64_t off = en.sector * 512, len = en.nr_sectors * 512;
+		for (uint64_t o = (off + BS - 1) / BS * BS; o + BS <= off + len; o += BS) {
+			uint64_t b = o / BS;
+			if (b >= nblocks || !is_jblock[b])
+				continue;
+			const struct jbd_header *h = (const void *)((const char *)en.data + (o - off));
+			if (be32_to_cpu(h->h_magic) != JBD_MAGIC_NUMBER || be32_to_cpu(h->h_blocktype) != JBD_COMMIT_BLOCK)
+				continue;
+			uint32_t seq = be32_to_cpu(h->h_sequence);
+			if (!found || (int32_t)(seq - *tid) > 0)
+				*tid = seq;
+			found = true;
+		}
+	}
+	dev_log_reader_close(r);
+	return found;
+}
+
+static void check_model(const char *path, struct jbd_client *c, uint32_t tid, uint64_t first, uint64_t n)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	unsigned char want[BS], got[BS];
+	for (uint64_t b = first; b < first + n; b++) {
+		int k = jbd_client_expected(c, tid, b, want);
+		if (k < 0)
+			continue;
+		if (k == 0)
+			memset(want, 0, BS);
+		assert_int_equal(pread(fd, got, BS, (off_t)(b * BS)), BS);
+		if (memcmp(want, got, BS))
+			fail_msg("%s: block %llu is not the state after transaction %u", path, (unsigned long long)b, tid);
+	}
+	close(fd);
+}
+
+static void test_crash_points(void **state)
+{
+	(void)state;
+	char logfile[512], spec[600], img[512];
+	snprintf(logfile, sizeof logfile, "%s/crash.log", tmpdir);
+	snprintf(spec, sizeof spec, "log:mem:16M,to=%s", logfile);
+	snprintf(img, sizeof img, "%s/crash.img", tmpdir);
+	struct stack s;
+	stack_mkfs(&s, spec);
+	stack_mount(&s, "commit=100,barrier=1");
+	uint64_t first, n;
+	region(&s, &first, &n);
+	struct jbd_client *c;
+	struct jbd_client_params cp = { .j = s.j, .cache = s.c, .first_block = first, .nr_blocks = n, .seed = 4242,
+					.max_tx_blocks = 30, .sync_prob = 0.35, .revoke_prob = 0.15, .magic_every = 9,
+					.track = true };
+	assert_int_equal(jbd_client_create(&cp, &c), 0);
+	struct jbd_stats st;
+	int steps = 0;
+	do {
+		assert_int_equal(jbd_client_step(c, NULL), 0);
+		jbd_journal_stats(s.j, &st);
+		steps++;
+	} while ((st.wraps < 3 || steps < 200) && steps < 20000);
+	assert_true(st.wraps >= 3);
+	/* The journal map, for the log scan. */
+	uint64_t nblocks = IMG_BYTES / BS;
+	uint8_t *is_j = calloc(nblocks, 1);
+	for (uint32_t i = 1; i < st.maxlen; i++) {
+		uint64_t p;
+		assert_int_equal(s.loc.bmap(s.loc.bmap_ctx, i, &p), 0);
+		is_j[p] = 1;
+	}
+	jbd_journal_destroy(s.j);
+	s.j = NULL;
+	assert_int_equal(stack_close(&s), 0);
+
+	uint64_t *pts;
+	size_t npts;
+	assert_int_equal(dev_log_crash_points(logfile, &pts, &npts), 0);
+	/* Only crash points after the mount matter (mkfs is not journaled). */
+	struct dev_log_reader *r;
+	assert_int_equal(dev_log_reader_open(logfile, &r), 0);
+	struct dev_log_entry en;
+	uint64_t mounted = 0;
+	while (dev_log_reader_next(r, &en) == 1) {
+		if ((en.flags & DEV_LOG_MARK) && en.data_len >= 7 && !memcmp(en.data, "mounted", 7)) {
+			mounted = en.index + 1;
+			break;
+		}
+	}
+	dev_log_reader_close(r);
+	assert_true(mounted > 0);
+	size_t lo = 0;
+	while (lo < npts && pts[lo] <= mounted)
+		lo++;
+	assert_true(npts - lo > NPOINTS);
+	uint64_t rng = 99;
+	int checked = 0, with_tx = 0;
+	for (int k = 0; k <= NPOINTS; k++) {
+		size_t idx;
+		if (k == NPOINTS) {
+			idx = npts - 1; /* the whole log: cleanly unmounted */
+		} else {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			idx = lo + (size_t)((rng >> 33) % (npts - lo));
+		}
+		uint64_t upto = pts[idx];
+		make_image(img, logfile, upto);
+		uint32_t tid = 0;
+		bool any = last_commit_in_prefix(logfile, upto, is_j, nblocks, &tid);
+		if (have_e2fsck)
+			check_against_e2fsck(img, true);
+		else
+			(void)nostall_recover(img);
+		if (any) {
+			check_model(img, c, tid, first, n);
+			with_tx++;
+		}
+		checked++;
+	}
+	assert_int_equal(checked, NPOINTS + 1);
+	assert_true(with_tx > NPOINTS / 2);
+	free(pts);
+	free(is_j);
+	jbd_client_destroy(c);
+	unlink(logfile);
+	unlink(img);
+}
+
+static void test_fault_abort(void **state)
+{
+	(void)state;
+	char img[512], spec[700];
+	snprintf(img, sizeof img, "%s/fault.img", tmpdir);
+	int fd = open(img, O_CREAT | O_TRUNC | O_RDWR, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, IMG_BYTES), 0);
+	close(fd);
+	/* mkfs on the plain file, then find the journal's log area. */
+	struct stack s;
+	snprintf(spec, sizeof spec, "file:%s", img);
+	stack_mkfs(&s, spec);
+	struct jbd_ext3_journal *e;
+	assert_int_equal(jbd_ext3_journal_open(s.d, &e), 0);
+	struct jbd_location loc;
+	jbd_ext3_journal_location(e, &loc);
+	uint64_t p1, plast;
+	assert_int_equal(loc.bmap(loc.bmap_ctx, 1, &p1), 0);
+	assert_int_equal(loc.bmap(loc.bmap_ctx, loc.nr_blocks - 1, &plast), 0);
+	jbd_ext3_journal_close(e);
+	dev_close(s.d);
+	/* Writes into the log area fail from the 300th on. */
+	snprintf(spec, sizeof spec, "fault:file:%s,op=write,sector=%llu-%llu,after=300,err=eio", img,
+		 (unsigned long long)(p1 * (BS / 512)), (unsigned long long)((plast + 1) * (BS / 512) - 1));
+	assert_int_equal(dev_open(spec, &s.d), 0);
+	stack_mount(&s, "commit=100");
+	uint64_t first, n;
+	region(&s, &first, &n);
+	struct jbd_client *c;
+	struct jbd_client_params cp = { .j = s.j, .cache = s.c, .first_block = first, .nr_blocks = n, .seed = 7,
+					.max_tx_blocks = 20, .sync_prob = 0.5, .revoke_prob = 0.1, .track = true };
+	assert_int_equal(jbd_client_create(&cp, &c), 0);
+	int rc = 0, steps = 0;
+	while (rc == 0 && steps < 5000) {
+		rc = jbd_client_step(c, NULL);
+		steps++;
+	}
+	assert_true(rc == -EIO || rc == -EROFS);
+	assert_true(jbd_journal_aborted(s.j));
+	struct jbd_handle *h;
+	assert_int_equal(jbd_handle_start(s.j, 1, &h), -EROFS);
+	assert_int_equal(jbd_client_step(c, NULL), -EROFS);
+	struct jbd_stats st;
+	jbd_journal_stats(s.j, &st);
+	uint32_t last = st.commit_sequence;
+	assert_true(dev_fault_injected(s.d) > 0);
+	assert_int_not_equal(stack_close(&s), 0);
+	/* e2fsck and nostall recover the image to the last commit. */
+	if (have_e2fsck)
+		check_against_e2fsck(img, false);
+	else
+		(void)nostall_recover(img);
+	check_model(img, c, last, first, n);
+	jbd_client_destroy(c);
+	unlink(img);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crash_points),
+		cmocka_unit_test(test_fault_abort),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
