@@ -13,10 +13,10 @@ static const struct {
 	{ "mkfs", cmd_mkfs,
 	  "mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J blocks] [-L label] [-U uuid] [-E root_owner=UID:GID] [-T time] IMAGE [SIZE]" },
 	{ "info", cmd_info, "info [--device SPEC] [-o OPTS] IMAGE" },
-	{ "ls", cmd_ls, "ls [-l] [-R] [--device SPEC] [-o OPTS] IMAGE PATH" },
-	{ "cat", cmd_cat, "cat [--device SPEC] [-o OPTS] IMAGE PATH" },
-	{ "stat", cmd_stat, "stat [--device SPEC] [-o OPTS] IMAGE PATH" },
-	{ "get", cmd_get, "get [-r] [--device SPEC] [-o OPTS] IMAGE PATH HOSTPATH" },
+	{ "ls", cmd_ls, "ls [-l] [-R] [-a] [-i] [--device SPEC] [-o OPTS] IMAGE [PATH...]" },
+	{ "cat", cmd_cat, "cat [--device SPEC] [-o OPTS] IMAGE PATH..." },
+	{ "stat", cmd_stat, "stat [-L] [--device SPEC] [-o OPTS] IMAGE PATH..." },
+	{ "get", cmd_get, "get [-r] [-v] [--progress] [--device SPEC] [-o OPTS] IMAGE PATH HOSTPATH" },
 	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE" },
 };
 
