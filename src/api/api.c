@@ -3,7 +3,8 @@
  * Locking: the mounted filesystem is immutable (read-only), so API calls take
  * no filesystem lock; the count of open handles is atomic; each file handle
  * has a mutex for its position and each directory iterator one for its batch
- * and position. */
+ * and position. A regular file's handle also owns a reader (ext3_fread: its
+ * readahead windows, with their own mutex, taken after the position mutex). */
 #include "nostall/nostall.h"
 
 #include "blk/blk.h"
@@ -28,13 +29,18 @@ struct nostall_fs {
 	bool own_dev;
 	struct ext3_fs *e;
 	atomic_int handles; /* open files and directory iterators */
+	size_t file_readahead; /* max readahead window per open file, 0 = off */
 };
+
+/* Default maximum readahead window of an open file (file_readahead=). */
+#define FILE_READAHEAD_DEFAULT (4u << 20)
 
 struct nostall_file {
 	struct nostall_fs *fs;
 	pthread_mutex_t lock; /* protects pos */
 	uint64_t pos;
-	struct ext3_inode_mem in;
+	struct ext3_fread *rd; /* regular files: data reads with readahead */
+	struct ext3_inode_mem in; /* immutable after open (rd points into it) */
 };
 
 #define DIR_BATCH 64
@@ -54,6 +60,7 @@ const char *nostall_errmsg(int rc) { return err_last(rc); }
 
 struct mount_args {
 	struct ext3_mount_opts mo;
+	size_t file_readahead;
 	bool ro;
 	char *blk;      /* collected queue tunables */
 	size_t blk_len;
@@ -99,6 +106,12 @@ static int mount_opt_cb(void *ctx, const char *name, const char *value)
 			return err_set(-EINVAL, "mount option readahead=%s: 0..4096 blocks",
 				       value ? value : "");
 		a->mo.readahead_blocks = (int)v;
+	} else if (!strcmp(name, "file_readahead")) {
+		if (!value || (rc = opts_parse_size(value, &v)) < 0 || (v && v < 64 * 1024) ||
+		    v > 64u << 20)
+			return err_set(-EINVAL, "mount option file_readahead=%s: 0 (off) or 64K..64M",
+				       value ? value : "");
+		a->file_readahead = (size_t)v;
 	} else if (!strcmp(name, "sb")) {
 		if (!value || (rc = opts_parse_u64(value, &v)) < 0 || v == 0 || v > UINT32_MAX)
 			return err_set(-EINVAL, "mount option sb=%s: a backup superblock number",
@@ -116,7 +129,8 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 	*out = NULL;
 	if (!dev)
 		return err_set(-EINVAL, "nostall_mount_dev: no device");
-	struct mount_args a = {.mo = {.readahead_blocks = -1}};
+	struct mount_args a = {.mo = {.readahead_blocks = -1},
+			       .file_readahead = FILE_READAHEAD_DEFAULT};
 	int rc = 0;
 	if (opts && *opts)
 		rc = opts_parse(opts, mount_opt_cb, &a);
@@ -142,6 +156,7 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 		return err_set(-ENOMEM, "out of memory");
 	}
 	fs->dev = dev;
+	fs->file_readahead = a.file_readahead;
 	atomic_init(&fs->handles, 0);
 	rc = ext3_fs_mount(dev, &a.mo, &fs->e);
 	free(a.blk);
@@ -481,6 +496,8 @@ int nostall_open_ino(struct nostall_fs *fs, uint64_t ino, unsigned flags, struct
 		else if (t != EXT3_S_IFREG && t != EXT3_S_IFLNK)
 			rc = err_set(-ENXIO, "inode %llu is a device, fifo or socket",
 				     (unsigned long long)ino);
+		else if (t == EXT3_S_IFREG)
+			rc = ext3_fread_create(fs->e, &f->in, fs->file_readahead, &f->rd);
 	}
 	if (rc) {
 		free(f);
@@ -520,6 +537,8 @@ ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t of
 		memcpy(buf, t + off, c);
 		return (ssize_t)c;
 	}
+	if (f->rd)
+		return ext3_fread_pread(f->rd, buf, len, off);
 	return ext3_inode_pread(f->fs->e, &f->in, buf, len, off);
 }
 
@@ -565,6 +584,7 @@ void nostall_close(struct nostall_file *f)
 {
 	if (!f)
 		return;
+	ext3_fread_destroy(f->rd); /* waits for its readahead in flight */
 	atomic_fetch_sub(&f->fs->handles, 1);
 	pthread_mutex_destroy(&f->lock);
 	free(f);

@@ -110,9 +110,65 @@ bool ext3_inode_in_use(const struct ext3_inode_mem *in);
 int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_t logical,
 		    uint64_t *physical);
 /* Read up to len bytes of the inode's data at off (bounded by the size);
- * holes read as zeroes. Returns the byte count. */
+ * holes read as zeroes. Returns the byte count. Block by block through the
+ * buffer cache (the slow path; see ext3_fread below for the fast one). */
 ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, void *buf,
 			 size_t len, uint64_t off);
+
+/* A copy of the last leaf indirect block (the pointer block that maps data
+ * blocks) used by ext3_inode_map_run, so that a sequential scan walks the
+ * tree once per leaf (apb blocks) instead of once per block. Owned by one
+ * user at a time (no lock). The copy is only valid while the block map
+ * cannot change: today the mount is read-only; a write path must
+ * invalidate it (ext3_map_cache_reset) whenever it changes the inode's map. */
+struct ext3_map_cache {
+	bool valid;
+	uint32_t leaf_blk;          /* the pointer block copied */
+	uint64_t first;             /* logical block mapped by ptr[0] */
+	uint32_t n;                 /* pointers (apb) */
+	uint32_t ptr[EXT3_MAX_BLOCK_SIZE / 4]; /* host order */
+};
+void ext3_map_cache_reset(struct ext3_map_cache *mc);
+/* Map a run of logical blocks starting at `logical`, at most `max` (>= 1)
+ * blocks long: *count blocks that are all a hole (*physical = 0) or all
+ * mapped to consecutive physical blocks starting at *physical. Runs end at
+ * leaf boundaries. mc may be NULL (no caching). Errors as ext3_inode_bmap
+ * for the first block of the run (a bad block later in the run just ends
+ * it, so the next call reports it). */
+int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
+		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
+		       uint64_t *physical, uint64_t *count);
+
+/* ---- file data reads with per-open-file readahead (file_read.c) ----
+ *
+ * Large sequential reads bypass the buffer cache: the range plus a
+ * readahead window (doubling from 128 KiB to max_window) is mapped into
+ * physically contiguous runs and read with direct bios into a per-file
+ * window buffer, two windows in flight; small random reads still go through
+ * the buffer cache (ext3_inode_pread). See docs/ext3-read-path.md,
+ * "Sequential reads". `in` must outlive the reader. Thread-safe: one mutex per
+ * reader for its windows (held while waiting for this reader's window I/O;
+ * nothing else is taken under it except the buffer cache's and the block
+ * queue's internal locks). */
+struct ext3_fread;
+/* max_window: bytes, rounded to a power of two in 64 KiB..64 MiB; 0 turns
+ * the fast path off (every read through the buffer cache). */
+int ext3_fread_create(struct ext3_fs *fs, const struct ext3_inode_mem *in, size_t max_window,
+		      struct ext3_fread **out);
+/* Waits for this reader's I/O in flight, frees everything. NULL: no-op. */
+void ext3_fread_destroy(struct ext3_fread *r);
+/* pread semantics of ext3_inode_pread (short count at EOF or before an
+ * error, the error on the next call). */
+ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off);
+struct ext3_fread_stats {
+	uint64_t windows;      /* windows issued */
+	uint64_t bios;         /* data bios submitted */
+	uint64_t direct_bytes; /* bytes copied out of windows */
+	uint64_t slow_bytes;   /* bytes read through the buffer cache */
+	uint64_t fallbacks;    /* windows given up (I/O error, map error, dirty cache) */
+	size_t window;         /* current window size */
+};
+void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */
 void ext3_inode_rdev(const struct ext3_inode_mem *in, uint32_t *major, uint32_t *minor);
 /* Is this a fast symlink (target inside i_block)? */

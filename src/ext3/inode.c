@@ -224,3 +224,105 @@ ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, vo
 	}
 	return (ssize_t)done;
 }
+
+void ext3_map_cache_reset(struct ext3_map_cache *mc)
+{
+	mc->valid = false;
+}
+
+/* Is pointer p (non-zero) a block inside the filesystem? */
+static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
+{
+	return p < fs->blocks_count && p >= fs->first_data_block;
+}
+
+int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
+		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
+		       uint64_t *physical, uint64_t *count)
+{
+	*physical = 0;
+	*count = 0;
+	if (max == 0)
+		return 0;
+	uint64_t apb = fs->apb;
+	const uint32_t *ptrs; /* the pointer array that maps `logical` */
+	uint64_t first, n;    /* ... starting at logical block `first`, n pointers */
+	uint32_t leafcopy[EXT3_MAX_BLOCK_SIZE / 4];
+	if (logical < EXT3_NDIR_BLOCKS) {
+		ptrs = in->block;
+		first = 0;
+		n = EXT3_NDIR_BLOCKS;
+	} else if (mc && mc->valid && logical >= mc->first && logical - mc->first < mc->n) {
+		ptrs = mc->ptr;
+		first = mc->first;
+		n = mc->n;
+	} else {
+		/* Walk down to the leaf as ext3_inode_bmap does (same errors). */
+		uint64_t l = logical - EXT3_NDIR_BLOCKS;
+		uint32_t cur;
+		int levels;
+		if (l < apb) {
+			cur = in->block[EXT3_IND_BLOCK];
+			levels = 1;
+		} else if ((l -= apb) < apb * apb) {
+			cur = in->block[EXT3_DIND_BLOCK];
+			levels = 2;
+		} else if ((l -= apb * apb) < apb * apb * apb) {
+			cur = in->block[EXT3_TIND_BLOCK];
+			levels = 3;
+		} else {
+			return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple "
+				       "indirect range", in->ino, (unsigned long long)logical);
+		}
+		/* span: blocks mapped by the block `cur` at level lv. */
+		uint64_t span = 1;
+		for (int k = 0; k < levels; k++)
+			span *= apb;
+		for (int lv = levels; lv > 0; lv--) {
+			if (cur == 0) { /* a missing pointer block: all of its span is a hole */
+				uint64_t left = span - l % span;
+				*count = left < max ? left : max;
+				return 0;
+			}
+			struct buffer_head *bh;
+			int rc = ext3_bread(fs, cur, "indirect", &bh);
+			if (rc)
+				return ext3_err_wrap(rc, "ext3: inode %u", in->ino);
+			const uint32_t *p = buf_data(bh);
+			span /= apb;
+			if (lv > 1) {
+				cur = le32_to_cpu(p[(l / span) % apb]);
+			} else {
+				uint32_t *dst = mc ? mc->ptr : leafcopy;
+				for (uint64_t i = 0; i < apb; i++)
+					dst[i] = le32_to_cpu(p[i]);
+				if (mc) {
+					mc->valid = true;
+					mc->leaf_blk = cur;
+					mc->first = logical - l % apb;
+					mc->n = (uint32_t)apb;
+				}
+			}
+			buf_put(bh);
+		}
+		ptrs = mc ? mc->ptr : leafcopy;
+		first = logical - l % apb;
+		n = apb;
+	}
+	uint64_t i = logical - first;
+	uint32_t p0 = ptrs[i];
+	if (p0 && !map_ptr_ok(fs, p0))
+		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
+			       "outside the filesystem (%u blocks)", in->ino,
+			       (unsigned long long)logical, p0, fs->blocks_count);
+	uint64_t c = 1;
+	while (c < max && i + c < n) {
+		uint32_t p = ptrs[i + c];
+		if (p0 == 0 ? p != 0 : (p != p0 + c || !map_ptr_ok(fs, p)))
+			break;
+		c++;
+	}
+	*physical = p0;
+	*count = c;
+	return 0;
+}
