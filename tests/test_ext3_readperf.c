@@ -506,6 +506,26 @@ static void test_read_errors(void **state)
 			assert_int_equal(nostall_umount(fs), 0);
 		}
 	}
+	/* the window path met the error and gave the read to the cache */
+	char spec[600];
+	snprintf(spec, sizeof spec, "fault:file:%s,op=read,sector=%llu-%llu", img,
+		 (unsigned long long)(phys * 8), (unsigned long long)(phys * 8));
+	struct imount m;
+	imount_open(&m, spec, "big");
+	struct ext3_fread *r;
+	assert_int_equal(ext3_fread_create(m.fs, m.in, 4 * MIB, &r), 0);
+	uint64_t off = 0;
+	ssize_t n;
+	while ((n = ext3_fread_pread(r, b, MIB, off)) > 0)
+		off += (uint64_t)n;
+	assert_int_equal(n, -EIO);
+	assert_int_equal(off, bad * 4096);
+	struct ext3_fread_stats st;
+	ext3_fread_stats(r, &st);
+	assert_true(st.fallbacks >= 1);
+	assert_true(st.direct_bytes >= 8 * MIB);
+	ext3_fread_destroy(r);
+	imount_close(&m);
 	free(b);
 }
 
