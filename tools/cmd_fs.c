@@ -337,7 +337,7 @@ int cmd_info(int argc, char **argv)
 	printf("%-26s 0x%04x\n", "Default mount options:", in.default_mount_opts);
 	if (in.last_orphan)
 		printf("%-26s %u\n", "First orphan inode:", in.last_orphan);
-	printf("%-26s %s\n", "Needs recovery:", in.needs_recovery ? "yes (journal not replayed)" : "no");
+	printf("%-26s %s\n", "Needs recovery:", in.needs_recovery ? "yes (journal not replayed: mounted with noload)" : "no");
 	if (in.unknown_ro_compat)
 		printf("%-26s yes (read-only)\n", "Unknown ro_compat:");
 	if (in.superblock_block != (in.block_size == 1024 ? 1u : 0u))

@@ -98,8 +98,10 @@ const char *nostall_errmsg(int rc);
  * unknown incompat feature refuses the mount (-EOPNOTSUPP, the message names
  * it); an unknown ro_compat feature mounts read-only (here: always) and is
  * reported in nostall_info(). A filesystem whose journal needs recovery
- * (incompat "recover") is mounted read-only as it is on disk; info.needs_recovery
- * tells. Errors: -ENOENT/-EIO opening the device, -EINVAL bad spec or option,
+ * (incompat "recover") has its journal replayed on the device first, as the
+ * kernel does even for a read-only mount (so the image is written); with
+ * -o noload it is read as it is on disk and info.needs_recovery tells.
+ * Errors: -ENOENT/-EIO opening the device, -EINVAL bad spec or option,
  * -EUCLEAN a corrupt superblock or descriptor table ("ext3: bad magic 0x0000
  * at byte 1024, not an ext2/ext3 filesystem"), -EOPNOTSUPP, -ENOMEM. */
 int nostall_mount(const char *image_or_spec, const char *opts, unsigned flags,
@@ -305,7 +307,7 @@ struct nostall_info {
 	/* what the mount decided */
 	int read_only;             /* 1: always for now */
 	int needs_recovery;        /* incompat "recover": the journal has transactions
-				    * to replay (not replayed: mounted as on disk) */
+				    * to replay (only after a -o noload mount) */
 	int unknown_ro_compat;     /* unknown ro_compat bits forced read-only */
 	int unsigned_hash;         /* directory hashes computed with unsigned chars */
 	uint32_t superblock_block; /* block the superblock was read from (backup with sb=) */
