@@ -148,16 +148,6 @@ static const char *fs_what(const struct fs_args *fa)
 	return fa->device ? fa->device : fa->spec + 5;
 }
 
-/* Mount read-only; on failure prints the message and returns the exit status. */
-static int fs_mount(struct fs_args *fa, struct nostall_fs **fs)
-{
-	int rc = nostall_mount(fa->spec, fa->opts, NOSTALL_MOUNT_RDONLY, fs);
-	if (rc == 0)
-		return 0;
-	fprintf(stderr, "nostall %s: cannot mount %s: %s\n", fa->cmd, fs_what(fa), nostall_errmsg(rc));
-	return rc == -EINVAL ? 2 : 1;
-}
-
 static void fs_done(struct fs_args *fa, struct nostall_fs *fs)
 {
 	if (fs) {
@@ -167,6 +157,31 @@ static void fs_done(struct fs_args *fa, struct nostall_fs *fs)
 	}
 	free(fa->spec);
 	fa->spec = NULL;
+}
+
+/* Mount read-only; on failure prints the message, releases fa and returns
+ * the exit status. */
+static int fs_mount(struct fs_args *fa, struct nostall_fs **fs)
+{
+	int rc = nostall_mount(fa->spec, fa->opts, NOSTALL_MOUNT_RDONLY, fs);
+	if (rc == 0)
+		return 0;
+	fprintf(stderr, "nostall %s: cannot mount %s: %s\n", fa->cmd, fs_what(fa), nostall_errmsg(rc));
+	fs_done(fa, NULL);
+	return rc == -EINVAL ? 2 : 1;
+}
+
+/* Parse the command line, then mount. Returns -1 to go on (*fs mounted),
+ * or the exit status. */
+static int fs_start(struct fs_args *fa, int argc, char **argv, const char *flags, int min_pos, int max_pos,
+		    struct nostall_fs **fs)
+{
+	*fs = NULL;
+	int ex = fs_parse(fa, argc, argv, flags, min_pos, max_pos);
+	if (ex >= 0)
+		return ex;
+	ex = fs_mount(fa, fs);
+	return ex ? ex : -1;
 }
 
 static int fs_path_error(const struct fs_args *fa, const char *path, int rc)
@@ -271,14 +286,10 @@ static void print_time_field(const char *label, int64_t t)
 int cmd_info(int argc, char **argv)
 {
 	struct fs_args fa = { .cmd = "info", .usage = "info [--device SPEC] [-o OPTS] IMAGE" };
-	int ex = fs_parse(&fa, argc, argv, "", 0, 0);
+	struct nostall_fs *fs;
+	int ex = fs_start(&fa, argc, argv, "", 0, 0, &fs);
 	if (ex >= 0)
 		return ex;
-	struct nostall_fs *fs = NULL;
-	if ((ex = fs_mount(&fa, &fs)) != 0) {
-		fs_done(&fa, NULL);
-		return ex;
-	}
 	struct nostall_info in;
 	struct nostall_statfs sf;
 	int rc = nostall_info(fs, &in);
@@ -595,14 +606,10 @@ static int ls_dir(const struct fs_args *fa, struct nostall_fs *fs, uint64_t ino,
 int cmd_ls(int argc, char **argv)
 {
 	struct fs_args fa = { .cmd = "ls", .usage = "ls [-l] [-R] [-a] [-i] [--device SPEC] [-o OPTS] IMAGE [PATH...]" };
-	int ex = fs_parse(&fa, argc, argv, "lRai", 0, -1);
+	struct nostall_fs *fs;
+	int ex = fs_start(&fa, argc, argv, "lRai", 0, -1, &fs);
 	if (ex >= 0)
 		return ex;
-	struct nostall_fs *fs = NULL;
-	if ((ex = fs_mount(&fa, &fs)) != 0) {
-		fs_done(&fa, NULL);
-		return ex;
-	}
 	static char *root_only[] = { "/" };
 	char **paths = fa.npos ? fa.pos : root_only;
 	int np = fa.npos ? fa.npos : 1;
@@ -681,14 +688,10 @@ static int write_all(int fd, const void *buf, size_t n)
 int cmd_cat(int argc, char **argv)
 {
 	struct fs_args fa = { .cmd = "cat", .usage = "cat [--device SPEC] [-o OPTS] IMAGE PATH..." };
-	int ex = fs_parse(&fa, argc, argv, "", 1, -1);
+	struct nostall_fs *fs;
+	int ex = fs_start(&fa, argc, argv, "", 1, -1, &fs);
 	if (ex >= 0)
 		return ex;
-	struct nostall_fs *fs = NULL;
-	if ((ex = fs_mount(&fa, &fs)) != 0) {
-		fs_done(&fa, NULL);
-		return ex;
-	}
 	char *buf = malloc(IO_CHUNK);
 	int ret = 0;
 	if (!buf) {
@@ -792,14 +795,10 @@ static int print_xattrs(const struct fs_args *fa, struct nostall_fs *fs, uint64_
 int cmd_stat(int argc, char **argv)
 {
 	struct fs_args fa = { .cmd = "stat", .usage = "stat [-L] [--device SPEC] [-o OPTS] IMAGE PATH..." };
-	int ex = fs_parse(&fa, argc, argv, "L", 1, -1);
+	struct nostall_fs *fs;
+	int ex = fs_start(&fa, argc, argv, "L", 1, -1, &fs);
 	if (ex >= 0)
 		return ex;
-	struct nostall_fs *fs = NULL;
-	if ((ex = fs_mount(&fa, &fs)) != 0) {
-		fs_done(&fa, NULL);
-		return ex;
-	}
 	int ret = 0;
 	for (int k = 0; k < fa.npos; k++) {
 		const char *path = fa.pos[k];
@@ -1358,10 +1357,8 @@ int cmd_get(int argc, char **argv)
 		return fs_usage_error(&fa, "empty HOSTPATH");
 	}
 	struct nostall_fs *fs = NULL;
-	if ((ex = fs_mount(&fa, &fs)) != 0) {
-		fs_done(&fa, NULL);
+	if ((ex = fs_mount(&fa, &fs)) != 0)
 		return ex;
-	}
 	struct nostall_stat st;
 	/* -r copies a final symlink as a symlink; a single-file copy follows it */
 	int rc = nostall_stat(fs, path, fa.r ? NOSTALL_NOFOLLOW : 0, &st);

@@ -234,6 +234,24 @@ void jbd_transaction_set_state(struct jbd_transaction *t, enum jbd_tstate s)
 	t->state = s;
 }
 
+/* Free a journal's memory and synchronisation objects (they exist once
+ * `inited` is set); no thread may still use it. */
+static void journal_free(struct jbd_journal *j)
+{
+	if (j->inited) {
+		pthread_mutex_destroy(&j->lock);
+		pthread_mutex_destroy(&j->checkpoint_mutex);
+		pthread_mutex_destroy(&j->sb_mutex);
+		pthread_cond_destroy(&j->wait_locked);
+		pthread_cond_destroy(&j->wait_updates);
+		pthread_cond_destroy(&j->wait_commit);
+		pthread_cond_destroy(&j->wait_thread);
+	}
+	jbd_map_free(&j->map);
+	free(j->sbbuf);
+	free(j);
+}
+
 /* --------------------------------------------------------------- load */
 
 int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
@@ -330,18 +348,7 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 	*out = j;
 	return 0;
 fail:
-	if (j->inited) {
-		pthread_mutex_destroy(&j->lock);
-		pthread_mutex_destroy(&j->checkpoint_mutex);
-		pthread_mutex_destroy(&j->sb_mutex);
-		pthread_cond_destroy(&j->wait_locked);
-		pthread_cond_destroy(&j->wait_updates);
-		pthread_cond_destroy(&j->wait_commit);
-		pthread_cond_destroy(&j->wait_thread);
-	}
-	jbd_map_free(&j->map);
-	free(j->sbbuf);
-	free(j);
+	journal_free(j);
 	return rc;
 }
 
@@ -420,16 +427,7 @@ int jbd_journal_destroy(struct jbd_journal *j)
 	release_transaction(com);
 	release_transaction(run);
 	pthread_mutex_unlock(&j->lock);
-	pthread_mutex_destroy(&j->lock);
-	pthread_mutex_destroy(&j->checkpoint_mutex);
-	pthread_mutex_destroy(&j->sb_mutex);
-	pthread_cond_destroy(&j->wait_locked);
-	pthread_cond_destroy(&j->wait_updates);
-	pthread_cond_destroy(&j->wait_commit);
-	pthread_cond_destroy(&j->wait_thread);
-	jbd_map_free(&j->map);
-	free(j->sbbuf);
-	free(j);
+	journal_free(j);
 	return rc;
 }
 
