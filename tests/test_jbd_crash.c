@@ -26,6 +26,7 @@
 #include "blk/blk.h"
 #include "buf/buf.h"
 #include "dev/dev.h"
+#include "ext3/ext3.h"
 #include "ext3/ext3_format.h"
 #include "ext3/mkfs.h"
 #include "jbd/jbd.h"
@@ -70,7 +71,7 @@ struct stack {
 	struct blk_queue *q;
 	struct buf_cache *c;
 	struct jbd_journal *j;
-	struct jbd_ext3_journal *e;
+	struct ext3_journal *e;
 	struct jbd_location loc;
 	struct ext3_mkfs_layout lay;
 };
@@ -93,11 +94,11 @@ static void stack_mkfs(struct stack *s, const char *spec)
 /* What a mount does: find the journal, set needs_recovery, load. */
 static void stack_mount(struct stack *s, const char *jopts)
 {
-	int rc = jbd_ext3_journal_open(s->d, &s->e);
+	int rc = ext3_journal_open(s->d, &s->e);
 	if (rc)
 		fail_msg("journal open: %s", err_last(rc));
-	jbd_ext3_journal_location(s->e, &s->loc);
-	assert_int_equal(jbd_ext3_set_needs_recovery(s->e, true), 0);
+	ext3_journal_location(s->e, &s->loc);
+	assert_int_equal(ext3_journal_set_needs_recovery(s->e, true), 0);
 	dev_mark(s->d, "mounted");
 	assert_int_equal(blk_queue_create(s->d, NULL, &s->q), 0);
 	struct buf_params bp;
@@ -123,7 +124,7 @@ static int stack_close(struct stack *s)
 	}
 	if (s->q)
 		blk_queue_destroy(s->q);
-	jbd_ext3_journal_close(s->e);
+	ext3_journal_close(s->e);
 	dev_close(s->d);
 	return rc;
 }
@@ -169,7 +170,7 @@ static struct jbd_recovery_info nostall_recover(const char *path)
 	struct dev *d;
 	assert_int_equal(dev_open(spec, &d), 0);
 	struct jbd_recovery_info info;
-	int rc = jbd_ext3_recover(d, 0, &info, NULL);
+	int rc = ext3_journal_recover(d, 0, &info, NULL);
 	if (rc)
 		fail_msg("recover %s: %s", path, err_last(rc));
 	dev_close(d);
@@ -423,14 +424,14 @@ static void test_fault_abort(void **state)
 	struct stack s;
 	snprintf(spec, sizeof spec, "file:%s", img);
 	stack_mkfs(&s, spec);
-	struct jbd_ext3_journal *e;
-	assert_int_equal(jbd_ext3_journal_open(s.d, &e), 0);
+	struct ext3_journal *e;
+	assert_int_equal(ext3_journal_open(s.d, &e), 0);
 	struct jbd_location loc;
-	jbd_ext3_journal_location(e, &loc);
+	ext3_journal_location(e, &loc);
 	uint64_t p1, plast;
 	assert_int_equal(loc.bmap(loc.bmap_ctx, 1, &p1), 0);
 	assert_int_equal(loc.bmap(loc.bmap_ctx, loc.nr_blocks - 1, &plast), 0);
-	jbd_ext3_journal_close(e);
+	ext3_journal_close(e);
 	dev_close(s.d);
 	/* Writes into the log area fail from the 300th on. */
 	snprintf(spec, sizeof spec, "fault:file:%s,op=write,sector=%llu-%llu,after=300,err=eio", img,

@@ -1,8 +1,7 @@
 /* nostall recover: replay the ext3 journal of an image, like e2fsck does
  * before checking (`e2fsck -E journal_only`):
- *   - find the journal inode (8) through the image's own metadata
- *     (src/jbd/jbd_ext3.c, self-contained: it does not need the ext3 read
- *     path);
+ *   - find the journal inode (8) through the ext3 read path
+ *     (src/ext3/ext3_journal.c: mount checks, inode 8's block map);
  *   - SCAN, REVOKE, REPLAY (src/jbd/jbd_recovery.c), flush;
  *   - mark the journal empty (s_start 0, s_sequence = end + 1), then clear
  *     needs_recovery in the ext3 superblock; a journal that recorded an
@@ -18,6 +17,7 @@
 #include "cmds.h"
 
 #include "dev/dev.h"
+#include "ext3/ext3.h"
 #include "jbd/jbd.h"
 #include "util/err.h"
 #include "util/opts.h"
@@ -109,7 +109,7 @@ int cmd_recover(int argc, char **argv)
 	}
 	struct jbd_recovery_info info;
 	bool did = false;
-	rc = jbd_ext3_recover(dev, ro.dry_run ? JBD_RECOVER_DRY_RUN : 0, &info, &did);
+	rc = ext3_journal_recover(dev, ro.dry_run ? JBD_RECOVER_DRY_RUN : 0, &info, &did);
 	if (rc < 0) {
 		fprintf(stderr, "nostall recover: %s: %s\n", name, err_last(rc));
 		goto out;

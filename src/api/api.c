@@ -125,32 +125,25 @@ static int mount_opt_cb(void *ctx, const char *name, const char *value)
 	return 0;
 }
 
-/* A filesystem whose journal needs recovery is replayed before it is
- * mounted, as the kernel's ext3 does even for a read-only mount (the device
- * is written); `noload` skips it and reads the image as it is. Runs on the
- * bare device, before any cache holds a block the replay could change.
- * A device that is not ext3 with a journal is left to ext3_fs_mount to
- * refuse with its own message. */
-static int mount_replay_journal(struct dev *dev)
+/* A filesystem whose journal needs recovery has its journal replayed, as
+ * the kernel's ext3 does even for a read-only mount (the device is written);
+ * `noload` skips it and reads the image as it is. The mount that noticed it
+ * is dropped first and made again afterwards, so no cache holds a block the
+ * replay changed. Only for the primary superblock (sb= reads a backup, as
+ * for a damaged primary). */
+static int mount_replay_journal(struct dev *dev, const struct ext3_mount_opts *mo, struct ext3_fs **e)
 {
-	struct jbd_ext3_journal *je;
-	err_clear();
-	if (jbd_ext3_journal_open(dev, &je) < 0) {
-		err_clear();
+	if (mo->noload || mo->sb_block || !ext3_fs_needs_recovery(*e))
 		return 0;
-	}
-	bool needed = jbd_ext3_needs_recovery(je);
-	jbd_ext3_journal_close(je);
-	if (!needed)
-		return 0;
-	struct jbd_recovery_info info;
-	int rc = jbd_ext3_recover(dev, 0, &info, NULL);
+	ext3_fs_unmount(*e);
+	*e = NULL;
+	int rc = ext3_journal_recover(dev, 0, NULL, NULL);
 	if (rc < 0) {
 		char m[400];
 		snprintf(m, sizeof m, "%s", err_last(rc));
 		return err_set(rc, "journal recovery failed: %s (mount with -o noload to read the image as it is)", m);
 	}
-	return 0;
+	return ext3_fs_mount(dev, mo, e);
 }
 
 int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct nostall_fs **out)
@@ -187,15 +180,9 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 	fs->dev = dev;
 	fs->file_readahead = a.file_readahead;
 	atomic_init(&fs->handles, 0);
-	if (!a.mo.noload) {
-		rc = mount_replay_journal(dev);
-		if (rc) {
-			free(a.blk);
-			free(fs);
-			return rc;
-		}
-	}
 	rc = ext3_fs_mount(dev, &a.mo, &fs->e);
+	if (!rc)
+		rc = mount_replay_journal(dev, &a.mo, &fs->e);
 	free(a.blk);
 	if (rc) {
 		free(fs);

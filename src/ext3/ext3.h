@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "ext3/ext3_format.h"
+#include "jbd/jbd.h"
 
 struct dev;
 struct blk_queue;
@@ -239,5 +240,33 @@ typedef int (*ext3_xattr_cb)(void *ctx, const char *prefix, const char *name, si
  * from, entries start at `first`, the region ends at `end`. */
 int ext3_xattr_region_walk(const uint8_t *base, const uint8_t *first, const uint8_t *end,
 			   const char *what, ext3_xattr_cb cb, void *ctx);
+
+
+/* ---- the internal journal (inode 8), outside a mount (ext3_journal.c) ----
+ * For recovery by `nostall recover`, by a mount before it starts, and by
+ * tests: ext3 locates the journal through its read path and gives src/jbd a
+ * block map; ext3 owns the superblock flags recovery changes. */
+struct ext3_journal;
+/* Check the superblock (-EINVAL: not ext3 or no journal; -EOPNOTSUPP: an
+ * external journal), mount read-only for a moment and map every block of
+ * inode 8 (-EUCLEAN with a message for a hole or a bad inode). */
+int ext3_journal_open(struct dev *dev, struct ext3_journal **out);
+void ext3_journal_close(struct ext3_journal *e);
+/* A location whose bmap uses the map built at open (valid while e is). */
+void ext3_journal_location(struct ext3_journal *e, struct jbd_location *loc);
+/* needs_recovery (incompat RECOVER) in the superblock as read at open. */
+bool ext3_journal_needs_recovery(const struct ext3_journal *e);
+int ext3_journal_set_needs_recovery(struct ext3_journal *e, bool on);
+/* Record a journal error in the filesystem (state |= ERROR_FS), as e2fsck
+ * does after replaying a journal whose superblock had s_errno. */
+int ext3_journal_mark_error(struct ext3_journal *e);
+unsigned ext3_journal_block_size(const struct ext3_journal *e);
+uint32_t ext3_journal_fs_blocks(const struct ext3_journal *e);
+/* What `nostall recover` and e2fsck's journal step do to an ext3 image:
+ * when the journal has data or needs_recovery is set, replay it, mark the
+ * journal empty, record a journal error in the filesystem, clear
+ * needs_recovery. *did (optional) says whether anything was done. flags may
+ * add JBD_RECOVER_DRY_RUN. */
+int ext3_journal_recover(struct dev *dev, unsigned flags, struct jbd_recovery_info *info, bool *did);
 
 #endif

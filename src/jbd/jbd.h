@@ -228,30 +228,8 @@ int jbd_journal_recover_dev(struct dev *dev, const struct jbd_location *loc, uns
  * blocksize, sb_version, start_tid, needed, sb_errno of info. */
 int jbd_journal_check_dev(struct dev *dev, const struct jbd_location *loc, struct jbd_recovery_info *info);
 
-/* ---- the internal journal of an ext3 image (inode 8), self-contained ---- */
-
-struct jbd_ext3_journal;
-/* Read the ext3 superblock and inode 8 from dev and map every journal
- * block. -EINVAL (not ext3 / no internal journal) with a message. */
-int jbd_ext3_journal_open(struct dev *dev, struct jbd_ext3_journal **out);
-void jbd_ext3_journal_close(struct jbd_ext3_journal *e);
-/* A location whose bmap uses the map built at open. */
-void jbd_ext3_journal_location(struct jbd_ext3_journal *e, struct jbd_location *loc);
-/* The filesystem's needs_recovery flag (incompat RECOVER 0x0004) in the
- * primary superblock. */
-bool jbd_ext3_needs_recovery(const struct jbd_ext3_journal *e);
-int jbd_ext3_set_needs_recovery(struct jbd_ext3_journal *e, bool on);
-/* Record a journal error in the ext3 superblock like e2fsck does after
- * replaying a journal whose superblock had s_errno (state |= ERROR_FS). */
-int jbd_ext3_mark_error(struct jbd_ext3_journal *e);
-/* What `nostall recover` and e2fsck's journal step do to an ext3 image:
- * when the journal has data or needs_recovery is set, replay it, mark the
- * journal empty (JBD_RECOVER_RESET), record a journal error in the
- * filesystem, clear needs_recovery. *did (optional) says whether anything
- * was done. flags may add JBD_RECOVER_DRY_RUN. */
-int jbd_ext3_recover(struct dev *dev, unsigned flags, struct jbd_recovery_info *info, bool *did);
-unsigned jbd_ext3_block_size(const struct jbd_ext3_journal *e);
-uint32_t jbd_ext3_blocks_count(const struct jbd_ext3_journal *e);
+/* The internal journal of an ext3 image is located by ext3 itself
+ * (src/ext3/ext3.h, ext3_journal_*), which hands this layer a jbd_location. */
 
 /* ---- test client: journals raw metadata-like blocks (tests, bench) ---- */
 
