@@ -585,6 +585,33 @@ static void test_era_ops(void **state)
 	}
 }
 
+/* journal_ioprio: the commit thread submits the log at that class (seed
+ * patch 010's RT/4), and at BE by default. Read from the queue's count of
+ * device requests per ioprio class. */
+static void test_journal_ioprio(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *j;
+		bool rt;
+	} cases[] = { { "barrier=0", false }, { "barrier=0,journal_ioprio=RT/4", true },
+		      { "barrier=1,journal_ioprio=RT/0", true } };
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct env e;
+		env_open(&e, "scheduler=cfq", cases[i].j);
+		blk_queue_stats_reset(e.q);
+		uint64_t b[] = { DATA0, DATA0 + 1, DATA0 + 2 };
+		write_tx(&e, b, 3, 1, true);
+		struct blk_stats st;
+		blk_queue_stats_get(e.q, &st);
+		if (cases[i].rt)
+			assert_true(st.class_requests[BLK_IOPRIO_CLASS_RT] > 0);
+		else
+			assert_int_equal(st.class_requests[BLK_IOPRIO_CLASS_RT], 0);
+		assert_int_equal(env_close(&e), 0);
+	}
+}
+
 static void test_features_refused(void **state)
 {
 	(void)state;
@@ -671,7 +698,8 @@ int main(void)
 		cmocka_unit_test(test_abort_sticky),
 		cmocka_unit_test(test_fault_aborts),
 		cmocka_unit_test(test_era_ops),
-		cmocka_unit_test(test_features_refused),
+		cmocka_unit_test(test_journal_ioprio),
+	cmocka_unit_test(test_features_refused),
 		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

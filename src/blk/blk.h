@@ -194,6 +194,8 @@ struct blk_stats {
 	uint64_t splits;
 	uint64_t dispatched, completed, errors;
 	uint64_t device_requests[2];          /* dispatched to the device: [0] async, [1] sync */
+	uint64_t class_requests[4];           /* dispatched, by the submitter's ioprio class:
+					       * [BLK_IOPRIO_CLASS_RT], [..._BE], [..._IDLE] */
 	uint64_t plugs, unplugs_flag, unplugs_thresh, unplugs_timer, unplugs_wait, unplugs_alloc;
 	uint64_t alloc_sleeps;                /* callers that slept for a request */
 	uint64_t idle_ns, idle_count;         /* scheduler idling (anticipation) */

@@ -800,6 +800,7 @@ static void queue_run_locked(struct blk_queue *q)
 				rq->dispatch_ns = q->elv.now_ns;
 				q->st.dispatched++;
 				q->st.device_requests[sync]++;
+				q->st.class_requests[blk_ioc_class(rq->ioc) & 3]++;
 				hist_add(&q->st.queue_lat[sync], rq->dispatch_ns - rq->insert_ns);
 				list_add_tail(&out, &rq->q_node);
 				n++;
@@ -1370,6 +1371,9 @@ void blk_stats_print(const struct blk_stats *s, FILE *out)
 		"dispatched %" PRIu64 " (async %" PRIu64 ", sync %" PRIu64 ") completed %" PRIu64 " errors %" PRIu64
 		"\n",
 		s->dispatched, s->device_requests[0], s->device_requests[1], s->completed, s->errors);
+	fprintf(out, "by ioprio class: RT %" PRIu64 " BE %" PRIu64 " IDLE %" PRIu64 "\n",
+		s->class_requests[BLK_IOPRIO_CLASS_RT], s->class_requests[BLK_IOPRIO_CLASS_BE],
+		s->class_requests[BLK_IOPRIO_CLASS_IDLE]);
 	fprintf(out,
 		"plugs %" PRIu64 " unplugs flag/thresh/timer/wait/alloc %" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64
 		"/%" PRIu64 " alloc sleeps %" PRIu64 " idled %.3f ms in %" PRIu64 " windows\n",
