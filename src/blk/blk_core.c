@@ -204,26 +204,26 @@ static bool rq_merge_ok(struct blk_queue *q, struct request *rq, unsigned rw, st
 
 /* Queued requests ending (or starting) at a sector; several may (a read
  * and a write, a sync and an async one), so the first one a bio (flags rw,
- * size add) may join is returned. NULL rw_ok skips the merge check. */
-static struct request *rq_hash_find_end(struct blk_queue *q, uint64_t end, const unsigned *rw,
-					struct blk_ioc *ioc, uint64_t add)
+ * size add) may join is returned. */
+static struct request *rq_hash_find_end(struct blk_queue *q, uint64_t end, unsigned rw, struct blk_ioc *ioc,
+					uint64_t add)
 {
 	struct list_node *n, *h = &q->rq_hash_end[hash_of(end)];
 	list_for_each(n, h) {
 		struct request *rq = list_entry(n, struct request, hash_end);
-		if (rq_end(rq) == end && (!rw || rq_merge_ok(q, rq, *rw, ioc, add)))
+		if (rq_end(rq) == end && rq_merge_ok(q, rq, rw, ioc, add))
 			return rq;
 	}
 	return NULL;
 }
 
-static struct request *rq_hash_find_start(struct blk_queue *q, uint64_t start, const unsigned *rw,
-					  struct blk_ioc *ioc, uint64_t add)
+static struct request *rq_hash_find_start(struct blk_queue *q, uint64_t start, unsigned rw, struct blk_ioc *ioc,
+					  uint64_t add)
 {
 	struct list_node *n, *h = &q->rq_hash_start[hash_of(start)];
 	list_for_each(n, h) {
 		struct request *rq = list_entry(n, struct request, hash_start);
-		if (rq->sector == start && (!rw || rq_merge_ok(q, rq, *rw, ioc, add)))
+		if (rq->sector == start && rq_merge_ok(q, rq, rw, ioc, add))
 			return rq;
 	}
 	return NULL;
@@ -507,7 +507,7 @@ static bool bio_try_merge(struct blk_queue *q, struct bio *bio, struct blk_ioc *
 	uint64_t ns = bio->size >> DEV_SECTOR_SHIFT;
 	if (!q->queued || (bio->rw & RQ_NOMERGE_FLAGS) || !ns)
 		return false;
-	struct request *rq = rq_hash_find_end(q, bio->sector, &bio->rw, ioc, ns);
+	struct request *rq = rq_hash_find_end(q, bio->sector, bio->rw, ioc, ns);
 	if (rq) {
 		rq->biotail->bi_next = bio;
 		rq->biotail = bio;
@@ -519,7 +519,7 @@ static bool bio_try_merge(struct blk_queue *q, struct bio *bio, struct blk_ioc *
 		attempt_back_merge(q, rq);
 		return true;
 	}
-	rq = rq_hash_find_start(q, bio->sector + ns, &bio->rw, ioc, ns);
+	rq = rq_hash_find_start(q, bio->sector + ns, bio->rw, ioc, ns);
 	if (rq && (!q->elv.ops->allow_front_merge || q->elv.ops->allow_front_merge(&q->elv))) {
 		bio->bi_next = rq->bio;
 		rq->bio = bio;
