@@ -138,11 +138,8 @@ static int mount_replay_journal(struct dev *dev, const struct ext3_mount_opts *m
 	ext3_fs_unmount(*e);
 	*e = NULL;
 	int rc = ext3_journal_recover(dev, 0, NULL, NULL);
-	if (rc < 0) {
-		char m[400];
-		snprintf(m, sizeof m, "%s", err_last(rc));
-		return err_set(rc, "journal recovery failed: %s (mount with -o noload to read the image as it is)", m);
-	}
+	if (rc < 0)
+		return err_wrap(rc, "journal recovery failed (mount with -o noload to read the image as it is)");
 	return ext3_fs_mount(dev, mo, e);
 }
 
@@ -158,11 +155,8 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 		rc = opts_parse(opts, mount_opt_cb, &a);
 	if (!rc && a.blk) {
 		rc = blk_opts_validate(a.blk);
-		if (rc) {
-			char m[400];
-			snprintf(m, sizeof m, "%s", err_last(rc));
-			rc = err_set(-EINVAL, "mount options: %s", m);
-		}
+		if (rc)
+			rc = err_wrap(-EINVAL, "mount options");
 	}
 	if (!rc && !(flags & NOSTALL_MOUNT_RDONLY) && !a.ro)
 		rc = err_set(-EROFS, "nostall mounts read-only for now (pass NOSTALL_MOUNT_RDONLY "

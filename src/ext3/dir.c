@@ -256,7 +256,7 @@ int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint6
 			if (rc) {
 				buf_put(bh);
 				*pos = lblk * bs + off;
-				return ext3_err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
+				return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
 					     (unsigned long long)lblk);
 			}
 			unsigned next = off + de.rec_len;
@@ -325,7 +325,7 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode_mem *dir, 
 		rc = ext3_dirblock_entry(b, bs, off, fs->inodes_count, fs->has_filetype, &de);
 		if (rc) {
 			buf_put(bh);
-			return ext3_err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
+			return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
 					     (unsigned long long)lblk);
 		}
 		if (de.inode && find_cb(f, &de, 0)) {

@@ -43,10 +43,6 @@ struct ext3_fs {
 	struct ext3_group_desc *gd; /* [groups], host byte order */
 };
 
-/* Prefix the calling thread's current error message: sets "PREFIX: old"
- * (dropping a leading "ext3: " from the old one) and returns rc. */
-int ext3_err_wrap(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* Does group g hold a superblock backup (all groups without sparse_super)? */
 bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g);
 

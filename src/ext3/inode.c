@@ -174,7 +174,7 @@ int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_
 		struct buffer_head *bh;
 		int rc = ext3_bread(fs, cur, "indirect", &bh);
 		if (rc)
-			return ext3_err_wrap(rc, "ext3: inode %u", in->ino);
+			return err_wrap(rc, "ext3: inode %u", in->ino);
 		const uint32_t *ptr = buf_data(bh);
 		cur = le32_to_cpu(ptr[(l / div) % apb]);
 		buf_put(bh);
@@ -287,7 +287,7 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
 			struct buffer_head *bh;
 			int rc = ext3_bread(fs, cur, "indirect", &bh);
 			if (rc)
-				return ext3_err_wrap(rc, "ext3: inode %u", in->ino);
+				return err_wrap(rc, "ext3: inode %u", in->ino);
 			const uint32_t *p = buf_data(bh);
 			span /= apb;
 			if (lv > 1) {

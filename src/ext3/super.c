@@ -106,18 +106,6 @@ void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat
 	features_append(2, ro_compat, out, len);
 }
 
-int ext3_err_wrap(int rc, const char *fmt, ...)
-{
-	char old[512], prefix[256];
-	snprintf(old, sizeof old, "%s", err_last(rc));
-	const char *o = strncmp(old, "ext3: ", 6) ? old : old + 6;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof prefix, fmt, ap);
-	va_end(ap);
-	return err_set(rc, "%s: %s", prefix, o);
-}
-
 /* ---- accessors ---- */
 
 const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs) { return &fs->sb; }
@@ -150,7 +138,7 @@ int ext3_bread(struct ext3_fs *fs, uint64_t blk, const char *what, struct buffer
 	int rc = buf_read(fs->cache, blk, out);
 	if (rc < 0) {
 		*out = NULL;
-		return ext3_err_wrap(rc, "ext3: reading %s block %llu", what ? what : "metadata",
+		return err_wrap(rc, "ext3: reading %s block %llu", what ? what : "metadata",
 				     (unsigned long long)blk);
 	}
 	return 0;
@@ -362,7 +350,7 @@ static int super_read_at(struct ext3_fs *fs, uint64_t off, uint64_t dev_bytes)
 			       "byte %llu", (unsigned long long)dev_bytes, (unsigned long long)off);
 	int rc = blk_rw(fs->q, BLK_READ_SYNC, off, &fs->sb, EXT3_SUPERBLOCK_SIZE);
 	if (rc)
-		return ext3_err_wrap(rc, "ext3: reading the superblock at byte %llu",
+		return err_wrap(rc, "ext3: reading the superblock at byte %llu",
 				     (unsigned long long)off);
 	return 0;
 }
@@ -434,7 +422,7 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_
 		bp.readahead_blocks = (unsigned)o->readahead_blocks;
 	rc = buf_cache_create(fs->q, fs->block_size, &bp, &fs->cache);
 	if (rc) {
-		rc = ext3_err_wrap(rc, "ext3: buffer cache");
+		rc = err_wrap(rc, "ext3: buffer cache");
 		goto fail;
 	}
 	rc = gdt_load(fs);

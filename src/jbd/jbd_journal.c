@@ -339,7 +339,7 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 	/* s_start non-zero from now on: a crash replays what commits. */
 	rc = jbd_write_superblock(j, j->tail_sequence, j->tail, 0, true);
 	if (rc < 0) {
-		rc = err_set(rc, "jbd: writing the journal superblock: %s", err_last(rc));
+		rc = err_wrap(rc, "jbd: writing the journal superblock");
 		goto fail;
 	}
 	rc = jbd_commit_thread_start(j);

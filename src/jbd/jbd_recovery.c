@@ -332,8 +332,7 @@ static int replay_descriptor(struct rctx *r, const uint8_t *desc, uint32_t desc_
 			if (!r->dry) {
 				rc = jbd_dev_block_write(r->m, target, r->data);
 				if (rc < 0)
-					return err_set(rc, "jbd: replaying block %u (transaction %u): %s", target, tid,
-						       err_last(rc));
+					return err_wrap(rc, "jbd: replaying block %u (transaction %u)", target, tid);
 			}
 			r->info->replayed++;
 		}
@@ -354,7 +353,7 @@ static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t star
 			break; /* a log that never ends: stop like a mismatch */
 		int rc = jbd_map_read(r->m, b, r->blk);
 		if (rc < 0)
-			return err_set(rc, "jbd: reading log block %u: %s", b, err_last(rc));
+			return err_wrap(rc, "jbd: reading log block %u", b);
 		const struct jbd_header *h = r->blk;
 		if (be32_to_cpu(h->h_magic) != JBD_MAGIC_NUMBER || be32_to_cpu(h->h_sequence) != tid)
 			break;

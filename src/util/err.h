@@ -16,5 +16,11 @@ int err_set(int neg_errno, const char *fmt, ...) __attribute__((format(printf, 2
  * set since the last err_clear(). */
 const char *err_last(int neg_errno);
 void err_clear(void);
+/* Prefix the calling thread's current message: the message becomes
+ * "PREFIX: old" (or "PREFIX: strerror" when none was set), and neg_errno is
+ * returned unchanged. Safe although the old message lives in the buffer being
+ * written (it is copied first). A layer tag ("ext3: ") that starts both the
+ * prefix and the old message is said once. */
+int err_wrap(int neg_errno, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -47,9 +47,11 @@ int tunable_check(const struct tunable_desc *d, const char *value, uint64_t *out
 	uint64_t v;
 	int rc;
 	if (d->kind == TUNABLE_BOOL) {
-		bool b;
+		/* b is read only when the parse succeeded: a failed parse
+		 * leaves it unset (reading it would be undefined). */
+		bool b = false;
 		rc = opts_parse_bool(value, &b);
-		v = b;
+		v = rc ? 0 : b;
 	} else {
 		rc = opts_parse_u64(value, &v);
 	}
