@@ -30,9 +30,9 @@ ALLCFLAGS := -std=c17 -g -pthread $(WFLAGS) $(VFLAGS) $(CFLAGS) -MMD -MP
 LDLIBS := -luring -lpthread -lm
 TEST_LDLIBS := -lcmocka $(LDLIBS)
 
-LIB_SRCS := $(sort $(wildcard src/*/*.c))
+LIB_SRCS := $(sort $(shell find src -name "*.c"))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TOOL_SRCS := $(sort $(wildcard tools/*.c))
+TOOL_SRCS := $(sort $(shell find tools -name "*.c"))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
