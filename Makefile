@@ -37,7 +37,7 @@ TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all lib tests test clean check-clang
+.PHONY: all lib tests test clean check-clang check-layers
 all: $(BUILD)/nostall
 
 lib: $(BUILD)/libnostall.a
@@ -67,6 +67,10 @@ test:
 	$(MAKE) --no-print-directory VARIANT=tsan tests
 	$(MAKE) --no-print-directory VARIANT=clang all
 	tests/run.sh
+
+# Includes point down the layer order of docs/architecture.md.
+check-layers:
+	@python3 tests/lib/check_layers.py
 
 clean:
 	rm -rf build
