@@ -35,6 +35,9 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOL_SRCS := $(sort $(shell find tools -name "*.c"))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+# Shared test support (models, targets) linked into every test binary.
+TESTLIB_SRCS := $(sort $(wildcard tests/lib/*.c))
+TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all lib tests test clean check-clang check-layers
@@ -54,9 +57,9 @@ $(BUILD)/libnostall.a: $(LIB_OBJS)
 $(BUILD)/nostall: $(TOOL_OBJS) $(BUILD)/libnostall.a
 	$(CC) $(ALLCFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libnostall.a $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(BUILD)/libnostall.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTLIB_OBJS) $(BUILD)/libnostall.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -o $@ $< $(BUILD)/libnostall.a $(TEST_LDLIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libnostall.a $(TEST_LDLIBS)
 
 tests: $(TEST_BINS) $(BUILD)/nostall
 
@@ -75,7 +78,7 @@ check-layers:
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
+-include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(TESTLIB_OBJS:.o=.d) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
 
 # The main job: build, then the block-layer reproduction on the default
 # simulated disk (README).
