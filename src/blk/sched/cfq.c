@@ -30,7 +30,7 @@
  */
 #include "cfq.h"
 
-#include "../util/clock.h"
+#include "../../util/clock.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -104,25 +104,20 @@ struct cfq_data {
 	uint64_t idle_start_ns;
 };
 
+/* Every cfq tunable is a plain number up to UINT32_MAX. */
+#define CFQ_TUNABLE(field, min, def, unit, help) \
+	{ #field, TUNABLE_U64, min, UINT32_MAX, def, offsetof(struct cfq_data, field), unit, help }
+
 static const struct tunable_desc cfq_tunables[] = {
-	{ "quantum", TUNABLE_U64, 1, UINT32_MAX, 4, offsetof(struct cfq_data, quantum), "",
-	  "requests the active queue may have in the driver" },
-	{ "fifo_expire_sync", TUNABLE_U64, 1, UINT32_MAX, 125, offsetof(struct cfq_data, fifo_expire_sync), "ms",
-	  "sync request age that jumps the sector order" },
-	{ "fifo_expire_async", TUNABLE_U64, 1, UINT32_MAX, 250, offsetof(struct cfq_data, fifo_expire_async), "ms",
-	  "async request age that jumps the sector order" },
-	{ "back_seek_max", TUNABLE_U64, 0, UINT32_MAX, 16384, offsetof(struct cfq_data, back_seek_max), "KiB",
-	  "longest backward seek considered" },
-	{ "back_seek_penalty", TUNABLE_U64, 1, UINT32_MAX, 2, offsetof(struct cfq_data, back_seek_penalty), "",
-	  "cost factor of a backward seek" },
-	{ "slice_sync", TUNABLE_U64, 1, UINT32_MAX, 100, offsetof(struct cfq_data, slice_sync), "ms",
-	  "base time slice of a sync queue" },
-	{ "slice_async", TUNABLE_U64, 1, UINT32_MAX, 40, offsetof(struct cfq_data, slice_async), "ms",
-	  "base time slice of an async queue" },
-	{ "slice_async_rq", TUNABLE_U64, 1, UINT32_MAX, 2, offsetof(struct cfq_data, slice_async_rq), "",
-	  "base request budget of an async slice" },
-	{ "slice_idle", TUNABLE_U64, 0, UINT32_MAX, 8, offsetof(struct cfq_data, slice_idle), "ms",
-	  "idle window after a sync request (0 = never idle)" },
+	CFQ_TUNABLE(quantum, 1, 4, "", "requests the active queue may have in the driver"),
+	CFQ_TUNABLE(fifo_expire_sync, 1, 125, "ms", "sync request age that jumps the sector order"),
+	CFQ_TUNABLE(fifo_expire_async, 1, 250, "ms", "async request age that jumps the sector order"),
+	CFQ_TUNABLE(back_seek_max, 0, 16384, "KiB", "longest backward seek considered"),
+	CFQ_TUNABLE(back_seek_penalty, 1, 2, "", "cost factor of a backward seek"),
+	CFQ_TUNABLE(slice_sync, 1, 100, "ms", "base time slice of a sync queue"),
+	CFQ_TUNABLE(slice_async, 1, 40, "ms", "base time slice of an async queue"),
+	CFQ_TUNABLE(slice_async_rq, 1, 2, "", "base request budget of an async slice"),
+	CFQ_TUNABLE(slice_idle, 0, 8, "ms", "idle window after a sync request (0 = never idle)"),
 	{ .name = NULL },
 };
 
@@ -168,6 +163,22 @@ static void ioc_prio(const struct blk_ioc *ioc, int *cls, int *level)
 
 /* ----------------------------------------------------- request choice */
 
+/* The cost of moving the head from last_position to `sector`: a forward
+ * seek its length, a backward one within back_seek_max back_seek_penalty
+ * times its length. False (cost 0) for a longer backward seek. */
+static bool cfq_seek_cost(const struct cfq_data *cd, uint64_t sector, uint64_t *cost)
+{
+	uint64_t last = cd->last_position;
+	*cost = 0;
+	if (sector >= last)
+		*cost = sector - last;
+	else if (sector + cd->back_seek_max * 2 >= last)
+		*cost = (last - sector) * cd->back_seek_penalty;
+	else
+		return false;
+	return true;
+}
+
 /* Which of two requests is better to serve next from the head position
  * last_position: sync first, then meta, then the shorter seek where a
  * backward seek within back_seek_max costs back_seek_penalty times its
@@ -185,21 +196,9 @@ static struct request *cfq_choose_req(const struct cfq_data *cd, struct request 
 	if (m1 != m2)
 		return m1 ? r1 : r2;
 
-	uint64_t last = cd->last_position, back_max = cd->back_seek_max * 2;
-	uint64_t d1 = 0, d2 = 0;
-	bool w1 = false, w2 = false;
-	if (r1->sector >= last)
-		d1 = r1->sector - last;
-	else if (r1->sector + back_max >= last)
-		d1 = (last - r1->sector) * cd->back_seek_penalty;
-	else
-		w1 = true;
-	if (r2->sector >= last)
-		d2 = r2->sector - last;
-	else if (r2->sector + back_max >= last)
-		d2 = (last - r2->sector) * cd->back_seek_penalty;
-	else
-		w2 = true;
+	uint64_t d1, d2;
+	bool w1 = !cfq_seek_cost(cd, r1->sector, &d1);
+	bool w2 = !cfq_seek_cost(cd, r2->sector, &d2);
 
 	if (!w1 && !w2) {
 		if (d1 != d2)
@@ -232,12 +231,7 @@ static struct request *cfq_find_next_rq(struct cfq_data *cd, struct cfq_queue *q
 
 static void cfq_sort_add(struct cfq_queue *q, struct request *rq)
 {
-	struct list_node *pos;
-	list_for_each(pos, &q->sort_list) {
-		if (rq->sector < list_entry(pos, struct request, elv_sort)->sector)
-			break;
-	}
-	list_add_before(pos, &rq->elv_sort);
+	elv_rq_sort_add(&q->sort_list, rq);
 }
 
 /* ------------------------------------------------------ service tree */
@@ -686,15 +680,13 @@ static void cfq_preempt_queue(struct cfq_data *cd, struct cfq_queue *new_q)
 
 static int cfq_init(struct elevator *e)
 {
-	struct cfq_data *cd = calloc(1, sizeof *cd);
+	struct cfq_data *cd = elv_data_alloc(e, sizeof *cd);
 	if (!cd)
 		return -ENOMEM;
 	tunable_defaults(cfq_tunables, cd);
 	cd->e = e;
 	list_init(&cd->queues);
 	list_init(&cd->service_tree);
-	e->data = cd;
-	e->kick_ns = 0;
 	return 0;
 }
 
@@ -705,8 +697,7 @@ static void cfq_exit(struct elevator *e)
 	struct list_node *pos, *tmp;
 	list_for_each_safe(pos, tmp, &cd->queues)
 		cfq_free_queue(cd, list_entry(pos, struct cfq_queue, all_node));
-	free(cd);
-	e->data = NULL;
+	elv_data_free(e);
 	e->kick_ns = 0;
 }
 
@@ -824,11 +815,8 @@ static void cfq_merge_requests(struct elevator *e, struct request *rq, struct re
 {
 	struct cfq_data *cd = e->data;
 	struct cfq_queue *q = rq->elv_priv;
-	if (q == next->elv_priv && next->elv_deadline_ns < rq->elv_deadline_ns) {
-		list_del(&rq->elv_fifo);
-		list_add_before(next->elv_fifo.next, &rq->elv_fifo);
-		rq->elv_deadline_ns = next->elv_deadline_ns;
-	}
+	if (q == next->elv_priv)
+		elv_rq_fifo_inherit(rq, next);
 	cfq_remove_request(cd, next);
 	/* rq may have absorbed a request in front of it. */
 	if (q->next_rq == rq)
