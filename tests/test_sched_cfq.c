@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched/cfq.h"
+#include "blk/sched/cfq.h"
 #include "util/clock.h"
 
 #define MS NS_PER_MS

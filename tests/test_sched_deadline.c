@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched/elevator.h"
+#include "blk/sched/sched.h"
 #include "util/clock.h"
 
 #define MS NS_PER_MS

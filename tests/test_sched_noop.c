@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched/elevator.h"
+#include "blk/sched/sched.h"
 
 static void rq_init(struct request *rq, uint64_t sector, uint32_t n, unsigned flags)
 {

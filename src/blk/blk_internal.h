@@ -1,9 +1,38 @@
-/* Private to src/blk. */
+/* Private to src/blk: the queue structure and what the block core's files
+ * share. The core is split by concern:
+ *   blk_queue.c     queue life cycle, presets, stop/start
+ *   blk_pool.c      request pools: allocation, congestion, batching,
+ *                   starvation, waiters
+ *   blk_merge.c     merge hashes, bio -> request and request merges
+ *   blk_submit.c    bio checks and splitting, queueing a bio, waiting on bios
+ *   blk_dispatch.c  plugging, running the queue, the dispatcher thread,
+ *                   completion
+ *   blk_tunables.c  the tunable table, blk_queue_set/get, option strings
+ *   blk_stats.c     statistics and state snapshots
+ *   elevator.c      elevator registry, start/switch, shared sched helpers
+ *   blk_ioc.c       io contexts
+ * Nothing here may include a scheduler header (see elevator.h).
+ *
+ * Locking: q->lock protects everything in struct blk_queue below it (pools,
+ * waiters, elevator, hashes, plug state, counters, statistics). It is never
+ * held across dev_submit() or a bio's end_io(): devices may complete inside
+ * dev_submit() (mem:) and end_io may submit new bios. Functions named
+ * *_locked, and every blk_rq_* / blk_pool* function below, run with q->lock
+ * held.
+ */
 #ifndef NOSTALL_BLK_INTERNAL_H
 #define NOSTALL_BLK_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "blk.h"
+#include "elevator.h"
+#include "../util/clock.h"
+#include "../util/list.h"
+#include "../util/tunable.h"
 
 struct blk_ioc {
 	atomic_int refs;
@@ -16,5 +45,115 @@ struct blk_ioc {
 	int nr_batch_requests;
 	uint64_t last_waited_ns;
 };
+
+#define RQ_HASH_BITS 8
+#define RQ_HASH_SIZE (1u << RQ_HASH_BITS)
+
+/* Queue tunables (uint64_t so that the generic tunable code can handle
+ * them). String-valued ones (scheduler, preset, sync_batch_op) are handled
+ * by name in blk_queue_set. */
+struct blk_tunables {
+	uint64_t nr_requests;
+	uint64_t max_sectors_kb;
+	uint64_t unplug_thresh;
+	uint64_t unplug_delay_ms;
+	uint64_t sync_async_pools; /* patch 002: pools by sync/async (1) or read/write (0) */
+	uint64_t noidle;           /* patch 008: schedulers honour REQ_NOIDLE */
+	uint64_t ssd_plug;         /* patch 007: plug non-rotational devices unless they queue */
+};
+
+/* The table of struct blk_tunables (blk_tunables.c). */
+extern const struct tunable_desc blk_queue_tunables[];
+
+struct blk_pool {
+	int count;
+	bool full, congested, starved;
+	struct list_node waiters; /* exclusive waiters, FIFO (blk_pool.c) */
+	int nr_waiters;
+	uint64_t wakeups;
+};
+
+struct blk_queue {
+	struct dev *dev;
+	struct dev_geometry geo;
+	pthread_t dispatcher;
+
+	pthread_mutex_t lock;
+	pthread_cond_t kick;      /* dispatcher: something to do */
+	pthread_cond_t idle_cond; /* requests freed (drain, switch) */
+	struct blk_tunables t;
+	unsigned sync_batch_op;
+	const char *preset;       /* last preset applied, or "custom" */
+
+	struct blk_pool pool[2];
+	struct elevator elv;
+	bool elv_switching;
+	pthread_cond_t switch_cond;
+	struct list_node rq_hash_end[RQ_HASH_SIZE];   /* queued requests by end sector */
+	struct list_node rq_hash_start[RQ_HASH_SIZE]; /* ... and by start sector */
+
+	bool plugged;
+	uint64_t plug_deadline_ns;
+	bool running;       /* a thread is in blk_queue_run_locked */
+	bool rerun;         /* ... and must make another pass */
+	bool stopped;
+	bool draining;
+	bool dying;
+	unsigned queued;    /* requests inside the elevator */
+	unsigned in_flight; /* requests at the device */
+	unsigned allocated; /* requests allocated, all pools */
+	uint64_t idle_base_ns, idle_base_count; /* elevator idle counters at the last reset */
+	struct blk_stats st;
+};
+
+/* Refresh what the elevator reads from blk before an op is called. */
+static inline void blk_elv_sync_state(struct blk_queue *q)
+{
+	q->elv.now_ns = clock_now_ns();
+	q->elv.honour_noidle = q->t.noidle;
+}
+
+/* ---- blk_pool.c ---- */
+/* Allocate a request for a bio with flags rw, sleeping (and unplugging)
+ * while the pool says no. May drop and retake q->lock. */
+struct request *blk_rq_alloc_wait(struct blk_queue *q, unsigned rw, struct blk_ioc *ioc);
+/* Free a request that left the elevator (completed or merged away). */
+void blk_rq_free(struct blk_queue *q, struct request *rq);
+/* Re-evaluate pool flags after nr_requests changed; wake waiters that fit. */
+void blk_pools_reevaluate(struct blk_queue *q);
+
+/* ---- blk_merge.c ---- */
+void blk_rq_hash_add(struct blk_queue *q, struct request *rq);
+void blk_rq_hash_del(struct request *rq);
+/* Merge bio into a queued request (and that request into its neighbour if
+ * they now touch). Returns true if merged. */
+bool blk_bio_try_merge(struct blk_queue *q, struct bio *bio, struct blk_ioc *ioc);
+
+/* ---- blk_dispatch.c ---- */
+/* Plug the queue (no-op if plugged): dispatching waits for the plug timer,
+ * the unplug threshold, an UNPLUG bio or a waiter. */
+void blk_queue_plug_locked(struct blk_queue *q, uint64_t now);
+/* Remove the plug (bumping *counter if there was one; counter may be NULL)
+ * and run the queue. May drop and retake q->lock. */
+void blk_queue_unplug_locked(struct blk_queue *q, uint64_t *counter);
+/* The dispatcher thread of a queue (started by blk_queue_create). */
+void *blk_dispatcher_main(void *arg);
+
+/* ---- blk_queue.c ---- */
+/* Apply preset `name` (fails on an unknown name, or with -EBUSY when it
+ * would change the pools while requests exist). */
+int blk_queue_preset_apply(struct blk_queue *q, const char *name);
+/* 0 if `name` is a preset, else -EINVAL with a message. */
+int blk_preset_check(const char *name);
+
+/* ---- elevator.c ---- */
+/* Start `ops` as the queue's elevator (e->data from its init). */
+int blk_elv_start(struct blk_queue *q, const struct elv_ops *ops);
+/* Drain the queue through the old elevator and switch to `ops`. */
+int blk_queue_switch_elevator(struct blk_queue *q, const struct elv_ops *ops);
+
+/* ---- blk_stats.c ---- */
+/* Zero the counters and initialise the histograms. */
+void blk_stats_clear(struct blk_stats *st);
 
 #endif

@@ -1,5 +1,15 @@
-/* The elevator (I/O scheduler) contract between the block layer and the
- * schedulers noop, deadline and cfq (docs/schedulers.md).
+/* The elevator (I/O scheduler) contract of the block layer: struct request,
+ * the elevator ops table, the helpers shared by the schedulers and the
+ * registry (docs/schedulers.md).
+ *
+ * Layering (the include arrows point down, never back up):
+ *   src/blk/sched/  noop.c, deadline.c, cfq.c: policy only. They include this
+ *                   header (through sched/sched.h) and nothing else of blk.
+ *   src/blk/        the block core (blk_*.c, elevator.c). It includes no
+ *                   scheduler header and names no scheduler: it finds them by
+ *                   name through elv_find(), which walks elv_registry[]. That
+ *                   table is declared here and defined by the scheduler layer
+ *                   (sched/registry.c), the only place that lists them.
  *
  * Rules for every op:
  * - called by blk with the queue lock held; must not sleep, must not call
@@ -14,13 +24,14 @@
  * Every added request is either dispatched or merged away (merge_requests)
  * before it is put; dispatch(force=true) never holds anything back (drain).
  */
-#ifndef NOSTALL_SCHED_ELEVATOR_H
-#define NOSTALL_SCHED_ELEVATOR_H
+#ifndef NOSTALL_BLK_ELEVATOR_H
+#define NOSTALL_BLK_ELEVATOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "../blk/blk.h"
+#include "blk.h"
 #include "../util/list.h"
 #include "../util/tunable.h"
 
@@ -131,13 +142,30 @@ struct elv_ops {
 	bool (*empty)(struct elevator *e);
 };
 
-/* Registry. */
+/* ---- registry ---- */
+
+/* NULL-terminated list of every scheduler, defined by the scheduler layer
+ * (src/blk/sched/registry.c); blk reads it only through the two lookups. */
+extern const struct elv_ops *const elv_registry[];
+/* The scheduler called `name`, or NULL. */
 const struct elv_ops *elv_find(const char *name);
 /* NULL-terminated list of all schedulers. */
 const struct elv_ops *const *elv_all(void);
 
-extern const struct elv_ops elv_noop_ops;
-extern const struct elv_ops elv_deadline_ops;
-extern const struct elv_ops elv_cfq_ops;
+/* ---- helpers shared by the schedulers ---- */
+
+/* Insert rq into a list sorted by sector and linked through rq->elv_sort;
+ * requests with equal sectors keep their arrival order. O(n), n being
+ * bounded by nr_requests. */
+void elv_rq_sort_add(struct list_node *head, struct request *rq);
+/* `next` is being merged into rq: if next expires earlier, rq takes over its
+ * FIFO deadline and its place in the FIFO (rq->elv_fifo), so that merging
+ * never delays the older I/O. Both must be on the same FIFO. */
+void elv_rq_fifo_inherit(struct request *rq, struct request *next);
+/* Allocate zeroed scheduler state of `size` bytes into e->data and clear
+ * e->kick_ns (the common part of init); NULL when out of memory. */
+void *elv_data_alloc(struct elevator *e, size_t size);
+/* Free e->data (the whole of exit for schedulers without sub-objects). */
+void elv_data_free(struct elevator *e);
 
 #endif

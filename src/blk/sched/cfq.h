@@ -1,12 +1,12 @@
 /* CFQ: helpers exposed for unit tests and diagnostics (not used by blk).
  * All take an elevator running elv_cfq_ops; times are in ns. */
-#ifndef NOSTALL_SCHED_CFQ_H
-#define NOSTALL_SCHED_CFQ_H
+#ifndef NOSTALL_BLK_SCHED_CFQ_H
+#define NOSTALL_BLK_SCHED_CFQ_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "elevator.h"
+#include "sched.h"
 
 /* Slice length for a sync or async queue at priority level prio (0..7) with
  * the current tunables: base + base/5 * (4 - prio), base = slice_sync or

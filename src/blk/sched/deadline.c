@@ -11,15 +11,14 @@
  * the previous batch was in the other direction), otherwise it continues the
  * sweep. Directions are read/write, not sync/async.
  *
- * O(n) sorted insertion (n is bounded by nr_requests). Locking: the queue
- * lock (elevator.h). */
-#include "elevator.h"
-#include "../util/clock.h"
+ * Sorted insertion and the FIFO hand-over on merges are the elevator core's
+ * (elevator.h). Locking: the queue lock (elevator.h). */
+#include "sched.h"
+#include "../../util/clock.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 struct deadline_data {
 	/* Tunables (sysfs names), see deadline_tunables. */
@@ -59,17 +58,10 @@ static uint64_t dl_expire_ns(const struct deadline_data *dd, int dir)
 	return (dir ? dd->write_expire : dd->read_expire) * NS_PER_MS;
 }
 
-/* Insert into the sector-sorted list of its direction; equal sectors keep
- * arrival order. */
+/* Insert into the sector-sorted list of its direction. */
 static void dl_sort_add(struct deadline_data *dd, struct request *rq)
 {
-	struct list_node *head = &dd->sort[rq_dir(rq)], *pos;
-	list_for_each(pos, head) {
-		struct request *o = list_entry(pos, struct request, elv_sort);
-		if (rq->sector < o->sector)
-			break;
-	}
-	list_add_before(pos, &rq->elv_sort);
+	elv_rq_sort_add(&dd->sort[rq_dir(rq)], rq);
 }
 
 /* The request after rq in sector order, or NULL. */
@@ -98,7 +90,7 @@ static void dl_remove(struct deadline_data *dd, struct request *rq)
 
 static int deadline_init(struct elevator *e)
 {
-	struct deadline_data *dd = calloc(1, sizeof *dd);
+	struct deadline_data *dd = elv_data_alloc(e, sizeof *dd);
 	if (!dd)
 		return -ENOMEM;
 	tunable_defaults(deadline_tunables, dd);
@@ -106,15 +98,7 @@ static int deadline_init(struct elevator *e)
 		list_init(&dd->sort[d]);
 		list_init(&dd->fifo[d]);
 	}
-	e->data = dd;
-	e->kick_ns = 0;
 	return 0;
-}
-
-static void deadline_exit(struct elevator *e)
-{
-	free(e->data);
-	e->data = NULL;
 }
 
 static void deadline_add_request(struct elevator *e, struct request *rq)
@@ -153,12 +137,7 @@ static void deadline_merge_requests(struct elevator *e, struct request *rq, stru
 {
 	struct deadline_data *dd = e->data;
 	int dir = rq_dir(rq);
-	if (list_linked(&rq->elv_fifo) && list_linked(&next->elv_fifo) &&
-	    next->elv_deadline_ns < rq->elv_deadline_ns) {
-		list_del(&rq->elv_fifo);
-		list_add_before(next->elv_fifo.next, &rq->elv_fifo);
-		rq->elv_deadline_ns = next->elv_deadline_ns;
-	}
+	elv_rq_fifo_inherit(rq, next);
 	dl_remove(dd, next);
 	/* Re-sort rq in case it absorbed a request in front of it (blk merges
 	 * the higher request into the lower one, so normally it stays put). */
@@ -220,7 +199,7 @@ const struct elv_ops elv_deadline_ops = {
 	.name = "deadline",
 	.tunables = deadline_tunables,
 	.init = deadline_init,
-	.exit = deadline_exit,
+	.exit = elv_data_free,
 	.add_request = deadline_add_request,
 	.allow_front_merge = deadline_allow_front_merge,
 	.merged = deadline_merged,

@@ -2,10 +2,9 @@
  * semantics). Requests leave in the order they were added; a request merged
  * away (merge_requests) simply leaves the FIFO, and bio merges do not move a
  * request. Locking: the queue lock (elevator.h). */
-#include "elevator.h"
+#include "sched.h"
 
 #include <errno.h>
-#include <stdlib.h>
 
 struct noop_data {
 	struct list_node fifo; /* requests by arrival, via rq->elv_fifo */
@@ -18,19 +17,11 @@ static const struct tunable_desc noop_tunables[] = {
 
 static int noop_init(struct elevator *e)
 {
-	struct noop_data *nd = calloc(1, sizeof *nd);
+	struct noop_data *nd = elv_data_alloc(e, sizeof *nd);
 	if (!nd)
 		return -ENOMEM;
 	list_init(&nd->fifo);
-	e->data = nd;
-	e->kick_ns = 0;
 	return 0;
-}
-
-static void noop_exit(struct elevator *e)
-{
-	free(e->data);
-	e->data = NULL;
 }
 
 static void noop_add_request(struct elevator *e, struct request *rq)
@@ -70,7 +61,7 @@ const struct elv_ops elv_noop_ops = {
 	.name = "noop",
 	.tunables = noop_tunables,
 	.init = noop_init,
-	.exit = noop_exit,
+	.exit = elv_data_free,
 	.add_request = noop_add_request,
 	.merge_requests = noop_merge_requests,
 	.dispatch = noop_dispatch,

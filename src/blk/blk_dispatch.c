@@ -1,0 +1,262 @@
+/* Dispatching and completion (docs/block-layer.md, "plugging" and
+ * "dispatch"): the plug, running the queue (elevator -> device), the
+ * dispatcher thread with its timers, building the device command and
+ * completing requests and their bios. Locking: see blk_internal.h; the queue
+ * lock is dropped around dev_submit() and bio end_io().
+ */
+#include "blk.h"
+#include "blk_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void queue_run_locked(struct blk_queue *q);
+
+/* ----------------------------------------------------------- plugging */
+
+void blk_queue_plug_locked(struct blk_queue *q, uint64_t now)
+{
+	if (q->plugged)
+		return;
+	q->plugged = true;
+	q->plug_deadline_ns = now + q->t.unplug_delay_ms * NS_PER_MS;
+	q->st.plugs++;
+	pthread_cond_signal(&q->kick); /* the dispatcher arms its timer */
+}
+
+/* Remove the plug and run the queue in the caller's context, as the
+ * kernel's __generic_unplug_device calls the driver directly: a WRITE_SYNC
+ * reaches the device before its submitter queues the next bio.
+ * counter: which statistic to bump, if any. May drop and retake q->lock. */
+void blk_queue_unplug_locked(struct blk_queue *q, uint64_t *counter)
+{
+	if (q->plugged) {
+		q->plugged = false;
+		if (counter)
+			(*counter)++;
+	}
+	queue_run_locked(q);
+}
+
+void blk_queue_unplug(struct blk_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	blk_queue_unplug_locked(q, &q->st.unplugs_wait);
+	pthread_mutex_unlock(&q->lock);
+}
+
+bool blk_queue_plugged(struct blk_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	bool p = q->plugged;
+	pthread_mutex_unlock(&q->lock);
+	return p;
+}
+
+/* ------------------------------------------------------- completion */
+
+static void bio_complete(struct bio *bio, int err)
+{
+	struct bio *parent = bio->bi_parent;
+	if (!parent) {
+		bio->end_io(bio, err);
+		return;
+	}
+	/* A split child: record the first error on the parent and complete
+	 * the parent with the last child. */
+	if (err)
+		__atomic_compare_exchange_n(&parent->bi_error, &(int){ 0 }, err, false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE);
+	free(bio);
+	if (__atomic_sub_fetch(&parent->bi_remaining, 1, __ATOMIC_ACQ_REL) == 0)
+		parent->end_io(parent, __atomic_load_n(&parent->bi_error, __ATOMIC_ACQUIRE));
+}
+
+static void rq_done(struct dev_io *io, int err)
+{
+	struct request *rq = io->priv;
+	struct blk_queue *q = rq->queue;
+	bool sync = rq_is_sync(rq);
+	bool write = rq_is_write(rq);
+	/* Reads through a bounce buffer: copy out before the bios complete. */
+	if (rq->buf && !write && !err) {
+		size_t off = 0;
+		for (struct bio *b = rq->bio; b; b = b->bi_next) {
+			memcpy(b->data, (char *)rq->buf + off, b->size);
+			off += b->size;
+		}
+	}
+	uint64_t now = clock_now_ns();
+	pthread_mutex_lock(&q->lock);
+	q->in_flight--;
+	q->elv.in_driver[sync]--;
+	blk_elv_sync_state(q);
+	if (q->elv.ops->completed)
+		q->elv.ops->completed(&q->elv, rq);
+	q->st.completed++;
+	if (err)
+		q->st.errors++;
+	q->st.bytes[write] += (uint64_t)rq->nr_sectors << DEV_SECTOR_SHIFT;
+	hist_add(&q->st.service_lat[sync], now - rq->dispatch_ns);
+	struct bio *bios = rq->bio;
+	for (struct bio *b = bios; b; b = b->bi_next)
+		hist_add(&q->st.total_lat[sync], now - b->bi_submit_ns);
+	rq->bio = NULL;
+	blk_rq_free(q, rq);
+	pthread_cond_signal(&q->kick);
+	pthread_mutex_unlock(&q->lock);
+	while (bios) {
+		struct bio *next = bios->bi_next;
+		bios->bi_next = NULL;
+		bio_complete(bios, err);
+		bios = next;
+	}
+}
+
+/* Build the device command for a dispatched request. Requests whose bios
+ * are not contiguous in memory go through a bounce buffer. */
+static int rq_prepare_io(struct request *rq)
+{
+	struct dev_io *io = &rq->io;
+	memset(io, 0, sizeof *io);
+	io->priv = rq;
+	io->done = rq_done;
+	if (!rq->nr_sectors) {
+		io->op = DEV_OP_FLUSH;
+		return 0;
+	}
+	io->op = rq_is_write(rq) ? DEV_OP_WRITE : DEV_OP_READ;
+	if (rq->flags & BLK_REQ_FLUSH)
+		io->flags |= DEV_IO_PREFLUSH;
+	if (rq->flags & BLK_REQ_FUA)
+		io->flags |= DEV_IO_FUA;
+	io->sector = rq->sector;
+	io->nr_sectors = rq->nr_sectors;
+	bool contiguous = true;
+	for (struct bio *b = rq->bio; b->bi_next; b = b->bi_next)
+		if ((char *)b->data + b->size != b->bi_next->data)
+			contiguous = false;
+	if (contiguous) {
+		io->buf = rq->bio->data;
+		return 0;
+	}
+	rq->buf = malloc((size_t)rq->nr_sectors << DEV_SECTOR_SHIFT);
+	if (!rq->buf)
+		return -ENOMEM;
+	if (rq_is_write(rq)) {
+		size_t off = 0;
+		for (struct bio *b = rq->bio; b; b = b->bi_next) {
+			memcpy((char *)rq->buf + off, b->data, b->size);
+			off += b->size;
+		}
+	}
+	io->buf = rq->buf;
+	return 0;
+}
+
+/* ------------------------------------------------------- dispatcher */
+
+/* Move requests from the elevator to the device while the queue is not
+ * plugged or stopped and the device has room. Called with q->lock held;
+ * drops it around dev_submit(). One thread runs the queue at a time, so the
+ * device sees requests in dispatch order; a caller that finds it running
+ * asks the runner for another pass instead. */
+static void queue_run_locked(struct blk_queue *q)
+{
+	if (q->running) {
+		q->rerun = true;
+		return;
+	}
+	q->running = true;
+	unsigned depth = q->geo.queue_depth ? q->geo.queue_depth : 1;
+	for (;;) {
+		q->rerun = false;
+		struct list_node out;
+		list_init(&out);
+		unsigned n = 0;
+		if (!q->plugged && !q->stopped) {
+			bool force = q->draining || q->elv_switching;
+			while (q->in_flight < depth) {
+				blk_elv_sync_state(q);
+				struct request *rq = q->elv.ops->dispatch(&q->elv, force);
+				if (!rq)
+					break;
+				bool sync = rq_is_sync(rq);
+				rq->in_elv = false;
+				blk_rq_hash_del(rq);
+				q->queued--;
+				q->in_flight++;
+				q->elv.in_driver[sync]++;
+				rq->dispatch_ns = q->elv.now_ns;
+				q->st.dispatched++;
+				q->st.device_requests[sync]++;
+				q->st.class_requests[blk_ioc_class(rq->ioc) & 3]++;
+				hist_add(&q->st.queue_lat[sync], rq->dispatch_ns - rq->insert_ns);
+				list_add_tail(&out, &rq->q_node);
+				n++;
+			}
+		}
+		if (!n && !q->rerun)
+			break;
+		if (!n)
+			continue;
+		pthread_mutex_unlock(&q->lock);
+		struct list_node *it, *tmp;
+		list_for_each_safe(it, tmp, &out) {
+			struct request *rq = list_entry(it, struct request, q_node);
+			list_del(&rq->q_node);
+			int rc = rq_prepare_io(rq);
+			if (!rc)
+				rc = dev_submit(q->dev, &rq->io);
+			if (rc < 0)
+				rq_done(&rq->io, rc);
+		}
+		pthread_mutex_lock(&q->lock);
+	}
+	q->running = false;
+	/* The elevator may have armed a timer: let the dispatcher see it. */
+	if (q->elv.kick_ns)
+		pthread_cond_signal(&q->kick);
+}
+
+/* One dispatcher thread per queue: runs the queue on the plug timer, on
+ * elevator timers (idle window, slice end) and after completions, and
+ * sleeps otherwise. */
+void *blk_dispatcher_main(void *arg)
+{
+	struct blk_queue *q = arg;
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		uint64_t now = clock_now_ns();
+		if (q->plugged && now >= q->plug_deadline_ns)
+			q->plugged = false, q->st.unplugs_timer++;
+		if (q->elv.kick_ns && q->elv.kick_ns <= now) {
+			/* An elevator timer or wake-up: run the queue even if
+			 * plugged, as the kernel's kblockd kick does. */
+			q->elv.kick_ns = 0;
+			q->plugged = false;
+		}
+		queue_run_locked(q);
+		if (q->dying && !q->allocated)
+			break;
+		now = clock_now_ns();
+		uint64_t deadline = 0;
+		if (q->plugged && !q->stopped)
+			deadline = q->plug_deadline_ns;
+		if (q->elv.kick_ns) {
+			uint64_t k = q->elv.kick_ns;
+			/* An elevator that asks to run "now" yet dispatched
+			 * nothing gets a short pause instead of a busy loop. */
+			if (k <= now)
+				k = now + 100 * NS_PER_US;
+			if (!deadline || k < deadline)
+				deadline = k;
+		}
+		if (deadline && deadline <= now)
+			continue;
+		clock_cond_wait_until(&q->kick, &q->lock, deadline);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
