@@ -64,7 +64,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTLIB_OBJS) $(BUILD)/libnostall.a
 tests: $(TEST_BINS) $(BUILD)/nostall
 
 # The whole test command (README): every variant, then the summary line.
-test:
+test: check-layers
 	$(MAKE) --no-print-directory VARIANT=release tests
 	$(MAKE) --no-print-directory VARIANT=asan tests
 	$(MAKE) --no-print-directory VARIANT=tsan tests
