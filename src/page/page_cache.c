@@ -1,0 +1,594 @@
+/* Page cache core (docs/page-cache.md): tunables, the cache and its
+ * mappings, the (mapping, index) hash, references, the LRU and eviction,
+ * the page lock, dirty accounting, one-page reads, statistics. The read and
+ * write paths are in page_rw.c, writeback and the threads in
+ * page_writeback.c. Locking rules: page_int.h.
+ */
+#include "page/page_int.h"
+
+#include "dev/dev.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A waiter re-checks at least this often: a safety net, never needed for
+ * correctness (every change it waits for broadcasts). */
+#define WAIT_RECHECK_NS (100 * NS_PER_MS)
+
+static const struct tunable_desc tunables[] = {
+	{ "cache_bytes", TUNABLE_U64, 64u << 10, 1ull << 40, 64u << 20, offsetof(struct page_params, cache_bytes),
+	  "B", "page budget (fixed at creation)" },
+	{ "dirty_expire_ms", TUNABLE_U64, 0, 86400000, 30000, offsetof(struct page_params, dirty_expire_ms), "ms",
+	  "a page dirty for longer is written by the next flusher pass" },
+	{ "writeback_interval_ms", TUNABLE_U64, 0, 3600000, 5000,
+	  offsetof(struct page_params, writeback_interval_ms), "ms",
+	  "flusher period (0 at creation: no flusher thread; later: kicks only)" },
+	{ "dirty_background_ratio", TUNABLE_U64, 0, 100, 10, offsetof(struct page_params, dirty_background_ratio),
+	  "%", "dirty pages (% of budget) that wake the flusher (0: never)" },
+	{ "dirty_ratio", TUNABLE_U64, 1, 100, 20, offsetof(struct page_params, dirty_ratio), "%",
+	  "dirty + writeback pages (% of budget) past which writers are throttled" },
+	{ "max_run_kb", TUNABLE_U64, 4, 4096, 512, offsetof(struct page_params, max_run_kb), "KiB",
+	  "largest writeback bio" },
+	{ "throttle_chunk", TUNABLE_U64, 1, 4096, 48, offsetof(struct page_params, throttle_chunk), "",
+	  "pages a throttled writer or direct reclaim writes per round" },
+	{ NULL, 0, 0, 0, 0, 0, NULL, NULL },
+};
+
+const struct tunable_desc *page_tunables(void) { return tunables; }
+
+void page_params_default(struct page_params *p) { tunable_defaults(tunables, p); }
+
+/* 2.6.30's get_dirty_limits: a background ratio at or above the dirty ratio
+ * is taken as half of it. Limits are at least one page. */
+void page_limits_locked(struct page_cache *pc)
+{
+	uint64_t bg = pc->p.dirty_background_ratio;
+	if (bg >= pc->p.dirty_ratio)
+		bg = pc->p.dirty_ratio / 2;
+	pc->dirty_limit = pc->max_pages * pc->p.dirty_ratio / 100;
+	if (pc->dirty_limit < 1)
+		pc->dirty_limit = 1;
+	pc->bg_limit = bg ? pc->max_pages * bg / 100 : 0;
+	if (bg && pc->bg_limit < 1)
+		pc->bg_limit = 1;
+	pc->max_run = pc->p.max_run_kb * 1024 / pc->page_size;
+	if (pc->max_run < 1)
+		pc->max_run = 1;
+}
+
+/* ------------------------------------------------------------ waiting */
+
+void page_wake_locked(struct page_cache *pc)
+{
+	pc->gen++;
+	pthread_cond_broadcast(&pc->cond);
+}
+
+void page_wait_locked(struct page_cache *pc)
+{
+	uint64_t g = pc->gen;
+	pthread_mutex_unlock(&pc->lock);
+	blk_queue_unplug(pc->q);
+	pthread_mutex_lock(&pc->lock);
+	if (pc->gen == g)
+		clock_cond_wait_until(&pc->cond, &pc->lock, clock_now_ns() + WAIT_RECHECK_NS);
+}
+
+/* --------------------------------------------------------------- hash */
+
+static size_t hash_slot(const struct page_cache *pc, const struct page_mapping *m, uint64_t index)
+{
+	uint64_t k = index ^ ((uint64_t)(uintptr_t)m >> 4) * 0x9E3779B97F4A7C15ull;
+	return (size_t)((k * 0xD6E8FEB86659FD93ull) >> 24) & pc->hash_mask;
+}
+
+static struct page *hash_find(struct page_cache *pc, struct page_mapping *m, uint64_t index)
+{
+	for (struct page *pg = pc->hash[hash_slot(pc, m, index)]; pg; pg = pg->hash_next)
+		if (pg->m == m && pg->index == index)
+			return pg;
+	return NULL;
+}
+
+static void hash_remove(struct page_cache *pc, struct page *pg)
+{
+	struct page **pp = &pc->hash[hash_slot(pc, pg->m, pg->index)];
+	while (*pp != pg)
+		pp = &(*pp)->hash_next;
+	*pp = pg->hash_next;
+	pg->hash_next = NULL;
+}
+
+/* ------------------------------------------------ references, release */
+
+void page_hold_locked(struct page *pg)
+{
+	if (pg->count++ == 0)
+		list_del(&pg->lru);
+}
+
+/* The page leaves for good: drop it from the counters. */
+static struct page *release_locked(struct page_cache *pc, struct page *pg)
+{
+	pc->nr_pages--;
+	pg->m->nr_alive--;
+	page_wake_locked(pc);
+	return pg;
+}
+
+struct page *page_put_locked(struct page_cache *pc, struct page *pg)
+{
+	if (pg->count <= 0) {
+		fprintf(stderr, "nostall: page_put of an unreferenced page (index %" PRIu64 ")\n", pg->index);
+		abort();
+	}
+	if (--pg->count)
+		return NULL;
+	if (pg->flags & PG_DETACHED)
+		return release_locked(pc, pg);
+	list_add_tail(&pc->lru, &pg->lru);
+	return NULL;
+}
+
+void page_free(struct page *pg)
+{
+	if (!pg)
+		return;
+	free(pg->data);
+	free(pg);
+}
+
+/* Out of the hash and the mapping's page list. pc->lock held. */
+static void unindex_locked(struct page_cache *pc, struct page *pg)
+{
+	hash_remove(pc, pg);
+	list_del(&pg->mlink);
+	pg->m->nr_pages--;
+}
+
+struct page *page_detach_locked(struct page_cache *pc, struct page *pg)
+{
+	if (pg->flags & PG_DIRTY)
+		pc->st.truncated_dirty++;
+	page_clear_dirty_locked(pc, pg);
+	unindex_locked(pc, pg);
+	if (pg->count == 0) {
+		list_del(&pg->lru);
+		return release_locked(pc, pg);
+	}
+	pg->flags |= PG_DETACHED;
+	return NULL;
+}
+
+/* Take the least recently used clean unreferenced page out of its mapping
+ * for reuse. pc->lock held. */
+static struct page *evict_one(struct page_cache *pc)
+{
+	/* Unevictable pages met at the head (dirty) are rotated to the tail,
+	 * so that a run of them is not rescanned by every allocation. */
+	uint64_t budget = pc->nr_pages;
+	while (budget-- && !list_empty(&pc->lru)) {
+		struct page *pg = list_entry(pc->lru.next, struct page, lru);
+		list_del(&pg->lru);
+		if (pg->flags & (PG_DIRTY | PG_WRITEBACK | PG_LOCKED)) {
+			list_add_tail(&pc->lru, &pg->lru);
+			continue;
+		}
+		unindex_locked(pc, pg);
+		pg->m->nr_alive--;
+		page_wake_locked(pc);
+		pc->st.evictions++;
+		return pg;
+	}
+	return NULL;
+}
+
+static struct page *page_alloc(struct page_cache *pc)
+{
+	struct page *pg = calloc(1, sizeof *pg);
+	if (!pg)
+		return NULL;
+	if (posix_memalign(&pg->data, pc->page_size, pc->page_size)) {
+		free(pg);
+		return NULL;
+	}
+	return pg;
+}
+
+/* (Re)initialise pg as page `index` of m, locked, with one reference.
+ * pc->lock held. */
+static void install_locked(struct page_cache *pc, struct page *pg, struct page_mapping *m, uint64_t index)
+{
+	pg->m = m;
+	pg->index = index;
+	pg->block = PAGE_NO_BLOCK;
+	pg->flags = PG_LOCKED;
+	pg->count = 1;
+	pg->dirty_ns = 0;
+	list_init(&pg->lru);
+	list_init(&pg->dirty);
+	list_init(&pg->mdirty);
+	list_init(&pg->wb);
+	size_t s = hash_slot(pc, m, index);
+	pg->hash_next = pc->hash[s];
+	pc->hash[s] = pg;
+	list_add_tail(&m->pages, &pg->mlink);
+	m->nr_pages++;
+	m->nr_alive++;
+}
+
+/* ----------------------------------------------------------- the lock */
+
+void page_lock_locked(struct page_cache *pc, struct page *pg)
+{
+	while (pg->flags & PG_LOCKED)
+		page_wait_locked(pc);
+	pg->flags |= PG_LOCKED;
+}
+
+void page_unlock_locked(struct page_cache *pc, struct page *pg)
+{
+	pg->flags &= ~(unsigned)PG_LOCKED;
+	page_wake_locked(pc);
+}
+
+void page_lock(struct page *pg)
+{
+	struct page_cache *pc = pg->m->pc;
+	pthread_mutex_lock(&pc->lock);
+	page_lock_locked(pc, pg);
+	pthread_mutex_unlock(&pc->lock);
+}
+
+void page_unlock(struct page *pg)
+{
+	struct page_cache *pc = pg->m->pc;
+	pthread_mutex_lock(&pc->lock);
+	page_unlock_locked(pc, pg);
+	pthread_mutex_unlock(&pc->lock);
+}
+
+void page_put(struct page *pg)
+{
+	if (!pg)
+		return;
+	struct page_cache *pc = pg->m->pc;
+	pthread_mutex_lock(&pc->lock);
+	struct page *f = page_put_locked(pc, pg);
+	pthread_mutex_unlock(&pc->lock);
+	page_free(f);
+}
+
+/* -------------------------------------------------------- find, create */
+
+struct page *page_lookup(struct page_mapping *m, uint64_t index)
+{
+	struct page_cache *pc = m->pc;
+	pthread_mutex_lock(&pc->lock);
+	struct page *pg = hash_find(pc, m, index);
+	if (pg)
+		page_hold_locked(pg);
+	pthread_mutex_unlock(&pc->lock);
+	return pg;
+}
+
+int page_grab(struct page_mapping *m, uint64_t index, struct page **out)
+{
+	struct page_cache *pc = m->pc;
+	struct page *fresh = NULL;
+	*out = NULL;
+	pthread_mutex_lock(&pc->lock);
+	for (;;) {
+		struct page *pg = hash_find(pc, m, index);
+		if (pg) {
+			page_hold_locked(pg);
+			page_lock_locked(pc, pg);
+			if (pg->flags & PG_DETACHED) { /* truncated while we waited */
+				page_unlock_locked(pc, pg);
+				struct page *f = page_put_locked(pc, pg);
+				pthread_mutex_unlock(&pc->lock);
+				page_free(f);
+				pthread_mutex_lock(&pc->lock);
+				continue;
+			}
+			pc->st.hits++;
+			pthread_mutex_unlock(&pc->lock);
+			page_free(fresh);
+			*out = pg;
+			return 0;
+		}
+		if (pc->nr_pages >= pc->max_pages) {
+			/* At the budget: reuse the LRU victim (a page allocated
+			 * meanwhile is dropped: the budget is never exceeded). */
+			pg = evict_one(pc);
+			if (!pg) {
+				if (!page_reclaim_wait_locked(pc)) {
+					pthread_mutex_unlock(&pc->lock);
+					page_free(fresh);
+					return err_set(-ENOMEM, "page: all %" PRIu64 " pages of the cache are referenced",
+						       pc->max_pages);
+				}
+				continue;
+			}
+		} else if (!fresh) {
+			pthread_mutex_unlock(&pc->lock);
+			fresh = page_alloc(pc);
+			pthread_mutex_lock(&pc->lock);
+			if (!fresh) {
+				pthread_mutex_unlock(&pc->lock);
+				return err_set(-ENOMEM, "page: out of memory for page %" PRIu64, index);
+			}
+			continue; /* look again: someone may have created it */
+		} else {
+			pg = fresh;
+			fresh = NULL;
+			pc->nr_pages++;
+			if (pc->nr_pages > pc->st.peak_pages)
+				pc->st.peak_pages = pc->nr_pages;
+		}
+		install_locked(pc, pg, m, index);
+		pc->st.misses++;
+		pthread_mutex_unlock(&pc->lock);
+		page_free(fresh);
+		*out = pg;
+		return 0;
+	}
+}
+
+/* ---------------------------------------------------------------- dirty */
+
+void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now)
+{
+	if (pg->flags & PG_DIRTY)
+		return;
+	pg->flags |= PG_DIRTY;
+	pg->dirty_ns = now;
+	list_add_tail(&pc->dirty, &pg->dirty);
+	list_add_tail(&pg->m->dirty, &pg->mdirty);
+	pc->nr_dirty++;
+	pg->m->nr_dirty++;
+	if (pc->bg_limit && pc->nr_dirty > pc->bg_limit)
+		page_flusher_wake_locked(pc);
+}
+
+void page_clear_dirty_locked(struct page_cache *pc, struct page *pg)
+{
+	if (!(pg->flags & PG_DIRTY))
+		return;
+	pg->flags &= ~(unsigned)PG_DIRTY;
+	list_del(&pg->dirty);
+	list_del(&pg->mdirty);
+	pc->nr_dirty--;
+	pg->m->nr_dirty--;
+}
+
+/* ------------------------------------------------------- one-page read */
+
+struct read_wait {
+	struct bio bio;
+	struct page_cache *pc;
+	bool done;
+	int err;
+};
+
+static void read_end_io(struct bio *bio, int err)
+{
+	struct read_wait *w = bio->private;
+	struct page_cache *pc = w->pc;
+	pthread_mutex_lock(&pc->lock);
+	w->done = true; /* the waiter may free w once we unlock */
+	w->err = err;
+	page_wake_locked(pc);
+	pthread_mutex_unlock(&pc->lock);
+}
+
+int page_read_io(struct page_cache *pc, struct page *pg)
+{
+	struct read_wait w = { .pc = pc };
+	pthread_mutex_lock(&pc->lock);
+	uint64_t block = pg->block;
+	pc->st.read_bios++;
+	pthread_mutex_unlock(&pc->lock);
+	w.bio.sector = block * pc->sectors_per_page;
+	w.bio.size = pc->page_size;
+	w.bio.data = pg->data;
+	w.bio.rw = BLK_READ_SYNC;
+	w.bio.end_io = read_end_io;
+	w.bio.private = &w;
+	int rc = blk_submit_bio(pc->q, &w.bio);
+	pthread_mutex_lock(&pc->lock);
+	if (rc == 0) {
+		while (!w.done)
+			page_wait_locked(pc);
+		rc = w.err;
+	}
+	if (rc == 0)
+		pg->flags |= PG_UPTODATE;
+	else
+		pc->st.read_errors++;
+	pthread_mutex_unlock(&pc->lock);
+	if (rc)
+		return err_set(rc < 0 ? rc : -EIO, "page: read error at page %" PRIu64 " (block %" PRIu64 ")",
+			       pg->index, block);
+	return 0;
+}
+
+/* ------------------------------------------------------------ mappings */
+
+int page_mapping_create(struct page_cache *pc, const struct page_mapping_ops *ops, void *ctx,
+			struct page_mapping **out)
+{
+	*out = NULL;
+	if (!pc || !ops || !ops->map)
+		return err_set(-EINVAL, "page: a mapping needs a cache and a map op");
+	struct page_mapping *m = calloc(1, sizeof *m);
+	if (!m)
+		return -ENOMEM;
+	m->pc = pc;
+	m->ops = ops;
+	m->ctx = ctx;
+	list_init(&m->pages);
+	list_init(&m->dirty);
+	list_init(&m->wb);
+	pthread_mutex_lock(&pc->lock);
+	list_add_tail(&pc->mappings, &m->link);
+	pthread_mutex_unlock(&pc->lock);
+	*out = m;
+	return 0;
+}
+
+struct page_cache *page_mapping_cache(const struct page_mapping *m) { return m->pc; }
+
+uint64_t page_mapping_nr_pages(struct page_mapping *m)
+{
+	pthread_mutex_lock(&m->pc->lock);
+	uint64_t n = m->nr_pages;
+	pthread_mutex_unlock(&m->pc->lock);
+	return n;
+}
+
+uint64_t page_mapping_nr_dirty(struct page_mapping *m)
+{
+	pthread_mutex_lock(&m->pc->lock);
+	uint64_t n = m->nr_dirty;
+	pthread_mutex_unlock(&m->pc->lock);
+	return n;
+}
+
+/* ---------------------------------------------------- create, destroy */
+
+int page_cache_create(struct blk_queue *q, unsigned page_size, const struct page_params *p,
+		      struct page_cache **out)
+{
+	*out = NULL;
+	if (!q)
+		return err_set(-EINVAL, "page: no queue");
+	if (page_size != 1024 && page_size != 2048 && page_size != 4096)
+		return err_set(-EINVAL, "page: page size %u is not 1024, 2048 or 4096", page_size);
+	struct dev_geometry geo;
+	dev_geometry_get(blk_queue_dev(q), &geo);
+	if (geo.logical_block_size && page_size % geo.logical_block_size)
+		return err_set(-EINVAL, "page: page size %u is smaller than the device's logical block size %u",
+			       page_size, geo.logical_block_size);
+	struct page_params prm;
+	page_params_default(&prm);
+	if (p) {
+		for (const struct tunable_desc *d = tunables; d->name; d++) {
+			uint64_t v = *(const uint64_t *)((const char *)p + d->offset);
+			if (v < d->min || v > d->max)
+				return err_set(-ERANGE, "page: %s %" PRIu64 " is out of range [%" PRIu64 "..%" PRIu64 "]",
+					       d->name, v, d->min, d->max);
+		}
+		prm = *p;
+	}
+	struct page_cache *pc = calloc(1, sizeof *pc);
+	if (!pc)
+		return -ENOMEM;
+	pc->q = q;
+	pc->p = prm;
+	pc->page_size = page_size;
+	pc->sectors_per_page = page_size / DEV_SECTOR_SIZE;
+	pc->nr_blocks = geo.size_bytes / page_size;
+	pc->max_pages = prm.cache_bytes / page_size;
+	page_limits_locked(pc);
+	size_t hs = 256;
+	while (hs < pc->max_pages && hs < (1u << 22))
+		hs <<= 1;
+	pc->hash = calloc(hs, sizeof *pc->hash);
+	if (!pc->hash) {
+		free(pc);
+		return -ENOMEM;
+	}
+	pc->hash_mask = hs - 1;
+	pthread_mutex_init(&pc->lock, NULL);
+	clock_cond_init(&pc->cond);
+	clock_cond_init(&pc->worker_cond);
+	clock_cond_init(&pc->flusher_cond);
+	list_init(&pc->lru);
+	list_init(&pc->dirty);
+	list_init(&pc->mappings);
+	list_init(&pc->done);
+	int rc = page_threads_start(pc);
+	if (rc < 0) {
+		page_cache_destroy(pc);
+		return rc;
+	}
+	*out = pc;
+	return 0;
+}
+
+void page_cache_destroy(struct page_cache *pc)
+{
+	if (!pc)
+		return;
+	page_threads_stop(pc);
+	if (!list_empty(&pc->mappings) || pc->nr_pages)
+		fprintf(stderr, "nostall: page_cache_destroy: mappings or %" PRIu64 " pages left\n", pc->nr_pages);
+	free(pc->hash);
+	pthread_cond_destroy(&pc->flusher_cond);
+	pthread_cond_destroy(&pc->worker_cond);
+	pthread_cond_destroy(&pc->cond);
+	pthread_mutex_destroy(&pc->lock);
+	free(pc);
+}
+
+unsigned page_cache_page_size(const struct page_cache *pc) { return pc->page_size; }
+
+int page_cache_set(struct page_cache *pc, const char *name, const char *value)
+{
+	if (name && strcmp(name, "cache_bytes") == 0)
+		return err_set(-EPERM, "page: cache_bytes is fixed at creation");
+	pthread_mutex_lock(&pc->lock);
+	int rc = tunable_set(tunables, &pc->p, name, value);
+	if (rc == 0) {
+		page_limits_locked(pc);
+		pthread_cond_signal(&pc->flusher_cond); /* a new period */
+	}
+	pthread_mutex_unlock(&pc->lock);
+	return rc;
+}
+
+int page_cache_get(struct page_cache *pc, const char *name, uint64_t *out)
+{
+	pthread_mutex_lock(&pc->lock);
+	int rc = tunable_get(tunables, &pc->p, name, out);
+	pthread_mutex_unlock(&pc->lock);
+	return rc;
+}
+
+void page_cache_stats(struct page_cache *pc, struct page_stats *out)
+{
+	pthread_mutex_lock(&pc->lock);
+	*out = pc->st;
+	out->pages = pc->nr_pages;
+	out->dirty = pc->nr_dirty;
+	out->writeback = pc->nr_writeback;
+	out->max_pages = pc->max_pages;
+	out->dirty_limit = pc->dirty_limit;
+	out->background_limit = pc->bg_limit;
+	pthread_mutex_unlock(&pc->lock);
+}
+
+/* ----------------------------------------------------------- accessors */
+
+void *page_data(struct page *pg) { return pg->data; }
+uint64_t page_index(const struct page *pg) { return pg->index; }
+
+#define PAGE_GETTER(name, type, expr)                      \
+	type name(struct page *pg)                         \
+	{                                                  \
+		struct page_cache *pc = pg->m->pc;         \
+		pthread_mutex_lock(&pc->lock);             \
+		type v = (expr);                           \
+		pthread_mutex_unlock(&pc->lock);           \
+		return v;                                  \
+	}
+PAGE_GETTER(page_block, uint64_t, pg->block)
+PAGE_GETTER(page_uptodate, bool, pg->flags & PG_UPTODATE)
+PAGE_GETTER(page_dirty, bool, pg->flags & PG_DIRTY)
+PAGE_GETTER(page_writeback, bool, pg->flags & PG_WRITEBACK)

@@ -1,0 +1,520 @@
+/* Page cache writeback (docs/page-cache.md): runs of contiguous dirty pages
+ * as one bio each, their completion, the io_done worker, range writeback
+ * and wait, the writer throttle (balance_dirty_pages), direct reclaim, and
+ * the flusher (expiry + background). Locking rules: page_int.h.
+ */
+#include "page/page_int.h"
+
+#include "util/clock.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --------------------------------------------------------------- runs */
+
+static void run_free(struct page_run *r)
+{
+	free(r->buf);
+	free(r);
+}
+
+/* A run of up to cap pages of m starting at pg. pc->lock held (counts the
+ * run in m->io_pending, which keeps m alive until the run is finished). */
+static struct page_run *run_alloc_locked(struct page_cache *pc, struct page *pg, size_t cap)
+{
+	struct page_run *r = calloc(1, sizeof *r + cap * sizeof r->pages[0]);
+	if (!r)
+		return NULL;
+	if (posix_memalign(&r->buf, 4096, cap * pc->page_size)) {
+		free(r);
+		return NULL;
+	}
+	r->m = pg->m;
+	r->first = pg->index;
+	r->block = pg->block;
+	r->cap = cap;
+	list_init(&r->link);
+	pg->m->io_pending++;
+	return r;
+}
+
+/* Completion (device context, or the submitter's on a refused bio): end
+ * writeback of the pages, record an error, hand io_done to the worker. */
+static void run_end_io(struct bio *bio, int err)
+{
+	struct page_run *r = bio->private;
+	struct page_mapping *m = r->m;
+	struct page_cache *pc = m->pc;
+	struct page *chain = NULL;
+	pthread_mutex_lock(&pc->lock);
+	for (size_t i = 0; i < r->n; i++) {
+		struct page *pg = r->pages[i];
+		pg->flags &= ~(unsigned)PG_WRITEBACK;
+		list_del(&pg->wb);
+		pc->nr_writeback--;
+		struct page *f = page_put_locked(pc, pg);
+		if (f) {
+			f->hash_next = chain;
+			chain = f;
+		}
+	}
+	if (err) {
+		/* The pages stay clean and uptodate (their data is the newest);
+		 * the error is the mapping's (AS_EIO) and io_done's. */
+		r->err = err < 0 ? err : -EIO;
+		pc->st.write_errors++;
+		if (!m->err)
+			m->err = r->err;
+	}
+	pc->wb_gen++;
+	page_wake_locked(pc);
+	if (m->ops->io_done) {
+		list_add_tail(&pc->done, &r->link);
+		pc->done_queued++;
+		pthread_cond_signal(&pc->worker_cond);
+		r = NULL;
+	} else {
+		m->io_pending--; /* m may go away once we unlock */
+	}
+	pthread_mutex_unlock(&pc->lock);
+	while (chain) {
+		struct page *next = chain->hash_next;
+		page_free(chain);
+		chain = next;
+	}
+	if (r)
+		run_free(r);
+}
+
+/* Returns the pages submitted (the run may be freed before we return). */
+static size_t run_submit(struct page_cache *pc, struct page_run *r, unsigned rw)
+{
+	size_t n = r->n;
+	memset(&r->bio, 0, sizeof r->bio);
+	r->bio.sector = r->block * pc->sectors_per_page;
+	r->bio.size = (uint32_t)(n * pc->page_size);
+	r->bio.data = r->buf;
+	r->bio.rw = rw;
+	r->bio.end_io = run_end_io;
+	r->bio.private = r;
+	pthread_mutex_lock(&pc->lock);
+	pc->st.write_bios++;
+	pc->st.pages_written += n;
+	pthread_mutex_unlock(&pc->lock);
+	int rc = blk_submit_bio(pc->q, &r->bio);
+	if (rc < 0)
+		run_end_io(&r->bio, rc);
+	return n;
+}
+
+/* How many of v[i..n) continue pg's index and block, at most max_run.
+ * pc->lock held. */
+static size_t stretch_locked(struct page_cache *pc, struct page **v, size_t i, size_t n)
+{
+	struct page *pg = v[i];
+	size_t k = 1;
+	while (i + k < n && k < pc->max_run && v[i + k]->m == pg->m && v[i + k]->index == pg->index + k &&
+	       v[i + k]->block == pg->block + k)
+		k++;
+	return k;
+}
+
+/* Own pg for writeback: dirty, not detached, not locked, not under
+ * writeback, then locked by us. WB_SYNC_NONE gives up on a busy page;
+ * WB_SYNC_ALL submits the pending run (never sleep holding one) and waits.
+ * pc->lock held. */
+static bool acquire_locked(struct page_cache *pc, struct page *pg, enum page_wb_sync mode,
+			   struct page_run **r, unsigned rw, size_t *sub)
+{
+	for (;;) {
+		if ((pg->flags & PG_DETACHED) || !(pg->flags & PG_DIRTY))
+			return false;
+		if (!(pg->flags & (PG_LOCKED | PG_WRITEBACK)))
+			break;
+		if (mode == PAGE_WB_SYNC_NONE)
+			return false;
+		if (*r) {
+			pthread_mutex_unlock(&pc->lock);
+			*sub += run_submit(pc, *r, rw);
+			*r = NULL;
+			pthread_mutex_lock(&pc->lock);
+			continue;
+		}
+		page_wait_locked(pc);
+	}
+	pg->flags |= PG_LOCKED;
+	return true;
+}
+
+int page_write_pages(struct page_cache *pc, struct page **v, size_t n, enum page_wb_sync mode, unsigned rw,
+		     size_t *submitted)
+{
+	struct page_run *r = NULL;
+	size_t sub = 0;
+	int err = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct page *pg = v[i];
+		pthread_mutex_lock(&pc->lock);
+		if (err || !acquire_locked(pc, pg, mode, &r, rw, &sub)) {
+			struct page *f = page_put_locked(pc, pg);
+			pthread_mutex_unlock(&pc->lock);
+			page_free(f);
+			continue;
+		}
+		if (r && !(pg->m == r->m && pg->index == r->first + r->n && pg->block == r->block + r->n &&
+			   r->n < r->cap)) {
+			pthread_mutex_unlock(&pc->lock);
+			sub += run_submit(pc, r, rw);
+			r = NULL;
+			pthread_mutex_lock(&pc->lock);
+		}
+		if (!r) {
+			r = run_alloc_locked(pc, pg, stretch_locked(pc, v, i, n));
+			if (!r) {
+				page_unlock_locked(pc, pg);
+				struct page *f = page_put_locked(pc, pg);
+				pthread_mutex_unlock(&pc->lock);
+				page_free(f);
+				err = err_set(-ENOMEM, "page: no memory for a writeback run");
+				continue;
+			}
+		}
+		pthread_mutex_unlock(&pc->lock);
+		/* The page lock keeps writers out while we copy. */
+		memcpy((char *)r->buf + r->n * pc->page_size, pg->data, pc->page_size);
+		pthread_mutex_lock(&pc->lock);
+		page_clear_dirty_locked(pc, pg);
+		pg->flags |= PG_WRITEBACK;
+		list_add_tail(&pg->m->wb, &pg->wb);
+		pc->nr_writeback++;
+		page_unlock_locked(pc, pg);
+		r->pages[r->n++] = pg; /* our reference is the run's now */
+		pthread_mutex_unlock(&pc->lock);
+	}
+	if (r)
+		sub += run_submit(pc, r, rw);
+	if (submitted)
+		*submitted = sub;
+	return err;
+}
+
+static int cmp_page(const void *a, const void *b)
+{
+	const struct page *x = *(struct page *const *)a, *y = *(struct page *const *)b;
+	if (x->m != y->m)
+		return (uintptr_t)x->m < (uintptr_t)y->m ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* -------------------------------------------------- range writeback, wait */
+
+int page_mapping_writeback(struct page_mapping *m, uint64_t start, uint64_t end, enum page_wb_sync mode,
+			   unsigned rw)
+{
+	struct page_cache *pc = m->pc;
+	pthread_mutex_lock(&pc->lock);
+	struct page **v = m->nr_dirty ? malloc(m->nr_dirty * sizeof *v) : NULL;
+	size_t n = 0;
+	if (m->nr_dirty && !v) {
+		pthread_mutex_unlock(&pc->lock);
+		return err_set(-ENOMEM, "page: no memory to collect dirty pages");
+	}
+	struct list_node *pos;
+	list_for_each(pos, &m->dirty) {
+		struct page *pg = list_entry(pos, struct page, mdirty);
+		if (pg->index >= start && pg->index <= end) {
+			page_hold_locked(pg);
+			v[n++] = pg;
+		}
+	}
+	pthread_mutex_unlock(&pc->lock);
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_page);
+	int rc = page_write_pages(pc, v, n, mode, rw, NULL);
+	free(v);
+	return rc;
+}
+
+int page_mapping_wait(struct page_mapping *m, uint64_t start, uint64_t end)
+{
+	struct page_cache *pc = m->pc;
+	pthread_mutex_lock(&pc->lock);
+	for (;;) {
+		bool busy = false;
+		struct list_node *pos;
+		list_for_each(pos, &m->wb) {
+			struct page *pg = list_entry(pos, struct page, wb);
+			if (pg->index >= start && pg->index <= end) {
+				busy = true;
+				break;
+			}
+		}
+		if (!busy)
+			break;
+		page_wait_locked(pc);
+	}
+	int err = m->err;
+	m->err = 0;
+	pthread_mutex_unlock(&pc->lock);
+	if (err)
+		return err_set(err, "page: write error in the mapping since the last wait");
+	return 0;
+}
+
+int page_mapping_sync(struct page_mapping *m, uint64_t start, uint64_t end, unsigned rw)
+{
+	int rc = page_mapping_writeback(m, start, end, PAGE_WB_SYNC_ALL, rw);
+	int wrc = page_mapping_wait(m, start, end);
+	return rc ? rc : wrc;
+}
+
+/* ------------------------------------------- oldest pages, throttle, reclaim */
+
+struct page **page_collect_oldest(struct page_cache *pc, uint64_t expired_before, uint64_t keep, size_t max,
+				  size_t *n, size_t *n_expired)
+{
+	*n = *n_expired = 0;
+	pthread_mutex_lock(&pc->lock);
+	size_t cap = pc->nr_dirty < max ? pc->nr_dirty : max;
+	struct page **v = cap ? malloc(cap * sizeof *v) : NULL;
+	if (!v) {
+		pthread_mutex_unlock(&pc->lock);
+		return NULL;
+	}
+	uint64_t remaining = pc->nr_dirty;
+	struct list_node *pos;
+	list_for_each(pos, &pc->dirty) {
+		if (*n == cap)
+			break;
+		struct page *pg = list_entry(pos, struct page, dirty);
+		bool expired = pg->dirty_ns <= expired_before;
+		if (!expired && remaining <= keep)
+			break; /* oldest first: the rest is younger */
+		page_hold_locked(pg);
+		v[(*n)++] = pg;
+		*n_expired += expired;
+		remaining--;
+	}
+	pthread_mutex_unlock(&pc->lock);
+	if (*n > 1)
+		qsort(v, *n, sizeof *v, cmp_page);
+	return v;
+}
+
+/* Write up to throttle_chunk of the oldest dirty pages (WRITE, skipping busy
+ * ones). pc->lock held on entry and return. Returns the pages submitted. */
+static size_t write_chunk_locked(struct page_cache *pc)
+{
+	size_t chunk = (size_t)pc->p.throttle_chunk, n, x, sub = 0;
+	pthread_mutex_unlock(&pc->lock);
+	struct page **v = page_collect_oldest(pc, 0, 0, chunk, &n, &x);
+	if (v)
+		page_write_pages(pc, v, n, PAGE_WB_SYNC_NONE, BLK_WRITE, &sub);
+	free(v);
+	pthread_mutex_lock(&pc->lock);
+	return sub;
+}
+
+/* Sleep until a run completes (or, with nothing under writeback, until
+ * anything changes). pc->lock held. */
+static void wait_writeback_locked(struct page_cache *pc)
+{
+	uint64_t g = pc->wb_gen;
+	if (!pc->nr_writeback) {
+		page_wait_locked(pc);
+		return;
+	}
+	while (pc->wb_gen == g && pc->nr_writeback)
+		page_wait_locked(pc);
+}
+
+void page_cache_balance_dirty(struct page_cache *pc)
+{
+	bool throttled = false;
+	pthread_mutex_lock(&pc->lock);
+	if (pc->bg_limit && pc->nr_dirty > pc->bg_limit)
+		page_flusher_wake_locked(pc);
+	while (pc->nr_dirty + pc->nr_writeback > pc->dirty_limit) {
+		if (!throttled) {
+			pc->st.throttled++;
+			throttled = true;
+		}
+		if (pc->nr_dirty) {
+			pc->st.throttle_writes += write_chunk_locked(pc);
+			if (pc->nr_dirty + pc->nr_writeback <= pc->dirty_limit)
+				break;
+		}
+		pc->st.throttle_waits++;
+		wait_writeback_locked(pc);
+	}
+	pthread_mutex_unlock(&pc->lock);
+}
+
+bool page_reclaim_wait_locked(struct page_cache *pc)
+{
+	if (!pc->nr_dirty && !pc->nr_writeback)
+		return false;
+	size_t sub = 0;
+	if (pc->nr_dirty) {
+		sub = write_chunk_locked(pc);
+		pc->st.reclaim_writes += sub;
+	}
+	/* Synchronous devices completed the writes in write_chunk: the pages
+	 * are evictable now. Otherwise wait for a completion. */
+	if (!sub || pc->nr_writeback)
+		wait_writeback_locked(pc);
+	return true;
+}
+
+/* --------------------------------------------------------------- flusher */
+
+size_t page_cache_flush_pass(struct page_cache *pc, uint64_t now_ns)
+{
+	if (!now_ns)
+		now_ns = clock_now_ns();
+	pthread_mutex_lock(&pc->lock);
+	uint64_t expire = pc->p.dirty_expire_ms * NS_PER_MS;
+	uint64_t before = now_ns >= expire ? now_ns - expire : 0;
+	uint64_t keep = pc->bg_limit ? pc->bg_limit : UINT64_MAX;
+	pthread_mutex_unlock(&pc->lock);
+	size_t n, n_expired, sub = 0;
+	struct page **v = page_collect_oldest(pc, before, keep, SIZE_MAX, &n, &n_expired);
+	if (v)
+		page_write_pages(pc, v, n, PAGE_WB_SYNC_NONE, BLK_WRITE, &sub);
+	free(v);
+	pthread_mutex_lock(&pc->lock);
+	pc->st.flusher_passes++;
+	pc->st.flusher_writes += sub;
+	pc->st.expired_writes += n_expired;
+	pc->st.background_writes += n - n_expired;
+	pthread_mutex_unlock(&pc->lock);
+	return sub;
+}
+
+void page_flusher_wake_locked(struct page_cache *pc)
+{
+	if (pc->flusher_running && !pc->flusher_kick) {
+		pc->flusher_kick = true;
+		pthread_cond_signal(&pc->flusher_cond);
+	}
+}
+
+static void *flusher_main(void *arg)
+{
+	struct page_cache *pc = arg;
+	pthread_mutex_lock(&pc->lock);
+	uint64_t next = clock_now_ns() + pc->p.writeback_interval_ms * NS_PER_MS;
+	while (!pc->stop) {
+		uint64_t interval = pc->p.writeback_interval_ms * NS_PER_MS;
+		if (!pc->flusher_kick && (!interval || clock_now_ns() < next)) {
+			clock_cond_wait_until(&pc->flusher_cond, &pc->lock, interval ? next : 0);
+			continue;
+		}
+		pc->flusher_kick = false;
+		pthread_mutex_unlock(&pc->lock);
+		page_cache_flush_pass(pc, 0);
+		pthread_mutex_lock(&pc->lock);
+		next = clock_now_ns() + pc->p.writeback_interval_ms * NS_PER_MS;
+	}
+	pthread_mutex_unlock(&pc->lock);
+	return NULL;
+}
+
+/* ---------------------------------------------------------- the worker */
+
+/* The cache whose worker the calling thread is (NULL elsewhere). */
+static _Thread_local struct page_cache *worker_of;
+
+static void *worker_main(void *arg)
+{
+	struct page_cache *pc = arg;
+	worker_of = pc;
+	pthread_mutex_lock(&pc->lock);
+	for (;;) {
+		if (list_empty(&pc->done)) {
+			if (pc->stop)
+				break;
+			pthread_cond_wait(&pc->worker_cond, &pc->lock);
+			continue;
+		}
+		struct page_run *r = list_entry(pc->done.next, struct page_run, link);
+		list_del(&r->link);
+		pthread_mutex_unlock(&pc->lock);
+		struct page_mapping *m = r->m;
+		m->ops->io_done(m->ctx, r->first, r->first + r->n - 1, r->err);
+		run_free(r);
+		pthread_mutex_lock(&pc->lock);
+		pc->st.io_done_calls++;
+		pc->done_finished++;
+		m->io_pending--;
+		page_wake_locked(pc);
+	}
+	pthread_mutex_unlock(&pc->lock);
+	return NULL;
+}
+
+bool page_in_worker(struct page_cache *pc)
+{
+	return worker_of == pc;
+}
+
+int page_cache_flush_io_done(struct page_cache *pc)
+{
+	if (page_in_worker(pc))
+		return err_set(-EDEADLK, "page: page_cache_flush_io_done from io_done");
+	pthread_mutex_lock(&pc->lock);
+	uint64_t target = pc->done_queued;
+	while (pc->done_finished < target)
+		page_wait_locked(pc);
+	pthread_mutex_unlock(&pc->lock);
+	return 0;
+}
+
+int page_mapping_flush_io_done(struct page_mapping *m)
+{
+	struct page_cache *pc = m->pc;
+	if (page_in_worker(pc))
+		return err_set(-EDEADLK, "page: page_mapping_flush_io_done from io_done");
+	pthread_mutex_lock(&pc->lock);
+	while (m->io_pending)
+		page_wait_locked(pc);
+	pthread_mutex_unlock(&pc->lock);
+	return 0;
+}
+
+int page_threads_start(struct page_cache *pc)
+{
+	/* The flags are set before the threads exist (nothing races them). */
+	pc->worker_running = true;
+	int rc = pthread_create(&pc->worker, NULL, worker_main, pc);
+	if (rc) {
+		pc->worker_running = false;
+		return err_set(-rc, "page: cannot start the io_done worker");
+	}
+	if (pc->p.writeback_interval_ms) {
+		pc->flusher_running = true;
+		rc = pthread_create(&pc->flusher, NULL, flusher_main, pc);
+		if (rc) {
+			pc->flusher_running = false;
+			return err_set(-rc, "page: cannot start the flusher thread");
+		}
+	}
+	return 0;
+}
+
+void page_threads_stop(struct page_cache *pc)
+{
+	pthread_mutex_lock(&pc->lock);
+	pc->stop = true;
+	pthread_cond_signal(&pc->worker_cond);
+	pthread_cond_signal(&pc->flusher_cond);
+	pthread_mutex_unlock(&pc->lock);
+	if (pc->flusher_running)
+		pthread_join(pc->flusher, NULL);
+	if (pc->worker_running)
+		pthread_join(pc->worker, NULL);
+	pc->flusher_running = pc->worker_running = false;
+}
