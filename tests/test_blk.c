@@ -449,12 +449,14 @@ static void test_plug_nonrot_exception(void **state)
 		const char *opts;
 		bool plugs;
 	} cases[] = {
-		{ true, 32, "scheduler=noop", true },
+		/* The plugging cases hold the plug timer off (1 s) so that a
+		 * loaded machine cannot unplug before the check. */
+		{ true, 32, "scheduler=noop,unplug_delay_ms=1000", true },
 		{ false, 32, "scheduler=noop", false },           /* SSD with NCQ */
-		{ false, 1, "scheduler=noop", true },             /* non-queuing SSD: plug */
+		{ false, 1, "scheduler=noop,unplug_delay_ms=1000", true }, /* non-queuing SSD: plug */
 		{ false, 1, "scheduler=noop,ssd_plug=0", false }, /* 2.6.29 */
 		{ false, 1, "scheduler=noop,preset=2.6.29", false },
-		{ true, 1, "scheduler=noop,ssd_plug=0", true },
+		{ true, 1, "scheduler=noop,ssd_plug=0,unplug_delay_ms=1000", true },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct fixture f = open_q(cases[i].rot, cases[i].depth, cases[i].opts);
