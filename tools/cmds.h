@@ -7,7 +7,8 @@
 int cmd_bench(int argc, char **argv);   /* nostall bench blk|jbd ... (cmd_bench.c) */
 int bench_jbd(int argc, char **argv);   /* nostall bench jbd ... (bench_jbd.c) */
 int cmd_mkfs(int argc, char **argv);    /* nostall mkfs ... (cmd_mkfs.c) */
-/* Read-only filesystem commands (cmd_fs.c). */
+/* Read-only filesystem commands (fs/: info.c, ls.c, cat.c, stat.c, get.c;
+ * their common part, argument parsing to unmount, is fs/common.h). */
 int cmd_info(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
