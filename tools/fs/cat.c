@@ -55,16 +55,8 @@ static int cat_run(struct cli_args *a, struct nostall_fs *fs)
 	return ret;
 }
 
-static const struct cli_cmd cat_cmd = {
-	.name = "cat",
-	.usage = "cat [--device SPEC] [-o OPTS] IMAGE PATH...",
-	.min_pos = 1,
-	.max_pos = -1,
-	.mount_flags = NOSTALL_MOUNT_RDONLY,
+const struct cli_cmd cmd_cat = {
+	.name = "cat", .usage = "cat [--device SPEC] [-o OPTS] IMAGE PATH...",
+	.min_pos = 1, .max_pos = -1, .mount_flags = NOSTALL_MOUNT_RDONLY,
 	.run = cat_run,
 };
-
-int cmd_cat(int argc, char **argv)
-{
-	return cli_main(&cat_cmd, argc, argv);
-}

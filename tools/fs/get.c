@@ -342,19 +342,8 @@ static int get_check(struct cli_args *a)
 	return -1;
 }
 
-static const struct cli_cmd get_cmd = {
-	.name = "get",
-	.usage = "get [-r] [-v] [--progress] [--device SPEC] [-o OPTS] IMAGE PATH HOSTPATH",
-	.flags = "rv",
-	.min_pos = 2,
-	.max_pos = 2,
-	.long_flags = CLI_LONG_PROGRESS,
-	.mount_flags = NOSTALL_MOUNT_RDONLY,
-	.check = get_check,
-	.run = get_run,
+const struct cli_cmd cmd_get = {
+	.name = "get", .usage = "get [-r] [-v] [--progress] [--device SPEC] [-o OPTS] IMAGE PATH HOSTPATH",
+	.flags = "rv", .min_pos = 2, .max_pos = 2, .long_flags = CLI_LONG_PROGRESS,
+	.mount_flags = NOSTALL_MOUNT_RDONLY, .check = get_check, .run = get_run,
 };
-
-int cmd_get(int argc, char **argv)
-{
-	return cli_main(&get_cmd, argc, argv);
-}

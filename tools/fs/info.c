@@ -106,16 +106,8 @@ static int info_run(struct cli_args *a, struct nostall_fs *fs)
 	return ret;
 }
 
-static const struct cli_cmd info_cmd = {
-	.name = "info",
-	.usage = "info [--device SPEC] [-o OPTS] IMAGE",
-	.min_pos = 0,
-	.max_pos = 0,
-	.mount_flags = NOSTALL_MOUNT_RDONLY,
+const struct cli_cmd cmd_info = {
+	.name = "info", .usage = "info [--device SPEC] [-o OPTS] IMAGE",
+	.min_pos = 0, .max_pos = 0, .mount_flags = NOSTALL_MOUNT_RDONLY,
 	.run = info_run,
 };
-
-int cmd_info(int argc, char **argv)
-{
-	return cli_main(&info_cmd, argc, argv);
-}

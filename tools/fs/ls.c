@@ -263,17 +263,8 @@ static int ls_run(struct cli_args *a, struct nostall_fs *fs)
 	return ret;
 }
 
-static const struct cli_cmd ls_cmd = {
-	.name = "ls",
-	.usage = "ls [-l] [-R] [-a] [-i] [--device SPEC] [-o OPTS] IMAGE [PATH...]",
-	.flags = "lRai",
-	.min_pos = 0,
-	.max_pos = -1,
-	.mount_flags = NOSTALL_MOUNT_RDONLY,
+const struct cli_cmd cmd_ls = {
+	.name = "ls", .usage = "ls [-l] [-R] [-a] [-i] [--device SPEC] [-o OPTS] IMAGE [PATH...]",
+	.flags = "lRai", .min_pos = 0, .max_pos = -1, .mount_flags = NOSTALL_MOUNT_RDONLY,
 	.run = ls_run,
 };
-
-int cmd_ls(int argc, char **argv)
-{
-	return cli_main(&ls_cmd, argc, argv);
-}

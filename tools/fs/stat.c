@@ -122,17 +122,8 @@ static int stat_run(struct cli_args *a, struct nostall_fs *fs)
 	return ret;
 }
 
-static const struct cli_cmd stat_cmd = {
-	.name = "stat",
-	.usage = "stat [-L] [--device SPEC] [-o OPTS] IMAGE PATH...",
-	.flags = "L",
-	.min_pos = 1,
-	.max_pos = -1,
-	.mount_flags = NOSTALL_MOUNT_RDONLY,
+const struct cli_cmd cmd_stat = {
+	.name = "stat", .usage = "stat [-L] [--device SPEC] [-o OPTS] IMAGE PATH...",
+	.flags = "L", .min_pos = 1, .max_pos = -1, .mount_flags = NOSTALL_MOUNT_RDONLY,
 	.run = stat_run,
 };
-
-int cmd_stat(int argc, char **argv)
-{
-	return cli_main(&stat_cmd, argc, argv);
-}
