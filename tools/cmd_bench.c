@@ -5,38 +5,24 @@
  * Each run opens the device afresh (a clean simulated disk), builds a queue
  * with the user's -o options and then the scenario's configuration, runs the
  * load for a fixed time, and reads the queue statistics. Nothing here is
- * hard-coded: every figure printed is measured in this run.
+ * hard-coded: every figure printed is measured in this run. The loads are
+ * built from bench_blk.h (bench_blk_load.c); this file holds the scenarios,
+ * their output and the `nostall bench` front-end.
  */
+#include "bench_blk.h"
 #include "cmds.h"
 
-#include "blk/blk.h"
-#include "dev/dev.h"
 #include "util/clock.h"
 #include "util/err.h"
-#include "util/hist.h"
 #include "util/opts.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define KiB 1024ull
-#define MiB (1024ull * 1024)
 #define MAX_FIELDS 8
-
-struct bench {
-	const char *device;  /* spec given with --device, or NULL */
-	const char *opts;    /* user -o options, applied before each config */
-	bool json;
-	double seconds;      /* measurement time per run */
-	double scale;        /* time multiplier for sleeps in the load (think times) */
-	int failures;
-};
 
 struct field {
 	const char *name;
@@ -58,291 +44,12 @@ static void run_field(struct run *r, const char *name, double v, int decimals)
 		r->f[r->nf++] = (struct field){ name, v, decimals };
 }
 
-/* ------------------------------------------------------------ env */
-
-struct env {
-	struct dev *dev;
-	struct blk_queue *q;
-	uint64_t dev_sectors;
-	atomic_bool stop;
-	atomic_uint_fast64_t outstanding; /* fire-and-forget bios in flight */
-	atomic_uint_fast64_t async_bytes; /* completed by the async load */
-	atomic_int io_errors;
-	void *buf;           /* shared payload for writes (contents irrelevant) */
-	size_t buf_len;
-};
-
-static int env_open(struct bench *b, struct env *e, const char *spec, const char *config_opts)
-{
-	memset(e, 0, sizeof *e);
-	int rc = dev_open(spec, &e->dev);
-	if (rc < 0) {
-		fprintf(stderr, "nostall bench: device '%s': %s\n", spec, err_last(rc));
-		return rc;
-	}
-	struct dev_geometry g;
-	dev_geometry_get(e->dev, &g);
-	e->dev_sectors = g.size_bytes >> DEV_SECTOR_SHIFT;
-	rc = blk_queue_create(e->dev, b->opts, &e->q);
-	if (rc < 0) {
-		fprintf(stderr, "nostall bench: -o %s: %s\n", b->opts ? b->opts : "", err_last(rc));
-		dev_close(e->dev);
-		return rc;
-	}
-	rc = blk_queue_set_opts(e->q, config_opts);
-	if (rc < 0) {
-		fprintf(stderr, "nostall bench: config %s: %s\n", config_opts, err_last(rc));
-		blk_queue_destroy(e->q);
-		dev_close(e->dev);
-		return rc;
-	}
-	e->buf_len = 1 * MiB;
-	if (posix_memalign(&e->buf, 4096, e->buf_len)) {
-		blk_queue_destroy(e->q);
-		dev_close(e->dev);
-		return -ENOMEM;
-	}
-	memset(e->buf, 0x5a, e->buf_len);
-	return 0;
-}
-
-/* Wait for the fire-and-forget load, then tear down. A run whose I/O failed
- * reports it: its figures would mean nothing. Returns rc if it is already an
- * error, else the teardown's verdict. */
-static int env_close(struct env *e, int rc)
-{
-	atomic_store(&e->stop, true);
-	blk_queue_unplug(e->q);
-	while (atomic_load(&e->outstanding))
-		clock_sleep_ns(NS_PER_MS);
-	blk_queue_destroy(e->q);
-	dev_close(e->dev);
-	free(e->buf);
-	int errs = atomic_load(&e->io_errors);
-	if (rc < 0)
-		return rc;
-	if (errs)
-		return err_set(-EIO, "%d I/O request(s) failed on the device", errs);
-	return 0;
-}
-
-static void async_end_io(struct bio *bio, int err)
-{
-	struct env *e = bio->private;
-	if (err)
-		atomic_fetch_add(&e->io_errors, 1);
-	else
-		atomic_fetch_add(&e->async_bytes, bio->size);
-	atomic_fetch_sub(&e->outstanding, 1);
-	free(bio);
-}
-
-/* Fire-and-forget one bio (the page-cache writeback shape). Sleeps in the
- * block layer when the request pool is full. */
-static int submit_async(struct env *e, unsigned rw, uint64_t sector, uint32_t bytes)
-{
-	struct bio *bio = calloc(1, sizeof *bio);
-	if (!bio)
-		return -ENOMEM;
-	bio->sector = sector;
-	bio->size = bytes;
-	bio->data = e->buf;
-	bio->rw = rw;
-	bio->end_io = async_end_io;
-	bio->private = e;
-	atomic_fetch_add(&e->outstanding, 1);
-	int rc = blk_submit_bio(e->q, bio);
-	if (rc < 0) {
-		atomic_fetch_sub(&e->outstanding, 1);
-		free(bio);
-	}
-	return rc;
-}
-
-/* Submit `n` bios of `bytes` at consecutive sectors with op rw, then
- * optionally a commit-like bio with commit_rw at commit_sector, and wait for
- * all of them (the wait unplugs). Returns elapsed ns or a negative errno. */
-static int64_t sync_batch(struct env *e, unsigned rw, uint64_t sector, unsigned n, uint32_t bytes,
-			  unsigned commit_rw, uint64_t commit_sector)
-{
-	struct bio bios[65];
-	if (n > 64)
-		n = 64;
-	struct blk_batch batch;
-	blk_batch_init(&batch);
-	uint64_t t0 = clock_now_ns();
-	int rc = 0;
-	for (unsigned i = 0; i < n && !rc; i++) {
-		bios[i] = (struct bio){ .sector = sector + (uint64_t)i * (bytes >> DEV_SECTOR_SHIFT), .size = bytes,
-					.data = e->buf, .rw = rw };
-		rc = blk_batch_submit(e->q, &batch, &bios[i]);
-	}
-	if (!rc && commit_rw != ~0u) {
-		/* The commit block goes out after the log blocks are done. */
-		rc = blk_batch_wait(e->q, &batch);
-		bios[n] = (struct bio){ .sector = commit_sector, .size = 4096, .data = e->buf, .rw = commit_rw };
-		if (!rc)
-			rc = blk_batch_submit(e->q, &batch, &bios[n]);
-	}
-	int werr = blk_batch_wait(e->q, &batch);
-	blk_batch_destroy(&batch);
-	if (rc < 0 || werr < 0)
-		return rc < 0 ? rc : werr;
-	return (int64_t)(clock_now_ns() - t0);
-}
-
-/* ---------------------------------------------------------- workers */
-
-static double ms(uint64_t ns);
-static uint64_t scaled(struct bench *b, uint64_t ns);
-static uint64_t region(struct env *e, double frac);
-static uint64_t span(struct env *e, uint64_t want_bytes);
-
-struct streamer {
-	struct env *e;
-	pthread_t tid;
-	unsigned rw;
-	uint32_t bytes;       /* per bio */
-	uint64_t start, len;  /* region in sectors; the stream wraps inside it */
-	bool random;          /* random offsets (4 KiB aligned) instead of sequential */
-	uint64_t seed;
-	uint64_t think_ns;    /* pause between bios */
-	int ioprio_class, ioprio_level;
-};
-
-static uint64_t rnd_next(uint64_t *s)
-{
-	/* xorshift64* */
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 2685821657736338717ull;
-}
-
-static void *streamer_main(void *arg)
-{
-	struct streamer *s = arg;
-	struct env *e = s->e;
-	if (s->ioprio_class)
-		blk_ioprio_set(s->ioprio_class, s->ioprio_level);
-	uint64_t step = s->bytes >> DEV_SECTOR_SHIFT;
-	uint64_t pos = 0;
-	while (!atomic_load(&e->stop) && !atomic_load(&e->io_errors)) {
-		uint64_t off;
-		if (s->random)
-			off = (rnd_next(&s->seed) % (s->len / 8 - step / 8 + 1)) * 8;
-		else {
-			if (pos + step > s->len)
-				pos = 0;
-			off = pos;
-			pos += step;
-		}
-		if (submit_async(e, s->rw, s->start + off, s->bytes) < 0)
-			break;
-		if (s->think_ns)
-			clock_sleep_ns(s->think_ns);
-	}
-	return NULL;
-}
-
-static int streamer_start(struct streamer *s)
-{
-	return -pthread_create(&s->tid, NULL, streamer_main, s);
-}
-
-/* A background flood of async writes: n streams in separate regions,
- * started and given time to fill the queue before measuring (statistics
- * and byte counts are reset once it has settled). */
-struct flood {
-	struct streamer w[4];
-	int n;
-	uint64_t t0;
-};
-
-static void flood_start(struct bench *b, struct env *e, struct flood *f, int n, uint32_t bytes, bool random)
-{
-	f->n = n < 4 ? n : 4;
-	for (int i = 0; i < f->n; i++) {
-		f->w[i] = (struct streamer){ .e = e, .rw = BLK_WRITE, .bytes = bytes, .start = region(e, 0.05 + 0.1 * i),
-					     .len = span(e, 256 * MiB), .random = random,
-					     .seed = 0x9e3779b97f4a7c15ull + (uint64_t)i };
-		streamer_start(&f->w[i]);
-	}
-	clock_sleep_ns(scaled(b, 500 * NS_PER_MS));
-	blk_queue_stats_reset(e->q);
-	atomic_store(&e->async_bytes, 0);
-	f->t0 = clock_now_ns();
-}
-
-/* The flood's throughput since flood_start, in MiB/s. */
-static double flood_mbps(struct env *e, struct flood *f)
-{
-	double secs = (double)(clock_now_ns() - f->t0) / 1e9;
-	return (double)atomic_load(&e->async_bytes) / MiB / secs;
-}
-
-/* Tear the environment down and join the streams. */
-static int flood_stop(struct env *e, struct flood *f, int rc)
-{
-	rc = env_close(e, rc);
-	for (int i = 0; i < f->n; i++)
-		pthread_join(f->w[i].tid, NULL);
-	return rc;
-}
-
-/* Repeat a single 4 KiB sync write (op) and wait, every period, for
- * `seconds`; latencies into h. */
-static int sync_write_loop(struct bench *b, struct env *e, unsigned op, double seconds, uint64_t period_ns,
-			   struct hist *h, uint64_t *count)
-{
-	uint64_t end = clock_now_ns() + (uint64_t)(seconds * 1e9);
-	uint64_t base = region(e, 0.5);
-	while (clock_now_ns() < end) {
-		int64_t t = sync_batch(e, op, base + (*count % 4096) * 8, 1, 4096, ~0u, 0);
-		if (t < 0)
-			return (int)t;
-		hist_add(h, (uint64_t)t);
-		(*count)++;
-		clock_sleep_ns(scaled(b, period_ns));
-	}
-	return 0;
-}
-
 static void run_latency_fields(struct run *r, const struct hist *h, bool with_max)
 {
-	run_field(r, "p50_ms", ms(hist_quantile(h, 0.5)), 2);
-	run_field(r, "p99_ms", ms(hist_quantile(h, 0.99)), 2);
+	run_field(r, "p50_ms", bench_ms(hist_quantile(h, 0.5)), 2);
+	run_field(r, "p99_ms", bench_ms(hist_quantile(h, 0.99)), 2);
 	if (with_max)
-		run_field(r, "max_ms", ms(h->max), 2);
-}
-
-/* Sequential reader that waits for each read (a sync stream). */
-struct reader {
-	struct env *e;
-	pthread_t tid;
-	uint32_t bytes;
-	uint64_t start, len;
-	atomic_uint_fast64_t done_bytes;
-	void *buf;
-};
-
-static void *reader_main(void *arg)
-{
-	struct reader *r = arg;
-	struct env *e = r->e;
-	uint64_t step = r->bytes >> DEV_SECTOR_SHIFT, pos = 0;
-	while (!atomic_load(&e->stop)) {
-		if (pos + step > r->len)
-			pos = 0;
-		struct bio bio = { .sector = r->start + pos, .size = r->bytes, .data = r->buf, .rw = BLK_READ };
-		if (blk_submit_bio_wait(e->q, &bio) < 0) {
-			atomic_fetch_add(&e->io_errors, 1);
-			break;
-		}
-		atomic_fetch_add(&r->done_bytes, r->bytes);
-		pos += step;
-	}
-	return NULL;
+		run_field(r, "max_ms", bench_ms(h->max), 2);
 }
 
 /* ----------------------------------------------------------- output */
@@ -390,31 +97,6 @@ static void print_runs(struct bench *b, struct run *runs, int n)
 	fflush(stdout);
 }
 
-static double ms(uint64_t ns)
-{
-	return (double)ns / 1e6;
-}
-
-static uint64_t scaled(struct bench *b, uint64_t ns)
-{
-	return (uint64_t)((double)ns * b->scale);
-}
-
-/* Region helpers: keep loads inside the first GiBs so simulated disks stay
- * small in memory, but far enough apart that they seek. */
-static uint64_t region(struct env *e, double frac)
-{
-	uint64_t s = (uint64_t)((double)e->dev_sectors * frac);
-	return s & ~7ull;
-}
-
-static uint64_t span(struct env *e, uint64_t want_bytes)
-{
-	uint64_t s = want_bytes >> DEV_SECTOR_SHIFT;
-	uint64_t max = e->dev_sectors / 8;
-	return (s < max ? s : max) & ~7ull;
-}
-
 /* ---------------------------------------------------------- scenarios */
 
 struct config {
@@ -428,23 +110,16 @@ typedef int (*scenario_fn)(struct bench *b, const char *spec, const struct confi
  * writer measures its time to get a request. */
 static int sc_sync_alloc(struct bench *b, const char *spec, const struct config *c, struct run *r)
 {
-	struct env e;
-	int rc = env_open(b, &e, spec, c->opts);
+	struct flood_run fr;
+	int rc = bench_flood_run_begin(b, &fr, spec, c->opts, 4, 4096, true);
 	if (rc)
 		return rc;
-	struct flood f;
-	flood_start(b, &e, &f, 4, 4096, true);
-	struct hist h;
-	hist_init(&h);
-	uint64_t n = 0;
-	rc = sync_write_loop(b, &e, BLK_WRITE_SYNC, b->seconds, 20 * NS_PER_MS, &h, &n);
-	struct blk_stats st;
-	blk_queue_stats_get(e.q, &st);
-	rc = flood_stop(&e, &f, rc);
-	run_field(r, "alloc_wait_p99_ms", ms(hist_quantile(&st.alloc_wait[1], 0.99)), 3);
-	run_field(r, "alloc_wait_max_ms", ms(st.alloc_wait[1].max), 3);
-	run_field(r, "async_service_p50_ms", ms(hist_quantile(&st.service_lat[0], 0.5)), 3);
-	run_field(r, "sync_writes", (double)n, 0);
+	rc = bench_sync_write_loop(b, &fr.e, BLK_WRITE_SYNC, b->seconds, 20 * NS_PER_MS, &fr.h, &fr.n);
+	rc = bench_flood_run_end(&fr, rc);
+	run_field(r, "alloc_wait_p99_ms", bench_ms(hist_quantile(&fr.st.alloc_wait[1], 0.99)), 3);
+	run_field(r, "alloc_wait_max_ms", bench_ms(fr.st.alloc_wait[1].max), 3);
+	run_field(r, "async_service_p50_ms", bench_ms(hist_quantile(&fr.st.service_lat[0], 0.5)), 3);
+	run_field(r, "sync_writes", (double)fr.n, 0);
 	return rc;
 }
 
@@ -453,7 +128,7 @@ static int sc_sync_alloc(struct bench *b, const char *spec, const struct config 
 static int sc_sync_plug(struct bench *b, const char *spec, const struct config *c, struct run *r)
 {
 	struct env e;
-	int rc = env_open(b, &e, spec, c->opts);
+	int rc = bench_env_open(b, &e, spec, c->opts);
 	if (rc)
 		return rc;
 	blk_queue_stats_reset(e.q);
@@ -464,9 +139,9 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 	int batches = 0, nbatches = (int)(b->seconds * 25);
 	if (nbatches < 10)
 		nbatches = 10;
-	uint64_t base = region(&e, 0.25);
+	uint64_t base = bench_region(&e, 0.25);
 	while (batches < nbatches) {
-		int64_t t = sync_batch(&e, op, base + (uint64_t)batches * 1024, 64, 4096, ~0u, 0);
+		int64_t t = bench_sync_batch(&e, op, base + (uint64_t)batches * 1024, 64, 4096, ~0u, 0);
 		if (t < 0) {
 			rc = (int)t;
 			break;
@@ -476,12 +151,12 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 	}
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
-	rc = env_close(&e, rc);
+	rc = bench_env_close(&e, rc);
 	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
 	run_field(r, "device_requests", (double)reqs, 0);
 	run_field(r, "requests_per_batch", batches ? (double)reqs / batches : 0, 1);
-	run_field(r, "batch_ms", ms((uint64_t)hist_mean(&h)), 3);
-	run_field(r, "batch_p99_ms", ms(hist_quantile(&h, 0.99)), 3);
+	run_field(r, "batch_ms", bench_ms((uint64_t)hist_mean(&h)), 3);
+	run_field(r, "batch_p99_ms", bench_ms(hist_quantile(&h, 0.99)), 3);
 	run_field(r, "batches", batches, 0);
 	return rc;
 }
@@ -491,14 +166,14 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 static int sc_noidle(struct bench *b, const char *spec, const struct config *c, struct run *r)
 {
 	struct env e;
-	int rc = env_open(b, &e, spec, c->opts);
+	int rc = bench_env_open(b, &e, spec, c->opts);
 	if (rc)
 		return rc;
-	struct reader rd = { .e = &e, .bytes = 128 * KiB, .start = region(&e, 0.6), .len = span(&e, 256 * MiB) };
+	struct reader rd = { .e = &e, .bytes = 128 * KiB, .start = bench_region(&e, 0.6), .len = bench_span(&e, 256 * MiB) };
 	if (posix_memalign(&rd.buf, 4096, rd.bytes))
-		return env_close(&e, -ENOMEM);
-	pthread_create(&rd.tid, NULL, reader_main, &rd);
-	clock_sleep_ns(scaled(b, 200 * NS_PER_MS));
+		return bench_env_close(&e, -ENOMEM);
+	pthread_create(&rd.tid, NULL, bench_reader_main, &rd);
+	clock_sleep_ns(bench_scaled(b, 200 * NS_PER_MS));
 	blk_queue_stats_reset(e.q);
 	uint64_t r0 = atomic_load(&rd.done_bytes);
 	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9);
@@ -506,14 +181,14 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 	hist_init(&h);
 	uint64_t n = 0;
 	while (clock_now_ns() < end) {
-		int64_t t = sync_batch(&e, BLK_WRITE_SYNC_PLUG, region(&e, 0.2) + (n % 4096) * 8, 1, 4096, ~0u, 0);
+		int64_t t = bench_sync_batch(&e, BLK_WRITE_SYNC_PLUG, bench_region(&e, 0.2) + (n % 4096) * 8, 1, 4096, ~0u, 0);
 		if (t < 0) {
 			rc = (int)t;
 			break;
 		}
 		hist_add(&h, (uint64_t)t);
 		n++;
-		clock_sleep_ns(scaled(b, 3 * NS_PER_MS));
+		clock_sleep_ns(bench_scaled(b, 3 * NS_PER_MS));
 	}
 	uint64_t t1 = clock_now_ns();
 	struct blk_stats st;
@@ -521,11 +196,11 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 	atomic_store(&e.stop, true);
 	pthread_join(rd.tid, NULL);
 	uint64_t rbytes = atomic_load(&rd.done_bytes) - r0;
-	rc = env_close(&e, rc);
+	rc = bench_env_close(&e, rc);
 	free(rd.buf);
-	run_field(r, "idle_ms", ms(st.idle_ns), 1);
+	run_field(r, "idle_ms", bench_ms(st.idle_ns), 1);
 	run_field(r, "reader_mbps", (double)rbytes / MiB / ((double)(t1 - t0) / 1e9), 2);
-	run_field(r, "writer_p50_ms", ms(hist_quantile(&h, 0.5)), 3);
+	run_field(r, "writer_p50_ms", bench_ms(hist_quantile(&h, 0.5)), 3);
 	run_field(r, "writes", (double)n, 0);
 	return rc;
 }
@@ -534,20 +209,20 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 static int sc_ssd_plug(struct bench *b, const char *spec, const struct config *c, struct run *r)
 {
 	struct env e;
-	int rc = env_open(b, &e, spec, c->opts);
+	int rc = bench_env_open(b, &e, spec, c->opts);
 	if (rc)
 		return rc;
 	blk_queue_stats_reset(e.q);
 	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9);
-	uint64_t base = region(&e, 0.1), len = span(&e, 256 * MiB), pos = 0;
+	uint64_t base = bench_region(&e, 0.1), len = bench_span(&e, 256 * MiB), pos = 0;
 	while (clock_now_ns() < end) {
 		if (pos + 8 > len)
 			pos = 0;
-		rc = submit_async(&e, BLK_WRITE, base + pos, 4096);
+		rc = bench_submit_async(&e, BLK_WRITE, base + pos, 4096);
 		if (rc < 0)
 			break;
 		pos += 8;
-		clock_sleep_ns(scaled(b, 20 * NS_PER_US));
+		clock_sleep_ns(bench_scaled(b, 20 * NS_PER_US));
 	}
 	/* Count throughput over the whole run including the drain. */
 	blk_queue_unplug(e.q);
@@ -557,7 +232,7 @@ static int sc_ssd_plug(struct bench *b, const char *spec, const struct config *c
 	struct blk_stats st;
 	blk_queue_stats_get(e.q, &st);
 	uint64_t bytes = atomic_load(&e.async_bytes);
-	rc = env_close(&e, rc);
+	rc = bench_env_close(&e, rc);
 	uint64_t reqs = st.device_requests[0] + st.device_requests[1];
 	run_field(r, "device_requests", (double)reqs, 0);
 	run_field(r, "kib_per_request", reqs ? (double)bytes / KiB / reqs : 0, 1);
@@ -565,61 +240,26 @@ static int sc_ssd_plug(struct bench *b, const char *spec, const struct config *c
 	return rc < 0 ? rc : 0;
 }
 
-/* A journal-like sync submitter: every `period`, a plugged batch of `n`
- * 4 KiB writes with the queue's batch op, then a commit block, then wait.
- * Records each batch's latency. */
-static int fsync_loop(struct bench *b, struct env *e, double seconds, unsigned n, uint64_t period_ns,
-		      struct hist *h, uint64_t *count)
-{
-	unsigned op = blk_queue_sync_batch_op(e->q);
-	/* The commit block: WRITE under 2.6.29 (sync_dirty_buffer was WRITE),
-	 * WRITE_SYNC otherwise. */
-	unsigned commit_op = op == BLK_WRITE ? BLK_WRITE : BLK_WRITE_SYNC;
-	uint64_t jbase = region(e, 0.45), jlen = span(e, 64 * MiB), jpos = 0;
-	uint64_t end = clock_now_ns() + (uint64_t)(seconds * 1e9);
-	while (clock_now_ns() < end) {
-		uint64_t start = clock_now_ns();
-		if (jpos + (n + 1) * 8 > jlen)
-			jpos = 0;
-		int64_t t = sync_batch(e, op, jbase + jpos, n, 4096, commit_op, jbase + jpos + n * 8);
-		if (t < 0)
-			return (int)t;
-		jpos += (n + 1) * 8;
-		hist_add(h, (uint64_t)t);
-		(*count)++;
-		uint64_t next = start + period_ns;
-		if (clock_now_ns() < next)
-			clock_sleep_until_ns(next);
-	}
-	return 0;
-}
-
 /* ioprio (patch 010): journal-like sync batches beside a best-effort async
  * flood, journal at BE/4 vs RT/4. */
 static int sc_ioprio(struct bench *b, const char *spec, const struct config *c, struct run *r)
 {
-	struct env e;
 	/* The config names the journal's ioprio, not a queue option. */
 	int cls, lvl;
 	int rc = blk_ioprio_parse(c->opts, &cls, &lvl);
 	if (rc)
 		return rc;
-	rc = env_open(b, &e, spec, NULL);
+	struct flood_run fr;
+	rc = bench_flood_run_begin(b, &fr, spec, NULL, 2, 1024 * KiB, false);
 	if (rc)
 		return rc;
-	struct flood f;
-	flood_start(b, &e, &f, 2, 1024 * KiB, false);
 	blk_ioprio_set(cls, lvl);
-	struct hist h;
-	hist_init(&h);
-	uint64_t n = 0;
-	rc = fsync_loop(b, &e, b->seconds, 16, scaled(b, 50 * NS_PER_MS), &h, &n);
-	double mbps = flood_mbps(&e, &f);
+	rc = bench_fsync_loop(b, &fr.e, b->seconds, 16, bench_scaled(b, 50 * NS_PER_MS), &fr.h, &fr.n);
 	blk_ioprio_set(BLK_IOPRIO_CLASS_BE, 4);
-	rc = flood_stop(&e, &f, rc);
-	run_latency_fields(r, &h, true);
-	run_field(r, "async_mbps", mbps, 2);
-	run_field(r, "commits", (double)n, 0);
+	rc = bench_flood_run_end(&fr, rc);
+	run_latency_fields(r, &fr.h, true);
+	run_field(r, "async_mbps", fr.mbps, 2);
+	run_field(r, "commits", (double)fr.n, 0);
 	return rc;
 }
 
@@ -627,21 +267,15 @@ static int sc_ioprio(struct bench *b, const char *spec, const struct config *c, 
  * 1 MiB async writes, max_sectors_kb 512 vs 64. */
 static int sc_max_sectors(struct bench *b, const char *spec, const struct config *c, struct run *r)
 {
-	struct env e;
-	int rc = env_open(b, &e, spec, c->opts);
+	struct flood_run fr;
+	int rc = bench_flood_run_begin(b, &fr, spec, c->opts, 1, 1024 * KiB, false);
 	if (rc)
 		return rc;
-	struct flood f;
-	flood_start(b, &e, &f, 1, 1024 * KiB, false);
-	struct hist h;
-	hist_init(&h);
-	uint64_t n = 0;
-	rc = sync_write_loop(b, &e, BLK_WRITE_SYNC, b->seconds, 20 * NS_PER_MS, &h, &n);
-	double mbps = flood_mbps(&e, &f);
-	rc = flood_stop(&e, &f, rc);
-	run_latency_fields(r, &h, false);
-	run_field(r, "async_mbps", mbps, 2);
-	run_field(r, "sync_writes", (double)n, 0);
+	rc = bench_sync_write_loop(b, &fr.e, BLK_WRITE_SYNC, b->seconds, 20 * NS_PER_MS, &fr.h, &fr.n);
+	rc = bench_flood_run_end(&fr, rc);
+	run_latency_fields(r, &fr.h, false);
+	run_field(r, "async_mbps", fr.mbps, 2);
+	run_field(r, "sync_writes", (double)fr.n, 0);
 	return rc;
 }
 
@@ -649,26 +283,18 @@ static int sc_max_sectors(struct bench *b, const char *spec, const struct config
  * each preset. */
 static int sc_era(struct bench *b, const char *spec, const struct config *c, struct run *r)
 {
-	struct env e;
-	int rc = env_open(b, &e, spec, c->opts);
+	struct flood_run fr;
+	int rc = bench_flood_run_begin(b, &fr, spec, c->opts, 1, 1024 * KiB, false);
 	if (rc)
 		return rc;
-	struct flood f;
-	flood_start(b, &e, &f, 1, 1024 * KiB, false);
-	struct hist h;
-	hist_init(&h);
-	uint64_t n = 0;
 	/* Twice the time: under 2.6.29 one fsync takes seconds, and a p99 of
 	 * one or two samples says little. */
-	rc = fsync_loop(b, &e, 2 * b->seconds, 8, scaled(b, 50 * NS_PER_MS), &h, &n);
-	double mbps = flood_mbps(&e, &f);
-	struct blk_stats st;
-	blk_queue_stats_get(e.q, &st);
-	rc = flood_stop(&e, &f, rc);
-	run_latency_fields(r, &h, true);
-	run_field(r, "async_mbps", mbps, 2);
-	run_field(r, "device_requests", (double)(st.device_requests[0] + st.device_requests[1]), 0);
-	run_field(r, "fsyncs", (double)n, 0);
+	rc = bench_fsync_loop(b, &fr.e, 2 * b->seconds, 8, bench_scaled(b, 50 * NS_PER_MS), &fr.h, &fr.n);
+	rc = bench_flood_run_end(&fr, rc);
+	run_latency_fields(r, &fr.h, true);
+	run_field(r, "async_mbps", fr.mbps, 2);
+	run_field(r, "device_requests", (double)(fr.st.device_requests[0] + fr.st.device_requests[1]), 0);
+	run_field(r, "fsyncs", (double)fr.n, 0);
 	return rc;
 }
 
@@ -830,3 +456,4 @@ int cmd_bench(int argc, char **argv)
 	fprintf(stderr, "nostall bench: unknown benchmark '%s' (available: blk, jbd)\n", argv[1]);
 	return 2;
 }
+

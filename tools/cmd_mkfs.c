@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,22 @@ static int mkfs_usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n%s", mkfs_usage);
 	return 2;
+}
+
+/* "nostall MESSAGE" on stderr; an image this run created is removed again.
+ * Returns the exit status 1. */
+__attribute__((format(printf, 3, 4)))
+static int mkfs_fail(const char *image, bool created, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("nostall ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	if (created)
+		unlink(image);
+	return 1;
 }
 
 static int mkfs_parse_u32(const char *s, uint32_t *out)
@@ -218,12 +235,8 @@ int cmd_mkfs(int argc, char **argv)
 	char *spec = NULL;
 	if (asprintf(&spec, "file:%s", image) < 0)
 		spec = NULL;
-	if (!spec) {
-		fprintf(stderr, "nostall mkfs: out of memory\n");
-		if (created)
-			unlink(image);
-		return 1;
-	}
+	if (!spec)
+		return mkfs_fail(image, created, "mkfs: out of memory");
 	/* Extend an existing regular file that is smaller than SIZE. */
 	if (exists && S_ISREG(st.st_mode) && size > (uint64_t)st.st_size &&
 	    truncate(image, (off_t)size) < 0) {
@@ -236,12 +249,8 @@ int cmd_mkfs(int argc, char **argv)
 	struct dev *dev = NULL;
 	int rc = dev_open(spec, &dev);
 	free(spec);
-	if (rc) {
-		fprintf(stderr, "nostall mkfs: %s\n", err_last(rc));
-		if (created)
-			unlink(image);
-		return 1;
-	}
+	if (rc)
+		return mkfs_fail(image, created, "mkfs: %s", err_last(rc));
 	struct dev_geometry geo;
 	dev_geometry_get(dev, &geo);
 	uint64_t fs_bytes = size ? size : geo.size_bytes;
@@ -253,12 +262,8 @@ int cmd_mkfs(int argc, char **argv)
 	err_clear();
 	rc = ext3_mkfs_with_layout(dev, &p, &lay);
 	dev_close(dev);
-	if (rc) {
-		fprintf(stderr, "nostall %s\n", err_last(rc));
-		if (created)
-			unlink(image);
-		return 1;
-	}
+	if (rc)
+		return mkfs_fail(image, created, "%s", err_last(rc));
 	if (quiet)
 		return 0;
 

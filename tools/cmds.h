@@ -7,12 +7,16 @@
 int cmd_bench(int argc, char **argv);   /* nostall bench blk|jbd ... (cmd_bench.c) */
 int bench_jbd(int argc, char **argv);   /* nostall bench jbd ... (bench_jbd.c) */
 int cmd_mkfs(int argc, char **argv);    /* nostall mkfs ... (cmd_mkfs.c) */
-/* Read-only filesystem commands (cmd_fs.c). */
-int cmd_info(int argc, char **argv);
-int cmd_ls(int argc, char **argv);
-int cmd_cat(int argc, char **argv);
-int cmd_stat(int argc, char **argv);
-int cmd_get(int argc, char **argv);
 int cmd_recover(int argc, char **argv); /* nostall recover IMAGE (cmd_recover.c) */
+
+/* Commands on a mounted filesystem (fs/NAME.c): descriptors run by
+ * cli_main(), which parses the options, mounts, runs and unmounts
+ * (fs/common.h). A new one is a descriptor here and a row in nostall.c. */
+struct cli_cmd;
+extern const struct cli_cmd cmd_info;  /* nostall info IMAGE */
+extern const struct cli_cmd cmd_ls;    /* nostall ls IMAGE [PATH...] */
+extern const struct cli_cmd cmd_cat;   /* nostall cat IMAGE PATH... */
+extern const struct cli_cmd cmd_stat;  /* nostall stat IMAGE PATH... */
+extern const struct cli_cmd cmd_get;   /* nostall get IMAGE PATH HOSTPATH */
 
 #endif

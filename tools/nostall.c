@@ -1,30 +1,36 @@
 /* nostall: command-line entry point. */
 #include "cmds.h"
+#include "fs/common.h"
 
 #include <stdio.h>
 #include <string.h>
 
+/* A command is either a function (fn, usage) or a filesystem command
+ * descriptor (fs), which carries its own usage line. */
 static const struct {
 	const char *name;
 	int (*fn)(int, char **);
 	const char *usage;
+	const struct cli_cmd *fs;
 } commands[] = {
-	{ "bench", cmd_bench, "bench blk|jbd [--device SPEC] [--scenario NAME] [--seconds S] [--json] [-o OPTS]" },
+	{ "bench", cmd_bench, "bench blk|jbd [--device SPEC] [--scenario NAME] [--seconds S] [--json] [-o OPTS]", NULL },
 	{ "mkfs", cmd_mkfs,
-	  "mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J blocks] [-L label] [-U uuid] [-E root_owner=UID:GID] [-T time] IMAGE [SIZE]" },
-	{ "info", cmd_info, "info [--device SPEC] [-o OPTS] IMAGE" },
-	{ "ls", cmd_ls, "ls [-l] [-R] [-a] [-i] [--device SPEC] [-o OPTS] IMAGE [PATH...]" },
-	{ "cat", cmd_cat, "cat [--device SPEC] [-o OPTS] IMAGE PATH..." },
-	{ "stat", cmd_stat, "stat [-L] [--device SPEC] [-o OPTS] IMAGE PATH..." },
-	{ "get", cmd_get, "get [-r] [-v] [--progress] [--device SPEC] [-o OPTS] IMAGE PATH HOSTPATH" },
-	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE" },
+	  "mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J blocks] [-L label] [-U uuid] [-E root_owner=UID:GID] [-T time] IMAGE [SIZE]",
+	  NULL },
+	{ "info", NULL, NULL, &cmd_info },
+	{ "ls", NULL, NULL, &cmd_ls },
+	{ "cat", NULL, NULL, &cmd_cat },
+	{ "stat", NULL, NULL, &cmd_stat },
+	{ "get", NULL, NULL, &cmd_get },
+	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE", NULL },
 };
+#define NR_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: nostall COMMAND [ARGS]\ncommands:\n");
-	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(out, "  nostall %s\n", commands[i].usage);
+	for (size_t i = 0; i < NR_COMMANDS; i++)
+		fprintf(out, "  nostall %s\n", commands[i].fs ? commands[i].fs->usage : commands[i].usage);
 }
 
 int main(int argc, char **argv)
@@ -37,9 +43,13 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+	for (size_t i = 0; i < NR_COMMANDS; i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		if (commands[i].fs)
+			return cli_main(commands[i].fs, argc - 1, argv + 1);
+		return commands[i].fn(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "nostall: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

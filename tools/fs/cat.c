@@ -1,0 +1,62 @@
+/* nostall cat [--device SPEC] [-o OPTS] IMAGE PATH...: the contents of each
+ * file on standard output, in CLI_IO_CHUNK reads (docs/cli.md). */
+#include "../cmds.h"
+#include "common.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Copy one open file to standard output. Returns 0, 1 (read failed, go on
+ * with the next file) or -1 (write failed: stop; a closed pipe is not
+ * reported, like cat). */
+static int cat_file(const struct cli_args *a, struct nostall_file *f, const char *path, char *buf)
+{
+	for (;;) {
+		ssize_t n = nostall_read(f, buf, CLI_IO_CHUNK);
+		if (n < 0)
+			return cli_path_error(a, path, (int)n);
+		if (n == 0)
+			return 0;
+		int rc = cli_write_all(STDOUT_FILENO, buf, (size_t)n);
+		if (rc) {
+			if (rc != -EPIPE)
+				fprintf(stderr, "nostall cat: write error: %s\n", strerror(-rc));
+			return -1;
+		}
+	}
+}
+
+static int cat_run(struct cli_args *a, struct nostall_fs *fs)
+{
+	char *buf = malloc(CLI_IO_CHUNK);
+	if (!buf)
+		return cli_oom(a);
+	int ret = 0;
+	for (int k = 0; k < a->npos; k++) {
+		const char *path = a->pos[k];
+		struct nostall_file *f = NULL;
+		int rc = nostall_open(fs, path, NOSTALL_O_RDONLY, &f);
+		if (rc) {
+			ret |= cli_path_error(a, path, rc);
+			continue;
+		}
+		rc = cat_file(a, f, path, buf);
+		nostall_close(f);
+		if (rc < 0) {
+			ret = 1;
+			break;
+		}
+		ret |= rc;
+	}
+	free(buf);
+	return ret;
+}
+
+const struct cli_cmd cmd_cat = {
+	.name = "cat", .usage = "cat [--device SPEC] [-o OPTS] IMAGE PATH...",
+	.min_pos = 1, .max_pos = -1, .mount_flags = NOSTALL_MOUNT_RDONLY,
+	.run = cat_run,
+};

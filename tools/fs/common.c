@@ -1,0 +1,322 @@
+/* Common part of the filesystem commands: argument parsing, mount/run/
+ * unmount, error messages and exit statuses, formatting (common.h). */
+#include "common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* messages                                                            */
+
+int cli_usage_error(const struct cli_args *a, const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "nostall %s: %s\n", a->cmd, msg);
+	fprintf(stderr, "usage: nostall %s\n", a->c->usage);
+	return CLI_EXIT_USAGE;
+}
+
+const char *cli_what(const struct cli_args *a)
+{
+	return a->device ? a->device : a->spec + 5; /* after "file:" */
+}
+
+int cli_error(const char *cmd, const char *path, const char *what, int rc, bool fs_side)
+{
+	fprintf(stderr, "nostall %s: %s: %s%s%s\n", cmd, path, what ? what : "", what ? ": " : "",
+		fs_side ? nostall_errmsg(rc) : strerror(-rc));
+	return rc;
+}
+
+int cli_path_error(const struct cli_args *a, const char *path, int rc)
+{
+	cli_error(a->cmd, path, NULL, rc, true);
+	return CLI_EXIT_FAIL;
+}
+
+int cli_oom(const struct cli_args *a)
+{
+	fprintf(stderr, "nostall %s: out of memory\n", a->cmd);
+	return CLI_EXIT_FAIL;
+}
+
+/* ------------------------------------------------------------------ */
+/* parsing                                                             */
+
+/* Values of the long options. The letters D and P are therefore not free
+ * as command flags; an unknown -D is reported as a missing --device
+ * argument, as it always was. */
+enum { OPT_DEVICE = 'D', OPT_PROGRESS = 'P' };
+
+/* Does flag letter c take an argument in the getopt string? */
+static bool takes_arg(const char *optstring, int c)
+{
+	const char *p = strchr(optstring, c);
+	return c != ':' && p && p[1] == ':';
+}
+
+/* The getopt failure in argv (opt '?') as a usage error. */
+static int parse_error(const struct cli_args *a, char **argv, const char *optstring)
+{
+	char msg[96];
+	if (optopt == OPT_DEVICE)
+		snprintf(msg, sizeof msg, "option --device needs an argument");
+	else if (optopt && takes_arg(optstring, optopt))
+		snprintf(msg, sizeof msg, "option -%c needs an argument", optopt);
+	else if (optopt)
+		snprintf(msg, sizeof msg, "unknown option '-%c'", optopt);
+	else
+		snprintf(msg, sizeof msg, "unknown option '%s'", argv[optind - 1]);
+	return cli_usage_error(a, msg);
+}
+
+/* IMAGE (or --device) and the positional arguments after it. */
+static int parse_positional(struct cli_args *a, int rest, char **args)
+{
+	const struct cli_cmd *c = a->c;
+	if (!a->device) {
+		if (rest < 1)
+			return cli_usage_error(a, "missing IMAGE");
+		if (!*args[0])
+			return cli_usage_error(a, "empty IMAGE name");
+		if (asprintf(&a->spec, "file:%s", args[0]) < 0) {
+			a->spec = NULL;
+			return cli_oom(a);
+		}
+		args++;
+		rest--;
+	} else {
+		a->spec = strdup(a->device);
+		if (!a->spec)
+			return cli_oom(a);
+	}
+	if (rest < c->min_pos || (c->max_pos >= 0 && rest > c->max_pos)) {
+		free(a->spec);
+		a->spec = NULL;
+		return cli_usage_error(a, rest < c->min_pos ? "missing arguments" : "too many arguments");
+	}
+	a->pos = args;
+	a->npos = rest;
+	return -1;
+}
+
+/* Parse argv into a. Returns -1 when parsed (a->spec allocated), else the
+ * exit status to return. */
+static int cli_parse(struct cli_args *a, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "device", required_argument, NULL, OPT_DEVICE },
+		{ "help", no_argument, NULL, 'h' },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ NULL, 0, NULL, 0 },
+	};
+	char optstring[64];
+	/* no leading '+': options may follow IMAGE */
+	snprintf(optstring, sizeof optstring, "o:h%s", a->c->flags ? a->c->flags : "");
+	optind = 0; /* full getopt reset (glibc) */
+	opterr = 0;
+	int opt;
+	while ((opt = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_DEVICE:
+			if (!*optarg)
+				return cli_usage_error(a, "--device needs a spec (file:PATH, sim:..., see docs/devices.md)");
+			a->device = optarg;
+			break;
+		case 'o':
+			a->opts = optarg;
+			break;
+		case 'h':
+			printf("usage: nostall %s\n", a->c->usage);
+			return CLI_EXIT_OK;
+		case OPT_PROGRESS:
+			if (!(a->c->long_flags & CLI_LONG_PROGRESS))
+				return cli_usage_error(a, "unknown option '--progress'");
+			a->progress = true;
+			break;
+		case '?':
+			return parse_error(a, argv, optstring);
+		default: /* one of the command's flags */
+			if (opt > 0 && opt < 128) {
+				a->flag[opt] = true;
+				a->arg[opt] = optarg;
+			}
+			break;
+		}
+	}
+	return parse_positional(a, argc - optind, argv + optind);
+}
+
+/* ------------------------------------------------------------------ */
+/* mount, run, unmount                                                 */
+
+int cli_main(const struct cli_cmd *c, int argc, char **argv)
+{
+	struct cli_args a = { .c = c, .cmd = c->name };
+	int ex = cli_parse(&a, argc, argv);
+	if (ex >= 0)
+		return ex;
+	if (c->check && (ex = c->check(&a)) >= 0) {
+		free(a.spec);
+		return ex;
+	}
+	struct nostall_fs *fs = NULL;
+	int rc = nostall_mount(a.spec, a.opts, c->mount_flags, &fs);
+	if (rc) {
+		fprintf(stderr, "nostall %s: cannot mount %s: %s\n", a.cmd, cli_what(&a), nostall_errmsg(rc));
+		free(a.spec);
+		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+	}
+	ex = c->run(&a, fs);
+	rc = nostall_umount(fs);
+	if (rc) {
+		fprintf(stderr, "nostall %s: unmount: %s\n", a.cmd, nostall_errmsg(rc));
+		if (!(c->mount_flags & NOSTALL_MOUNT_RDONLY) && ex == CLI_EXIT_OK)
+			ex = CLI_EXIT_FAIL;
+	}
+	free(a.spec);
+	return ex;
+}
+
+/* ------------------------------------------------------------------ */
+/* formatting                                                          */
+
+static char type_char(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFDIR: return 'd';
+	case S_IFLNK: return 'l';
+	case S_IFCHR: return 'c';
+	case S_IFBLK: return 'b';
+	case S_IFIFO: return 'p';
+	case S_IFSOCK: return 's';
+	case S_IFREG: return '-';
+	default: return '?';
+	}
+}
+
+const char *cli_type_name(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symbolic link";
+	case S_IFCHR: return "character special file";
+	case S_IFBLK: return "block special file";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	case S_IFREG: return "regular file";
+	default: return "unknown type";
+	}
+}
+
+void cli_mode_string(uint32_t mode, char out[11])
+{
+	out[0] = type_char(mode);
+	const char *rwx = "rwxrwxrwx";
+	for (int k = 0; k < 9; k++)
+		out[1 + k] = (mode & (0400u >> k)) ? rwx[k] : '-';
+	if (mode & S_ISUID)
+		out[3] = (mode & S_IXUSR) ? 's' : 'S';
+	if (mode & S_ISGID)
+		out[6] = (mode & S_IXGRP) ? 's' : 'S';
+	if (mode & S_ISVTX)
+		out[9] = (mode & S_IXOTH) ? 't' : 'T';
+	out[10] = '\0';
+}
+
+void cli_time_string(const struct nostall_timespec *t, bool nsec, char *out, size_t n)
+{
+	time_t s = (time_t)t->sec;
+	struct tm tm;
+	if (!localtime_r(&s, &tm)) {
+		snprintf(out, n, "@%" PRId64, t->sec);
+		return;
+	}
+	size_t k = strftime(out, n, "%Y-%m-%d %H:%M:%S", &tm);
+	if (nsec && k < n) {
+		char z[8];
+		strftime(z, sizeof z, "%z", &tm);
+		snprintf(out + k, n - k, ".%09u %s", t->nsec, z);
+	}
+}
+
+void cli_put_escaped(FILE *f, const char *s, size_t len)
+{
+	for (size_t k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)s[k];
+		if (c == '\\')
+			fputs("\\\\", f);
+		else if (c >= 0x20 && c < 0x7f)
+			fputc(c, f);
+		else
+			fprintf(f, "\\x%02x", c);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                             */
+
+char *cli_read_target(struct nostall_fs *fs, uint64_t ino, uint64_t size, int *err)
+{
+	size_t cap = size < NOSTALL_PATH_MAX ? (size_t)size : NOSTALL_PATH_MAX;
+	char *buf = malloc(cap + 1);
+	if (!buf) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ssize_t n = nostall_readlink_ino(fs, ino, buf, cap);
+	if (n < 0) {
+		*err = (int)n;
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*err = 0;
+	return buf;
+}
+
+char *cli_join(const char *a, const char *b)
+{
+	size_t la = strlen(a);
+	char *s = malloc(la + strlen(b) + 2);
+	if (s)
+		sprintf(s, "%s%s%s", a, la && a[la - 1] == '/' ? "" : "/", b);
+	return s;
+}
+
+int cli_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int cli_array_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	void *old;
+	memcpy(&old, v, sizeof old); /* v points at the caller's typed array pointer */
+	size_t ncap = *cap ? *cap * 2 : first;
+	void *nv = realloc(old, ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	memcpy(v, &nv, sizeof nv);
+	*cap = ncap;
+	return 0;
+}

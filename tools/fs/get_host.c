@@ -1,0 +1,218 @@
+/* nostall get, the host side: file contents with holes preserved, and
+ * owner, mode, extended attributes (ext3 ACLs converted) and times. */
+#include "acl.h"
+#include "get.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+int get_error(struct get_ctx *g, const char *path, const char *what, int rc, bool fs_side)
+{
+	g->ret = 1;
+	return cli_error("get", path, what, rc, fs_side);
+}
+
+static bool all_zero(const char *p, size_t n)
+{
+	static const char zero[4096];
+	while (n >= sizeof zero) {
+		if (memcmp(p, zero, sizeof zero))
+			return false;
+		p += sizeof zero;
+		n -= sizeof zero;
+	}
+	return n == 0 || !memcmp(p, zero, n);
+}
+
+static void progress(struct get_ctx *g, const char *path, uint64_t done, uint64_t total, bool end)
+{
+	if (!g->tty || total < (64u << 20))
+		return;
+	fprintf(stderr, "\r%s: %" PRIu64 "/%" PRIu64 " MiB (%u%%)", path, done >> 20, total >> 20,
+		(unsigned)(total ? done * 100 / total : 100));
+	if (end)
+		fputc('\n', stderr);
+}
+
+/* Are the `n` blocks from lblk all holes? (bmap errors count as "not sure") */
+static bool blocks_are_holes(struct nostall_file *f, uint64_t lblk, uint64_t n)
+{
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t phys = 1;
+		if (nostall_bmap(f, lblk + k, &phys) || phys)
+			return false;
+	}
+	return true;
+}
+
+/* Copy the contents of an open fs file to host fd, holes preserved. */
+int get_data_copy(struct get_ctx *g, struct nostall_file *f, const struct nostall_stat *st, int fd,
+		  const char *path)
+{
+	uint64_t size = st->size, off = 0;
+	uint32_t bs = g->bsize;
+	bool sparse = st->blocks * 512 < size + bs; /* allocated less than the size: holes likely */
+	while (off < size) {
+		size_t want = size - off < CLI_IO_CHUNK ? (size_t)(size - off) : CLI_IO_CHUNK;
+		if (sparse && off % bs == 0 && bs && blocks_are_holes(f, off / bs, (want + bs - 1) / bs)) {
+			off += want;
+			continue;
+		}
+		ssize_t n = nostall_pread(f, g->buf, want, off);
+		if (n < 0)
+			return get_error(g, path, "read", (int)n, true);
+		if (n == 0)
+			return get_error(g, path, "read", -EIO, false), -EIO; /* short file */
+		/* write the non-zero runs of block-sized pieces */
+		size_t pos = 0;
+		while (pos < (size_t)n) {
+			size_t piece = bs - (size_t)((off + pos) % bs);
+			if (piece > (size_t)n - pos)
+				piece = (size_t)n - pos;
+			if (all_zero(g->buf + pos, piece)) {
+				pos += piece;
+				continue;
+			}
+			size_t start = pos;
+			pos += piece;
+			while (pos < (size_t)n) {
+				size_t p2 = bs < (size_t)n - pos ? bs : (size_t)n - pos;
+				if (all_zero(g->buf + pos, p2))
+					break;
+				pos += p2;
+			}
+			const char *p = g->buf + start;
+			size_t left = pos - start;
+			uint64_t woff = off + start;
+			while (left) {
+				ssize_t w = pwrite(fd, p, left, (off_t)woff);
+				if (w < 0) {
+					if (errno == EINTR)
+						continue;
+					return get_error(g, path, "write", -errno, false);
+				}
+				p += w;
+				left -= (size_t)w;
+				woff += (uint64_t)w;
+			}
+		}
+		off += (uint64_t)n;
+		g->bytes += (uint64_t)n;
+		progress(g, path, off, size, false);
+	}
+	if (ftruncate(fd, (off_t)size) < 0)
+		return get_error(g, path, "truncate", -errno, false);
+	progress(g, path, size, size, true);
+	return 0;
+}
+
+static int ns_index(const char *name)
+{
+	if (!strncmp(name, "user.", 5)) return 0;
+	if (!strncmp(name, "trusted.", 8)) return 1;
+	if (!strncmp(name, "security.", 9)) return 2;
+	return 3;
+}
+
+/* Copy xattrs of inode ino onto host entry `hpath` (an lsetxattr path). */
+static void copy_xattrs(struct get_ctx *g, uint64_t ino, const char *hpath, const char *path)
+{
+	ssize_t len = nostall_listxattr_ino(g->fs, ino, NULL, 0);
+	if (len <= 0) {
+		if (len < 0)
+			get_error(g, path, "listxattr", (int)len, true);
+		return;
+	}
+	char *list = malloc((size_t)len);
+	if (!list)
+		return;
+	len = nostall_listxattr_ino(g->fs, ino, list, (size_t)len);
+	if (len < 0) {
+		get_error(g, path, "listxattr", (int)len, true);
+		free(list);
+		return;
+	}
+	for (char *name = list; name < list + len; name += strlen(name) + 1) {
+		ssize_t vlen = nostall_getxattr_ino(g->fs, ino, name, NULL, 0);
+		if (vlen < 0) {
+			get_error(g, path, name, (int)vlen, true);
+			continue;
+		}
+		/* the value, then room for its ACL conversion (acl.h: 2 * vlen) */
+		unsigned char *v = malloc((size_t)vlen * 3 + 8);
+		if (!v)
+			continue;
+		if (vlen > 0)
+			vlen = nostall_getxattr_ino(g->fs, ino, name, v, (size_t)vlen);
+		if (vlen < 0) {
+			get_error(g, path, name, (int)vlen, true);
+			free(v);
+			continue;
+		}
+		const unsigned char *val = v;
+		unsigned char *conv = NULL;
+		if (acl_xattr_name(name)) {
+			conv = v + vlen;
+			ssize_t c = acl_ext3_to_xattr(v, (size_t)vlen, conv);
+			if (c < 0) {
+				fprintf(stderr, "nostall get: %s: %s: malformed ext3 ACL, not copied\n", path, name);
+				g->ret = 1;
+				free(v);
+				continue;
+			}
+			val = conv;
+			vlen = c;
+		}
+		if (lsetxattr(hpath, name, val, (size_t)vlen, 0) < 0) {
+			int e = errno;
+			int ns = ns_index(name);
+			g->xattr_fail++;
+			if (!g->warned_xattr_ns[ns]) {
+				g->warned_xattr_ns[ns] = true;
+				fprintf(stderr, "nostall get: %s: cannot set %s on the host: %s%s\n", path, name,
+					strerror(e), " (further failures in this namespace not shown)");
+			}
+		}
+		free(v);
+	}
+	free(list);
+}
+
+static void set_times(struct get_ctx *g, int dirfd, const char *name, const struct nostall_stat *st,
+		      const char *path)
+{
+	struct timespec ts[2] = {
+		{ .tv_sec = (time_t)st->atime.sec, .tv_nsec = st->atime.nsec },
+		{ .tv_sec = (time_t)st->mtime.sec, .tv_nsec = st->mtime.nsec },
+	};
+	if (utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
+		get_error(g, path, "set times", -errno, false);
+}
+
+/* Owner, mode (not for symlinks), xattrs and times, in that order (chown
+ * clears set-id bits; times last). */
+void get_attrs_set(struct get_ctx *g, int dirfd, const char *name, const struct nostall_stat *st,
+		   const char *path)
+{
+	if (g->root && fchownat(dirfd, name, st->uid, st->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		g->owner_fail++;
+		get_error(g, path, "chown", -errno, false);
+	}
+	if (!S_ISLNK(st->mode) && fchmodat(dirfd, name, st->mode & 07777, 0) < 0)
+		get_error(g, path, "chmod", -errno, false);
+	char hpath[64 + NOSTALL_NAME_MAX];
+	if (dirfd == AT_FDCWD)
+		copy_xattrs(g, st->ino, name, path);
+	else {
+		snprintf(hpath, sizeof hpath, "/proc/self/fd/%d/%s", dirfd, name);
+		copy_xattrs(g, st->ino, hpath, path);
+	}
+	set_times(g, dirfd, name, st, path);
+}
