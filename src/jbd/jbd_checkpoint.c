@@ -144,7 +144,7 @@ int jbd_log_do_checkpoint(struct jbd_journal *j)
 	}
 	pthread_mutex_unlock(&j->lock);
 	if (rc < 0) {
-		err_set(rc, "jbd: checkpoint write failed");
+		err_wrap(rc, "jbd: checkpoint write");
 		jbd_journal_abort(j, rc);
 		return rc;
 	}
@@ -200,7 +200,7 @@ int jbd_cleanup_tail(struct jbd_journal *j)
 	pthread_mutex_unlock(&j->lock);
 	pthread_mutex_unlock(&j->sb_mutex);
 	if (rc < 0) {
-		err_set(rc, "jbd: writing the journal superblock failed");
+		err_wrap(rc, "jbd: writing the journal superblock");
 		jbd_journal_abort(j, rc);
 	}
 	return rc;
@@ -263,3 +263,4 @@ int jbd_journal_flush(struct jbd_journal *j)
 		rc = jbd_cleanup_tail(j);
 	return jbd_journal_aborted(j) ? jbd_journal_errno(j) : rc;
 }
+

@@ -28,14 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct jbd_handle {
-	struct jbd_journal *j;
-	struct jbd_transaction *t;
-	int credits;     /* still unused */
-	int ref;         /* nesting depth in the owning thread */
-	bool sync;
-};
-
 /* The calling thread's open handle (nested starts return it). */
 static _Thread_local struct jbd_handle *tl_current;
 
@@ -102,6 +94,7 @@ static struct jbd_transaction *transaction_new(struct jbd_journal *j)
 	list_init(&t->buffers);
 	list_init(&t->forget);
 	list_init(&t->cp);
+	list_init(&t->inodes);
 	list_init(&t->link);
 	j->running = t;
 	/* The commit thread arms its timer on the new transaction. */
@@ -292,6 +285,7 @@ static struct jbd_jh *jh_get(struct jbd_journal *j, struct buffer_head *bh)
 	jh = calloc(1, sizeof *jh);
 	if (!jh)
 		return NULL;
+	jh->j = j;
 	jh->bh = bh;
 	jh->blocknr = buf_blocknr(bh);
 	list_init(&jh->t_link);
@@ -302,11 +296,12 @@ static struct jbd_jh *jh_get(struct jbd_journal *j, struct buffer_head *bh)
 	/* From now on the buffer cache's writeback leaves it alone: only the
 	 * checkpoint writes it home, and only committed contents. */
 	buf_set_jbd(bh, true);
-	(void)j;
 	return jh;
 }
 
-static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, bool create)
+enum access { ACCESS_WRITE, ACCESS_CREATE };
+
+static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum access kind)
 {
 	struct jbd_journal *j = h->j;
 	struct jbd_transaction *t = h->t;
@@ -346,7 +341,8 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, bool crea
 			jh->next_t = t;
 			jh->dirty_next = false;
 		}
-		if (jh->dirty_t && !jh->copied && !jh->frozen) {
+		/* Frozen: the commit still needs the contents for its log copy. */
+		if (!jh->frozen && jh->dirty_t && !jh->copied) {
 			jh->frozen = malloc(j->bs);
 			if (!jh->frozen) {
 				rc = -ENOMEM;
@@ -356,11 +352,11 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, bool crea
 			j->st.frozen_copies++;
 		}
 	}
+	(void)kind;
 	/* Journaling the block again cancels its revoke in this transaction
 	 * (else recovery would skip this transaction's copy too). */
 	if (t->revoke.count)
 		jbd_revoke_table_remove(&t->revoke, jh->blocknr);
-	(void)create;
 out:
 	pthread_mutex_unlock(&j->lock);
 	buf_unlock(bh);
@@ -369,12 +365,40 @@ out:
 
 int jbd_get_write_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	return do_get_access(h, bh, false);
+	return do_get_access(h, bh, ACCESS_WRITE);
 }
 
 int jbd_get_create_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	return do_get_access(h, bh, true);
+	return do_get_access(h, bh, ACCESS_CREATE);
+}
+
+void jbd__jh_commit_done(struct jbd_jh *jh, struct jbd_transaction *t)
+{
+	list_del(&jh->t_link);
+	if (jh->dirty_t) {
+		if (jh->cp_t)
+			jbd__checkpoint_remove(jh);
+		jh->cp_t = t;
+		jh->jdirty = true;
+		list_add_tail(&t->cp, &jh->cp_link);
+	}
+	free(jh->frozen);
+	jh->frozen = NULL;
+	jh->dirty_t = false;
+	jh->copied = false;
+	jh->t = NULL;
+	if (jh->next_t) {
+		struct jbd_transaction *nt = jh->next_t;
+		jh->t = nt;
+		jh->dirty_t = jh->dirty_next;
+		if (jh->dirty_t)
+			nt->nbuffers++;
+		list_add_tail(&nt->buffers, &jh->t_link);
+		jh->next_t = NULL;
+		jh->dirty_next = false;
+	}
+	jbd__jh_maybe_free(jh);
 }
 
 int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
@@ -413,7 +437,7 @@ int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
 	return rc;
 }
 
-/* j->lock held. */
+/* j->lock and the buffer lock held. */
 static void forget_locked(struct jbd_handle *h, struct jbd_jh *jh)
 {
 	struct jbd_transaction *t = h->t;
