@@ -25,8 +25,10 @@
  * journal owns one commit thread, which also runs the jbd_inode ops.
  * Locking is internal (one journal mutex, never held across I/O or
  * callbacks); callers hold no journal lock. Lock order for callers: a
- * buffer lock may be held while calling into the journal; a jbd_inode op
- * must not start a handle nor wait for a commit.
+ * buffer lock may be held while calling into the journal (and must be,
+ * around jbd_buffer_committed_data), but not while starting a handle; a
+ * jbd_inode op must not start a handle nor wait for a commit; a thread
+ * holding jbd_journal_lock_updates must not start a handle.
  */
 #ifndef NOSTALL_JBD_H
 #define NOSTALL_JBD_H
@@ -139,11 +141,33 @@ int jbd_handle_restart(struct jbd_handle *h, int credits);
 int jbd_get_write_access(struct jbd_handle *h, struct buffer_head *bh);
 /* Same for a freshly allocated buffer whose old contents do not matter. */
 int jbd_get_create_access(struct jbd_handle *h, struct buffer_head *bh);
+/* Write access for an allocation bitmap: besides, keep a committed copy of
+ * the buffer (its contents before this transaction changed it; made at the
+ * first undo access, kept while newer transactions need it), so an
+ * allocator can refuse a block that is free in the buffer but not in the
+ * last committed copy (freed by a transaction that has not committed: the
+ * freeing may still be undone by a crash). The copy is dropped when the
+ * transaction owning the buffer commits and no running one has it; if the
+ * running one has it, the copy becomes the contents just committed. */
+int jbd_get_undo_access(struct jbd_handle *h, struct buffer_head *bh);
+/* The committed copy of bh (jbd_get_undo_access), or NULL when there is
+ * none (then the buffer itself is what is committed). The caller holds
+ * undo access through a running handle AND the buffer lock (buf_lock):
+ * the copy is only replaced or freed by a holder of the buffer lock, so
+ * the pointer stays valid until buf_unlock. Read only. */
+const void *jbd_buffer_committed_data(struct buffer_head *bh);
 /* The buffer's new contents belong to the handle's transaction (uses one
  * credit the first time in a transaction). */
 int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh);
-/* The block was freed: drop its pending journaled changes. Consumes the
- * caller's reference to bh (like buf_forget). */
+/* The block was freed (truncate, unlink; metadata or data=journal data):
+ * drop its pending journaled changes in the handle's transaction, and make
+ * sure no older copy is ever written home over a reuse of the block: an
+ * older transaction's copy on a checkpoint list (or in the committing
+ * transaction) is not checkpointed until this transaction commits, and is
+ * then dropped unwritten (the kernel's BH_Freed / journal_forget). After
+ * that commit the buffer is clean and off every journal list. Consumes the
+ * caller's reference to bh (like buf_forget; the cache's copy is clean, its
+ * contents no longer the block's). */
 int jbd_forget(struct jbd_handle *h, struct buffer_head *bh);
 /* Revoke `block`: older logged copies of it are not replayed by recovery.
  * bh (optional, the caller's reference is consumed) is forgotten too. */
@@ -163,6 +187,22 @@ int jbd_journal_force_commit(struct jbd_journal *j);
 int jbd_journal_flush(struct jbd_journal *j);
 /* Id of the running transaction, or of the next one if none runs. */
 uint32_t jbd_journal_running_tid(struct jbd_journal *j);
+/* Write back committed transactions (checkpoint) without committing the
+ * running one, until the checkpoint list is empty; a buffer that a newer
+ * transaction owns or freed makes that transaction commit first. Then the
+ * tail moves. Returns 0, or the error that aborted the journal. */
+int jbd_journal_checkpoint(struct jbd_journal *j);
+
+/* Stop the world (unmount, resize, freeze): wait until every open handle
+ * has stopped and keep new handles from starting (jbd_handle_start sleeps)
+ * until jbd_journal_unlock_updates. Nestable by the thread that holds it
+ * (each lock needs its unlock); another thread's lock_updates waits for the
+ * first to unlock completely. The caller must not have a handle open, nor
+ * start one while it holds the lock (it would wait for itself). Commits
+ * and checkpoints go on. */
+void jbd_journal_lock_updates(struct jbd_journal *j);
+void jbd_journal_unlock_updates(struct jbd_journal *j);
+
 /* ---- ordered data: per-inode lists (data=ordered, data=guarded) ---- */
 
 /* An inode's ordered data (jbd_inode.c; jbd2's jbd2_inode). Allocated by
@@ -221,8 +261,10 @@ struct jbd_stats {
 	uint64_t blocks_logged;      /* metadata copies written to the log */
 	uint64_t descriptor_blocks, revoke_blocks, escaped;
 	uint64_t frozen_copies;      /* copy-outs for a committing transaction */
+	uint64_t committed_copies;   /* undo-access copies made */
 	uint64_t data_inodes;        /* jbd_inode submit ops run by commits */
 	uint64_t data_errors;        /* ordered-data errors kept (data_err=ignore) */
+	uint64_t lock_updates;       /* jbd_journal_lock_updates (outermost) */
 	uint64_t handles;
 	uint64_t handle_waits_locked, handle_waits_nofit, handle_waits_space;
 	uint64_t checkpoints, checkpoint_writes, tail_advances, wraps;

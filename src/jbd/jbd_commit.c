@@ -253,8 +253,11 @@ static void metadata_copy(struct jbd_commit *c, struct jbd_jh *jh, struct jbd_lo
 	const void *src = jh->frozen ? jh->frozen : buf_data(jh->bh);
 	memcpy(b->data, src, j->bs);
 	jh->copied = true;
-	free(jh->frozen);
-	jh->frozen = NULL;
+	/* A committed copy (undo access) takes the frozen one at FINISH. */
+	if (!jh->committed && !jh->committed_stale) {
+		free(jh->frozen);
+		jh->frozen = NULL;
+	}
 	uint32_t flags = ntag ? JBD_FLAG_SAME_UUID : 0;
 	uint32_t first4;
 	memcpy(&first4, b->data, 4);

@@ -120,6 +120,14 @@ struct jbd_jh {
 	struct jbd_transaction *forget_t;/* forgotten in this (running) transaction */
 	struct list_node t_link, cp_link, f_link;
 	void *frozen;                    /* t's contents, copied out for next_t */
+	/* Undo access (jbd_get_undo_access): the contents as of the last
+	 * (or committing) transaction, for the allocator. Replaced or dropped
+	 * only by a thread holding the buffer lock (readers hold it); when the
+	 * commit finds the buffer locked, the change waits in committed_next
+	 * (committed_stale) for the next holder (jbd__committed_apply). */
+	void *committed;
+	void *committed_next;
+	bool committed_stale;
 	bool dirty_t;                    /* dirtied in t */
 	bool dirty_next;                 /* dirtied in next_t */
 	bool copied;                     /* the commit of t has taken its log copy */
@@ -152,6 +160,7 @@ struct jbd_journal {
 	pthread_cond_t wait_commit;    /* a commit finished / commit thread state */
 	pthread_cond_t wait_thread;    /* wakes the commit thread */
 	pthread_cond_t wait_inode;     /* a jbd_inode's commit op returned */
+	pthread_cond_t wait_barrier;   /* lock_updates released */
 	pthread_mutex_t checkpoint_mutex;
 	pthread_mutex_t sb_mutex;
 
@@ -167,6 +176,10 @@ struct jbd_journal {
 	bool aborted;
 	int err;
 	bool stopping, thread_running;
+	/* jbd_journal_lock_updates: barrier_depth > 0 keeps new handles out;
+	 * barrier_owner may nest. */
+	int barrier_depth;
+	pthread_t barrier_owner;
 	struct jbd_stats st;
 	pthread_t thread;
 };
@@ -252,9 +265,12 @@ void jbd_commit_thread_stop(struct jbd_journal *j);
 bool jbd__log_start_commit(struct jbd_journal *j, uint32_t tid, int reason);
 void jbd_commit_transaction(struct jbd_journal *j);
 /* FINISH's part for one buffer of the committed transaction (jbd_trans.c,
- * j->lock held): checkpoint list, frozen copy, handover to the running
- * transaction. */
+ * j->lock held): checkpoint list, frozen and committed copies, handover to
+ * the running transaction. */
 void jbd__jh_commit_done(struct jbd_jh *jh, struct jbd_transaction *t);
+/* Apply a committed-copy change that waited for the buffer lock (buffer
+ * lock and j->lock held). */
+void jbd__committed_apply(struct jbd_jh *jh);
 
 /* Checkpoint (jbd_checkpoint.c). */
 /* Space for a new handle: called with j->lock held, may drop and retake it. */

@@ -213,6 +213,8 @@ void jbd__jh_maybe_free(struct jbd_jh *jh)
 		return;
 	struct buffer_head *bh = jh->bh;
 	free(jh->frozen);
+	free(jh->committed);
+	free(jh->committed_next);
 	buf_set_private(bh, NULL);
 	buf_set_jbd(bh, false);
 	free(jh);
@@ -257,6 +259,7 @@ static void journal_free(struct jbd_journal *j)
 		pthread_cond_destroy(&j->wait_commit);
 		pthread_cond_destroy(&j->wait_thread);
 		pthread_cond_destroy(&j->wait_inode);
+		pthread_cond_destroy(&j->wait_barrier);
 	}
 	jbd_map_free(&j->map);
 	free(j->sbbuf);
@@ -347,6 +350,7 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 	clock_cond_init(&j->wait_commit);
 	clock_cond_init(&j->wait_thread);
 	clock_cond_init(&j->wait_inode);
+	clock_cond_init(&j->wait_barrier);
 	j->inited = true;
 	/* s_start non-zero from now on: a crash replays what commits. */
 	rc = jbd_write_superblock(j, j->tail_sequence, j->tail, 0, true);

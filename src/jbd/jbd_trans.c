@@ -1,6 +1,6 @@
-/* Handles and the running transaction: start/stop, write/create access
- * (with frozen copies for the committing transaction), dirty, forget,
- * revoke.
+/* Handles and the running transaction: start/stop, write/create/undo
+ * access (with frozen copies for the committing transaction and committed
+ * copies for allocation bitmaps), dirty, forget, revoke, lock_updates.
  *
  * Buffer ownership (struct jbd_jh, one per journaled buffer):
  *   jh->t       the running or committing transaction that will log it;
@@ -121,6 +121,12 @@ static int start_this_handle(struct jbd_journal *j, struct jbd_handle *h, int n)
 				pthread_mutex_unlock(&j->lock);
 				return -ENOMEM;
 			}
+		}
+		if (j->barrier_depth) {
+			/* jbd_journal_lock_updates: wait for the unlock. */
+			while (j->barrier_depth && !j->aborted)
+				pthread_cond_wait(&j->wait_barrier, &j->lock);
+			continue;
 		}
 		if (t->state == JBD_T_LOCKED) {
 			j->st.handle_waits_locked++;
@@ -299,7 +305,7 @@ static struct jbd_jh *jh_get(struct jbd_journal *j, struct buffer_head *bh)
 	return jh;
 }
 
-enum access { ACCESS_WRITE, ACCESS_CREATE };
+enum access { ACCESS_WRITE, ACCESS_CREATE, ACCESS_UNDO };
 
 static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum access kind)
 {
@@ -341,8 +347,10 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum acce
 			jh->next_t = t;
 			jh->dirty_next = false;
 		}
-		/* Frozen: the commit still needs the contents for its log copy. */
-		if (!jh->frozen && jh->dirty_t && !jh->copied) {
+		/* Frozen: the commit still needs the contents for its log copy,
+		 * or (undo access) the committed copy takes them when it ends. */
+		bool undo = kind == ACCESS_UNDO || jh->committed || jh->committed_stale;
+		if (!jh->frozen && ((jh->dirty_t && !jh->copied) || undo)) {
 			jh->frozen = malloc(j->bs);
 			if (!jh->frozen) {
 				rc = -ENOMEM;
@@ -352,7 +360,18 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum acce
 			j->st.frozen_copies++;
 		}
 	}
-	(void)kind;
+	jbd__committed_apply(jh);
+	if (kind == ACCESS_UNDO && !jh->committed) {
+		/* Before this transaction changes it: what is committed (or
+		 * committing) now. */
+		jh->committed = malloc(j->bs);
+		if (!jh->committed) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(jh->committed, buf_data(bh), j->bs);
+		j->st.committed_copies++;
+	}
 	/* Journaling the block again cancels its revoke in this transaction
 	 * (else recovery would skip this transaction's copy too). */
 	if (t->revoke.count)
@@ -373,6 +392,70 @@ int jbd_get_create_access(struct jbd_handle *h, struct buffer_head *bh)
 	return do_get_access(h, bh, ACCESS_CREATE);
 }
 
+int jbd_get_undo_access(struct jbd_handle *h, struct buffer_head *bh)
+{
+	return do_get_access(h, bh, ACCESS_UNDO);
+}
+
+/* ------------------------------------------------- committed copies */
+
+void jbd__committed_apply(struct jbd_jh *jh)
+{
+	if (!jh->committed_stale)
+		return;
+	free(jh->committed);
+	jh->committed = jh->committed_next;
+	jh->committed_next = NULL;
+	jh->committed_stale = false;
+}
+
+/* Replace the committed copy by p (NULL: drop it), j->lock held. Readers
+ * hold the buffer lock: if it is taken, the change waits for the next
+ * holder that comes through the journal (jbd__committed_apply). */
+static void committed_set(struct jbd_jh *jh, void *p)
+{
+	if (jh->committed_stale)
+		free(jh->committed_next);
+	jh->committed_next = p;
+	jh->committed_stale = true;
+	if (buf_trylock(jh->bh)) {
+		jbd__committed_apply(jh);
+		buf_unlock(jh->bh);
+	}
+}
+
+const void *jbd_buffer_committed_data(struct buffer_head *bh)
+{
+	struct jbd_jh *jh = buf_private(bh);
+	if (!jh)
+		return NULL;
+	pthread_mutex_lock(&jh->j->lock);
+	jbd__committed_apply(jh);
+	const void *p = jh->committed;
+	pthread_mutex_unlock(&jh->j->lock);
+	return p;
+}
+
+/* The frozen and committed copies when jh->t's commit ends. */
+static void copies_commit_done(struct jbd_jh *jh)
+{
+	if (jh->committed || jh->committed_stale) {
+		if (!jh->next_t) {
+			committed_set(jh, NULL); /* nobody needs it any more */
+		} else if (jh->frozen) {
+			/* The running transaction has it: its allocator now
+			 * checks against what just committed. */
+			committed_set(jh, jh->frozen);
+			jh->frozen = NULL;
+		}
+		/* else: no frozen copy (the running transaction took plain
+		 * write access before any undo access); the older committed
+		 * copy stays, which only refuses more blocks. */
+	}
+	free(jh->frozen);
+	jh->frozen = NULL;
+}
+
 void jbd__jh_commit_done(struct jbd_jh *jh, struct jbd_transaction *t)
 {
 	list_del(&jh->t_link);
@@ -383,8 +466,7 @@ void jbd__jh_commit_done(struct jbd_jh *jh, struct jbd_transaction *t)
 		jh->jdirty = true;
 		list_add_tail(&t->cp, &jh->cp_link);
 	}
-	free(jh->frozen);
-	jh->frozen = NULL;
+	copies_commit_done(jh);
 	jh->dirty_t = false;
 	jh->copied = false;
 	jh->t = NULL;
@@ -441,6 +523,11 @@ int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
 static void forget_locked(struct jbd_handle *h, struct jbd_jh *jh)
 {
 	struct jbd_transaction *t = h->t;
+	if (jh->t == t || (jh->t && jh->next_t == t)) {
+		/* A freed block has no allocation state left to protect. */
+		committed_set(jh, NULL);
+		jbd__committed_apply(jh);
+	}
 	if (jh->t == t) {
 		if (jh->dirty_t) {
 			h->credits++;
@@ -518,4 +605,43 @@ int jbd_revoke(struct jbd_handle *h, uint64_t block, struct buffer_head *bh)
 			rc = frc;
 	}
 	return rc;
+}
+
+/* ------------------------------------------------------ lock_updates */
+
+void jbd_journal_lock_updates(struct jbd_journal *j)
+{
+	pthread_t self = pthread_self();
+	pthread_mutex_lock(&j->lock);
+	if (j->barrier_depth && pthread_equal(j->barrier_owner, self)) {
+		j->barrier_depth++;
+		pthread_mutex_unlock(&j->lock);
+		return;
+	}
+	while (j->barrier_depth)
+		pthread_cond_wait(&j->wait_barrier, &j->lock);
+	j->barrier_owner = self;
+	j->barrier_depth = 1;
+	j->st.lock_updates++;
+	/* New handles wait from now on; the open ones run to their stop. */
+	for (;;) {
+		struct jbd_transaction *t = j->running;
+		if (!t || !t->updates || j->aborted)
+			break;
+		pthread_cond_wait(&j->wait_updates, &j->lock);
+	}
+	pthread_mutex_unlock(&j->lock);
+}
+
+void jbd_journal_unlock_updates(struct jbd_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	if (!j->barrier_depth || !pthread_equal(j->barrier_owner, pthread_self())) {
+		/* A programming error, not a runtime condition. */
+		fprintf(stderr, "jbd: BUG: unlock_updates without lock_updates in this thread\n");
+		abort();
+	}
+	if (--j->barrier_depth == 0)
+		pthread_cond_broadcast(&j->wait_barrier);
+	pthread_mutex_unlock(&j->lock);
 }
