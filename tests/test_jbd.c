@@ -1,159 +1,16 @@
-/* JBD journal: commit triggers, frozen copies, escaping, revoke
- * cancellation, log wrap, checkpoint tail advance, abort stickiness, era
- * write ops, feature refusal, options, nested handles, a fault: device.
+/* JBD journal: commit triggers, frozen copies, ordered-data inode lists,
+ * escaping, revoke cancellation, log wrap, checkpoint tail advance, abort
+ * stickiness, era write ops, feature refusal, options, nested handles, a
+ * fault: device.
  * nostall-test: concurrent
  *
  * Each test builds mem: device -> queue -> buffer cache -> journal in a
- * contiguous block range. "Crash" checks copy the device as it is (what a
- * power cut would leave with everything written so far durable), recover
- * the copy with jbd_journal_recover_dev and compare blocks.
+ * contiguous block range (jbd_stack_open). "Crash" checks copy the device
+ * as it is (what a power cut would leave with everything written so far
+ * durable), recover the copy with jbd_journal_recover_dev and compare
+ * blocks.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-
-#include "blk/blk.h"
-#include "buf/buf.h"
-#include "dev/dev.h"
-#include "jbd/jbd.h"
-#include "jbd/jbd_format.h"
-#include "util/clock.h"
-#include "util/err.h"
-
-#include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define BS 1024u
-#define DEV_BLOCKS 16384u /* 16 MiB */
-#define JSTART 1000u
-#define JLEN 1024u
-#define DATA0 4000u
-
-struct env {
-	struct dev *d;
-	struct blk_queue *q;
-	struct buf_cache *c;
-	struct jbd_journal *j;
-	struct jbd_location loc;
-};
-
-static void env_open_spec(struct env *e, const char *spec, const char *qopts, const char *jopts, uint32_t jlen)
-{
-	memset(e, 0, sizeof *e);
-	int rc = dev_open(spec, &e->d);
-	if (rc)
-		fail_msg("dev_open %s: %s", spec, err_last(rc));
-	rc = blk_queue_create(e->d, qopts, &e->q);
-	if (rc)
-		fail_msg("queue: %s", err_last(rc));
-	struct buf_params bp;
-	buf_params_default(&bp);
-	bp.writeback_interval_ms = 0;
-	rc = buf_cache_create(e->q, BS, &bp, &e->c);
-	assert_int_equal(rc, 0);
-	e->loc = (struct jbd_location){ .block_size = BS, .first_block = JSTART, .nr_blocks = jlen };
-	uint8_t uuid[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
-	rc = jbd_journal_create(e->d, &e->loc, uuid);
-	if (rc)
-		fail_msg("create: %s", err_last(rc));
-	struct jbd_params p = { .q = e->q, .cache = e->c, .loc = e->loc };
-	jbd_config_default(&p.cfg);
-	rc = jbd_config_parse(&p.cfg, jopts);
-	if (rc)
-		fail_msg("opts: %s", err_last(rc));
-	rc = jbd_journal_load(&p, &e->j);
-	if (rc)
-		fail_msg("load: %s", err_last(rc));
-}
-
-static void env_open(struct env *e, const char *qopts, const char *jopts)
-{
-	env_open_spec(e, "mem:16M", qopts, jopts, JLEN);
-}
-
-static int env_close(struct env *e)
-{
-	int rc = 0;
-	if (e->j)
-		rc = jbd_journal_destroy(e->j);
-	if (e->c) {
-		buf_cache_sync(e->c);
-		buf_cache_destroy(e->c);
-	}
-	if (e->q)
-		blk_queue_destroy(e->q);
-	dev_close(e->d);
-	return rc;
-}
-
-/* Write one block through a handle: contents = byte `v` (first 4 bytes
- * optional magic). */
-static void put_block(struct jbd_handle *h, struct env *e, uint64_t b, int v, bool magic)
-{
-	int err = 0;
-	struct buffer_head *bh = buf_get(e->c, b, &err);
-	assert_non_null(bh);
-	int rc = buf_uptodate(bh) ? jbd_get_write_access(h, bh) : jbd_get_create_access(h, bh);
-	assert_int_equal(rc, 0);
-	memset(buf_data(bh), v, BS);
-	if (magic) {
-		uint32_t m = cpu_to_be32(JBD_MAGIC_NUMBER);
-		memcpy(buf_data(bh), &m, 4);
-	}
-	buf_set_uptodate(bh);
-	assert_int_equal(jbd_dirty_metadata(h, bh), 0);
-	buf_put(bh);
-}
-
-static void write_tx(struct env *e, const uint64_t *blocks, int n, int v, bool sync)
-{
-	struct jbd_handle *h;
-	assert_int_equal(jbd_handle_start(e->j, n, &h), 0);
-	for (int i = 0; i < n; i++)
-		put_block(h, e, blocks[i], v, false);
-	jbd_handle_set_sync(h, sync);
-	assert_int_equal(jbd_handle_stop(h), 0);
-}
-
-/* Copy the whole device to a new mem: device (the crash image). */
-static struct dev *snapshot(struct env *e)
-{
-	struct dev *s;
-	assert_int_equal(dev_open("mem:16M", &s), 0);
-	size_t len = 1024 * 1024;
-	void *buf;
-	assert_int_equal(posix_memalign(&buf, 4096, len), 0);
-	for (uint64_t off = 0; off < (uint64_t)DEV_BLOCKS * BS; off += len) {
-		assert_int_equal(dev_rw_sync(e->d, DEV_OP_READ, off / 512, (uint32_t)(len / 512), buf, 0), 0);
-		assert_int_equal(dev_rw_sync(s, DEV_OP_WRITE, off / 512, (uint32_t)(len / 512), buf, 0), 0);
-	}
-	free(buf);
-	return s;
-}
-
-static void read_dev_block(struct dev *d, uint64_t b, void *buf)
-{
-	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, b * (BS / 512), BS / 512, buf, 0), 0);
-}
-
-static int first_byte(struct dev *d, uint64_t b)
-{
-	unsigned char buf[BS];
-	read_dev_block(d, b, buf);
-	return buf[100];
-}
-
-static void recover_snapshot(struct env *e, struct dev *s, struct jbd_recovery_info *info)
-{
-	int rc = jbd_journal_recover_dev(s, &e->loc, 0, info);
-	if (rc)
-		fail_msg("recover: %s", err_last(rc));
-}
+#include "test_jbd_env.h"
 
 /* ------------------------------------------------------------ tests */
 
@@ -175,6 +32,12 @@ static void test_config(void **state)
 	assert_int_equal(jbd_config_parse(&c, "commit=x"), -EINVAL);
 	assert_int_equal(jbd_config_parse(&c, "commit=0"), 0);
 	assert_int_equal(c.commit_interval_ms, 5000);
+	assert_false(c.data_err_ignore);
+	assert_int_equal(jbd_config_parse(&c, "data_err=ignore"), 0);
+	assert_true(c.data_err_ignore);
+	assert_int_equal(jbd_config_parse(&c, "data_err=abort"), 0);
+	assert_false(c.data_err_ignore);
+	assert_int_equal(jbd_config_parse(&c, "data_err=maybe"), -EINVAL);
 }
 
 static void test_clean_cycle(void **state)
@@ -306,86 +169,175 @@ static void test_nested_handles(void **state)
 	assert_int_equal(env_close(&e), 0);
 }
 
-/* Frozen copy: the data-flush hook holds the commit of T1 in FLUSH while a
- * new transaction changes the same buffer; T1's log must hold the old
- * contents. */
-struct hold {
-	pthread_mutex_t m;
-	pthread_cond_t c;
-	int entered, release;
-};
-
-static int hold_hook(void *ctx, uint32_t tid)
-{
-	struct hold *h = ctx;
-	pthread_mutex_lock(&h->m);
-	h->entered++;
-	pthread_cond_broadcast(&h->c);
-	while (!h->release)
-		pthread_cond_wait(&h->c, &h->m);
-	pthread_mutex_unlock(&h->m);
-	(void)tid;
-	return 0;
-}
-
-struct committer {
-	struct jbd_journal *j;
-	int rc;
-};
-
-static void *force_commit_main(void *arg)
-{
-	struct committer *c = arg;
-	c->rc = jbd_journal_force_commit(c->j);
-	return NULL;
-}
-
+/* Frozen copy: an ordered-data inode's submit op holds the commit of T1
+ * (FLUSH, before the log copies) while a new transaction changes the same
+ * buffer; T1's log must hold the old contents, and the commit waits for
+ * the data. */
 static void test_frozen_copy(void **state)
 {
 	(void)state;
-	struct env e;
-	env_open(&e, NULL, "commit=100");
-	struct hold hd = { .entered = 0 };
-	pthread_mutex_init(&hd.m, NULL);
-	pthread_cond_init(&hd.c, NULL);
-	jbd_journal_set_data_flush(e.j, hold_hook, &hd);
+	struct held x;
+	held_open(&x, "commit=100");
+	struct env *e = &x.e;
 	uint64_t b[] = { DATA0 };
-	write_tx(&e, b, 1, 0xAA, false);
-	struct committer cm = { .j = e.j };
-	pthread_t th;
-	pthread_create(&th, NULL, force_commit_main, &cm);
-	pthread_mutex_lock(&hd.m);
-	while (!hd.entered)
-		pthread_cond_wait(&hd.c, &hd.m);
-	pthread_mutex_unlock(&hd.m);
+	write_filed(e, DATA0, 0xAA, x.ji);
+	held_commit_start(&x);
 	/* T1 is committing (FLUSH, copies not taken yet). */
-	write_tx(&e, b, 1, 0xBB, false);
+	write_tx(e, b, 1, 0xBB, false);
 	struct jbd_stats st;
-	jbd_journal_stats(e.j, &st);
+	jbd_journal_stats(e->j, &st);
 	assert_int_equal(st.frozen_copies, 1);
-	pthread_mutex_lock(&hd.m);
-	hd.release = 1;
-	pthread_cond_broadcast(&hd.c);
-	pthread_mutex_unlock(&hd.m);
-	pthread_join(th, NULL);
-	assert_int_equal(cm.rc, 0);
+	assert_int_equal(st.commits, 0); /* the commit waits for the data */
+	held_commit_end(&x);
+	assert_int_equal(x.hd.submits, 1);
+	assert_int_equal(x.hd.waits, 1);
 	/* Crash now: T1 committed with 0xAA, T2 not committed. */
-	struct dev *s = snapshot(&e);
+	struct dev *s = snapshot(e);
 	struct jbd_recovery_info info;
-	recover_snapshot(&e, s, &info);
+	recover_snapshot(e, s, &info);
 	assert_int_equal(info.transactions, 1);
 	assert_int_equal(first_byte(s, DATA0), 0xAA);
 	dev_close(s);
-	/* The buffer itself has T2's contents and T2 commits them. */
-	jbd_journal_set_data_flush(e.j, NULL, NULL);
-	assert_int_equal(jbd_journal_force_commit(e.j), 0);
-	s = snapshot(&e);
-	recover_snapshot(&e, s, &info);
+	/* The buffer itself has T2's contents and T2 commits them (the inode
+	 * was not filed in T2: no data op). */
+	assert_int_equal(jbd_journal_force_commit(e->j), 0);
+	assert_int_equal(x.hd.submits, 1);
+	s = snapshot(e);
+	recover_snapshot(e, s, &info);
 	assert_int_equal(first_byte(s, DATA0), 0xBB);
 	dev_close(s);
-	assert_int_equal(env_close(&e), 0);
-	pthread_mutex_destroy(&hd.m);
-	pthread_cond_destroy(&hd.c);
+	held_close(&x, 0);
+}
+
+/* An inode filed in T1 (twice: one call per commit) and, while T1 commits,
+ * in T2: T1's commit calls its ops once, then it moves to T2, whose commit
+ * calls them again; a transaction without it calls nothing. */
+static void test_inode_refile(void **state)
+{
+	(void)state;
+	struct held x;
+	held_open(&x, "commit=100");
+	struct env *e = &x.e;
+	struct jbd_handle *h;
+	assert_int_equal(jbd_handle_start(e->j, 2, &h), 0);
+	uint32_t t1 = jbd_handle_tid(h);
+	put_block(h, e, DATA0, 1, false);
+	assert_int_equal(jbd_inode_file(h, x.ji), 0);
+	assert_int_equal(jbd_inode_file(h, x.ji), 0);
+	assert_int_equal(jbd_handle_stop(h), 0);
+	held_commit_start(&x);
+	/* T1 commits (held in its submit op); file the inode in T2. */
+	assert_int_equal(jbd_handle_start(e->j, 1, &h), 0);
+	uint32_t t2 = jbd_handle_tid(h);
+	assert_int_not_equal(t1, t2);
+	put_block(h, e, DATA0 + 1, 2, false);
+	assert_int_equal(jbd_inode_file(h, x.ji), 0);
+	assert_int_equal(jbd_handle_stop(h), 0);
+	held_commit_end(&x);
+	assert_int_equal(x.hd.submits, 1);
+	assert_int_equal(x.hd.waits, 1);
+	assert_int_equal(x.hd.submit_tid[0], t1);
+	assert_int_equal(x.hd.wait_tid[0], t1);
+	/* T2 has it now. */
+	assert_int_equal(jbd_journal_force_commit(e->j), 0);
+	assert_int_equal(x.hd.submits, 2);
+	assert_int_equal(x.hd.waits, 2);
+	assert_int_equal(x.hd.submit_tid[1], t2);
+	assert_int_equal(x.hd.wait_tid[1], t2);
+	/* T3 without it: no call. */
+	write_filed(e, DATA0 + 2, 3, NULL);
+	assert_int_equal(jbd_journal_force_commit(e->j), 0);
+	assert_int_equal(x.hd.submits, 2);
+	struct jbd_stats st;
+	jbd_journal_stats(e->j, &st);
+	assert_int_equal(st.data_inodes, 2);
+	held_close(&x, 0);
+}
+
+struct releaser {
+	struct jbd_inode *ji;
+	struct hold *hd;
+	int rc;
+};
+
+static void *release_main(void *arg)
+{
+	struct releaser *r = arg;
+	r->rc = jbd_inode_release(r->ji);
+	pthread_mutex_lock(&r->hd->m);
+	r->hd->released = 1;
+	pthread_mutex_unlock(&r->hd->m);
+	return NULL;
+}
+
+/* Eviction while the commit is in the inode's submit op: the release
+ * waits for the op to return, and the commit does not call the freed
+ * inode again. */
+static void test_inode_release_waits(void **state)
+{
+	(void)state;
+	struct held x;
+	held_open(&x, "commit=100");
+	write_filed(&x.e, DATA0, 1, x.ji);
+	held_commit_start(&x);
+	struct releaser r = { .ji = x.ji, .hd = &x.hd };
+	x.ji = NULL;
+	pthread_t rth;
+	pthread_create(&rth, NULL, release_main, &r);
+	clock_sleep_ns(50 * NS_PER_MS); /* time for a wrong release to return */
+	pthread_mutex_lock(&x.hd.m);
+	int early = x.hd.released;
+	pthread_mutex_unlock(&x.hd.m);
+	assert_int_equal(early, 0);
+	held_commit_end(&x);
+	pthread_join(rth, NULL);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(x.hd.released, 1);
+	assert_int_equal(x.hd.submits, 1);
+	/* The wait op ran only if the commit got there before the release
+	 * took the inode off the list; never after it returned. */
+	assert_true(x.hd.waits <= 1);
+	assert_int_equal(x.hd.late_calls, 0);
+	held_close(&x, 0);
+}
+
+/* A data error aborts the journal (data_err=abort, the default), or is
+ * kept in the inode and reported once (data_err=ignore). */
+static void test_inode_data_error(void **state)
+{
+	(void)state;
+	for (int ignore = 0; ignore < 2; ignore++) {
+		for (int in_wait = 0; in_wait < 2; in_wait++) {
+			struct held x;
+			held_open(&x, ignore ? "commit=100,data_err=ignore" : "commit=100");
+			struct env *e = &x.e;
+			x.hd.release = 1;
+			if (in_wait)
+				x.hd.fail_wait = -EIO;
+			else
+				x.hd.fail_submit = -EIO;
+			write_filed(e, DATA0, 1, x.ji);
+			int rc = jbd_journal_force_commit(e->j);
+			struct jbd_stats st;
+			jbd_journal_stats(e->j, &st);
+			if (ignore) {
+				assert_int_equal(rc, 0);
+				assert_false(jbd_journal_aborted(e->j));
+				assert_int_equal(st.data_errors, 1);
+				assert_int_equal(st.commits, 1);
+				assert_int_equal(jbd_inode_error(x.ji), -EIO);
+				assert_int_equal(jbd_inode_error(x.ji), 0); /* reported once */
+			} else {
+				assert_int_equal(rc, -EIO);
+				assert_int_equal(jbd_journal_errno(e->j), -EIO);
+				assert_int_equal(st.commits, 0);
+				struct jbd_handle *h;
+				assert_int_equal(jbd_handle_start(e->j, 1, &h), -EROFS);
+			}
+			assert_int_equal(x.hd.waits, in_wait || ignore ? 1 : 0);
+			held_close(&x, ignore ? 0 : -EIO);
+		}
+	}
 }
 
 static void test_escaping(void **state)
@@ -692,6 +644,9 @@ int main(void)
 		cmocka_unit_test(test_full_and_nofit),
 		cmocka_unit_test(test_nested_handles),
 		cmocka_unit_test(test_frozen_copy),
+		cmocka_unit_test(test_inode_refile),
+		cmocka_unit_test(test_inode_release_waits),
+		cmocka_unit_test(test_inode_data_error),
 		cmocka_unit_test(test_escaping),
 		cmocka_unit_test(test_revoke),
 		cmocka_unit_test(test_wrap_and_checkpoint),
@@ -699,7 +654,7 @@ int main(void)
 		cmocka_unit_test(test_fault_aborts),
 		cmocka_unit_test(test_era_ops),
 		cmocka_unit_test(test_journal_ioprio),
-	cmocka_unit_test(test_features_refused),
+		cmocka_unit_test(test_features_refused),
 		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
  *
  * Each run opens the device afresh, builds a queue (the user's -o queue
  * tunables, then the preset), a buffer cache and a journal (32 MiB of 4 KiB
- * blocks, in the middle of the device); a streamer thread writes 1 MiB
+ * blocks, in the middle of the device) with jbd_stack_open_dev; a streamer
+ * thread writes 1 MiB
  * BLK_WRITE bios into another region without waiting (page-cache writeback
  * shape) while the test client (src/jbd/jbd_client.c) runs one sync handle
  * of 1..8 metadata blocks every 50 ms and measures how long its stop (the
@@ -99,8 +100,7 @@ static int run_one(struct jb *b, const char *spec, const char *preset, struct re
 {
 	struct dev *d = NULL;
 	struct blk_queue *q = NULL;
-	struct buf_cache *c = NULL;
-	struct jbd_journal *j = NULL;
+	struct jbd_stack *stk = NULL;
 	struct jbd_client *cl = NULL;
 	struct flood f = { 0 };
 	bool flooding = false;
@@ -115,35 +115,25 @@ static int run_one(struct jb *b, const char *spec, const char *preset, struct re
 			     (unsigned long long)((4ull * JBLOCKS + 65536) * JBS / MiB));
 		goto out;
 	}
-	rc = blk_queue_create(d, b->qopts[0] ? b->qopts : NULL, &q);
-	if (rc == 0) {
-		char po[64];
-		snprintf(po, sizeof po, "preset=%s", preset);
-		rc = blk_queue_set_opts(q, po);
-	}
-	if (rc < 0)
-		goto out;
-	struct buf_params bp;
-	buf_params_default(&bp);
-	bp.writeback_interval_ms = 0;
-	rc = buf_cache_create(q, JBS, &bp, &c);
-	if (rc < 0)
-		goto out;
 	/* Journal in the middle of the device, metadata just after it; the
 	 * flood far away so that commits must seek. */
 	uint64_t jstart = (dev_blocks / 2) & ~1023ull;
 	if (dev_blocks > (64ull << 30) / JBS)
 		jstart = ((8ull << 30) / JBS); /* big sim disks: keep it near */
-	struct jbd_location loc = { .block_size = JBS, .first_block = jstart, .nr_blocks = JBLOCKS };
-	uint8_t uuid[16] = { 0x6e, 0x6f, 0x73, 0x74, 0x61, 0x6c, 0x6c, 0x21 };
-	rc = jbd_journal_create(d, &loc, uuid);
+	static const uint8_t uuid[16] = { 0x6e, 0x6f, 0x73, 0x74, 0x61, 0x6c, 0x6c, 0x21 };
+	struct jbd_stack_params sp;
+	jbd_stack_params_default(&sp);
+	sp.queue_opts = b->qopts[0] ? b->qopts : NULL;
+	sp.queue_preset = preset;
+	sp.loc = (struct jbd_location){ .block_size = JBS, .first_block = jstart, .nr_blocks = JBLOCKS };
+	sp.cfg = b->jcfg;
+	sp.create = true;
+	sp.uuid = uuid;
+	rc = jbd_stack_open_dev(d, &sp, &stk);
 	if (rc < 0)
 		goto out;
-	struct jbd_params jp = { .q = q, .cache = c, .loc = loc, .cfg = b->jcfg };
-	rc = jbd_journal_load(&jp, &j);
-	if (rc < 0)
-		goto out;
-	struct jbd_client_params cp = { .j = j, .cache = c, .first_block = jstart + JBLOCKS + 256,
+	q = jbd_stack_queue(stk);
+	struct jbd_client_params cp = { .j = jbd_stack_journal(stk), .cache = jbd_stack_cache(stk), .first_block = jstart + JBLOCKS + 256,
 					.nr_blocks = 4096, .seed = 0x5eed, .max_tx_blocks = 8, .sync_prob = 1.0 };
 	rc = jbd_client_create(&cp, &cl);
 	if (rc < 0)
@@ -194,17 +184,9 @@ out:
 	}
 	free(f.buf);
 	jbd_client_destroy(cl);
-	if (j) {
-		int drc = jbd_journal_destroy(j);
-		if (rc == 0)
-			rc = drc;
-	}
-	if (c) {
-		buf_cache_sync(c);
-		buf_cache_destroy(c);
-	}
-	if (q)
-		blk_queue_destroy(q);
+	int crc = jbd_stack_close(stk);
+	if (rc == 0)
+		rc = crc;
 	dev_close(d);
 	return rc;
 }

@@ -11,6 +11,9 @@
  * - handles join the running transaction; one commit thread (kjournald)
  *   commits it on a sync handle (fsync), on the commit interval, when its
  *   credits pass a quarter of the log, or when a handle does not fit;
+ * - ordered data (data=ordered, data=guarded): the filesystem files a
+ *   jbd_inode in a transaction; its commit writes that inode's data (the
+ *   filesystem's submit and wait ops) before the commit block;
  * - committed buffers are written home by checkpointing, which moves the log
  *   tail recorded in the journal superblock;
  * - recovery (SCAN, REVOKE, REPLAY) runs at load, or on its own for
@@ -19,8 +22,13 @@
  *
  * Every function returns 0 or a negative errno (with an err_set() message
  * where a human needs more). Threads: any thread may use handles; the
- * journal owns one commit thread. Locking is internal (one journal mutex,
- * never held across I/O or callbacks); callers hold no journal lock.
+ * journal owns one commit thread, which also runs the jbd_inode ops.
+ * Locking is internal (one journal mutex, never held across I/O or
+ * callbacks); callers hold no journal lock. Lock order for callers: a
+ * buffer lock may be held while calling into the journal (and must be,
+ * around jbd_buffer_committed_data), but not while starting a handle; a
+ * jbd_inode op must not start a handle nor wait for a commit; a thread
+ * holding jbd_journal_lock_updates must not start a handle.
  */
 #ifndef NOSTALL_JBD_H
 #define NOSTALL_JBD_H
@@ -54,12 +62,16 @@ struct jbd_location {
 				* length; with bmap: 0 = trust s_maxlen, else a bound */
 };
 
-/* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4") ---- */
+/* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4,data_err=abort") ---- */
 
 struct jbd_config {
 	unsigned commit_interval_ms; /* commit=N seconds (0 = default 5) */
 	bool barrier;                /* barrier=1: flush + FUA commit block (default) */
 	int ioprio_class, ioprio_level; /* commit thread's I/O priority (default BE/4) */
+	/* data_err=ignore: an ordered-data error (a jbd_inode op) is kept in the
+	 * jbd_inode and counted instead of aborting the journal; data_err=abort
+	 * (the default here; 2.6.30 ext3's own default was ignore) aborts. */
+	bool data_err_ignore;
 };
 void jbd_config_default(struct jbd_config *c);
 /* Apply one option. -ENOENT (no message) for a name that is not the
@@ -129,11 +141,33 @@ int jbd_handle_restart(struct jbd_handle *h, int credits);
 int jbd_get_write_access(struct jbd_handle *h, struct buffer_head *bh);
 /* Same for a freshly allocated buffer whose old contents do not matter. */
 int jbd_get_create_access(struct jbd_handle *h, struct buffer_head *bh);
+/* Write access for an allocation bitmap: besides, keep a committed copy of
+ * the buffer (its contents before this transaction changed it; made at the
+ * first undo access, kept while newer transactions need it), so an
+ * allocator can refuse a block that is free in the buffer but not in the
+ * last committed copy (freed by a transaction that has not committed: the
+ * freeing may still be undone by a crash). The copy is dropped when the
+ * transaction owning the buffer commits and no running one has it; if the
+ * running one has it, the copy becomes the contents just committed. */
+int jbd_get_undo_access(struct jbd_handle *h, struct buffer_head *bh);
+/* The committed copy of bh (jbd_get_undo_access), or NULL when there is
+ * none (then the buffer itself is what is committed). The caller holds
+ * undo access through a running handle AND the buffer lock (buf_lock):
+ * the copy is only replaced or freed by a holder of the buffer lock, so
+ * the pointer stays valid until buf_unlock. Read only. */
+const void *jbd_buffer_committed_data(struct buffer_head *bh);
 /* The buffer's new contents belong to the handle's transaction (uses one
  * credit the first time in a transaction). */
 int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh);
-/* The block was freed: drop its pending journaled changes. Consumes the
- * caller's reference to bh (like buf_forget). */
+/* The block was freed (truncate, unlink; metadata or data=journal data):
+ * drop its pending journaled changes in the handle's transaction, and make
+ * sure no older copy is ever written home over a reuse of the block: an
+ * older transaction's copy on a checkpoint list (or in the committing
+ * transaction) is not checkpointed until this transaction commits, and is
+ * then dropped unwritten (the kernel's BH_Freed / journal_forget). After
+ * that commit the buffer is clean and off every journal list. Consumes the
+ * caller's reference to bh (like buf_forget; the cache's copy is clean, its
+ * contents no longer the block's). */
 int jbd_forget(struct jbd_handle *h, struct buffer_head *bh);
 /* Revoke `block`: older logged copies of it are not replayed by recovery.
  * bh (optional, the caller's reference is consumed) is forgotten too. */
@@ -153,10 +187,52 @@ int jbd_journal_force_commit(struct jbd_journal *j);
 int jbd_journal_flush(struct jbd_journal *j);
 /* Id of the running transaction, or of the next one if none runs. */
 uint32_t jbd_journal_running_tid(struct jbd_journal *j);
-/* The filesystem's data-flush hook (data=ordered), run by the commit thread
- * after the transaction is locked and before the log blocks are written;
- * an error aborts the journal. */
-void jbd_journal_set_data_flush(struct jbd_journal *j, int (*fn)(void *ctx, uint32_t tid), void *ctx);
+/* Write back committed transactions (checkpoint) without committing the
+ * running one, until the checkpoint list is empty; a buffer that a newer
+ * transaction owns or freed makes that transaction commit first. Then the
+ * tail moves. Returns 0, or the error that aborted the journal. */
+int jbd_journal_checkpoint(struct jbd_journal *j);
+
+/* Stop the world (unmount, resize, freeze): wait until every open handle
+ * has stopped and keep new handles from starting (jbd_handle_start sleeps)
+ * until jbd_journal_unlock_updates. Nestable by the thread that holds it
+ * (each lock needs its unlock); another thread's lock_updates waits for the
+ * first to unlock completely. The caller must not have a handle open, nor
+ * start one while it holds the lock (it would wait for itself). Commits
+ * and checkpoints go on. */
+void jbd_journal_lock_updates(struct jbd_journal *j);
+void jbd_journal_unlock_updates(struct jbd_journal *j);
+
+/* ---- ordered data: per-inode lists (data=ordered, data=guarded) ---- */
+
+/* An inode's ordered data (jbd_inode.c; jbd2's jbd2_inode). Allocated by
+ * jbd_inode_create (opaque); one per inode with data to order, released at
+ * eviction. */
+struct jbd_inode;
+struct jbd_inode_ops {
+	/* Start writing the inode's dirty data for commit `tid`: submit, do
+	 * not wait (the queue is plugged until the wait). Runs on the commit
+	 * thread, no journal lock held; must not start a handle. */
+	int (*submit)(void *ctx, uint32_t tid);
+	/* Wait for that data (the wait unplugs); before the commit block. */
+	int (*wait)(void *ctx, uint32_t tid);
+};
+int jbd_inode_create(struct jbd_journal *j, const struct jbd_inode_ops *ops, void *ctx,
+		     struct jbd_inode **out);
+/* File the inode in the handle's (running) transaction: its commit calls
+ * submit after the transaction is locked and wait before the commit block.
+ * If the inode is on the committing transaction's list, it moves to the
+ * running one's when that commit finishes (on at most one running and one
+ * committing transaction). -EROFS once aborted. An op error aborts the
+ * journal unless data_err=ignore (then see jbd_inode_error). */
+int jbd_inode_file(struct jbd_handle *h, struct jbd_inode *ji);
+/* At eviction: wait while the commit thread is in one of the inode's ops,
+ * take it off the lists, free it. Returns its unreported data error (or
+ * 0). Every jbd_inode is released before jbd_journal_destroy. */
+int jbd_inode_release(struct jbd_inode *ji);
+/* The first data error recorded with data_err=ignore since the last call
+ * (then cleared), or 0. */
+int jbd_inode_error(struct jbd_inode *ji);
 
 /* ---- errors ---- */
 
@@ -185,6 +261,10 @@ struct jbd_stats {
 	uint64_t blocks_logged;      /* metadata copies written to the log */
 	uint64_t descriptor_blocks, revoke_blocks, escaped;
 	uint64_t frozen_copies;      /* copy-outs for a committing transaction */
+	uint64_t committed_copies;   /* undo-access copies made */
+	uint64_t data_inodes;        /* jbd_inode submit ops run by commits */
+	uint64_t data_errors;        /* ordered-data errors kept (data_err=ignore) */
+	uint64_t lock_updates;       /* jbd_journal_lock_updates (outermost) */
 	uint64_t handles;
 	uint64_t handle_waits_locked, handle_waits_nofit, handle_waits_space;
 	uint64_t checkpoints, checkpoint_writes, tail_advances, wraps;
@@ -230,6 +310,37 @@ int jbd_journal_check_dev(struct dev *dev, const struct jbd_location *loc, struc
 
 /* The internal journal of an ext3 image is located by ext3 itself
  * (src/ext3/ext3.h, ext3_journal_*), which hands this layer a jbd_location. */
+
+/* ---- mount-style assembly (jbd_stack.c): device + queue + cache + journal ---- */
+
+/* For the journal's users that are not a filesystem (tests, crash tests,
+ * `nostall bench jbd`). */
+struct jbd_stack;
+struct jbd_stack_params {
+	const char *queue_opts;   /* blk_queue_create options (NULL: defaults) */
+	const char *queue_preset; /* then preset=NAME on top of them (NULL: none) */
+	struct jbd_location loc;  /* its block_size is the cache's */
+	struct jbd_config cfg;    /* jbd_config_default() + options */
+	bool create;              /* write an empty journal first (jbd_journal_create) */
+	const uint8_t *uuid;      /* for create: 16 bytes, or NULL (zero) */
+	bool no_recovery;         /* as jbd_params */
+	bool writeback;           /* run the cache's writeback thread (default: none) */
+};
+/* Zero + jbd_config_default. */
+void jbd_stack_params_default(struct jbd_stack_params *p);
+/* Open the device (dev_open spec) and build the stack on it; the stack owns
+ * the device. Errors name the step that failed (err_last). */
+int jbd_stack_open(const char *dev_spec, const struct jbd_stack_params *p, struct jbd_stack **out);
+/* The same on an open device the caller keeps (and closes after
+ * jbd_stack_close). */
+int jbd_stack_open_dev(struct dev *dev, const struct jbd_stack_params *p, struct jbd_stack **out);
+/* jbd_journal_destroy (clean unmount), cache sync, queue drained, device
+ * closed if owned; frees. Returns the journal's error, else the sync's. */
+int jbd_stack_close(struct jbd_stack *s);
+struct dev *jbd_stack_dev(const struct jbd_stack *s);
+struct blk_queue *jbd_stack_queue(const struct jbd_stack *s);
+struct buf_cache *jbd_stack_cache(const struct jbd_stack *s);
+struct jbd_journal *jbd_stack_journal(const struct jbd_stack *s);
 
 /* ---- test client: journals raw metadata-like blocks (tests, bench) ---- */
 

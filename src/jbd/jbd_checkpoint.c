@@ -9,7 +9,10 @@
  * it are free. A checkpoint writes the oldest transaction's buffers in
  * batches of JBD_CP_BATCH with WRITE, waits (the wait unplugs), and, if a
  * buffer belongs to a newer running/committing transaction, first forces
- * that commit (its home copy may only hold committed data).
+ * that commit (its home copy may only hold committed data). The same for a
+ * buffer freed (jbd_forget) by a newer transaction: its old copy must not
+ * be written home once the block may be reused, nor leave the log before
+ * the freeing commits; that commit drops it from the list unwritten.
  *
  * The tail moves only after the home writes are durable (a cache flush
  * with barriers) and the superblock saying so is written; only then is the
@@ -68,16 +71,18 @@ int jbd_log_do_checkpoint(struct jbd_journal *j)
 		struct list_node *n, *tmp;
 		list_for_each_safe(n, tmp, &t->cp) {
 			struct jbd_jh *jh = list_entry(n, struct jbd_jh, cp_link);
-			if ((jh->t || buf_locked(jh->bh)) && nb) {
+			struct jbd_transaction *newer = jh->t ? jh->t : jh->forget_t;
+			if ((newer || buf_locked(jh->bh)) && nb) {
 				/* Write what is collected first: never wait for
 				 * anything while holding buffer locks. */
 				break;
 			}
-			if (jh->t) {
-				/* A newer transaction owns it: commit that one first;
-				 * the buffer then moves to its checkpoint list. */
-				uint32_t tid = jh->t->tid;
-				if (jh->t == j->running)
+			if (newer) {
+				/* A newer transaction owns it (commit that one first;
+				 * the buffer then moves to its checkpoint list) or
+				 * freed it (that commit takes it off this list). */
+				uint32_t tid = newer->tid;
+				if (newer == j->running)
 					jbd__log_start_commit(j, tid, JBD_COMMIT_FORCE);
 				pthread_mutex_unlock(&j->lock);
 				(void)jbd_log_wait_commit(j, tid);
@@ -125,7 +130,7 @@ int jbd_log_do_checkpoint(struct jbd_journal *j)
 			struct jbd_jh *jh = buf_private(batch[i]);
 			/* Still this transaction's committed copy? (It may have
 			 * been re-logged meanwhile and moved on.) */
-			if (!rc && jh && jh->cp_t && jh->cp_t->tid == ttid && !jh->t) {
+			if (!rc && jh && jh->cp_t && jh->cp_t->tid == ttid && !jh->t && !jh->forget_t) {
 				jbd__checkpoint_remove(jh);
 				jbd__jh_maybe_free(jh);
 			}
@@ -144,7 +149,7 @@ int jbd_log_do_checkpoint(struct jbd_journal *j)
 	}
 	pthread_mutex_unlock(&j->lock);
 	if (rc < 0) {
-		err_set(rc, "jbd: checkpoint write failed");
+		err_wrap(rc, "jbd: checkpoint write");
 		jbd_journal_abort(j, rc);
 		return rc;
 	}
@@ -200,7 +205,7 @@ int jbd_cleanup_tail(struct jbd_journal *j)
 	pthread_mutex_unlock(&j->lock);
 	pthread_mutex_unlock(&j->sb_mutex);
 	if (rc < 0) {
-		err_set(rc, "jbd: writing the journal superblock failed");
+		err_wrap(rc, "jbd: writing the journal superblock");
 		jbd_journal_abort(j, rc);
 	}
 	return rc;
@@ -242,11 +247,9 @@ int jbd__log_wait_for_space(struct jbd_journal *j)
 	return j->aborted ? -EROFS : 0;
 }
 
-int jbd_journal_flush(struct jbd_journal *j)
+int jbd_journal_checkpoint(struct jbd_journal *j)
 {
-	int rc = jbd_journal_force_commit(j);
-	if (rc < 0)
-		return rc;
+	int rc = 0;
 	pthread_mutex_lock(&j->checkpoint_mutex);
 	for (;;) {
 		pthread_mutex_lock(&j->lock);
@@ -262,4 +265,12 @@ int jbd_journal_flush(struct jbd_journal *j)
 	if (rc == 0)
 		rc = jbd_cleanup_tail(j);
 	return jbd_journal_aborted(j) ? jbd_journal_errno(j) : rc;
+}
+
+int jbd_journal_flush(struct jbd_journal *j)
+{
+	int rc = jbd_journal_force_commit(j);
+	if (rc < 0)
+		return rc;
+	return jbd_journal_checkpoint(j);
 }

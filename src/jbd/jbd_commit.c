@@ -6,29 +6,41 @@
  * journal_ioprio option (default BE/4; RT/4 is Arjan van de Ven's 2008
  * patch).
  *
- * A commit, in order (transaction states in capitals):
- *   LOCKED   no new handles; wait until the open ones stop;
- *   FLUSH    the transaction becomes the committing one and a new running
- *            transaction may start; the filesystem's data-flush hook runs
- *            (data=ordered); descriptor blocks with tags and the metadata
- *            copies (blocks starting with the JBD magic are escaped: the
- *            copy's first 4 bytes zeroed, tag flag ESCAPE), then revoke
- *            blocks, are submitted; then waited for (the wait unplugs);
- *   COMMIT   the commit block: with barrier=1 a cache flush first and FUA
- *            (a returned fsync survives power loss), with barrier=0 plain;
- *   FINISHED buffers move to this transaction's checkpoint list.
+ * A commit is a state machine of phases (enum jbd_commit_phase, jbd_int.h;
+ * transaction states in capitals):
+ *   LOCK         RUNNING -> LOCKED: no new handles; wait until the open
+ *                ones stop;
+ *   SWITCH       LOCKED -> FLUSH: the transaction becomes the committing one
+ *                and a new running transaction may start; log space for
+ *                the commit is reserved;
+ *   DATA_SUBMIT  each filed jbd_inode's submit op (ordered data, plugged;
+ *                jbd_inode.c);
+ *   REVOKE       revoke blocks (jbd_revoke.c);
+ *   METADATA     descriptor blocks with tags and the metadata copies
+ *                (blocks starting with the JBD magic are escaped: the
+ *                copy's first 4 bytes zeroed, tag flag ESCAPE), submitted;
+ *   DATA_WAIT    each filed jbd_inode's wait op: the data is on disk before
+ *                the commit block;
+ *   LOG_WAIT     every log block done (the wait unplugs);
+ *   COMMIT_BLOCK FLUSH -> COMMIT: with barrier=1 a cache flush first and FUA
+ *                (a returned fsync survives power loss), with barrier=0
+ *                plain;
+ *   FINISH       COMMIT -> FINISHED: buffers move to this transaction's
+ *                checkpoint list, inodes to the running transaction or off
+ *                the lists, statistics, waiters woken.
+ * Any runtime error goes to ABORT: the bios in flight are waited for and
+ * the journal aborts (never an assert).
  * Write ops follow the era (docs/journal.md): a synchronous commit (a sync
  * handle waits for it) uses blk_queue_sync_batch_op(q) — WRITE under
  * 2.6.29, WRITE_SYNC (unplug per buffer) under 2.6.30-rc1, WRITE_SYNC_PLUG
  * (plugged, the wait unplugs) under 2.6.30 — and any other commit WRITE.
  * The commit block is WRITE_SYNC (sync_dirty_buffer), WRITE under 2.6.29.
  *
- * Any I/O error aborts the journal (never an assert). The log blocks are
- * private memory copies, so nothing a new transaction does to a buffer can
- * reach the log of this one.
+ * The log blocks are private memory copies, so nothing a new transaction
+ * does to a buffer can reach the log of this one.
  *
- * Locking: j->lock around every shared field; never held across I/O or the
- * data-flush hook.
+ * Locking: j->lock around every shared field; never held across I/O or a
+ * jbd_inode op.
  */
 #include "jbd_int.h"
 
@@ -96,31 +108,18 @@ int jbd_journal_force_commit(struct jbd_journal *j)
 
 /* ------------------------------------------------------------ the I/O */
 
-struct logblk {
-	struct bio bio;
-	void *data;
-};
-
-struct commit_io {
-	struct jbd_journal *j;
-	struct blk_batch batch;
-	struct logblk **blks; /* each block allocated on its own: bios in
-			       * flight must never move */
-	size_t n, cap;
-	int err;
-};
-
-static struct logblk *cio_add(struct commit_io *c)
+/* A zeroed log block owned by the commit (NULL: ENOMEM). */
+static struct jbd_logblk *blk_new(struct jbd_commit *c)
 {
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct logblk **nb = realloc(c->blks, cap * sizeof *nb);
+		struct jbd_logblk **nb = realloc(c->blks, cap * sizeof *nb);
 		if (!nb)
 			return NULL;
 		c->blks = nb;
 		c->cap = cap;
 	}
-	struct logblk *b = calloc(1, sizeof *b);
+	struct jbd_logblk *b = calloc(1, sizeof *b);
 	if (!b)
 		return NULL;
 	if (posix_memalign(&b->data, 4096, c->j->bs)) {
@@ -132,7 +131,7 @@ static struct logblk *cio_add(struct commit_io *c)
 	return b;
 }
 
-static void cio_free(struct commit_io *c)
+static void commit_free(struct jbd_commit *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->blks[i]->data);
@@ -141,10 +140,11 @@ static void cio_free(struct commit_io *c)
 	free(c->blks);
 }
 
-/* Next free log block (j->lock held). Never runs into the tail: the space
- * rules reserve what a commit needs, so running out is a bug or a revoke
- * storm; either way the journal aborts instead of overwriting live log. */
-static int next_log_block(struct jbd_journal *j, uint32_t *out)
+/* The next free log block (j->lock held). Never runs into the tail: the
+ * space rules reserve what a commit needs, so running out is a bug or a
+ * revoke storm; either way the journal aborts instead of overwriting live
+ * log. */
+static int log_block(struct jbd_journal *j, uint32_t *out)
 {
 	if (j->free == 0)
 		return -ENOSPC;
@@ -158,8 +158,24 @@ static int next_log_block(struct jbd_journal *j, uint32_t *out)
 	return 0;
 }
 
-/* Submit block b at journal block jb. */
-static int submit_log_block(struct commit_io *c, struct logblk *b, uint32_t jb, unsigned rw)
+struct jbd_logblk *jbd_commit_blk_start(struct jbd_commit *c, uint32_t type, uint32_t *jb, int *rc)
+{
+	struct jbd_logblk *b = blk_new(c);
+	if (!b) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	*rc = log_block(c->j, jb);
+	if (*rc < 0)
+		return NULL;
+	struct jbd_header *h = b->data;
+	h->h_magic = cpu_to_be32(JBD_MAGIC_NUMBER);
+	h->h_blocktype = cpu_to_be32(type);
+	h->h_sequence = cpu_to_be32(c->tid);
+	return b;
+}
+
+int jbd_commit_submit(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, unsigned rw)
 {
 	struct jbd_journal *j = c->j;
 	b->bio.sector = j->map.phys[jb] * (j->bs / 512);
@@ -169,68 +185,107 @@ static int submit_log_block(struct commit_io *c, struct logblk *b, uint32_t jb, 
 	return blk_batch_submit(j->q, &c->batch, &b->bio);
 }
 
-static void commit_fail(struct jbd_journal *j, int err, const char *what)
+/* Record the error that sends the commit to ABORT. */
+enum jbd_commit_phase jbd_commit_error(struct jbd_commit *c, int err, const char *what)
 {
-	err_set(err, "jbd: commit: %s failed", what);
-	jbd_journal_abort(j, err);
+	c->err = err < 0 ? err : -EIO;
+	c->failed = what;
+	return JBD_CP_ABORT;
 }
 
-/* ---------------------------------------------------------- the commit */
+/* ---------------------------------------------------------- the phases */
 
-void jbd_commit_transaction(struct jbd_journal *j)
+static enum jbd_commit_phase phase_lock(struct jbd_commit *c)
 {
-	uint64_t t0 = clock_now_ns();
+	struct jbd_journal *j = c->j;
 	pthread_mutex_lock(&j->lock);
 	struct jbd_transaction *t = j->running;
 	if (!t || j->aborted) {
 		j->commit_requested = false;
 		pthread_mutex_unlock(&j->lock);
-		return;
+		return JBD_CP_DONE;
 	}
 	jbd_transaction_set_state(t, JBD_T_LOCKED);
 	while (t->updates && !j->aborted)
 		pthread_cond_wait(&j->wait_updates, &j->lock);
+	c->t = t;
+	c->tid = t->tid;
+	bool aborted = j->aborted;
+	pthread_mutex_unlock(&j->lock);
+	return aborted ? JBD_CP_DONE : JBD_CP_SWITCH;
+}
+
+static enum jbd_commit_phase phase_switch(struct jbd_commit *c)
+{
+	struct jbd_journal *j = c->j;
+	struct jbd_transaction *t = c->t;
+	pthread_mutex_lock(&j->lock);
 	if (j->aborted) {
+		/* Aborted since LOCK: the transaction stays as it is. */
 		pthread_mutex_unlock(&j->lock);
-		return;
+		return JBD_CP_DONE;
 	}
 	jbd_transaction_set_state(t, JBD_T_FLUSH);
 	j->committing = t;
 	j->running = NULL;
 	t->log_start = j->head;
-	int nrev = (int)t->revoke.count;
-	int nrevblk = (nrev + j->revokes_per_block - 1) / j->revokes_per_block;
+	/* Only the running transaction's revoke table changes: this one is
+	 * fixed from now on. */
+	c->nrev = (int)t->revoke.count;
+	int nrevblk = (c->nrev + j->revokes_per_block - 1) / j->revokes_per_block;
 	j->reserved_committing = t->nbuffers + (t->nbuffers + j->tags_per_desc - 1) / j->tags_per_desc + nrevblk + 1;
+	c->sync = t->sync;
 	/* New handles may start the next transaction now. */
 	pthread_cond_broadcast(&j->wait_locked);
-	int (*flush_fn)(void *, uint32_t) = j->data_flush;
-	void *flush_ctx = j->data_flush_ctx;
-	bool sync = t->sync;
-	uint32_t tid = t->tid;
 	pthread_mutex_unlock(&j->lock);
-
 	unsigned batch_op = blk_queue_sync_batch_op(j->q);
-	unsigned write_op = sync ? batch_op : BLK_WRITE;
-	unsigned commit_op = batch_op == BLK_WRITE ? BLK_WRITE : BLK_WRITE_SYNC;
+	c->write_op = c->sync ? batch_op : BLK_WRITE;
+	c->commit_op = batch_op == BLK_WRITE ? BLK_WRITE : BLK_WRITE_SYNC;
+	return JBD_CP_DATA_SUBMIT;
+}
 
-	if (flush_fn) {
-		int rc = flush_fn(flush_ctx, tid);
-		if (rc < 0) {
-			commit_fail(j, rc, "ordered data flush");
-			return;
-		}
+/* The log copy of one buffer into b, with its tag at *off of d (j->lock
+ * held). */
+static void metadata_copy(struct jbd_commit *c, struct jbd_jh *jh, struct jbd_logblk *d, size_t *off,
+			  struct jbd_logblk *b, int ntag)
+{
+	struct jbd_journal *j = c->j;
+	const void *src = jh->frozen ? jh->frozen : buf_data(jh->bh);
+	memcpy(b->data, src, j->bs);
+	jh->copied = true;
+	/* A committed copy (undo access) takes the frozen one at FINISH. */
+	if (!jh->committed && !jh->committed_stale) {
+		free(jh->frozen);
+		jh->frozen = NULL;
 	}
+	uint32_t flags = ntag ? JBD_FLAG_SAME_UUID : 0;
+	uint32_t first4;
+	memcpy(&first4, b->data, 4);
+	if (be32_to_cpu(first4) == JBD_MAGIC_NUMBER) {
+		memset(b->data, 0, 4);
+		flags |= JBD_FLAG_ESCAPE;
+		c->escaped++;
+	}
+	struct jbd_block_tag *tag = (void *)((char *)d->data + *off);
+	tag->t_blocknr = cpu_to_be32((uint32_t)jh->blocknr);
+	tag->t_flags = cpu_to_be32(flags);
+	*off += sizeof *tag;
+	if (!ntag) {
+		memcpy((char *)d->data + *off, j->uuid, 16);
+		*off += 16;
+	}
+}
 
-	struct commit_io c = { .j = j };
-	blk_batch_init(&c.batch);
-	int rc = 0;
-	uint64_t logged = 0, descs = 0, escaped = 0, revblks = 0;
-
-	/* Descriptor groups: fill under the lock (copies and log positions),
-	 * submit outside it. */
+/* Descriptor groups: filled under the lock (copies and log positions),
+ * submitted outside it. */
+static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
+{
+	struct jbd_journal *j = c->j;
+	struct jbd_transaction *t = c->t;
 	struct list_node *pos = t->buffers.next;
+	int rc = 0;
 	for (;;) {
-		size_t first_idx = c.n;
+		size_t first_idx = c->n;
 		uint32_t jblocks[1 + 512];
 		int ntag = 0;
 		pthread_mutex_lock(&j->lock);
@@ -241,187 +296,82 @@ void jbd_commit_transaction(struct jbd_journal *j)
 			pthread_mutex_unlock(&j->lock);
 			break;
 		}
-		struct logblk *d = cio_add(&c);
-		if (!d || next_log_block(j, &jblocks[0]) < 0) {
-			pthread_mutex_unlock(&j->lock);
-			rc = d ? -ENOSPC : -ENOMEM;
-			break;
-		}
-		struct jbd_header *h = d->data;
-		h->h_magic = cpu_to_be32(JBD_MAGIC_NUMBER);
-		h->h_blocktype = cpu_to_be32(JBD_DESCRIPTOR_BLOCK);
-		h->h_sequence = cpu_to_be32(tid);
-		size_t off = sizeof *h;
+		struct jbd_logblk *d = jbd_commit_blk_start(c, JBD_DESCRIPTOR_BLOCK, &jblocks[0], &rc);
+		size_t off = sizeof(struct jbd_header);
 		struct jbd_block_tag *last = NULL;
-		while (pos != &t->buffers && ntag < j->tags_per_desc && ntag < 512) {
+		while (d && pos != &t->buffers && ntag < j->tags_per_desc && ntag < 512) {
 			struct jbd_jh *jh = list_entry(pos, struct jbd_jh, t_link);
 			pos = pos->next;
 			if (!jh->dirty_t)
 				continue;
-			struct logblk *b = cio_add(&c);
+			struct jbd_logblk *b = blk_new(c);
 			if (!b) {
 				rc = -ENOMEM;
 				break;
 			}
-			if (next_log_block(j, &jblocks[ntag + 1]) < 0) {
-				rc = -ENOSPC;
+			rc = log_block(j, &jblocks[ntag + 1]);
+			if (rc < 0)
 				break;
-			}
-			const void *src = jh->frozen ? jh->frozen : buf_data(jh->bh);
-			memcpy(b->data, src, j->bs);
-			jh->copied = true;
-			free(jh->frozen);
-			jh->frozen = NULL;
-			uint32_t flags = ntag ? JBD_FLAG_SAME_UUID : 0;
-			uint32_t first4;
-			memcpy(&first4, b->data, 4);
-			if (be32_to_cpu(first4) == JBD_MAGIC_NUMBER) {
-				memset(b->data, 0, 4);
-				flags |= JBD_FLAG_ESCAPE;
-				escaped++;
-			}
-			struct jbd_block_tag *tag = (void *)((char *)d->data + off);
-			tag->t_blocknr = cpu_to_be32((uint32_t)jh->blocknr);
-			tag->t_flags = cpu_to_be32(flags);
-			off += sizeof *tag;
-			if (!ntag) {
-				memcpy((char *)d->data + off, j->uuid, 16);
-				off += 16;
-			}
-			last = tag;
+			last = (void *)((char *)d->data + off);
+			metadata_copy(c, jh, d, &off, b, ntag);
 			ntag++;
-			logged++;
+			c->logged++;
 		}
 		if (last)
 			last->t_flags = cpu_to_be32(be32_to_cpu(last->t_flags) | JBD_FLAG_LAST_TAG);
 		pthread_mutex_unlock(&j->lock);
 		if (rc < 0)
 			break;
-		descs++;
+		c->descs++;
 		for (int i = 0; i <= ntag && rc == 0; i++)
-			rc = submit_log_block(&c, c.blks[first_idx + (size_t)i], jblocks[i], write_op);
+			rc = jbd_commit_submit(c, c->blks[first_idx + (size_t)i], jblocks[i], c->write_op);
 		if (rc < 0)
 			break;
 	}
+	return rc < 0 ? jbd_commit_error(c, rc, "writing the log") : JBD_CP_DATA_WAIT;
+}
 
-	/* Revoke blocks: the table is stable (only the running transaction's
-	 * table changes). */
-	if (rc == 0 && nrev) {
-		pthread_mutex_lock(&j->lock);
-		struct logblk *rb = NULL;
-		size_t rb_idx = 0, roff = 0;
-		uint32_t rjb = 0;
-		for (size_t s = 0; s < t->revoke.nslots && rc == 0; s++) {
-			for (struct jbd_revoke_rec *r = t->revoke.slots[s]; r && rc == 0; r = r->next) {
-				if (!rb || roff + 4 > j->bs) {
-					if (rb) {
-						struct jbd_revoke_header *rh = c.blks[rb_idx]->data;
-						rh->r_count = cpu_to_be32((uint32_t)roff);
-						pthread_mutex_unlock(&j->lock);
-						rc = submit_log_block(&c, c.blks[rb_idx], rjb, write_op);
-						pthread_mutex_lock(&j->lock);
-						if (rc < 0)
-							break;
-					}
-					rb = cio_add(&c);
-					if (!rb) {
-						rc = -ENOMEM;
-						break;
-					}
-					rb_idx = c.n - 1;
-					if (next_log_block(j, &rjb) < 0) {
-						rc = -ENOSPC;
-						break;
-					}
-					struct jbd_revoke_header *rh = rb->data;
-					rh->r_header.h_magic = cpu_to_be32(JBD_MAGIC_NUMBER);
-					rh->r_header.h_blocktype = cpu_to_be32(JBD_REVOKE_BLOCK);
-					rh->r_header.h_sequence = cpu_to_be32(tid);
-					roff = sizeof *rh;
-					revblks++;
-				}
-				uint32_t v = cpu_to_be32((uint32_t)r->block);
-				memcpy((char *)c.blks[rb_idx]->data + roff, &v, 4);
-				roff += 4;
-			}
-		}
-		pthread_mutex_unlock(&j->lock);
-		if (rc == 0 && rb) {
-			struct jbd_revoke_header *rh = c.blks[rb_idx]->data;
-			rh->r_count = cpu_to_be32((uint32_t)roff);
-			rc = submit_log_block(&c, c.blks[rb_idx], rjb, write_op);
-		}
-	}
+/* Every log block must be done before the commit block goes out. */
+static enum jbd_commit_phase phase_log_wait(struct jbd_commit *c)
+{
+	int rc = blk_batch_wait(c->j->q, &c->batch);
+	return rc < 0 ? jbd_commit_error(c, rc, "writing the log") : JBD_CP_COMMIT_BLOCK;
+}
 
-	/* Every log block must be done before the commit block goes out. */
-	int werr = blk_batch_wait(j->q, &c.batch);
-	if (rc == 0)
-		rc = werr;
-	if (rc < 0) {
-		blk_batch_destroy(&c.batch);
-		cio_free(&c);
-		commit_fail(j, rc, "writing the log");
-		return;
-	}
+static unsigned commit_block_op(const struct jbd_commit *c)
+{
+	return c->commit_op | (c->j->cfg.barrier ? BLK_REQ_FLUSH | BLK_REQ_FUA : 0);
+}
 
+static enum jbd_commit_phase phase_commit_block(struct jbd_commit *c)
+{
+	struct jbd_journal *j = c->j;
 	pthread_mutex_lock(&j->lock);
-	jbd_transaction_set_state(t, JBD_T_COMMIT);
+	jbd_transaction_set_state(c->t, JBD_T_COMMIT);
 	uint32_t cjb = 0;
-	struct logblk *cb = cio_add(&c);
-	if (!cb)
-		rc = -ENOMEM;
-	else
-		rc = next_log_block(j, &cjb);
+	int rc = 0;
+	struct jbd_logblk *cb = jbd_commit_blk_start(c, JBD_COMMIT_BLOCK, &cjb, &rc);
 	pthread_mutex_unlock(&j->lock);
-	if (rc == 0) {
-		struct jbd_commit_block *ch = cb->data;
-		ch->h_header.h_magic = cpu_to_be32(JBD_MAGIC_NUMBER);
-		ch->h_header.h_blocktype = cpu_to_be32(JBD_COMMIT_BLOCK);
-		ch->h_header.h_sequence = cpu_to_be32(tid);
-		unsigned rw = commit_op | (j->cfg.barrier ? BLK_REQ_FLUSH | BLK_REQ_FUA : 0);
-		rc = submit_log_block(&c, cb, cjb, rw);
-		int w = blk_batch_wait(j->q, &c.batch);
+	if (cb) {
+		rc = jbd_commit_submit(c, cb, cjb, commit_block_op(c));
+		int w = blk_batch_wait(j->q, &c->batch);
 		if (rc == 0)
 			rc = w;
 	}
-	blk_batch_destroy(&c.batch);
-	cio_free(&c);
-	if (rc < 0) {
-		commit_fail(j, rc, "writing the commit block");
-		return;
-	}
-	/* FINISHED: file the buffers for checkpoint. */
+	return rc < 0 ? jbd_commit_error(c, rc, "writing the commit block") : JBD_CP_FINISH;
+}
+
+static enum jbd_commit_phase phase_finish(struct jbd_commit *c)
+{
+	struct jbd_journal *j = c->j;
+	struct jbd_transaction *t = c->t;
 	pthread_mutex_lock(&j->lock);
 	struct list_node *n, *tmp;
-	list_for_each_safe(n, tmp, &t->buffers) {
-		struct jbd_jh *jh = list_entry(n, struct jbd_jh, t_link);
-		list_del(&jh->t_link);
-		if (jh->dirty_t) {
-			if (jh->cp_t)
-				jbd__checkpoint_remove(jh);
-			jh->cp_t = t;
-			jh->jdirty = true;
-			list_add_tail(&t->cp, &jh->cp_link);
-		}
-		free(jh->frozen);
-		jh->frozen = NULL;
-		jh->dirty_t = false;
-		jh->copied = false;
-		jh->t = NULL;
-		if (jh->next_t) {
-			struct jbd_transaction *nt = jh->next_t;
-			jh->t = nt;
-			jh->dirty_t = jh->dirty_next;
-			if (jh->dirty_t)
-				nt->nbuffers++;
-			list_add_tail(&nt->buffers, &jh->t_link);
-			jh->next_t = NULL;
-			jh->dirty_next = false;
-		}
-		jbd__jh_maybe_free(jh);
-	}
+	list_for_each_safe(n, tmp, &t->buffers)
+		jbd__jh_commit_done(list_entry(n, struct jbd_jh, t_link), t);
 	/* Forgotten in this transaction (freed blocks, usually revoked too):
-	 * their older committed copies are not written home any more. */
+	 * their older committed copies are not written home any more (the
+	 * checkpoint waits for this commit rather than write them). */
 	list_for_each_safe(n, tmp, &t->forget) {
 		struct jbd_jh *jh = list_entry(n, struct jbd_jh, f_link);
 		list_del(&jh->f_link);
@@ -430,32 +380,113 @@ void jbd_commit_transaction(struct jbd_journal *j)
 			jbd__checkpoint_remove(jh);
 		jbd__jh_maybe_free(jh);
 	}
+	jbd__inodes_finish(t);
 	jbd_transaction_set_state(t, JBD_T_FINISHED);
 	j->committing = NULL;
 	j->reserved_committing = 0;
-	j->commit_sequence = tid;
-	if (j->commit_requested && !jbd_tid_gt(j->commit_request, tid))
+	j->commit_sequence = c->tid;
+	if (j->commit_requested && !jbd_tid_gt(j->commit_request, c->tid))
 		j->commit_requested = false;
 	int reason = t->reason >= 0 && t->reason < JBD_COMMIT_REASONS ? t->reason : JBD_COMMIT_FORCE;
 	if (list_empty(&t->cp))
 		jbd__transaction_free(t);
 	else
 		list_add_tail(&j->checkpoint_list, &t->link);
+	c->t = NULL;
 	j->st.commits++;
 	j->st.commits_by[reason]++;
-	if (sync)
+	if (c->sync)
 		j->st.sync_commits++;
-	j->st.blocks_logged += logged;
-	j->st.descriptor_blocks += descs;
-	j->st.revoke_blocks += revblks;
-	j->st.escaped += escaped;
-	j->st.last_write_op = write_op;
-	j->st.last_commit_op = commit_op | (j->cfg.barrier ? BLK_REQ_FLUSH | BLK_REQ_FUA : 0);
-	hist_add(&j->st.commit_ns, clock_now_ns() - t0);
+	j->st.blocks_logged += c->logged;
+	j->st.descriptor_blocks += c->descs;
+	j->st.revoke_blocks += c->revblks;
+	j->st.escaped += c->escaped;
+	j->st.last_write_op = c->write_op;
+	j->st.last_commit_op = commit_block_op(c);
+	hist_add(&j->st.commit_ns, clock_now_ns() - c->t0);
 	pthread_cond_broadcast(&j->wait_commit);
 	pthread_mutex_unlock(&j->lock);
 	/* The tail may move: this transaction may have emptied older ones. */
 	(void)jbd_cleanup_tail(j);
+	return JBD_CP_DONE;
+}
+
+/* The transaction stays the committing one (the log keeps what recovery
+ * needs); waiters are woken by the abort. */
+static enum jbd_commit_phase phase_abort(struct jbd_commit *c)
+{
+	(void)blk_batch_wait(c->j->q, &c->batch);
+	err_wrap(c->err, "jbd: commit of transaction %u: %s", c->tid, c->failed ? c->failed : "failed");
+	jbd_journal_abort(c->j, c->err);
+	return JBD_CP_DONE;
+}
+
+/* ------------------------------------------------------ the machine */
+
+typedef enum jbd_commit_phase (*phase_fn)(struct jbd_commit *c);
+
+static const phase_fn phase_fns[JBD_CP_PHASES] = {
+	[JBD_CP_LOCK] = phase_lock,
+	[JBD_CP_SWITCH] = phase_switch,
+	[JBD_CP_DATA_SUBMIT] = jbd_commit_data_submit,
+	[JBD_CP_REVOKE] = jbd_commit_write_revoke,
+	[JBD_CP_METADATA] = phase_metadata,
+	[JBD_CP_DATA_WAIT] = jbd_commit_data_wait,
+	[JBD_CP_LOG_WAIT] = phase_log_wait,
+	[JBD_CP_COMMIT_BLOCK] = phase_commit_block,
+	[JBD_CP_FINISH] = phase_finish,
+	[JBD_CP_ABORT] = phase_abort,
+};
+
+#define PH(p) (1u << (p))
+/* Legal successors: the next phase; DONE from LOCK/SWITCH when there is
+ * nothing to commit or the journal is already aborted; ABORT from every
+ * phase that does I/O or allocates. */
+static const unsigned phase_next[JBD_CP_PHASES] = {
+	[JBD_CP_LOCK] = PH(JBD_CP_SWITCH) | PH(JBD_CP_DONE),
+	[JBD_CP_SWITCH] = PH(JBD_CP_DATA_SUBMIT) | PH(JBD_CP_DONE),
+	[JBD_CP_DATA_SUBMIT] = PH(JBD_CP_REVOKE) | PH(JBD_CP_ABORT),
+	[JBD_CP_REVOKE] = PH(JBD_CP_METADATA) | PH(JBD_CP_ABORT),
+	[JBD_CP_METADATA] = PH(JBD_CP_DATA_WAIT) | PH(JBD_CP_ABORT),
+	[JBD_CP_DATA_WAIT] = PH(JBD_CP_LOG_WAIT) | PH(JBD_CP_ABORT),
+	[JBD_CP_LOG_WAIT] = PH(JBD_CP_COMMIT_BLOCK) | PH(JBD_CP_ABORT),
+	[JBD_CP_COMMIT_BLOCK] = PH(JBD_CP_FINISH) | PH(JBD_CP_ABORT),
+	[JBD_CP_FINISH] = PH(JBD_CP_DONE),
+	[JBD_CP_ABORT] = PH(JBD_CP_DONE),
+};
+
+const char *jbd_commit_phase_name(enum jbd_commit_phase p)
+{
+	static const char *names[JBD_CP_PHASES] = { "LOCK",     "SWITCH",   "DATA_SUBMIT",  "REVOKE",
+						    "METADATA", "DATA_WAIT", "LOG_WAIT",   "COMMIT_BLOCK",
+						    "FINISH",   "DONE",      "ABORT" };
+	return (unsigned)p < JBD_CP_PHASES ? names[p] : "?";
+}
+
+/* An illegal transition is a bug in this file set, not a runtime
+ * condition: stop at once rather than write a corrupt log. */
+static void phase_check(const struct jbd_commit *c, enum jbd_commit_phase from, enum jbd_commit_phase to)
+{
+	if ((unsigned)to < JBD_CP_PHASES && (phase_next[from] & PH(to)))
+		return;
+	fprintf(stderr, "jbd: BUG: commit of transaction %u: illegal phase transition %s -> %s\n", c->tid,
+		jbd_commit_phase_name(from), jbd_commit_phase_name(to));
+	abort();
+}
+
+void jbd_commit_transaction(struct jbd_journal *j)
+{
+	struct jbd_commit c = { .j = j, .t0 = clock_now_ns() };
+	blk_batch_init(&c.batch);
+	enum jbd_commit_phase p = JBD_CP_LOCK;
+	while (p != JBD_CP_DONE) {
+		enum jbd_commit_phase next = phase_fns[p](&c);
+		phase_check(&c, p, next);
+		p = next;
+	}
+	/* Every phase that submits waits before it moves on (ABORT too). */
+	blk_batch_destroy(&c.batch);
+	commit_free(&c);
 }
 
 /* ------------------------------------------------------- the thread */

@@ -2,8 +2,9 @@
  *
  * Locking (one lock per journal, like j_state_lock + j_list_lock folded):
  *   j->lock protects every field of the journal marked [L], every
- *   transaction and every journal head (struct jbd_jh). It is never held
- *   across I/O, a sleep on a buffer lock, or the data-flush callback.
+ *   transaction, every journal head (struct jbd_jh) and every jbd_inode's
+ *   list fields. It is never held across I/O, a sleep on a buffer lock, or
+ *   a filesystem callback (the jbd_inode ops).
  *   Lock order: buffer lock (buf_lock) -> j->lock; under j->lock only
  *   buf_trylock is used.
  *   j->checkpoint_mutex serialises checkpointing (taken without j->lock).
@@ -15,12 +16,14 @@
 #include "jbd.h"
 #include "jbd_format.h"
 
+#include "../blk/blk.h"
 #include "../util/list.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* Journal block -> device block map and synchronous I/O on it. */
+/* Journal block -> device block map and synchronous I/O on it
+ * (jbd_io.c). */
 struct jbd_map {
 	struct dev *dev;          /* synchronous I/O when q is NULL */
 	struct blk_queue *q;      /* or through the block layer */
@@ -38,6 +41,8 @@ int jbd_map_write(struct jbd_map *m, uint32_t jblock, const void *buf, unsigned 
 int jbd_dev_block_read(struct jbd_map *m, uint64_t block, void *buf);
 int jbd_dev_block_write(struct jbd_map *m, uint64_t block, const void *buf);
 int jbd_map_flush(struct jbd_map *m);
+/* Read journal block 0 (the superblock) of loc through a one-block map. */
+int jbd_sb_read(struct dev *dev, const struct jbd_location *loc, void *buf);
 
 /* Validate a superblock buffer; fills the geometry fields of info. */
 int jbd_sb_check(const struct jbd_superblock *sb, unsigned bs, uint32_t avail, struct jbd_recovery_info *info);
@@ -69,7 +74,7 @@ bool jbd_revoke_table_remove(struct jbd_revoke_table *t, uint64_t block);
 enum jbd_tstate {
 	JBD_T_RUNNING = 0, /* handles join it */
 	JBD_T_LOCKED,      /* no new handles; waiting for open ones to stop */
-	JBD_T_FLUSH,       /* data flush, descriptors, copies, revoke blocks */
+	JBD_T_FLUSH,       /* ordered data, revoke blocks, descriptors, copies */
 	JBD_T_COMMIT,      /* commit block being written */
 	JBD_T_FINISHED,    /* committed; on the checkpoint list until written home */
 };
@@ -88,13 +93,25 @@ struct jbd_transaction {
 	struct list_node buffers; /* jh->t_link: buffers this transaction owns */
 	struct list_node forget;  /* jh->f_link: buffers forgotten in it */
 	struct list_node cp;      /* jh->cp_link: committed buffers to write home */
+	struct list_node inodes;  /* jbd_inode->link: ordered data to write first */
 	struct jbd_revoke_table revoke;
 	struct list_node link;    /* on j->checkpoint_list (oldest first) */
 	int nbuffers;             /* dirtied buffers on `buffers` */
 };
 
+/* A handle (jbd_trans.c): used by its owner thread only; t and credits
+ * change under j->lock. */
+struct jbd_handle {
+	struct jbd_journal *j;
+	struct jbd_transaction *t;
+	int credits;     /* still unused */
+	int ref;         /* nesting depth in the owning thread */
+	bool sync;
+};
+
 /* Journal head: the journal's state of one buffer (buf_private). */
 struct jbd_jh {
+	struct jbd_journal *j;
 	struct buffer_head *bh;          /* the journal holds a reference */
 	uint64_t blocknr;
 	struct jbd_transaction *t;       /* owner: running or committing */
@@ -103,6 +120,14 @@ struct jbd_jh {
 	struct jbd_transaction *forget_t;/* forgotten in this (running) transaction */
 	struct list_node t_link, cp_link, f_link;
 	void *frozen;                    /* t's contents, copied out for next_t */
+	/* Undo access (jbd_get_undo_access): the contents as of the last
+	 * (or committing) transaction, for the allocator. Replaced or dropped
+	 * only by a thread holding the buffer lock (readers hold it); when the
+	 * commit finds the buffer locked, the change waits in committed_next
+	 * (committed_stale) for the next holder (jbd__committed_apply). */
+	void *committed;
+	void *committed_next;
+	bool committed_stale;
 	bool dirty_t;                    /* dirtied in t */
 	bool dirty_next;                 /* dirtied in next_t */
 	bool copied;                     /* the commit of t has taken its log copy */
@@ -134,6 +159,8 @@ struct jbd_journal {
 	pthread_cond_t wait_updates;   /* a handle stopped */
 	pthread_cond_t wait_commit;    /* a commit finished / commit thread state */
 	pthread_cond_t wait_thread;    /* wakes the commit thread */
+	pthread_cond_t wait_inode;     /* a jbd_inode's commit op returned */
+	pthread_cond_t wait_barrier;   /* lock_updates released */
 	pthread_mutex_t checkpoint_mutex;
 	pthread_mutex_t sb_mutex;
 
@@ -149,18 +176,101 @@ struct jbd_journal {
 	bool aborted;
 	int err;
 	bool stopping, thread_running;
-	int (*data_flush)(void *ctx, uint32_t tid);
-	void *data_flush_ctx;
+	/* jbd_journal_lock_updates: barrier_depth > 0 keeps new handles out;
+	 * barrier_owner may nest. */
+	int barrier_depth;
+	pthread_t barrier_owner;
 	struct jbd_stats st;
 	pthread_t thread;
 };
 
-/* Commit thread and commit (jbd_commit.c). */
+/* A filesystem inode with ordered data (jbd_inode.c). It is on the list of
+ * at most one transaction (t: running, or committing) and, while t commits,
+ * may be wanted by the running one (next_t), which gets it when t
+ * finishes (jbd2's jbd2_inode). All fields but ops/ctx are [L]. */
+struct jbd_inode {
+	struct jbd_journal *j;
+	const struct jbd_inode_ops *ops;
+	void *ctx;
+	struct jbd_transaction *t, *next_t;
+	struct list_node link;       /* on t->inodes */
+	bool commit_running;         /* the commit thread is in an op: pinned */
+	int err;                     /* data_err=ignore: first unreported error */
+};
+
+/* ---- the commit of one transaction (jbd_commit.c) ----
+ * A state machine: each phase runs on the commit thread and returns the
+ * next one; jbd_commit_transaction checks every transition (an illegal one
+ * is a bug: abort()). A runtime error in a phase goes to ABORT, which
+ * aborts the journal. */
+enum jbd_commit_phase {
+	JBD_CP_LOCK = 0,      /* RUNNING -> LOCKED: no new handles, wait for the open ones */
+	JBD_CP_SWITCH,        /* LOCKED -> FLUSH: the committing transaction; a new one may run */
+	JBD_CP_DATA_SUBMIT,   /* ordered data: each filed inode's submit op */
+	JBD_CP_REVOKE,        /* revoke blocks (jbd_revoke.c) */
+	JBD_CP_METADATA,      /* descriptor blocks and the metadata copies */
+	JBD_CP_DATA_WAIT,     /* ordered data: each filed inode's wait op */
+	JBD_CP_LOG_WAIT,      /* every log block done */
+	JBD_CP_COMMIT_BLOCK,  /* FLUSH -> COMMIT: the commit block (flush + FUA with barriers) */
+	JBD_CP_FINISH,        /* COMMIT -> FINISHED: checkpoint lists, inode lists, stats */
+	JBD_CP_DONE,
+	JBD_CP_ABORT,         /* an error: wait for what was submitted, abort the journal */
+	JBD_CP_PHASES
+};
+const char *jbd_commit_phase_name(enum jbd_commit_phase p);
+
+/* One log block of the commit, in the commit's own memory. */
+struct jbd_logblk {
+	struct bio bio;
+	void *data;
+};
+
+struct jbd_commit {
+	struct jbd_journal *j;
+	struct jbd_transaction *t;
+	uint32_t tid;
+	bool sync;
+	unsigned write_op, commit_op;  /* the era's ops (jbd_commit.c) */
+	uint64_t t0;
+	int nrev;                      /* revoke records (fixed at SWITCH) */
+	struct blk_batch batch;
+	struct jbd_logblk **blks;      /* each allocated on its own: bios in
+					* flight must never move */
+	size_t n, cap;
+	int err;                       /* the error that sent it to ABORT */
+	const char *failed;            /* what failed (for the message) */
+	uint64_t logged, descs, escaped, revblks;
+};
+/* A new log block of the commit (j->lock held): zeroed, with the next free
+ * log position in *jb and a header of `type` with the commit's tid. NULL
+ * with *rc = -ENOMEM, or -ENOSPC instead of running into the tail. */
+struct jbd_logblk *jbd_commit_blk_start(struct jbd_commit *c, uint32_t type, uint32_t *jb, int *rc);
+/* Submit b as journal block jb. */
+int jbd_commit_submit(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, unsigned rw);
+/* Record the error that sends the commit to ABORT; returns ABORT. */
+enum jbd_commit_phase jbd_commit_error(struct jbd_commit *c, int err, const char *what);
+/* Phases implemented elsewhere. */
+enum jbd_commit_phase jbd_commit_write_revoke(struct jbd_commit *c);  /* jbd_revoke.c */
+enum jbd_commit_phase jbd_commit_data_submit(struct jbd_commit *c);   /* jbd_inode.c */
+enum jbd_commit_phase jbd_commit_data_wait(struct jbd_commit *c);     /* jbd_inode.c */
+/* FINISH's part for the inode list (j->lock held). */
+void jbd__inodes_finish(struct jbd_transaction *t);
+/* Detach every inode of t's list (destroy; j->lock held). */
+void jbd__inodes_detach(struct jbd_transaction *t);
+
+/* Commit thread and commit requests (jbd_commit.c). */
 int jbd_commit_thread_start(struct jbd_journal *j);
 void jbd_commit_thread_stop(struct jbd_journal *j);
 /* Request a commit of tid (j->lock held); returns whether it is running. */
 bool jbd__log_start_commit(struct jbd_journal *j, uint32_t tid, int reason);
 void jbd_commit_transaction(struct jbd_journal *j);
+/* FINISH's part for one buffer of the committed transaction (jbd_trans.c,
+ * j->lock held): checkpoint list, frozen and committed copies, handover to
+ * the running transaction. */
+void jbd__jh_commit_done(struct jbd_jh *jh, struct jbd_transaction *t);
+/* Apply a committed-copy change that waited for the buffer lock (buffer
+ * lock and j->lock held). */
+void jbd__committed_apply(struct jbd_jh *jh);
 
 /* Checkpoint (jbd_checkpoint.c). */
 /* Space for a new handle: called with j->lock held, may drop and retake it. */

@@ -32,6 +32,7 @@ void jbd_config_default(struct jbd_config *c)
 	c->barrier = true;
 	c->ioprio_class = BLK_IOPRIO_CLASS_BE;
 	c->ioprio_level = 4;
+	c->data_err_ignore = false;
 }
 
 int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
@@ -66,6 +67,15 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
 		c->ioprio_level = lvl;
 		return 0;
 	}
+	if (!strcmp(name, "data_err")) {
+		if (value && !strcmp(value, "ignore"))
+			c->data_err_ignore = true;
+		else if (value && !strcmp(value, "abort"))
+			c->data_err_ignore = false;
+		else
+			return err_set(-EINVAL, "jbd: data_err=%s: want ignore or abort", value ? value : "");
+		return 0;
+	}
 	return -ENOENT;
 }
 
@@ -73,7 +83,7 @@ static int config_cb(void *ctx, const char *name, const char *value)
 {
 	int rc = jbd_config_set(ctx, name, value);
 	if (rc == -ENOENT)
-		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=)",
+		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, data_err=)",
 			       name);
 	return rc;
 }
@@ -203,6 +213,8 @@ void jbd__jh_maybe_free(struct jbd_jh *jh)
 		return;
 	struct buffer_head *bh = jh->bh;
 	free(jh->frozen);
+	free(jh->committed);
+	free(jh->committed_next);
 	buf_set_private(bh, NULL);
 	buf_set_jbd(bh, false);
 	free(jh);
@@ -246,6 +258,8 @@ static void journal_free(struct jbd_journal *j)
 		pthread_cond_destroy(&j->wait_updates);
 		pthread_cond_destroy(&j->wait_commit);
 		pthread_cond_destroy(&j->wait_thread);
+		pthread_cond_destroy(&j->wait_inode);
+		pthread_cond_destroy(&j->wait_barrier);
 	}
 	jbd_map_free(&j->map);
 	free(j->sbbuf);
@@ -335,6 +349,8 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 	clock_cond_init(&j->wait_updates);
 	clock_cond_init(&j->wait_commit);
 	clock_cond_init(&j->wait_thread);
+	clock_cond_init(&j->wait_inode);
+	clock_cond_init(&j->wait_barrier);
 	j->inited = true;
 	/* s_start non-zero from now on: a crash replays what commits. */
 	rc = jbd_write_superblock(j, j->tail_sequence, j->tail, 0, true);
@@ -386,6 +402,7 @@ static void release_transaction(struct jbd_transaction *t)
 	release_list(&t->buffers, REL_T);
 	release_list(&t->forget, REL_FORGET);
 	release_list(&t->cp, REL_CP);
+	jbd__inodes_detach(t);
 	jbd__transaction_free(t);
 }
 
@@ -443,14 +460,6 @@ void jbd_journal_stats(struct jbd_journal *j, struct jbd_stats *out)
 	out->tail_sequence = j->tail_sequence;
 	out->transaction_sequence = j->transaction_sequence;
 	out->commit_sequence = j->commit_sequence;
-	pthread_mutex_unlock(&j->lock);
-}
-
-void jbd_journal_set_data_flush(struct jbd_journal *j, int (*fn)(void *ctx, uint32_t tid), void *ctx)
-{
-	pthread_mutex_lock(&j->lock);
-	j->data_flush = fn;
-	j->data_flush_ctx = ctx;
 	pthread_mutex_unlock(&j->lock);
 }
 

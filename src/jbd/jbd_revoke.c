@@ -1,5 +1,5 @@
-/* Revoke tables (block -> transaction id) and the revoke operations of a
- * handle.
+/* Revoke tables (block -> transaction id) and the commit's REVOKE phase
+ * (revoke blocks in the log).
  *
  * A revoke record tells recovery not to replay older logged copies of a
  * block (freed metadata that may be reused as data). Each transaction has
@@ -7,16 +7,21 @@
  * record when the block is journaled again in the same transaction
  * (cancellation: otherwise recovery would skip the new copy too, because a
  * record of transaction T also suppresses T's own copies). The commit
- * writes the table as revoke blocks. Recovery uses one table for the whole
- * log, keeping the newest tid per block.
+ * writes the table as revoke blocks: a header (magic, type 5, tid, r_count
+ * = bytes used including the header) and 32-bit big-endian block numbers,
+ * as many blocks as needed. Recovery uses one table for the whole log,
+ * keeping the newest tid per block.
  *
- * Locking: a transaction's table is protected by j->lock (jbd_int.h);
- * recovery's table is private to the recovering thread.
+ * Locking: a transaction's table is protected by j->lock (jbd_int.h); the
+ * committing transaction's table no longer changes (only the running
+ * transaction's does). Recovery's table is private to the recovering
+ * thread.
  */
 #include "jbd_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static size_t slot_of(const struct jbd_revoke_table *t, uint64_t block)
 {
@@ -99,4 +104,61 @@ bool jbd_revoke_table_remove(struct jbd_revoke_table *t, uint64_t block)
 		}
 	}
 	return false;
+}
+
+/* ------------------------------------------------ the REVOKE phase */
+
+/* A new revoke block with its log position (j->lock held). */
+static struct jbd_logblk *revoke_block_new(struct jbd_commit *c, uint32_t *jb, int *rc)
+{
+	struct jbd_logblk *b = jbd_commit_blk_start(c, JBD_REVOKE_BLOCK, jb, rc);
+	if (!b)
+		return NULL;
+	struct jbd_revoke_header *rh = b->data;
+	rh->r_count = cpu_to_be32((uint32_t)sizeof *rh);
+	c->revblks++;
+	return b;
+}
+
+/* Fill every revoke block under the lock (blocks and log positions), then
+ * submit them outside it. */
+enum jbd_commit_phase jbd_commit_write_revoke(struct jbd_commit *c)
+{
+	struct jbd_journal *j = c->j;
+	if (!c->nrev)
+		return JBD_CP_METADATA;
+	size_t nblk = ((size_t)c->nrev + (size_t)j->revokes_per_block - 1) / (size_t)j->revokes_per_block;
+	uint32_t *jbs = malloc(nblk * sizeof *jbs);
+	if (!jbs)
+		return jbd_commit_error(c, -ENOMEM, "writing the revoke blocks");
+	int rc = 0;
+	size_t first_idx = c->n, used = 0;
+	struct jbd_logblk *rb = NULL;
+	uint32_t roff = 0;
+	const struct jbd_revoke_table *tab = &c->t->revoke;
+	pthread_mutex_lock(&j->lock);
+	for (size_t s = 0; s < tab->nslots && rc == 0; s++) {
+		for (struct jbd_revoke_rec *r = tab->slots[s]; r && rc == 0; r = r->next) {
+			if (!rb || roff + 4 > j->bs) {
+				if (used == nblk) {
+					rc = -EUCLEAN; /* more records than counted: a bug */
+					break;
+				}
+				rb = revoke_block_new(c, &jbs[used], &rc);
+				if (!rb)
+					break;
+				used++;
+				roff = sizeof(struct jbd_revoke_header);
+			}
+			uint32_t v = cpu_to_be32((uint32_t)r->block);
+			memcpy((char *)rb->data + roff, &v, 4);
+			roff += 4;
+			((struct jbd_revoke_header *)rb->data)->r_count = cpu_to_be32(roff);
+		}
+	}
+	pthread_mutex_unlock(&j->lock);
+	for (size_t i = 0; i < used && rc == 0; i++)
+		rc = jbd_commit_submit(c, c->blks[first_idx + i], jbs[i], c->write_op);
+	free(jbs);
+	return rc < 0 ? jbd_commit_error(c, rc, "writing the revoke blocks") : JBD_CP_METADATA;
 }

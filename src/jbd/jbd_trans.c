@@ -1,6 +1,6 @@
-/* Handles and the running transaction: start/stop, write/create access
- * (with frozen copies for the committing transaction), dirty, forget,
- * revoke.
+/* Handles and the running transaction: start/stop, write/create/undo
+ * access (with frozen copies for the committing transaction and committed
+ * copies for allocation bitmaps), dirty, forget, revoke, lock_updates.
  *
  * Buffer ownership (struct jbd_jh, one per journaled buffer):
  *   jh->t       the running or committing transaction that will log it;
@@ -27,14 +27,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct jbd_handle {
-	struct jbd_journal *j;
-	struct jbd_transaction *t;
-	int credits;     /* still unused */
-	int ref;         /* nesting depth in the owning thread */
-	bool sync;
-};
 
 /* The calling thread's open handle (nested starts return it). */
 static _Thread_local struct jbd_handle *tl_current;
@@ -102,6 +94,7 @@ static struct jbd_transaction *transaction_new(struct jbd_journal *j)
 	list_init(&t->buffers);
 	list_init(&t->forget);
 	list_init(&t->cp);
+	list_init(&t->inodes);
 	list_init(&t->link);
 	j->running = t;
 	/* The commit thread arms its timer on the new transaction. */
@@ -128,6 +121,12 @@ static int start_this_handle(struct jbd_journal *j, struct jbd_handle *h, int n)
 				pthread_mutex_unlock(&j->lock);
 				return -ENOMEM;
 			}
+		}
+		if (j->barrier_depth) {
+			/* jbd_journal_lock_updates: wait for the unlock. */
+			while (j->barrier_depth && !j->aborted)
+				pthread_cond_wait(&j->wait_barrier, &j->lock);
+			continue;
 		}
 		if (t->state == JBD_T_LOCKED) {
 			j->st.handle_waits_locked++;
@@ -292,6 +291,7 @@ static struct jbd_jh *jh_get(struct jbd_journal *j, struct buffer_head *bh)
 	jh = calloc(1, sizeof *jh);
 	if (!jh)
 		return NULL;
+	jh->j = j;
 	jh->bh = bh;
 	jh->blocknr = buf_blocknr(bh);
 	list_init(&jh->t_link);
@@ -302,11 +302,12 @@ static struct jbd_jh *jh_get(struct jbd_journal *j, struct buffer_head *bh)
 	/* From now on the buffer cache's writeback leaves it alone: only the
 	 * checkpoint writes it home, and only committed contents. */
 	buf_set_jbd(bh, true);
-	(void)j;
 	return jh;
 }
 
-static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, bool create)
+enum access { ACCESS_WRITE, ACCESS_CREATE, ACCESS_UNDO };
+
+static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum access kind)
 {
 	struct jbd_journal *j = h->j;
 	struct jbd_transaction *t = h->t;
@@ -346,7 +347,10 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, bool crea
 			jh->next_t = t;
 			jh->dirty_next = false;
 		}
-		if (jh->dirty_t && !jh->copied && !jh->frozen) {
+		/* Frozen: the commit still needs the contents for its log copy,
+		 * or (undo access) the committed copy takes them when it ends. */
+		bool undo = kind == ACCESS_UNDO || jh->committed || jh->committed_stale;
+		if (!jh->frozen && ((jh->dirty_t && !jh->copied) || undo)) {
 			jh->frozen = malloc(j->bs);
 			if (!jh->frozen) {
 				rc = -ENOMEM;
@@ -356,11 +360,22 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, bool crea
 			j->st.frozen_copies++;
 		}
 	}
+	jbd__committed_apply(jh);
+	if (kind == ACCESS_UNDO && !jh->committed) {
+		/* Before this transaction changes it: what is committed (or
+		 * committing) now. */
+		jh->committed = malloc(j->bs);
+		if (!jh->committed) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(jh->committed, buf_data(bh), j->bs);
+		j->st.committed_copies++;
+	}
 	/* Journaling the block again cancels its revoke in this transaction
 	 * (else recovery would skip this transaction's copy too). */
 	if (t->revoke.count)
 		jbd_revoke_table_remove(&t->revoke, jh->blocknr);
-	(void)create;
 out:
 	pthread_mutex_unlock(&j->lock);
 	buf_unlock(bh);
@@ -369,12 +384,103 @@ out:
 
 int jbd_get_write_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	return do_get_access(h, bh, false);
+	return do_get_access(h, bh, ACCESS_WRITE);
 }
 
 int jbd_get_create_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	return do_get_access(h, bh, true);
+	return do_get_access(h, bh, ACCESS_CREATE);
+}
+
+int jbd_get_undo_access(struct jbd_handle *h, struct buffer_head *bh)
+{
+	return do_get_access(h, bh, ACCESS_UNDO);
+}
+
+/* ------------------------------------------------- committed copies */
+
+void jbd__committed_apply(struct jbd_jh *jh)
+{
+	if (!jh->committed_stale)
+		return;
+	free(jh->committed);
+	jh->committed = jh->committed_next;
+	jh->committed_next = NULL;
+	jh->committed_stale = false;
+}
+
+/* Replace the committed copy by p (NULL: drop it), j->lock held. Readers
+ * hold the buffer lock: if it is taken, the change waits for the next
+ * holder that comes through the journal (jbd__committed_apply). */
+static void committed_set(struct jbd_jh *jh, void *p)
+{
+	if (jh->committed_stale)
+		free(jh->committed_next);
+	jh->committed_next = p;
+	jh->committed_stale = true;
+	if (buf_trylock(jh->bh)) {
+		jbd__committed_apply(jh);
+		buf_unlock(jh->bh);
+	}
+}
+
+const void *jbd_buffer_committed_data(struct buffer_head *bh)
+{
+	struct jbd_jh *jh = buf_private(bh);
+	if (!jh)
+		return NULL;
+	pthread_mutex_lock(&jh->j->lock);
+	jbd__committed_apply(jh);
+	const void *p = jh->committed;
+	pthread_mutex_unlock(&jh->j->lock);
+	return p;
+}
+
+/* The frozen and committed copies when jh->t's commit ends. */
+static void copies_commit_done(struct jbd_jh *jh)
+{
+	if (jh->committed || jh->committed_stale) {
+		if (!jh->next_t) {
+			committed_set(jh, NULL); /* nobody needs it any more */
+		} else if (jh->frozen) {
+			/* The running transaction has it: its allocator now
+			 * checks against what just committed. */
+			committed_set(jh, jh->frozen);
+			jh->frozen = NULL;
+		}
+		/* else: no frozen copy (the running transaction took plain
+		 * write access before any undo access); the older committed
+		 * copy stays, which only refuses more blocks. */
+	}
+	free(jh->frozen);
+	jh->frozen = NULL;
+}
+
+void jbd__jh_commit_done(struct jbd_jh *jh, struct jbd_transaction *t)
+{
+	list_del(&jh->t_link);
+	if (jh->dirty_t) {
+		if (jh->cp_t)
+			jbd__checkpoint_remove(jh);
+		jh->cp_t = t;
+		jh->jdirty = true;
+		list_add_tail(&t->cp, &jh->cp_link);
+	}
+	copies_commit_done(jh);
+	jh->dirty_t = false;
+	jh->copied = false;
+	jh->t = NULL;
+	if (jh->next_t) {
+		struct jbd_transaction *nt = jh->next_t;
+		jh->t = nt;
+		jh->dirty_t = jh->dirty_next;
+		if (jh->dirty_t)
+			nt->nbuffers++;
+		list_add_tail(&nt->buffers, &jh->t_link);
+		jh->next_t = NULL;
+		jh->dirty_next = false;
+	}
+	jbd__jh_maybe_free(jh);
 }
 
 int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
@@ -413,10 +519,15 @@ int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
 	return rc;
 }
 
-/* j->lock held. */
+/* j->lock and the buffer lock held. */
 static void forget_locked(struct jbd_handle *h, struct jbd_jh *jh)
 {
 	struct jbd_transaction *t = h->t;
+	if (jh->t == t || (jh->t && jh->next_t == t)) {
+		/* A freed block has no allocation state left to protect. */
+		committed_set(jh, NULL);
+		jbd__committed_apply(jh);
+	}
 	if (jh->t == t) {
 		if (jh->dirty_t) {
 			h->credits++;
@@ -494,4 +605,43 @@ int jbd_revoke(struct jbd_handle *h, uint64_t block, struct buffer_head *bh)
 			rc = frc;
 	}
 	return rc;
+}
+
+/* ------------------------------------------------------ lock_updates */
+
+void jbd_journal_lock_updates(struct jbd_journal *j)
+{
+	pthread_t self = pthread_self();
+	pthread_mutex_lock(&j->lock);
+	if (j->barrier_depth && pthread_equal(j->barrier_owner, self)) {
+		j->barrier_depth++;
+		pthread_mutex_unlock(&j->lock);
+		return;
+	}
+	while (j->barrier_depth)
+		pthread_cond_wait(&j->wait_barrier, &j->lock);
+	j->barrier_owner = self;
+	j->barrier_depth = 1;
+	j->st.lock_updates++;
+	/* New handles wait from now on; the open ones run to their stop. */
+	for (;;) {
+		struct jbd_transaction *t = j->running;
+		if (!t || !t->updates || j->aborted)
+			break;
+		pthread_cond_wait(&j->wait_updates, &j->lock);
+	}
+	pthread_mutex_unlock(&j->lock);
+}
+
+void jbd_journal_unlock_updates(struct jbd_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	if (!j->barrier_depth || !pthread_equal(j->barrier_owner, pthread_self())) {
+		/* A programming error, not a runtime condition. */
+		fprintf(stderr, "jbd: BUG: unlock_updates without lock_updates in this thread\n");
+		abort();
+	}
+	if (--j->barrier_depth == 0)
+		pthread_cond_broadcast(&j->wait_barrier);
+	pthread_mutex_unlock(&j->lock);
 }

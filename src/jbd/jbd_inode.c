@@ -1,0 +1,173 @@
+/* Ordered data: per-inode lists on transactions (jbd2's jbd2_inode and
+ * jbd2_journal_file_inode), for data=ordered and data=guarded.
+ *
+ * The filesystem creates one jbd_inode per inode that has data to order
+ * (jbd_inode_create: allocated by the journal, opaque) and files it in the
+ * running transaction from a handle whenever the handle's metadata change
+ * must not commit before that inode's data is on disk (a block allocated
+ * under dirty data, an extended size). The commit thread, after the
+ * transaction is locked, calls every filed inode's submit op (start
+ * writing, plugged: the op does not wait), writes revoke and metadata
+ * blocks, then calls every inode's wait op before the commit block.
+ *
+ * An inode is on the list of at most one transaction (ji->t). Filed again
+ * while ji->t commits, it is remembered for the running transaction
+ * (ji->next_t) and moves onto that one's list when the commit finishes, so
+ * its data is written for both commits. While the commit thread runs one
+ * of its ops the inode is pinned (commit_running): jbd_inode_release waits
+ * for that, so an evicted inode is never called back afterwards.
+ *
+ * Errors: an op's error aborts the journal (the commit does not write its
+ * commit block), unless the journal was loaded with data_err=ignore: then
+ * the error is kept in the jbd_inode (jbd_inode_error reports it once,
+ * like a mapping's AS_EIO) and counted in jbd_stats.data_errors, and the
+ * commit goes on.
+ *
+ * Locking: the list fields are [L] (j->lock); ops run without any journal
+ * lock, on the commit thread.
+ */
+#include "jbd_int.h"
+
+#include "../util/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int jbd_inode_create(struct jbd_journal *j, const struct jbd_inode_ops *ops, void *ctx, struct jbd_inode **out)
+{
+	if (!j || !ops || !ops->submit || !ops->wait)
+		return err_set(-EINVAL, "jbd: an ordered-data inode needs a journal and submit and wait ops");
+	struct jbd_inode *ji = calloc(1, sizeof *ji);
+	if (!ji)
+		return -ENOMEM;
+	ji->j = j;
+	ji->ops = ops;
+	ji->ctx = ctx;
+	list_init(&ji->link);
+	*out = ji;
+	return 0;
+}
+
+int jbd_inode_file(struct jbd_handle *h, struct jbd_inode *ji)
+{
+	struct jbd_journal *j = ji->j;
+	if (!h || h->j != j)
+		return err_set(-EINVAL, "jbd: inode filed through a handle of another journal");
+	int rc = 0;
+	pthread_mutex_lock(&j->lock);
+	struct jbd_transaction *t = h->t;
+	if (j->aborted) {
+		rc = -EROFS;
+	} else if (!t) {
+		rc = err_set(-EINVAL, "jbd: inode filed through a stopped handle");
+	} else if (ji->t == t || ji->next_t == t) {
+		/* already filed */
+	} else if (ji->t) {
+		/* ji->t is committing: this transaction gets it after that. */
+		ji->next_t = t;
+	} else {
+		ji->t = t;
+		list_add_tail(&t->inodes, &ji->link);
+	}
+	pthread_mutex_unlock(&j->lock);
+	return rc;
+}
+
+int jbd_inode_release(struct jbd_inode *ji)
+{
+	if (!ji)
+		return 0;
+	struct jbd_journal *j = ji->j;
+	pthread_mutex_lock(&j->lock);
+	while (ji->commit_running)
+		pthread_cond_wait(&j->wait_inode, &j->lock);
+	if (ji->t)
+		list_del(&ji->link);
+	ji->t = ji->next_t = NULL;
+	int err = ji->err;
+	pthread_mutex_unlock(&j->lock);
+	free(ji);
+	return err;
+}
+
+int jbd_inode_error(struct jbd_inode *ji)
+{
+	pthread_mutex_lock(&ji->j->lock);
+	int err = ji->err;
+	ji->err = 0;
+	pthread_mutex_unlock(&ji->j->lock);
+	return err;
+}
+
+/* ------------------------------------------------ commit phases */
+
+/* Run one op of every inode on the committing transaction's list. The
+ * lock is dropped around each op; the inode being called is pinned, so its
+ * list link stays valid (others may leave the list meanwhile: release). */
+static int inodes_run(struct jbd_commit *c, bool submit)
+{
+	struct jbd_journal *j = c->j;
+	struct jbd_transaction *t = c->t;
+	int rc = 0;
+	pthread_mutex_lock(&j->lock);
+	bool ignore = j->cfg.data_err_ignore;
+	struct list_node *n = t->inodes.next;
+	while (n != &t->inodes) {
+		struct jbd_inode *ji = list_entry(n, struct jbd_inode, link);
+		ji->commit_running = true;
+		pthread_mutex_unlock(&j->lock);
+		int e = submit ? ji->ops->submit(ji->ctx, c->tid) : ji->ops->wait(ji->ctx, c->tid);
+		pthread_mutex_lock(&j->lock);
+		ji->commit_running = false;
+		pthread_cond_broadcast(&j->wait_inode);
+		if (submit)
+			j->st.data_inodes++;
+		if (e < 0 && !ignore) {
+			rc = e;
+			break;
+		}
+		if (e < 0) {
+			if (!ji->err)
+				ji->err = e;
+			j->st.data_errors++;
+		}
+		n = ji->link.next;
+	}
+	pthread_mutex_unlock(&j->lock);
+	return rc;
+}
+
+enum jbd_commit_phase jbd_commit_data_submit(struct jbd_commit *c)
+{
+	int rc = inodes_run(c, true);
+	return rc < 0 ? jbd_commit_error(c, rc, "submitting ordered data") : JBD_CP_REVOKE;
+}
+
+enum jbd_commit_phase jbd_commit_data_wait(struct jbd_commit *c)
+{
+	int rc = inodes_run(c, false);
+	return rc < 0 ? jbd_commit_error(c, rc, "waiting for ordered data") : JBD_CP_LOG_WAIT;
+}
+
+void jbd__inodes_finish(struct jbd_transaction *t)
+{
+	struct list_node *n, *tmp;
+	list_for_each_safe(n, tmp, &t->inodes) {
+		struct jbd_inode *ji = list_entry(n, struct jbd_inode, link);
+		list_del(&ji->link);
+		ji->t = ji->next_t;
+		ji->next_t = NULL;
+		if (ji->t)
+			list_add_tail(&ji->t->inodes, &ji->link);
+	}
+}
+
+void jbd__inodes_detach(struct jbd_transaction *t)
+{
+	struct list_node *n, *tmp;
+	list_for_each_safe(n, tmp, &t->inodes) {
+		struct jbd_inode *ji = list_entry(n, struct jbd_inode, link);
+		list_del(&ji->link);
+		ji->t = ji->next_t = NULL;
+	}
+}
