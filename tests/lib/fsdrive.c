@@ -103,6 +103,7 @@ static size_t compact(struct fsop *ops, size_t n, const bool *keep, size_t upto)
 		else
 			fsop_free(&ops[i]);
 	}
+	memset(ops + m, 0, (n - m) * sizeof *ops); /* moved or freed */
 	return m;
 }
 

@@ -124,10 +124,13 @@ static const char *gen_name(struct fsgen *g, char *buf)
 
 static void path_join(char *out, const char *dir, const char *name)
 {
-	size_t n = strlen(dir);
-	if (n + 1 + strlen(name) + 1 > PATHBUF)
-		return; /* keep dir: the generator never builds paths this long */
-	snprintf(out, PATHBUF, "%s%s%s", dir, n > 1 ? "/" : "", name);
+	size_t n = strlen(dir), nl = strlen(name);
+	if (n + 1 + nl + 1 > PATHBUF)
+		return; /* out unchanged: the generator never builds paths this long */
+	memmove(out, dir, n);
+	if (n > 1)
+		out[n++] = '/';
+	memcpy(out + n, name, nl + 1);
 }
 
 static bool type_ok(uint32_t mode, enum pref p)

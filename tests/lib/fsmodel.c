@@ -101,6 +101,13 @@ static int lookup_comp(struct fsm_inode *dir, const char *name, size_t len, stru
 static int walk_full(struct fsmodel *m, struct fsm_inode *start, const char *path, bool follow,
 		     int *links, struct fsm_loc *loc);
 
+/* Following a link reads it: Linux touches its atime (pick_link). */
+static void link_followed(struct fsmodel *m, struct fsm_inode *link)
+{
+	if (!m->quiet)
+		link->known &= ~FST_ATIME_KNOWN;
+}
+
 /* Every component but the last; loc gets the parent and the last name (or
  * dir NULL and ip = the start directory for "/"). Intermediate symlinks
  * are followed relative to the directory holding them. */
@@ -144,6 +151,7 @@ static int walk_parent(struct fsmodel *m, struct fsm_inode *start, const char *p
 			return -ENOENT;
 		if (S_ISLNK(child->mode)) {
 			struct fsm_loc sub;
+			link_followed(m, child);
 			if (++*links > FSM_SYMLOOP_MAX)
 				return -ELOOP;
 			rc = walk_full(m, cur, child->target, true, links, &sub);
@@ -168,6 +176,7 @@ static int walk_full(struct fsmodel *m, struct fsm_inode *start, const char *pat
 		rc = lookup_comp(loc->dir, loc->name, loc->namelen, &loc->ip);
 		if (rc || !follow || !loc->ip || !S_ISLNK(loc->ip->mode))
 			return rc;
+		link_followed(m, loc->ip);
 		if (++*links > FSM_SYMLOOP_MAX)
 			return -ELOOP;
 		start = loc->dir;
@@ -520,6 +529,7 @@ static int op_open(struct fs_target *t, const char *path, int oflags, uint32_t m
 				return -EEXIST;
 			if (oflags & O_NOFOLLOW)
 				return -ELOOP;
+			link_followed(m, ip);
 			if (++links > FSM_SYMLOOP_MAX)
 				return -ELOOP;
 			start = loc.dir;
@@ -642,10 +652,19 @@ static void info_fill(const struct fsm_inode *ip, struct fsm_info *out)
 				  .xattr_bytes = fsm_xattr_bytes(ip) };
 }
 
+/* Resolve for a query: no atime effects. */
+static int quiet_resolve(struct fsmodel *m, const char *path, bool follow, struct fsm_inode **ip)
+{
+	m->quiet = true;
+	int rc = fsm_resolve(m, path, follow, ip);
+	m->quiet = false;
+	return rc;
+}
+
 int fsm_query(struct fsmodel *m, const char *path, bool follow, struct fsm_info *out)
 {
 	struct fsm_inode *ip;
-	int rc = fsm_resolve(m, path, follow, &ip);
+	int rc = quiet_resolve(m, path, follow, &ip);
 	if (rc)
 		return rc;
 	info_fill(ip, out);
@@ -664,7 +683,7 @@ int fsm_query_handle(struct fsmodel *m, int h, struct fsm_info *out)
 const char *fsm_entry_name(struct fsmodel *m, const char *path, size_t i)
 {
 	struct fsm_inode *ip;
-	if (fsm_resolve(m, path, true, &ip) || !S_ISDIR(ip->mode) || i >= ip->nents)
+	if (quiet_resolve(m, path, true, &ip) || !S_ISDIR(ip->mode) || i >= ip->nents)
 		return NULL;
 	return ip->ents[i].name;
 }
@@ -672,7 +691,7 @@ const char *fsm_entry_name(struct fsmodel *m, const char *path, size_t i)
 const char *fsm_xattr_name(struct fsmodel *m, const char *path, bool nofollow, size_t i)
 {
 	struct fsm_inode *ip;
-	if (fsm_resolve(m, path, !nofollow, &ip) || i >= ip->nxattrs)
+	if (quiet_resolve(m, path, !nofollow, &ip) || i >= ip->nxattrs)
 		return NULL;
 	return ip->xattrs[i].name;
 }

@@ -113,6 +113,7 @@ struct fsmodel {
 	size_t nhandles;
 	uint32_t uid, gid;
 	uint64_t bytes;
+	bool quiet; /* a query walks: following symlinks touches no atime */
 };
 
 /* fsmodel_data.c: contents, attributes, xattrs and handle I/O */

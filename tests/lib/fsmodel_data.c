@@ -459,8 +459,8 @@ ssize_t fsm_op_pread(struct fs_target *t, int h, void *buf, size_t len, uint64_t
 ssize_t fsm_op_write(struct fs_target *t, int h, const void *buf, size_t len)
 {
 	struct fsm_handle *fh = handle_of(t, h);
-	if (fh && (fh->oflags & O_APPEND) && (fh->oflags & O_ACCMODE) != O_RDONLY)
-		fh->pos = fh->ip->size;
+	if (fh && len && (fh->oflags & O_APPEND) && (fh->oflags & O_ACCMODE) != O_RDONLY)
+		fh->pos = fh->ip->size; /* an empty write leaves the position alone */
 	ssize_t n = do_write(model_of(t), fh, buf, len, fh ? fh->pos : 0);
 	if (n > 0)
 		fh->pos += (uint64_t)n;

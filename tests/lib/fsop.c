@@ -67,6 +67,7 @@ struct flagname {
 	unsigned bit;
 	const char *name;
 };
+/* The access mode comes first and is always printed (RDONLY is 0). */
 static const struct flagname open_flags[] = {
 	{ O_WRONLY, "WRONLY" }, { O_RDWR, "RDWR" },     { O_CREAT, "CREAT" },
 	{ O_EXCL, "EXCL" },     { O_TRUNC, "TRUNC" },   { O_APPEND, "APPEND" },
@@ -131,6 +132,10 @@ static void put_flags(FILE *f, const char *key, unsigned v, const struct flagnam
 {
 	fprintf(f, " %s=", key);
 	bool any = false;
+	if (tab == open_flags && !(v & O_ACCMODE)) {
+		fputs("RDONLY", f);
+		any = true;
+	}
 	for (const struct flagname *t = tab; t->name; t++)
 		if (v & t->bit) {
 			fprintf(f, "%s%s", any ? "|" : "", t->name);
@@ -221,6 +226,8 @@ static int parse_flags(const char *v, const struct flagname *tab, unsigned *out)
 		const struct flagname *t = tab;
 		while (t->name && strcmp(t->name, tok))
 			t++;
+		if (tab == open_flags && !strcmp(tok, "RDONLY"))
+			continue;
 		if (t->name) {
 			*out |= t->bit;
 		} else {

@@ -275,8 +275,11 @@ int fsrun_apply(struct fsrun *r, const struct fsop *op)
 {
 	r->last = SKIPPED;
 	r->msg[0] = 0;
-	if (op->kind == FSOP_CHECKPOINT)
-		return fsrun_checkpoint(r);
+	if (op->kind == FSOP_CHECKPOINT) {
+		int rc = fsrun_checkpoint(r);
+		r->last = 0;
+		return rc;
+	}
 	if (op->slot < 0 || op->slot >= FSRUN_SLOTS)
 		return 0;
 	struct slot *s = &r->slots[op->slot];
