@@ -227,6 +227,7 @@ int fsdrive_random(const struct fst_factory *f, const struct fsdrive_cfg *cfg,
 	size_t n = 0, cap = (size_t)cfg->nops + 2;
 	struct fsop *ops = fst_xcalloc(cap, sizeof *ops);
 	int bad = 0;
+	unsigned ok[FSOP_NKINDS] = { 0 }, errs[FSOP_NKINDS] = { 0 }, skipped = 0;
 	for (unsigned i = 0; i <= cfg->nops && !bad; i++) {
 		struct fsop *op = &ops[n++];
 		if (i == cfg->nops || (cfg->check_every && i && i % cfg->check_every == 0))
@@ -234,6 +235,13 @@ int fsdrive_random(const struct fst_factory *f, const struct fsdrive_cfg *cfg,
 		else
 			fsgen_next(g, r, op);
 		bad = fsrun_apply(r, op);
+		int64_t last = fsrun_last_result(r);
+		if (last == INT64_MIN)
+			skipped++;
+		else if (last < 0)
+			errs[op->kind]++;
+		else
+			ok[op->kind]++;
 	}
 	if (bad) {
 		res->failed = 1;
@@ -245,8 +253,14 @@ int fsdrive_random(const struct fst_factory *f, const struct fsdrive_cfg *cfg,
 	fsgen_free(g);
 	if (bad)
 		report(f, cfg, ops, n, res);
-	else
-		fprintf(out, "fsmodel: seed %" PRIu64 ": %u operations agree\n", cfg->seed, cfg->nops);
+	else {
+		fprintf(out, "fsmodel: seed %" PRIu64 ": %u operations agree (ok/failed per kind:", cfg->seed,
+			cfg->nops);
+		for (int k = 0; k < FSOP_NKINDS; k++)
+			if (ok[k] + errs[k])
+				fprintf(out, " %s %u/%u", fsop_kind_name((enum fsop_kind)k), ok[k], errs[k]);
+		fprintf(out, "; %u skipped)\n", skipped);
+	}
 	for (size_t i = 0; i < n; i++)
 		fsop_free(&ops[i]);
 	free(ops);

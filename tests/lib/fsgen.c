@@ -28,7 +28,7 @@ struct fsgen {
 	char long_names[3][258]; /* 255 bytes (two) and 256 bytes */
 };
 
-enum pref { P_ANY, P_FILE, P_DIR, P_LINK, P_NEW };
+enum pref { P_ANY, P_FILE, P_DIR, P_EMPTY_DIR, P_LINK, P_NEW };
 
 static const unsigned default_weight[FSOP_NKINDS] = {
 	[FSOP_MKDIR] = 6,    [FSOP_MKNOD] = 1,     [FSOP_SYMLINK] = 3,   [FSOP_LINK] = 3,
@@ -133,11 +133,13 @@ static void path_join(char *out, const char *dir, const char *name)
 	memcpy(out + n, name, nl + 1);
 }
 
-static bool type_ok(uint32_t mode, enum pref p)
+static bool type_ok(const struct fsm_info *in, enum pref p)
 {
+	uint32_t mode = in->mode;
 	switch (p) {
 	case P_FILE: return S_ISREG(mode);
 	case P_DIR: return S_ISDIR(mode);
+	case P_EMPTY_DIR: return S_ISDIR(mode) && !in->nentries;
 	case P_LINK: return S_ISLNK(mode);
 	default: return true;
 	}
@@ -152,13 +154,14 @@ static size_t entry_count(struct fsmodel *m, const char *dir)
 }
 
 /* A random existing entry of dir (lost+found at the root never), of type
- * pref if one is found in a few tries; false if dir is empty. */
+ * pref if one turns up in a few tries; another type only now and then (the
+ * error paths), else false. */
 static bool pick_entry(struct fsgen *g, struct fsmodel *m, const char *dir, enum pref pref,
 		       char *out)
 {
 	size_t n = entry_count(m, dir);
-	bool found = false;
-	for (int tries = 0; n && tries < 6; tries++) {
+	char other[PATHBUF] = "";
+	for (int tries = 0; n && tries < 8; tries++) {
 		const char *name = fsm_entry_name(m, dir, below(g, n));
 		if (!strcmp(dir, "/") && !strcmp(name, "lost+found"))
 			continue;
@@ -168,38 +171,51 @@ static bool pick_entry(struct fsgen *g, struct fsmodel *m, const char *dir, enum
 		path_join(cand, dir, name);
 		if (fsm_query(m, cand, false, &in))
 			continue;
-		if (!found || type_ok(in.mode, pref)) {
+		if (type_ok(&in, pref)) {
 			strcpy(out, cand);
-			found = true;
+			return true;
 		}
-		if (type_ok(in.mode, pref))
-			break;
+		if (!other[0])
+			strcpy(other, cand);
 	}
-	return found;
+	if (other[0] && chance(g, 15)) {
+		strcpy(out, other);
+		return true;
+	}
+	return false;
 }
 
+/* A random walk down from the root; the last component is an existing entry
+ * of type pref when one is found (up to four walks), else a new name. */
 static void gen_path(struct fsgen *g, struct fsrun *r, enum pref pref, char *out)
 {
 	struct fsmodel *m = fsrun_model(r);
-	char dir[PATHBUF] = "/", name[16];
-	for (unsigned depth = 0; depth < g->c.max_depth; depth++) {
-		char sub[PATHBUF];
-		struct fsm_info in;
-		if (!chance(g, 60 - 6 * depth) || !pick_entry(g, m, dir, P_DIR, sub) ||
-		    fsm_query(m, sub, true, &in) || !S_ISDIR(in.mode))
-			break;
-		strcpy(dir, sub);
-	}
-	strcpy(out, dir);
-	if (chance(g, 4)) { /* through a non-directory or a missing directory */
-		if (!pick_entry(g, m, dir, P_FILE, out))
+	char dir[PATHBUF], name[16];
+	for (int walk = 0; walk < 4; walk++) {
+		strcpy(dir, "/");
+		for (unsigned depth = 0; depth < g->c.max_depth; depth++) {
+			char sub[PATHBUF];
+			struct fsm_info in;
+			if (!chance(g, 60 - 6 * depth) || !pick_entry(g, m, dir, P_DIR, sub) ||
+			    fsm_query(m, sub, true, &in) || !S_ISDIR(in.mode))
+				break;
+			strcpy(dir, sub);
+		}
+		strcpy(out, dir);
+		if (chance(g, 4)) { /* through a non-directory or a missing directory */
+			if (!pick_entry(g, m, dir, P_FILE, out))
+				path_join(out, dir, pool_name(g, name));
+			strcpy(dir, out);
 			path_join(out, dir, pool_name(g, name));
-		strcpy(dir, out);
-		path_join(out, dir, pool_name(g, name));
-		return;
+			return;
+		}
+		if (pref == P_NEW || !chance(g, 80))
+			break;
+		if (pick_entry(g, m, dir, pref, out))
+			return;
+		if (pref == P_ANY)
+			break;
 	}
-	if (pref != P_NEW && chance(g, 75) && pick_entry(g, m, dir, pref, out))
-		return;
 	path_join(out, dir, gen_name(g, name));
 }
 
@@ -301,13 +317,22 @@ static int free_slot(struct fsgen *g, struct fsrun *r)
 	return -1;
 }
 
-static int open_slot(struct fsgen *g, struct fsrun *r)
+/* An open slot; for reads (want O_RDONLY) or writes (O_WRONLY) mostly one
+ * opened for it (EBADF now and then). */
+static int open_slot(struct fsgen *g, struct fsrun *r, int want)
 {
-	int start = (int)below(g, FSRUN_SLOTS);
-	for (int i = 0; i < FSRUN_SLOTS; i++)
-		if (fsrun_slot_open(r, (start + i) % FSRUN_SLOTS))
-			return (start + i) % FSRUN_SLOTS;
-	return -1;
+	int start = (int)below(g, FSRUN_SLOTS), any = -1;
+	bool strict = want >= 0 && chance(g, 90);
+	for (int i = 0; i < FSRUN_SLOTS; i++) {
+		int s = (start + i) % FSRUN_SLOTS;
+		if (!fsrun_slot_open(r, s))
+			continue;
+		int acc = fsrun_slot_flags(r, s) & O_ACCMODE;
+		if (!strict || acc == O_RDWR || acc == want)
+			return s;
+		any = s;
+	}
+	return any;
 }
 
 static void gen_xattr_name(struct fsgen *g, struct fsmodel *m, struct fsop *op, bool existing)
@@ -316,18 +341,18 @@ static void gen_xattr_name(struct fsgen *g, struct fsmodel *m, struct fsop *op, 
 	size_t nx = 0;
 	while (fsm_xattr_name(m, op->path, op->nofollow, nx))
 		nx++;
-	unsigned r = (unsigned)below(g, 100);
-	if (existing && nx && r < 70) {
+	if (existing && nx && chance(g, 70)) {
 		op->name = fst_xstrdup(fsm_xattr_name(m, op->path, op->nofollow, below(g, nx)));
 		return;
 	}
-	if (r < 72)
+	unsigned r = (unsigned)below(g, 100);
+	if (r < 2)
 		strcpy(buf, "bogus.x"); /* EOPNOTSUPP */
-	else if (r < 74)
+	else if (r < 4)
 		snprintf(buf, sizeof buf, "user.%.251s", g->long_names[2]); /* 256: ERANGE */
-	else if (r < 76)
+	else if (r < 6)
 		snprintf(buf, sizeof buf, "user.%.250s", g->long_names[0]); /* 255: the longest */
-	else if (g->c.root && r < 88)
+	else if (g->c.root && r < 30)
 		snprintf(buf, sizeof buf, "trusted.t%u", (unsigned)below(g, 4));
 	else
 		snprintf(buf, sizeof buf, "user.x%u", (unsigned)below(g, 8));
@@ -373,8 +398,16 @@ static void gen_open(struct fsgen *g, struct fsrun *r, struct fsop *op)
 	if (chance(g, 5))
 		op->flags |= O_NOFOLLOW;
 	op->mode = perm_bits(g, false);
-	if (fsm_query(fsrun_model(r), op->path, !(op->flags & O_NOFOLLOW), &in))
-		return;
+	/* mostly not a directory: go one level down into it */
+	for (int i = 0; i < 3; i++) {
+		char name[16], dir[PATHBUF];
+		if (fsm_query(fsrun_model(r), op->path, !(op->flags & O_NOFOLLOW), &in))
+			return;
+		if (!S_ISDIR(in.mode) || chance(g, 15))
+			break;
+		strcpy(dir, op->path);
+		path_join(op->path, dir, pool_name(g, name));
+	}
 	if (S_ISDIR(in.mode) && !(op->flags & (O_CREAT | O_ACCMODE)))
 		op->flags |= O_RDWR; /* EISDIR rather than a directory handle */
 	else if (!S_ISDIR(in.mode) && !S_ISREG(in.mode) && !S_ISLNK(in.mode))
@@ -394,7 +427,7 @@ static void gen_rename(struct fsgen *g, struct fsrun *r, struct fsop *op)
 		strcpy(op->path2, op->path);
 		*strrchr(op->path2, '/') = 0;
 	} else if (p < 45) {
-		gen_path(g, r, isdir ? P_DIR : P_FILE, op->path2);
+		gen_path(g, r, isdir ? (chance(g, 50) ? P_EMPTY_DIR : P_DIR) : P_FILE, op->path2);
 	} else {
 		gen_path(g, r, P_ANY, op->path2);
 	}
@@ -412,7 +445,7 @@ static enum fsop_kind pick_kind(struct fsgen *g, struct fsrun *r)
 			break;
 		x -= w;
 	}
-	if (k >= FSOP_CLOSE && k <= FSOP_FSTAT && open_slot(g, r) < 0)
+	if (k >= FSOP_CLOSE && k <= FSOP_FSTAT && open_slot(g, r, -1) < 0)
 		k = FSOP_OPEN;
 	if (k == FSOP_OPEN && free_slot(g, r) < 0)
 		k = FSOP_CLOSE;
@@ -422,7 +455,9 @@ static enum fsop_kind pick_kind(struct fsgen *g, struct fsrun *r)
 static void gen_slot_op(struct fsgen *g, struct fsrun *r, struct fsop *op)
 {
 	struct fsm_info in = { 0 };
-	op->slot = open_slot(g, r);
+	bool reads = op->kind == FSOP_READ || op->kind == FSOP_PREAD;
+	bool writes = op->kind == FSOP_WRITE || op->kind == FSOP_PWRITE || op->kind == FSOP_FTRUNCATE;
+	op->slot = open_slot(g, r, reads ? O_RDONLY : writes ? O_WRONLY : -1);
 	fsm_query_handle(fsrun_model(r), fsrun_slot_handle(r, op->slot), &in);
 	switch (op->kind) {
 	case FSOP_READ: op->len = gen_rlen(g); break;
@@ -479,14 +514,14 @@ void fsgen_next(struct fsgen *g, struct fsrun *r, struct fsop *op)
 		gen_path(g, r, chance(g, 80) ? P_NEW : P_ANY, op->path2);
 		break;
 	case FSOP_UNLINK: {
-		int s = open_slot(g, r);
+		int s = open_slot(g, r, -1);
 		if (s >= 0 && chance(g, 25))
 			strcpy(op->path, fsrun_slot_path(r, s)); /* unlink of an open file */
 		else
 			gen_path(g, r, P_FILE, op->path);
 		break;
 	}
-	case FSOP_RMDIR: gen_path(g, r, P_DIR, op->path); break;
+	case FSOP_RMDIR: gen_path(g, r, chance(g, 50) ? P_EMPTY_DIR : P_DIR, op->path); break;
 	case FSOP_RENAME: gen_rename(g, r, op); break;
 	case FSOP_TRUNCATE:
 		gen_path(g, r, P_FILE, op->path);
@@ -533,7 +568,7 @@ void fsgen_next(struct fsgen *g, struct fsrun *r, struct fsop *op)
 	case FSOP_READDIR: gen_path(g, r, P_DIR, op->path); break;
 	case FSOP_READLINK: gen_path(g, r, P_LINK, op->path); break;
 	case FSOP_OPEN: gen_open(g, r, op); break;
-	case FSOP_CLOSE: op->slot = open_slot(g, r); break;
+	case FSOP_CLOSE: op->slot = open_slot(g, r, -1); break;
 	default: gen_slot_op(g, r, op); break;
 	}
 	if (!op->path[0]) {

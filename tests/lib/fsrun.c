@@ -22,6 +22,7 @@
 struct slot {
 	bool open;
 	int mh, th; /* model and target handles */
+	int flags;
 	char *path;
 };
 
@@ -313,7 +314,7 @@ int fsrun_apply(struct fsrun *r, const struct fsop *op)
 	if (op->kind == FSOP_OPEN) {
 		if (a.rc >= 0 && b.rc >= 0)
 			*s = (struct slot){ .open = true, .mh = (int)a.rc, .th = (int)b.rc,
-					    .path = fst_xstrdup(op->path) };
+					    .flags = (int)op->flags, .path = fst_xstrdup(op->path) };
 		else if (a.rc >= 0)
 			r->mt->ops->close(r->mt, (int)a.rc);
 		else if (b.rc >= 0)
@@ -423,4 +424,9 @@ const char *fsrun_slot_path(const struct fsrun *r, int slot)
 int fsrun_slot_handle(const struct fsrun *r, int slot)
 {
 	return fsrun_slot_open(r, slot) ? r->slots[slot].mh : -1;
+}
+
+int fsrun_slot_flags(const struct fsrun *r, int slot)
+{
+	return fsrun_slot_open(r, slot) ? r->slots[slot].flags : 0;
 }

@@ -64,6 +64,7 @@ int64_t fsrun_last_result(const struct fsrun *r);
 bool fsrun_slot_open(const struct fsrun *r, int slot);
 const char *fsrun_slot_path(const struct fsrun *r, int slot); /* path it was opened by */
 int fsrun_slot_handle(const struct fsrun *r, int slot); /* the model's handle */
+int fsrun_slot_flags(const struct fsrun *r, int slot);  /* its open flags */
 
 /* ---- generator ---- */
 
