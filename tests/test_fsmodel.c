@@ -257,8 +257,24 @@ static void test_script_roundtrip(void **state)
 
 /* ---- random runs against the kernel ---- */
 
+/* At the end of a run: a copy of the target's tree (fst_copy_tree into a
+ * second host directory) must match the model too. */
+static int compare_copy(void *ctx, struct fsrun *r, struct fs_target *t)
+{
+	struct fs_target *copy;
+	assert_int_equal(fst_host_new_tmp(&copy), 0);
+	int rc = fst_copy_tree(t, copy, FST_COPY_TIMES);
+	if (rc)
+		fail_msg("copy: %s", fst_errname(rc));
+	rc = fsrun_compare_with(r, copy);
+	fst_destroy(copy);
+	(*(int *)ctx)++;
+	return rc;
+}
+
 static void random_run(uint64_t seed, unsigned nops)
 {
+	int ended = 0;
 	struct fsdrive_cfg c;
 	struct fsdrive_result res;
 	note_root_skips();
@@ -268,10 +284,13 @@ static void random_run(uint64_t seed, unsigned nops)
 	if (!getenv("NOSTALL_FSOPS"))
 		c.nops = nops;
 	c.out = stdout;
+	c.at_end = compare_copy;
+	c.at_end_ctx = &ended;
 	assert_int_equal(fsdrive_random(&fst_host_tmp_factory, &c, &res), 0);
 	if (res.failed)
 		fail_msg("seed %llu: mismatch at operation %zu (script %s)", (unsigned long long)seed,
 			 res.fail_index, res.script);
+	assert_int_equal(ended, 1);
 }
 
 static void test_random_fixed_seed(void **state)

@@ -479,6 +479,7 @@ struct copy {
 	char **paths;
 	size_t npaths;
 	uint8_t *buf;
+	unsigned flags;
 };
 
 static int copy_xattrs(struct copy *c, const char *path)
@@ -558,9 +559,14 @@ static int copy_entry(struct copy *c, char *path, size_t plen)
 		c->paths = fst_xrealloc(c->paths, (c->npaths + 1) * sizeof *c->paths);
 		c->paths[c->npaths] = fst_xstrdup(path);
 		fsmap_put(&c->seen, st.ino, c->npaths++);
-		return 0;
+	} else {
+		rc = copy_dir(c, path, plen);
 	}
-	return copy_dir(c, path, plen);
+	/* times last: after the contents and a directory's entries are made */
+	if (!rc && (c->flags & FST_COPY_TIMES))
+		rc = c->dst->ops->utimens(c->dst, path, FST_NOFOLLOW,
+					  (struct fst_time[2]){ st.atime, st.mtime });
+	return rc;
 }
 
 static int copy_dir(struct copy *c, char *path, size_t plen)
@@ -582,9 +588,9 @@ static int copy_dir(struct copy *c, char *path, size_t plen)
 	return rc;
 }
 
-int fst_copy_tree(struct fs_target *src, struct fs_target *dst)
+int fst_copy_tree(struct fs_target *src, struct fs_target *dst, unsigned flags)
 {
-	struct copy c = { .src = src, .dst = dst, .buf = fst_xcalloc(1, IOBUF) };
+	struct copy c = { .src = src, .dst = dst, .buf = fst_xcalloc(1, IOBUF), .flags = flags };
 	char *path = fst_xcalloc(1, 8192);
 	strcpy(path, "/");
 	int rc = copy_entry(&c, path, 1);

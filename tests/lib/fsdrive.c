@@ -243,6 +243,10 @@ int fsdrive_random(const struct fst_factory *f, const struct fsdrive_cfg *cfg,
 		else
 			ok[op->kind]++;
 	}
+	if (!bad && cfg->at_end && cfg->at_end(cfg->at_end_ctx, r, t)) {
+		bad = 1;
+		fprintf(out, "fsmodel: the end check failed:\n");
+	}
 	if (bad) {
 		res->failed = 1;
 		res->fail_index = n - 1;

@@ -374,7 +374,7 @@ int fsrun_new(struct fs_target *t, const struct fsrun_cfg *cfg, struct fsrun **o
 	r->cfg = *cfg;
 	r->m = fsm_new(st.mode, (uint32_t)geteuid(), (uint32_t)getegid());
 	r->mt = fsm_target(r->m);
-	rc = fst_copy_tree(t, r->mt);
+	rc = fst_copy_tree(t, r->mt, 0); /* times unknown: the copy reads the files */
 	if (rc) {
 		fsrun_free(r);
 		return rc;

@@ -36,8 +36,9 @@ struct fst_cmp_opts {
 int fst_compare_tree(struct fs_target *a, struct fs_target *b, const struct fst_cmp_opts *o,
 		     char *msg, size_t msglen);
 /* Copy src's tree (contents, modes, owners, xattrs, symlinks, hard links,
- * fifos/devices) into dst's root. */
-int fst_copy_tree(struct fs_target *src, struct fs_target *dst);
+ * fifos/devices, and with FST_COPY_TIMES atime/mtime) into dst's root. */
+#define FST_COPY_TIMES 0x1u
+int fst_copy_tree(struct fs_target *src, struct fs_target *dst, unsigned flags);
 
 /* ---- runner ---- */
 
@@ -101,6 +102,11 @@ struct fsdrive_cfg {
 	unsigned minimize_budget; /* replays the minimizer may spend (default 400) */
 	const char *script_dir; /* where the failing script is saved (default $TMPDIR or /tmp) */
 	FILE *out;             /* reports (default stderr) */
+	/* Called after the final checkpoint agreed, before the target goes
+	 * (e.g. unmount, then compare a kernel mount with fsrun_compare_with);
+	 * nonzero is a failure, reported with fsrun_msg(r). */
+	int (*at_end)(void *ctx, struct fsrun *r, struct fs_target *t);
+	void *at_end_ctx;
 };
 void fsdrive_cfg_default(struct fsdrive_cfg *c);
 /* The seed: NOSTALL_SEED from the environment if set, else from the clock. */

@@ -286,6 +286,14 @@ static int n_checkpoint(struct fs_target *t, char *msg, size_t msglen)
 	return rc;
 }
 
+int fst_nostall_unmount(struct fs_target *t)
+{
+	struct nst *n = t->priv;
+	int rc = n->fs ? nostall_umount(n->fs) : 0;
+	n->fs = NULL;
+	return rc;
+}
+
 static void n_destroy(struct fs_target *t)
 {
 	struct nst *n = t->priv;

@@ -37,6 +37,9 @@ struct fst_nostall_factory {
 };
 int fst_nostall_factory_create(void *ctx, struct fs_target **out); /* ctx: the struct above */
 
+/* Unmount now (the target is then unusable until destroyed): 0 or -errno. */
+int fst_nostall_unmount(struct fs_target *t);
+
 /* As root: mount the image with the kernel (ext3, read-only, loop) on a
  * temporary directory and compare it with the runner's model: 0 same, 1
  * different (fsrun_msg), <0 could not mount. */
