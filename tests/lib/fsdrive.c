@@ -112,14 +112,17 @@ int fsdrive_minimize(const struct fst_factory *f, const struct fsrun_cfg *rc, st
 {
 	size_t len = *n, k = 2, fail_at;
 	unsigned used = 0;
+	/* replayed operations are the cost: long scripts get fewer tries */
+	uint64_t ops_left = (uint64_t)budget * 2000;
 	bool *keep = fst_xcalloc(len ? len : 1, sizeof *keep);
-	while (len >= 2 && used < budget) {
+	while (len >= 2 && used < budget && ops_left >= len) {
 		size_t chunk = (len + k - 1) / k;
 		bool reduced = false;
-		for (size_t start = 0; start < len && used < budget; start += chunk) {
+		for (size_t start = 0; start < len && used < budget && ops_left >= len; start += chunk) {
 			for (size_t i = 0; i < len; i++)
 				keep[i] = i < start || i >= start + chunk;
 			used++;
+			ops_left -= len;
 			int res = try_subset(f, rc, ops, len, keep, &fail_at);
 			if (res < 0) {
 				free(keep);
@@ -186,17 +189,25 @@ static void report(const struct fst_factory *f, const struct fsdrive_cfg *c, str
 	print_script(out, ops, n, 25);
 	if (!c->minimize)
 		return;
-	size_t m = n;
-	int rc = fsdrive_minimize(f, &(struct fsrun_cfg){ .owner = c->run.owner, .holes = c->run.holes },
-				  ops, &m, c->minimize_budget ? c->minimize_budget : 400);
+	size_t m = n, first;
+	char first_msg[256];
+	const struct fsrun_cfg rcfg = { .owner = c->run.owner, .holes = c->run.holes };
+	/* a replay must fail too (an end check of the caller is not replayed) */
+	if (fsdrive_replay(f, &rcfg, ops, n, &first, first_msg, sizeof first_msg) != 1) {
+		fprintf(out, "fsmodel: the script does not fail on replay: not minimized\n");
+		return;
+	}
+	for (size_t i = first + 1; i < m; i++)
+		fsop_free(&ops[i]);
+	m = first + 1 < m ? first + 1 : m;
+	int rc = fsdrive_minimize(f, &rcfg, ops, &m, c->minimize_budget ? c->minimize_budget : 400);
 	if (rc < 0) {
 		fprintf(out, "fsmodel: minimizer failed: %s\n", fst_errname(rc));
 		return;
 	}
 	size_t at;
 	char msg[4096] = "";
-	if (fsdrive_replay(f, &(struct fsrun_cfg){ .owner = c->run.owner, .holes = c->run.holes }, ops,
-			   m, &at, msg, sizeof msg) != 1) {
+	if (fsdrive_replay(f, &rcfg, ops, m, &at, msg, sizeof msg) != 1) {
 		fprintf(out, "fsmodel: the minimized script no longer fails (flaky target?)\n");
 		return;
 	}
