@@ -183,6 +183,92 @@ static void test_xattr_and_io_errnos(void **state)
 	fst_destroy(t);
 }
 
+static void test_more_semantics(void **state)
+{
+	static const struct step steps[] = {
+		/* setgid directories pass on the group, and the bit to subdirectories */
+		{ "mkdir path=/g mode=02775", 0 },
+		{ "mkdir path=/g/sub mode=0700", 0 },
+		{ "stat path=/g/sub", 0 },
+		{ "open slot=0 path=/g/f flags=WRONLY|CREAT mode=0640", 0 },
+		{ "fstat slot=0", 0 },
+		/* O_APPEND: pwrite goes to the end too, the position follows writes */
+		{ "open slot=1 path=/a flags=RDWR|CREAT|APPEND mode=0644", 0 },
+		{ "write slot=1 len=100 seed=1", 100 },
+		{ "pwrite slot=1 off=0 len=10 seed=2", 10 },
+		{ "fstat slot=1", 0 },
+		{ "write slot=1 len=0 seed=3", 0 },
+		{ "read slot=1 len=100", 10 }, /* from 100: the appended pwrite */
+		{ "pread slot=1 off=90 len=100", 20 },
+		/* a file renamed over an open one: the old stays readable until closed */
+		{ "open slot=2 path=/b flags=RDWR|CREAT mode=0644", 0 },
+		{ "pwrite slot=2 off=5000 len=7 seed=4", 7 },
+		{ "rename path=/a path2=/b", 0 },
+		{ "pread slot=2 off=4999 len=100", 8 },
+		{ "fstat slot=2", 0 },
+		{ "close slot=2", 0 },
+		{ "stat path=/b", 0 },
+		/* exchange of a directory and a file across parents: parent link counts */
+		{ "mkdir path=/p1 mode=0755", 0 },
+		{ "mkdir path=/p1/d mode=0755", 0 },
+		{ "mkdir path=/p2 mode=0755", 0 },
+		{ "mknod path=/p2/fifo mode=010600", 0 },
+		{ "rename path=/p1/d path2=/p2/fifo flags=EXCHANGE", 0 },
+		{ "stat path=/p1", 0 },
+		{ "stat path=/p2", 0 },
+		{ "readdir path=/p2/fifo", 0 },
+		{ "rename path=/p2 path2=/p2/fifo/x", -EINVAL },
+		{ "rename path=/p2/fifo path2=/p2 flags=EXCHANGE", -EINVAL },
+		{ "rename path=/p2/fifo path2=/p1/d", -ENOTDIR },
+		{ "rename path=/p1/d path2=/p2/fifo", -EISDIR },
+		{ "mkdir path=/p2/fifo/e mode=0755", 0 },
+		{ "rename path=/p1 path2=/p2/fifo/e", 0 }, /* over an empty directory */
+		{ "stat path=/p2/fifo", 0 },
+		{ "rmdir path=/p1", -ENOENT },
+		/* utimens: explicit times read back until something changes them */
+		{ "utimens path=/b atime=1000.5 mtime=2000.25", 0 },
+		{ "stat path=/b", 0 },
+		{ "symlink path=/sl path2=b", 0 },
+		{ "utimens path=/sl nofollow=1 atime=300.0 mtime=400.0", 0 },
+		{ "stat path=/sl nofollow=1", 0 },
+		{ "stat path=/b", 0 },
+		{ "close slot=0", 0 },
+		{ "close slot=1", 0 },
+		{ "checkpoint", 0 },
+	};
+	struct fs_target *t;
+	struct fsrun *r = host_runner(&t);
+	run_steps(r, steps, NSTEPS(steps));
+	/* a chain of symlinks: 40 are followed, the 41st is ELOOP */
+	char line[128];
+	run_steps(r, &(struct step){ "symlink path=/l0 path2=b", 0 }, 1);
+	for (int i = 1; i <= 40; i++) {
+		snprintf(line, sizeof line, "symlink path=/l%d path2=l%d", i, i - 1);
+		run_steps(r, &(struct step){ line, 0 }, 1);
+	}
+	run_steps(r, &(struct step){ "stat path=/l39", 0 }, 1);
+	run_steps(r, &(struct step){ "stat path=/l40", -ELOOP }, 1);
+	run_steps(r, &(struct step){ "open slot=0 path=/l40 flags=RDONLY", -ELOOP }, 1);
+	if (is_root()) {
+		static const struct step own[] = {
+			{ "chown path=/g uid=1000 gid=4242", 0 },
+			{ "mkdir path=/g/sub2 mode=0700", 0 },
+			{ "stat path=/g/sub2", 0 },
+			{ "chmod path=/b mode=06755", 0 },
+			{ "chown path=/b uid=-1 gid=-1", 0 }, /* drops setuid and setgid */
+			{ "stat path=/b", 0 },
+			{ "chown path=/sl uid=5 gid=6 nofollow=1", 0 },
+			{ "stat path=/sl nofollow=1", 0 },
+			{ "checkpoint", 0 },
+		};
+		run_steps(r, own, NSTEPS(own));
+	} else {
+		printf("fsmodel: not root: chown steps skipped\n");
+	}
+	fsrun_free(r);
+	fst_destroy(t);
+}
+
 /* ---- the model alone ---- */
 
 static void test_model_sparse(void **state)
@@ -469,6 +555,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_namespace_errnos),
 		cmocka_unit_test(test_xattr_and_io_errnos),
+		cmocka_unit_test(test_more_semantics),
 		cmocka_unit_test(test_model_sparse),
 		cmocka_unit_test(test_script_roundtrip),
 		cmocka_unit_test(test_compare_catches_plants),
