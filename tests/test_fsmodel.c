@@ -379,8 +379,15 @@ static void random_run(uint64_t seed, unsigned nops)
 	assert_int_equal(ended, 1);
 }
 
+/* NOSTALL_FSREPLAY=FILE replays a saved script instead. */
 static void test_random_fixed_seed(void **state)
 {
+	const char *replay = getenv("NOSTALL_FSREPLAY");
+	if (replay && *replay) {
+		struct fsrun_cfg rc = { .owner = true, .holes = true };
+		assert_int_equal(fsdrive_replay_file(&fst_host_tmp_factory, &rc, replay, stdout), 0);
+		return;
+	}
 	const char *s = getenv("NOSTALL_SEED");
 	random_run(s && *s ? fsdrive_seed() : 1, 5000);
 }

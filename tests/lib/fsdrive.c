@@ -77,6 +77,32 @@ int fsdrive_replay(const struct fst_factory *f, const struct fsrun_cfg *rc, cons
 	return res;
 }
 
+int fsdrive_replay_file(const struct fst_factory *f, const struct fsrun_cfg *rc, const char *path,
+			FILE *out)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return -errno;
+	struct fsop *ops = NULL;
+	size_t n = 0, at = 0;
+	char err[256], msg[4096];
+	int res = fsop_script_read(fp, &ops, &n, err, sizeof err);
+	fclose(fp);
+	if (res) {
+		fprintf(out, "fsmodel: %s: %s\n", path, err);
+		return res;
+	}
+	res = fsdrive_replay(f, rc, ops, n, &at, msg, sizeof msg);
+	if (res == 1)
+		fprintf(out, "fsmodel: replay of %s (%zu operations): mismatch at #%zu:\n%s", path, n, at, msg);
+	else if (res == 0)
+		fprintf(out, "fsmodel: replay of %s (%zu operations): agree\n", path, n);
+	for (size_t i = 0; i < n; i++)
+		fsop_free(&ops[i]);
+	free(ops);
+	return res;
+}
+
 /* Replay the ops in keep (keep[i] true) and report the failing index in
  * terms of the kept list. */
 static int try_subset(const struct fst_factory *f, const struct fsrun_cfg *rc,

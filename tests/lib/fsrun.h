@@ -131,6 +131,10 @@ int fsdrive_random(const struct fst_factory *f, const struct fsdrive_cfg *cfg,
  * mismatch (*fail_index, msg), <0 error. */
 int fsdrive_replay(const struct fst_factory *f, const struct fsrun_cfg *rc, const struct fsop *ops,
 		   size_t n, size_t *fail_index, char *msg, size_t msglen);
+/* Load a script file and replay it (reports to out): 0 passed, 1 mismatch,
+ * <0 error (unreadable or bad script). */
+int fsdrive_replay_file(const struct fst_factory *f, const struct fsrun_cfg *rc, const char *path,
+			FILE *out);
 /* Delta debugging: shrink ops (which fail on replay) to a short failing
  * list; *n is updated, ops reordered in place (removed ones freed). */
 int fsdrive_minimize(const struct fst_factory *f, const struct fsrun_cfg *rc, struct fsop *ops,
