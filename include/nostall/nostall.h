@@ -329,6 +329,166 @@ int nostall_group_info(struct nostall_fs *fs, uint32_t g, struct nostall_group_i
  * 1 incompat, 2 ro_compat. */
 const char *nostall_feature_name(int which, uint32_t bit);
 
+
+/* ==== the write path (docs/api.md) ====
+ *
+ * A mount without NOSTALL_MOUNT_RDONLY (and without -o ro) is read-write:
+ * the journal is loaded (recovered first if it needs it), the superblock says
+ * needs_recovery while mounted, and nostall_umount() writes everything back,
+ * empties the journal and clears needs_recovery. Orphans left by an unclean
+ * stop (open-unlinked files, cut-short truncates) are cleaned at mount.
+ *
+ * Credentials: new inodes get the calling thread's credentials
+ * (nostall_cred_set; default the process's euid/egid). The library itself
+ * checks no permissions (a FUSE daemon asks the kernel to, or checks with
+ * nostall_access); it does enforce ext3's rules (immutable/append-only flags,
+ * name length, link count, directory emptiness, read-only mounts).
+ *
+ * Errors as a Linux user expects them: -ENOSPC (blocks or inodes; the image
+ * stays consistent and freeing space makes writes work again),
+ * -ENAMETOOLONG, -EMLINK (32000 links), -ENOTEMPTY, -EISDIR, -ENOTDIR,
+ * -EEXIST, -EINVAL (a directory renamed into its own subtree), -EFBIG (past
+ * the indirect-map limit), -EROFS (read-only mount, or after a journal
+ * abort), -EIO (device errors), -EUCLEAN (corrupt metadata met while
+ * writing; the errors= policy is then applied). Never -EXDEV. */
+
+/* Open flags beyond NOSTALL_O_RDONLY / NOSTALL_O_NOFOLLOW. */
+#define NOSTALL_O_WRONLY 0x2u
+#define NOSTALL_O_RDWR 0x4u
+#define NOSTALL_O_CREAT 0x8u
+#define NOSTALL_O_EXCL 0x10u
+#define NOSTALL_O_TRUNC 0x20u
+#define NOSTALL_O_APPEND 0x40u
+#define NOSTALL_O_SYNC 0x80u      /* every write is durable when it returns (data + metadata) */
+#define NOSTALL_O_DSYNC 0x100u    /* data + what is needed to read it back */
+#define NOSTALL_O_DIRECTORY 0x200u /* fail with -ENOTDIR unless a directory */
+#define NOSTALL_O_NOATIME 0x400u
+/* Host open(2) flags (O_WRONLY|O_CREAT|...) to NOSTALL_O_* (unknown bits ignored). */
+unsigned nostall_oflags_from_posix(int oflags);
+
+/* Credentials of the calling thread for inodes it creates (and for
+ * nostall_access). groups may be NULL. */
+void nostall_cred_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups);
+void nostall_cred_reset(void); /* back to the process's euid/egid */
+
+/* Open (flags as above); with NOSTALL_O_CREAT a missing last component is
+ * created as a regular file with mode & 07777 (no umask is applied: callers
+ * apply their own). */
+int nostall_create(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode,
+		   struct nostall_file **out);
+/* Write len bytes at the handle's position (at the end with O_APPEND) and
+ * advance it; pwrite writes at off (with O_APPEND at the end, as Linux
+ * does), leaving the position alone. Returns the count
+ * written: short only when space ran out after some bytes (-ENOSPC when
+ * none). Holes stay holes. */
+ssize_t nostall_write(struct nostall_file *f, const void *buf, size_t len);
+ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint64_t off);
+int nostall_ftruncate(struct nostall_file *f, uint64_t size);
+/* fsync(2) / fdatasync(2): 1 = datasync. Durable on return in every data mode. */
+int nostall_fsync(struct nostall_file *f, int datasync);
+/* close(2)-time flush (FUSE flush): the writeback/guarded replace-on-truncate
+ * safeguard starts here; returns the file's pending write error, once. */
+int nostall_flush(struct nostall_file *f);
+
+/* Path calls (no final-symlink following for unlink/rmdir/rename/link's new
+ * name/symlink/lchown with NOSTALL_NOFOLLOW; chmod/chown/utimens/truncate
+ * follow a final symlink unless flags has NOSTALL_NOFOLLOW). */
+int nostall_mkdir(struct nostall_fs *fs, const char *path, uint32_t mode);
+int nostall_mknod(struct nostall_fs *fs, const char *path, uint32_t mode, uint64_t rdev);
+int nostall_symlink(struct nostall_fs *fs, const char *target, const char *linkpath);
+int nostall_link(struct nostall_fs *fs, const char *oldpath, const char *newpath);
+int nostall_unlink(struct nostall_fs *fs, const char *path);
+int nostall_rmdir(struct nostall_fs *fs, const char *path);
+#define NOSTALL_RENAME_NOREPLACE 0x1u
+#define NOSTALL_RENAME_EXCHANGE 0x2u
+int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags);
+int nostall_truncate(struct nostall_fs *fs, const char *path, uint64_t size);
+int nostall_chmod(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode);
+/* uid/gid (uint32_t)-1 = unchanged. */
+int nostall_chown(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t uid, uint32_t gid);
+/* ts[0] atime, ts[1] mtime; nsec NOSTALL_UTIME_NOW or NOSTALL_UTIME_OMIT as in
+ * utimensat(2); ts NULL = both now. ctime becomes now. */
+#define NOSTALL_UTIME_NOW ((1u << 30) - 1u)
+#define NOSTALL_UTIME_OMIT ((1u << 30) - 2u)
+int nostall_utimens(struct nostall_fs *fs, const char *path, unsigned flags,
+		    const struct nostall_timespec ts[2]);
+/* xflags: NOSTALL_XATTR_CREATE (fail -EEXIST if present), NOSTALL_XATTR_REPLACE
+ * (fail -ENODATA if absent). Values up to what fits in a block; -ENOSPC when
+ * the inode body and its block are full; -ERANGE for a name over 255 bytes;
+ * -EOPNOTSUPP for an unknown namespace. */
+#define NOSTALL_XATTR_CREATE 0x1u
+#define NOSTALL_XATTR_REPLACE 0x2u
+int nostall_setxattr(struct nostall_fs *fs, const char *path, unsigned flags, const char *name,
+		     const void *value, size_t size, unsigned xflags);
+int nostall_removexattr(struct nostall_fs *fs, const char *path, unsigned flags, const char *name);
+/* sync(2)/syncfs(2): commit the journal and write back all file data. */
+int nostall_sync(struct nostall_fs *fs);
+
+/* ---- inode-number calls (a FUSE low-level daemon) ----
+ * Lookup counts: nostall_lookup_ref and every *_at call that returns a new
+ * entry's attributes take one lookup reference on the inode; nostall_forget
+ * drops n. An inode unlinked while referenced (lookup references or open
+ * handles) lives until the last reference goes; an unclean stop leaves it on
+ * the orphan list for the next mount. */
+int nostall_lookup_ref(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
+		       struct nostall_stat *st);
+void nostall_forget(struct nostall_fs *fs, uint64_t ino, uint64_t nlookup);
+
+/* setattr: the fields named in valid. */
+#define NOSTALL_SET_MODE 0x1u
+#define NOSTALL_SET_UID 0x2u
+#define NOSTALL_SET_GID 0x4u
+#define NOSTALL_SET_SIZE 0x8u
+#define NOSTALL_SET_ATIME 0x10u
+#define NOSTALL_SET_MTIME 0x20u
+#define NOSTALL_SET_ATIME_NOW 0x40u
+#define NOSTALL_SET_MTIME_NOW 0x80u
+#define NOSTALL_SET_CTIME 0x100u
+struct nostall_setattr {
+	unsigned valid;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct nostall_timespec atime, mtime, ctime;
+};
+int nostall_setattr_ino(struct nostall_fs *fs, uint64_t ino, const struct nostall_setattr *sa,
+			struct nostall_stat *st);
+/* Create an entry in dir_ino and return the new inode's attributes (one
+ * lookup reference taken). mknod: S_IFREG, S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK. */
+int nostall_mknod_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, uint32_t mode,
+		     uint64_t rdev, struct nostall_stat *st);
+int nostall_mkdir_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, uint32_t mode,
+		     struct nostall_stat *st);
+int nostall_symlink_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
+		       const char *target, struct nostall_stat *st);
+int nostall_link_at(struct nostall_fs *fs, uint64_t ino, uint64_t dir_ino, const char *name,
+		    struct nostall_stat *st);
+/* Create (or with O_EXCL unset open an existing) regular file and open it. */
+int nostall_create_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, unsigned flags,
+		      uint32_t mode, struct nostall_stat *st, struct nostall_file **out);
+int nostall_unlink_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name);
+int nostall_rmdir_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name);
+int nostall_rename_at(struct nostall_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
+		      const char *newname, unsigned flags);
+int nostall_setxattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name, const void *value,
+			 size_t size, unsigned xflags);
+int nostall_removexattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name);
+/* fsync/fsyncdir of any inode (directories included). */
+int nostall_fsync_ino(struct nostall_fs *fs, uint64_t ino, int datasync);
+
+/* ---- a POSIX-like file-descriptor table per mount ----
+ * Small non-negative integers naming open handles (lowest free first, like
+ * open(2)); -EBADF for a descriptor that is not open. Thread-safe. */
+int nostall_fd_open(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode);
+int nostall_fd_close(struct nostall_fs *fs, int fd);
+ssize_t nostall_fd_read(struct nostall_fs *fs, int fd, void *buf, size_t len);
+ssize_t nostall_fd_write(struct nostall_fs *fs, int fd, const void *buf, size_t len);
+ssize_t nostall_fd_pread(struct nostall_fs *fs, int fd, void *buf, size_t len, uint64_t off);
+ssize_t nostall_fd_pwrite(struct nostall_fs *fs, int fd, const void *buf, size_t len, uint64_t off);
+int64_t nostall_fd_lseek(struct nostall_fs *fs, int fd, int64_t off, int whence);
+int nostall_fd_fsync(struct nostall_fs *fs, int fd, int datasync);
+int nostall_fd_ftruncate(struct nostall_fs *fs, int fd, uint64_t size);
+int nostall_fd_fstat(struct nostall_fs *fs, int fd, struct nostall_stat *st);
+
 #ifdef __cplusplus
 }
 #endif
