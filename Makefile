@@ -38,6 +38,7 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 # Shared test support (models, targets) linked into every test binary.
 TESTLIB_SRCS := $(sort $(wildcard tests/lib/*.c))
 TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/obj/%.o)
+.SECONDARY: $(TESTLIB_OBJS)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all lib tests test clean check-clang check-layers
