@@ -311,8 +311,7 @@ struct imount {
 static void imount_open(struct imount *m, const char *spec, const char *name)
 {
 	assert_int_equal(dev_open(spec, &m->dev), 0);
-	struct ext3_mount_opts o = {.readahead_blocks = -1};
-	int rc = ext3_fs_mount(m->dev, &o, &m->fs);
+	int rc = ext3_fs_mount(m->dev, NULL, 0, &m->fs);
 	if (rc)
 		fail_msg("ext3_fs_mount %s: %s", spec, err_last(rc));
 	uint32_t ino;

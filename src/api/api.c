@@ -7,13 +7,10 @@
  * readahead windows, with their own mutex, taken after the position mutex). */
 #include "nostall/nostall.h"
 
-#include "blk/blk.h"
 #include "dev/dev.h"
 #include "ext3/ext3.h"
-#include "ext3/mkfs.h"
-#include "jbd/jbd.h"
+#include "ext3/uuid.h"
 #include "util/err.h"
-#include "util/opts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,9 +29,6 @@ struct nostall_fs {
 	atomic_int handles; /* open files and directory iterators */
 	size_t file_readahead; /* max readahead window per open file, 0 = off */
 };
-
-/* Default maximum readahead window of an open file (file_readahead=). */
-#define FILE_READAHEAD_DEFAULT (4u << 20)
 
 struct nostall_file {
 	struct nostall_fs *fs;
@@ -59,129 +53,33 @@ const char *nostall_errmsg(int rc) { return err_last(rc); }
 
 /* ---- mount ---- */
 
-struct mount_args {
-	struct ext3_mount_opts mo;
-	size_t file_readahead;
-	bool ro;
-	char *blk;      /* collected queue tunables */
-	size_t blk_len;
-	size_t blk_cap;
-};
-
-static int blk_opt_append(struct mount_args *a, const char *name, const char *value)
-{
-	size_t need = strlen(name) + (value ? strlen(value) + 1 : 0) + 2;
-	if (a->blk_len + need > a->blk_cap) {
-		size_t cap = (a->blk_cap + need) * 2;
-		char *n = realloc(a->blk, cap);
-		if (!n)
-			return err_set(-ENOMEM, "out of memory");
-		a->blk = n;
-		a->blk_cap = cap;
-	}
-	a->blk_len += (size_t)snprintf(a->blk + a->blk_len, a->blk_cap - a->blk_len, "%s%s%s%s",
-				       a->blk_len ? "," : "", name, value ? "=" : "",
-				       value ? value : "");
-	return 0;
-}
-
-static int mount_opt_cb(void *ctx, const char *name, const char *value)
-{
-	struct mount_args *a = ctx;
-	uint64_t v;
-	int rc;
-	if (!strcmp(name, "ro") && !value) {
-		a->ro = true;
-	} else if (!strcmp(name, "noload") && !value) {
-		a->mo.noload = true;
-	} else if (!strcmp(name, "cache")) {
-		if (!value)
-			return err_set(-EINVAL, "mount option cache needs a size");
-		if ((rc = opts_parse_size(value, &v)) < 0)
-			return rc;
-		if (v < 64 * 1024)
-			return err_set(-EINVAL, "mount option cache=%s: at least 64K", value);
-		a->mo.cache_bytes = (size_t)v;
-	} else if (!strcmp(name, "readahead")) {
-		if (!value || (rc = opts_parse_u64(value, &v)) < 0 || v > 4096)
-			return err_set(-EINVAL, "mount option readahead=%s: 0..4096 blocks",
-				       value ? value : "");
-		a->mo.readahead_blocks = (int)v;
-	} else if (!strcmp(name, "file_readahead")) {
-		if (!value || (rc = opts_parse_size(value, &v)) < 0 || (v && v < 64 * 1024) ||
-		    v > 64u << 20)
-			return err_set(-EINVAL, "mount option file_readahead=%s: 0 (off) or 64K..64M",
-				       value ? value : "");
-		a->file_readahead = (size_t)v;
-	} else if (!strcmp(name, "sb")) {
-		if (!value || (rc = opts_parse_u64(value, &v)) < 0 || v == 0 || v > UINT32_MAX)
-			return err_set(-EINVAL, "mount option sb=%s: a backup superblock number",
-				       value ? value : "");
-		a->mo.sb_block = v;
-	} else {
-		/* Block queue tunable: checked by blk_opts_validate below. */
-		return blk_opt_append(a, name, value);
-	}
-	return 0;
-}
-
-/* A filesystem whose journal needs recovery has its journal replayed, as
- * the kernel's ext3 does even for a read-only mount (the device is written);
- * `noload` skips it and reads the image as it is. The mount that noticed it
- * is dropped first and made again afterwards, so no cache holds a block the
- * replay changed. Only for the primary superblock (sb= reads a backup, as
- * for a damaged primary). */
-static int mount_replay_journal(struct dev *dev, const struct ext3_mount_opts *mo, struct ext3_fs **e)
-{
-	if (mo->noload || mo->sb_block || !ext3_fs_needs_recovery(*e))
-		return 0;
-	ext3_fs_unmount(*e);
-	*e = NULL;
-	int rc = ext3_journal_recover(dev, 0, NULL, NULL);
-	if (rc < 0)
-		return err_wrap(rc, "journal recovery failed (mount with -o noload to read the image as it is)");
-	return ext3_fs_mount(dev, mo, e);
-}
-
 int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct nostall_fs **out)
 {
 	*out = NULL;
 	if (!dev)
 		return err_set(-EINVAL, "nostall_mount_dev: no device");
-	struct mount_args a = {.mo = {.readahead_blocks = -1},
-			       .file_readahead = FILE_READAHEAD_DEFAULT};
-	int rc = 0;
-	if (opts && *opts)
-		rc = opts_parse(opts, mount_opt_cb, &a);
-	if (!rc && a.blk) {
-		rc = blk_opts_validate(a.blk);
-		if (rc)
-			rc = err_wrap(-EINVAL, "mount options");
-	}
-	if (!rc && !(flags & NOSTALL_MOUNT_RDONLY) && !a.ro)
+	struct ext3_mount_opts mo;
+	ext3_mount_opts_init(&mo);
+	int rc = ext3_mount_opts_parse(&mo, opts);
+	if (!rc && !(flags & NOSTALL_MOUNT_RDONLY) && !mo.ro)
 		rc = err_set(-EROFS, "nostall mounts read-only for now (pass NOSTALL_MOUNT_RDONLY "
 			     "or -o ro)");
-	if (rc) {
-		free(a.blk);
-		return rc;
+	struct nostall_fs *fs = NULL;
+	if (!rc) {
+		fs = calloc(1, sizeof *fs);
+		if (!fs)
+			rc = err_set(-ENOMEM, "out of memory");
 	}
-	a.mo.blk_opts = a.blk;
-	struct nostall_fs *fs = calloc(1, sizeof *fs);
-	if (!fs) {
-		free(a.blk);
-		return err_set(-ENOMEM, "out of memory");
-	}
-	fs->dev = dev;
-	fs->file_readahead = a.file_readahead;
-	atomic_init(&fs->handles, 0);
-	rc = ext3_fs_mount(dev, &a.mo, &fs->e);
 	if (!rc)
-		rc = mount_replay_journal(dev, &a.mo, &fs->e);
-	free(a.blk);
+		rc = ext3_fs_mount(dev, &mo, 0, &fs->e);
+	ext3_mount_opts_release(&mo);
 	if (rc) {
 		free(fs);
 		return rc;
 	}
+	fs->dev = dev;
+	fs->file_readahead = ext3_fs_opts(fs->e)->file_readahead;
+	atomic_init(&fs->handles, 0);
 	*out = fs;
 	return 0;
 }
@@ -688,19 +586,8 @@ int nostall_statfs(struct nostall_fs *fs, struct nostall_statfs *st)
 {
 	const struct ext3_super_block *sb = ext3_fs_super(fs->e);
 	memset(st, 0, sizeof *st);
-	uint32_t groups = ext3_fs_groups(fs->e);
-	/* Overhead like ext3_statfs: block 0..first_data_block, superblock + GDT
-	 * copies, and each group's bitmaps and inode table. */
-	uint64_t overhead = le32_to_cpu(sb->s_first_data_block);
+	uint64_t overhead = ext3_fs_overhead(fs->e);
 	uint32_t bs = ext3_fs_block_size(fs->e);
-	uint32_t itb = le32_to_cpu(sb->s_inodes_per_group) / (bs / ext3_fs_inode_size(fs->e));
-	for (uint32_t g = 0; g < groups; g++) {
-		struct nostall_group_info gi;
-		nostall_group_info(fs, g, &gi);
-		if (gi.has_super)
-			overhead += 1 + ext3_fs_desc_blocks(fs->e);
-		overhead += 2 + itb;
-	}
 	uint64_t blocks = ext3_fs_blocks_count(fs->e);
 	st->block_size = bs;
 	st->blocks = blocks > overhead ? blocks - overhead : 0;
@@ -801,17 +688,10 @@ int nostall_group_info(struct nostall_fs *fs, uint32_t g, struct nostall_group_i
 	const struct ext3_group_desc *d = ext3_fs_group_desc(fs->e, g);
 	if (!d)
 		return err_set(-EINVAL, "group %u out of range (%u groups)", g, ext3_fs_groups(fs->e));
-	const struct ext3_super_block *sb = ext3_fs_super(fs->e);
 	memset(gi, 0, sizeof *gi);
-	uint64_t bpg = le32_to_cpu(sb->s_blocks_per_group);
 	gi->group = g;
-	gi->first_block = le32_to_cpu(sb->s_first_data_block) + (uint64_t)g * bpg;
-	gi->last_block = gi->first_block + bpg - 1;
-	if (gi->last_block >= ext3_fs_blocks_count(fs->e))
-		gi->last_block = ext3_fs_blocks_count(fs->e) - 1;
-	bool sparse = le32_to_cpu(sb->s_rev_level) >= EXT3_DYNAMIC_REV &&
-		      (le32_to_cpu(sb->s_feature_ro_compat) & EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER);
-	gi->has_super = sparse ? ext3_group_has_super(g) : 1;
+	ext3_fs_group_range(fs->e, g, &gi->first_block, &gi->last_block);
+	gi->has_super = ext3_fs_group_has_super(fs->e, g);
 	gi->block_bitmap = d->bg_block_bitmap;
 	gi->inode_bitmap = d->bg_inode_bitmap;
 	gi->inode_table = d->bg_inode_table;

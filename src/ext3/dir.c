@@ -206,9 +206,9 @@ static int dir_nblocks(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uin
 {
 	if ((dir->mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
 		return err_set(-ENOTDIR, "ext3: inode %u is not a directory", dir->ino);
-	uint64_t nb = dir->size / fs->block_size;
-	uint64_t have = (uint64_t)dir->blocks * 512 / fs->block_size;
-	if (nb > have || nb > fs->blocks_count)
+	uint64_t nb = dir->size / fs->g.block_size;
+	uint64_t have = (uint64_t)dir->blocks * 512 / fs->g.block_size;
+	if (nb > have || nb > fs->g.blocks_count)
 		return err_set(-EUCLEAN, "ext3: directory inode %u: size %llu needs %llu blocks but "
 			       "only %llu are allocated", dir->ino, (unsigned long long)dir->size,
 			       (unsigned long long)nb, (unsigned long long)have);
@@ -238,7 +238,7 @@ int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint6
 	int rc = dir_nblocks(fs, dir, &nblocks);
 	if (rc)
 		return rc;
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	uint64_t lblk = *pos / bs;
 	unsigned start = (unsigned)(*pos % bs);
 	for (; lblk < nblocks; lblk++, start = 0) {
@@ -252,7 +252,7 @@ int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint6
 		unsigned off = 0;
 		while (off < bs) {
 			struct ext3_dirent_view de;
-			rc = ext3_dirblock_entry(b, bs, off, fs->inodes_count, fs->has_filetype, &de);
+			rc = ext3_dirblock_entry(b, bs, off, fs->g.inodes_count, fs->has_filetype, &de);
 			if (rc) {
 				buf_put(bh);
 				*pos = lblk * bs + off;
@@ -319,10 +319,10 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode_mem *dir, 
 	if (rc)
 		return rc;
 	const uint8_t *b = buf_data(bh);
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	for (unsigned off = 0; off < bs;) {
 		struct ext3_dirent_view de;
-		rc = ext3_dirblock_entry(b, bs, off, fs->inodes_count, fs->has_filetype, &de);
+		rc = ext3_dirblock_entry(b, bs, off, fs->g.inodes_count, fs->has_filetype, &de);
 		if (rc) {
 			buf_put(bh);
 			return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
@@ -349,7 +349,7 @@ struct dx_level {
 static int dx_load(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const uint8_t *b,
 		   unsigned off, uint64_t nblocks, uint64_t lblk, struct dx_level *lv)
 {
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	struct ext3_dx_countlimit cl;
 	memcpy(&cl, b + off, sizeof cl);
 	unsigned limit = le16_to_cpu(cl.limit), count = le16_to_cpu(cl.count);
@@ -432,7 +432,7 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, u
 		b = buf_data(bh);
 		const struct ext3_dx_node *node = (const struct ext3_dx_node *)b;
 		if (le32_to_cpu(node->fake_inode) != 0 ||
-		    le16_to_cpu(node->fake_rec_len) != fs->block_size) {
+		    le16_to_cpu(node->fake_rec_len) != fs->g.block_size) {
 			buf_put(bh);
 			return err_set(-EUCLEAN, "ext3: directory inode %u: htree node %llu has no "
 				       "empty header entry", dir->ino, (unsigned long long)child);

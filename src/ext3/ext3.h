@@ -30,20 +30,83 @@ struct buf_cache;
 struct buffer_head;
 struct ext3_fs;
 
-/* ---- mount ---- */
+/* ---- mount (mount.c; options: mount_opts.c) ---- */
 
-struct ext3_mount_opts {
-	size_t cache_bytes;         /* 0 = buffer cache default */
-	int readahead_blocks;       /* -1 = default */
-	uint64_t sb_block;          /* 0 = primary superblock; else a backup's block number */
-	bool noload;                /* ignore the journal */
-	const char *blk_opts;       /* block queue tunables, may be NULL */
+/* Data modes (data=). 0 in ext3_mount_opts = not given: the superblock's
+ * default mount options (s_default_mount_opts & 0x60: 0x20 journal,
+ * 0x40 ordered, 0x60 writeback) decide, else EXT3_DATA_MODE_DEFAULT.
+ * Without the journal's revoke feature (a version 1 journal superblock)
+ * only journal mode works: asking for another one is an error, a default
+ * falls back to journal (as Linux does). */
+enum {
+	EXT3_DATA_JOURNAL = 1,
+	EXT3_DATA_ORDERED = 2,
+	EXT3_DATA_WRITEBACK = 3,
+	EXT3_DATA_GUARDED = 4,
 };
+#ifndef EXT3_DATA_MODE_DEFAULT
+#define EXT3_DATA_MODE_DEFAULT EXT3_DATA_ORDERED /* a build setting (-D) */
+#endif
+enum { EXT3_DATA_ERR_IGNORE = 1, EXT3_DATA_ERR_ABORT = 2 };
+enum { EXT3_ATIME_RELATIME = 1, EXT3_ATIME_NOATIME = 2, EXT3_ATIME_STRICT = 3 };
 
-/* Mount dev (not owned). Validates the superblock and the descriptor table
- * (see docs/ext3-read-path.md, "Mount checks"). Read-only. */
-int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_fs **out);
-void ext3_fs_unmount(struct ext3_fs *fs);
+/* Parsed mount options. Fields the mount does not act on yet (the write
+ * side) are validated and stored for the write path. */
+struct ext3_mount_opts {
+	bool ro;                    /* "ro" (the caller decides what it means) */
+	bool noload;                /* ignore the journal (no replay) */
+	uint64_t sb_block;          /* 0 = primary superblock; else a backup's block number */
+	size_t cache_bytes;         /* 0 = buffer cache default */
+	int readahead_blocks;       /* buffer cache readahead; -1 = default */
+	size_t file_readahead;      /* max readahead window per open file, 0 = off */
+	char *blk_opts;             /* block queue tunables and presets (owned), or NULL */
+	int data_mode;              /* EXT3_DATA_*, 0 = default (see above) */
+	struct jbd_config jcfg;     /* commit=, barrier=, nobarrier, journal_ioprio= */
+	int errors;                 /* EXT3_ERRORS_* (ext3_format.h), 0 = the superblock's */
+	int data_err;               /* EXT3_DATA_ERR_*, 0 = ignore */
+	int atime;                  /* EXT3_ATIME_*, 0 = relatime */
+};
+void ext3_mount_opts_init(struct ext3_mount_opts *o);
+/* Add "name=value,..." (Linux's names) to o. -EINVAL with a message naming
+ * the option for an unknown name, a bad value or a conflict with an earlier
+ * option; -ENOMEM. */
+int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts);
+void ext3_mount_opts_release(struct ext3_mount_opts *o);
+const char *ext3_data_mode_name(int mode);
+
+/* Mount flags. Without EXT3_MOUNT_JOURNAL the mount is read-only and never
+ * writes, except that a journal needing recovery is replayed first (as the
+ * kernel does even for a read-only mount) unless noload or sb= is given. */
+#define EXT3_MOUNT_JOURNAL 0x1u /* load the journal for writing (jbd_journal_load);
+				 * needs_recovery is set on disk while mounted */
+
+/* Mount dev (not owned): open the block queue (o->blk_opts) and the buffer
+ * cache, validate the superblock and the descriptor table (see
+ * docs/ext3-read-path.md, "Mount checks"), replay the journal if needed,
+ * resolve the data mode. With EXT3_MOUNT_JOURNAL, ro, noload and sb= are
+ * conflicts (-EINVAL). o may be NULL (defaults); it is copied (blk_opts is
+ * not kept). */
+int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned flags,
+		  struct ext3_fs **out);
+/* Unmount. With a journal: jbd_journal_destroy (commit, checkpoint, empty
+ * log), write back the cache, then clear needs_recovery; a journal error is
+ * returned and needs_recovery stays set (the next mount replays). Everything
+ * is freed in any case. NULL: 0. */
+int ext3_fs_unmount(struct ext3_fs *fs);
+
+/* The options in effect (data_mode resolved; blk_opts NULL). */
+const struct ext3_mount_opts *ext3_fs_opts(const struct ext3_fs *fs);
+/* The journal of an EXT3_MOUNT_JOURNAL mount, else NULL. */
+struct jbd_journal *ext3_fs_journal(struct ext3_fs *fs);
+/* Where the journal is (EXT3_MOUNT_JOURNAL mounts; valid while mounted).
+ * -ENOENT otherwise. */
+int ext3_fs_journal_location(struct ext3_fs *fs, struct jbd_location *loc);
+/* statfs overhead (geom.h's ext3_geom_overhead), computed at mount. */
+uint64_t ext3_fs_overhead(const struct ext3_fs *fs);
+/* Does group g hold a superblock backup (all groups without sparse_super)? */
+bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g);
+/* First and last block of group g. */
+void ext3_fs_group_range(const struct ext3_fs *fs, uint32_t g, uint64_t *first, uint64_t *last);
 
 /* Accessors. */
 const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs); /* on-disk (LE) copy */
@@ -251,6 +314,12 @@ struct ext3_journal;
  * external journal), mount read-only for a moment and map every block of
  * inode 8 (-EUCLEAN with a message for a hole or a bad inode). */
 int ext3_journal_open(struct dev *dev, struct ext3_journal **out);
+/* The superblock's journal fields: -EINVAL (not ext3, no journal),
+ * -EOPNOTSUPP (external journal), with a message. */
+int ext3_journal_sb_check(const struct ext3_super_block *sb);
+/* The same as ext3_journal_open over a mounted fs (its read path; dev = the fs's device). The
+ * superblock copy is the fs's. */
+int ext3_journal_open_fs(struct ext3_fs *fs, struct ext3_journal **out);
 void ext3_journal_close(struct ext3_journal *e);
 /* A location whose bmap uses the map built at open (valid while e is). */
 void ext3_journal_location(struct ext3_journal *e, struct jbd_location *loc);
@@ -262,6 +331,12 @@ int ext3_journal_set_needs_recovery(struct ext3_journal *e, bool on);
 int ext3_journal_mark_error(struct ext3_journal *e);
 unsigned ext3_journal_block_size(const struct ext3_journal *e);
 uint32_t ext3_journal_fs_blocks(const struct ext3_journal *e);
+/* Replace the superblock copy (as read from the device at open). */
+void ext3_journal_set_super(struct ext3_journal *e, const struct ext3_super_block *sb);
+/* Replay e's journal as ext3_journal_recover below does (the filesystem must
+ * not be mounted: recovery writes the device directly). */
+int ext3_journal_replay(struct ext3_journal *e, unsigned flags, struct jbd_recovery_info *info,
+			bool *did);
 /* What `nostall recover` and e2fsck's journal step do to an ext3 image:
  * when the journal has data or needs_recovery is set, replay it, mark the
  * journal empty, record a journal error in the filesystem, clear

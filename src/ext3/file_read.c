@@ -193,7 +193,7 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		      uint64_t marker)
 {
 	struct ext3_fs *fs = r->fs;
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	w->len = 0;
 	w->short_map = false;
 	uint64_t fend = r->in->size + bs - 1;
@@ -284,7 +284,7 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 	if (len > in->size - off)
 		len = (size_t)(in->size - off);
 	if (len > (size_t)SSIZE_MAX)
-		len = (size_t)SSIZE_MAX & ~(size_t)(r->fs->block_size - 1);
+		len = (size_t)SSIZE_MAX & ~(size_t)(r->fs->g.block_size - 1);
 	if (!r->max_window)
 		return ext3_inode_pread(r->fs, in, buf, len, off);
 
@@ -305,7 +305,7 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 		pthread_mutex_unlock(&r->lock);
 		return n;
 	}
-	uint32_t bs = r->fs->block_size;
+	uint32_t bs = r->fs->g.block_size;
 	while (done < len) {
 		uint64_t pos = off + done;
 		struct fr_win *c = &r->win[r->cur], *n = &r->win[r->cur ^ 1];

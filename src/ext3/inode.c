@@ -45,24 +45,23 @@ bool ext3_inode_in_use(const struct ext3_inode_mem *in)
 
 int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out)
 {
-	if (ino == 0 || ino > fs->inodes_count)
-		return err_set(-EINVAL, "ext3: inode %u out of range (1-%u)", ino, fs->inodes_count);
-	uint32_t g = (ino - 1) / fs->inodes_per_group;
-	uint32_t idx = (ino - 1) % fs->inodes_per_group;
-	uint64_t blk = (uint64_t)fs->gd[g].bg_inode_table + idx / fs->inodes_per_block;
-	unsigned off = (idx % fs->inodes_per_block) * fs->inode_size;
+	if (ino == 0 || ino > fs->g.inodes_count)
+		return err_set(-EINVAL, "ext3: inode %u out of range (1-%u)", ino, fs->g.inodes_count);
+	uint64_t blk;
+	unsigned off;
+	ext3_fs_inode_loc(fs, ino, &blk, &off);
 	struct buffer_head *bh;
 	int rc = ext3_bread(fs, blk, "inode table", &bh);
 	if (rc)
 		return rc;
 	const uint8_t *raw = (const uint8_t *)buf_data(bh) + off;
 	memset(out, 0, offsetof(struct ext3_inode_mem, raw));
-	memcpy(out->raw, raw, fs->inode_size);
+	memcpy(out->raw, raw, fs->g.inode_size);
 	buf_put(bh);
 	raw = out->raw;
-	out->raw_size = (uint16_t)fs->inode_size;
+	out->raw_size = (uint16_t)fs->g.inode_size;
 
-	const struct ext3_inode *di = (const struct ext3_inode *)raw;
+	const struct ext3_disk_inode *di = (const struct ext3_disk_inode *)raw;
 	out->ino = ino;
 	out->mode = le16_to_cpu(di->i_mode);
 	out->links = le16_to_cpu(di->i_links_count);
@@ -78,12 +77,12 @@ int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out
 	out->file_acl = le32_to_cpu(di->i_file_acl);
 	for (int i = 0; i < EXT3_N_BLOCKS; i++)
 		out->block[i] = le32_to_cpu(di->i_block[i]);
-	if (fs->inode_size > EXT3_GOOD_OLD_INODE_SIZE) {
+	if (fs->g.inode_size > EXT3_GOOD_OLD_INODE_SIZE) {
 		out->extra_isize = raw_le16(raw + 0x80);
 		if (out->extra_isize % 4 ||
-		    EXT3_GOOD_OLD_INODE_SIZE + (unsigned)out->extra_isize > fs->inode_size)
+		    EXT3_GOOD_OLD_INODE_SIZE + (unsigned)out->extra_isize > fs->g.inode_size)
 			return err_set(-EUCLEAN, "ext3: inode %u: bad i_extra_isize %u (inode size %u)",
-				       ino, out->extra_isize, fs->inode_size);
+				       ino, out->extra_isize, fs->g.inode_size);
 	}
 	inode_time(le32_to_cpu(di->i_atime), raw, 0x8C, out->extra_isize, &out->atime,
 		   &out->atime_ns);
@@ -97,16 +96,16 @@ int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out
 
 	if (!ext3_inode_in_use(out))
 		return 0;
-	if (out->file_acl && (out->file_acl >= fs->blocks_count || out->file_acl < fs->first_data_block))
+	if (out->file_acl && (out->file_acl >= fs->g.blocks_count || out->file_acl < fs->g.first_data_block))
 		return err_set(-EUCLEAN, "ext3: inode %u: xattr block %u outside the filesystem",
 			       ino, out->file_acl);
 	uint16_t type = out->mode & EXT3_S_IFMT;
 	if (type == EXT3_S_IFDIR) {
-		if (out->size % fs->block_size)
+		if (out->size % fs->g.block_size)
 			return err_set(-EUCLEAN, "ext3: inode %u: directory size %llu not a multiple "
 				       "of the block size", ino, (unsigned long long)out->size);
 	} else if (type == EXT3_S_IFLNK) {
-		if (out->size == 0 || out->size >= fs->block_size)
+		if (out->size == 0 || out->size >= fs->g.block_size)
 			return err_set(-EUCLEAN, "ext3: inode %u: bad symlink length %llu", ino,
 				       (unsigned long long)out->size);
 		if (ext3_inode_is_fast_symlink(fs, out) && out->size >= sizeof out->block)
@@ -123,7 +122,7 @@ bool ext3_inode_is_fast_symlink(const struct ext3_fs *fs, const struct ext3_inod
 {
 	if ((in->mode & EXT3_S_IFMT) != EXT3_S_IFLNK)
 		return false;
-	uint32_t ea = in->file_acl ? fs->block_size / 512 : 0;
+	uint32_t ea = in->file_acl ? fs->g.block_size / 512 : 0;
 	return in->blocks == ea;
 }
 
@@ -144,7 +143,7 @@ int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_
 		    uint64_t *physical)
 {
 	*physical = 0;
-	uint64_t apb = fs->apb;
+	uint64_t apb = fs->g.apb;
 	uint32_t root;
 	int levels;
 	uint64_t l = logical;
@@ -179,10 +178,10 @@ int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_
 		cur = le32_to_cpu(ptr[(l / div) % apb]);
 		buf_put(bh);
 	}
-	if (cur && (cur >= fs->blocks_count || cur < fs->first_data_block))
+	if (cur && (cur >= fs->g.blocks_count || cur < fs->g.first_data_block))
 		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
 			       "outside the filesystem (%u blocks)", in->ino,
-			       (unsigned long long)logical, cur, fs->blocks_count);
+			       (unsigned long long)logical, cur, fs->g.blocks_count);
 	*physical = cur;
 	return 0;
 }
@@ -195,10 +194,10 @@ ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, vo
 	if (len > in->size - off)
 		len = (size_t)(in->size - off);
 	if (len > (size_t)SSIZE_MAX)
-		len = (size_t)SSIZE_MAX & ~(size_t)(fs->block_size - 1);
+		len = (size_t)SSIZE_MAX & ~(size_t)(fs->g.block_size - 1);
 	uint8_t *dst = buf;
 	size_t done = 0;
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	while (done < len) {
 		uint64_t pos = off + done;
 		uint64_t lblk = pos / bs;
@@ -233,7 +232,7 @@ void ext3_map_cache_reset(struct ext3_map_cache *mc)
 /* Is pointer p (non-zero) a block inside the filesystem? */
 static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
 {
-	return p < fs->blocks_count && p >= fs->first_data_block;
+	return p < fs->g.blocks_count && p >= fs->g.first_data_block;
 }
 
 int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
@@ -244,7 +243,7 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
 	*count = 0;
 	if (max == 0)
 		return 0;
-	uint64_t apb = fs->apb;
+	uint64_t apb = fs->g.apb;
 	const uint32_t *ptrs; /* the pointer array that maps `logical` */
 	uint64_t first, n;    /* ... starting at logical block `first`, n pointers */
 	uint32_t leafcopy[EXT3_MAX_BLOCK_SIZE / 4];
@@ -314,7 +313,7 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
 	if (p0 && !map_ptr_ok(fs, p0))
 		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
 			       "outside the filesystem (%u blocks)", in->ino,
-			       (unsigned long long)logical, p0, fs->blocks_count);
+			       (unsigned long long)logical, p0, fs->g.blocks_count);
 	uint64_t c = 1;
 	while (c < max && i + c < n) {
 		uint32_t p = ptrs[i + c];

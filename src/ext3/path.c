@@ -18,14 +18,14 @@ ssize_t ext3_symlink_read(struct ext3_fs *fs, const struct ext3_inode_mem *in, c
 	if ((in->mode & EXT3_S_IFMT) != EXT3_S_IFLNK)
 		return err_set(-EINVAL, "ext3: inode %u is not a symbolic link", in->ino);
 	size_t len = (size_t)in->size; /* < block size, checked by ext3_inode_read */
-	if (len == 0 || len >= fs->block_size)
+	if (len == 0 || len >= fs->g.block_size)
 		return err_set(-EUCLEAN, "ext3: inode %u: bad symlink length %zu", in->ino, len);
 	size_t n = len < size ? len : size;
 	if (ext3_inode_is_fast_symlink(fs, in)) {
 		if (len >= sizeof in->block)
 			return err_set(-EUCLEAN, "ext3: inode %u: fast symlink of %zu bytes", in->ino,
 				       len);
-		memcpy(buf, in->raw + offsetof(struct ext3_inode, i_block), n);
+		memcpy(buf, in->raw + offsetof(struct ext3_disk_inode, i_block), n);
 		return (ssize_t)n;
 	}
 	char tmp[EXT3_MAX_BLOCK_SIZE];

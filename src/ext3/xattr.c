@@ -99,7 +99,7 @@ static int xattr_walk(struct ext3_fs *fs, const struct ext3_inode_mem *in, ext3_
 			       le32_to_cpu(h.h_blocks));
 	}
 	snprintf(what, sizeof what, "inode %u, xattr block %u", in->ino, in->file_acl);
-	rc = ext3_xattr_region_walk(b, b + sizeof h, b + fs->block_size, what, cb, ctx);
+	rc = ext3_xattr_region_walk(b, b + sizeof h, b + fs->g.block_size, what, cb, ctx);
 	buf_put(bh);
 	return rc;
 }
