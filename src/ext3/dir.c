@@ -202,37 +202,49 @@ int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t 
 /* Blocks of a directory, checked against the blocks it really has (no holes in
  * ext3 directories, so size/bs <= data blocks <= i_blocks): this bounds
  * every walk by the allocated space even on a corrupt inode. */
-static int dir_nblocks(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *n)
+static int dir_nblocks(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *n)
 {
-	if ((dir->mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
-		return err_set(-ENOTDIR, "ext3: inode %u is not a directory", dir->ino);
-	uint64_t nb = dir->size / fs->g.block_size;
-	uint64_t have = (uint64_t)dir->blocks * 512 / fs->g.block_size;
+	if ((dir->a.mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
+		return err_set(-ENOTDIR, "ext3: inode %u is not a directory", dir->a.ino);
+	uint64_t nb = dir->i_size / fs->g.block_size;
+	uint64_t have = (uint64_t)dir->a.blocks * 512 / fs->g.block_size;
 	if (nb > have || nb > fs->g.blocks_count)
 		return err_set(-EUCLEAN, "ext3: directory inode %u: size %llu needs %llu blocks but "
-			       "only %llu are allocated", dir->ino, (unsigned long long)dir->size,
+			       "only %llu are allocated", dir->a.ino, (unsigned long long)dir->i_size,
 			       (unsigned long long)nb, (unsigned long long)have);
 	*n = nb;
 	return 0;
 }
 
 /* Read logical block lblk of a directory (holes are corruption). */
-static int dir_bread(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t lblk,
+static int dir_bread(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
 		     struct buffer_head **out)
 {
 	uint64_t phys;
 	*out = NULL;
-	int rc = ext3_inode_bmap(fs, dir, lblk, &phys);
+	int rc = ext3_inode_bmap_locked(fs, dir, lblk, &phys);
 	if (rc)
 		return rc;
 	if (phys == 0)
-		return err_set(-EUCLEAN, "ext3: directory inode %u: hole at block %llu", dir->ino,
+		return err_set(-EUCLEAN, "ext3: directory inode %u: hole at block %llu", dir->a.ino,
 			       (unsigned long long)lblk);
 	return ext3_bread(fs, phys, "directory", out);
 }
 
-int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *pos,
+static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
+			      ext3_dir_cb cb, void *ctx);
+
+int ext3_dir_iterate(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 		     ext3_dir_cb cb, void *ctx)
+{
+	pthread_rwlock_rdlock(&dir->lock);
+	int rc = dir_iterate_locked(fs, dir, pos, cb, ctx);
+	pthread_rwlock_unlock(&dir->lock);
+	return rc;
+}
+
+static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
+			      ext3_dir_cb cb, void *ctx)
 {
 	uint64_t nblocks;
 	int rc = dir_nblocks(fs, dir, &nblocks);
@@ -256,7 +268,7 @@ int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint6
 			if (rc) {
 				buf_put(bh);
 				*pos = lblk * bs + off;
-				return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
+				return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->a.ino,
 					     (unsigned long long)lblk);
 			}
 			unsigned next = off + de.rec_len;
@@ -298,11 +310,11 @@ static int find_cb(void *ctx, const struct ext3_dirent_view *de, uint64_t next_p
 	return 0;
 }
 
-static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode_mem *dir,
+static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode *dir,
 			     struct find_ctx *f)
 {
 	uint64_t pos = 0;
-	int rc = ext3_dir_iterate(fs, dir, &pos, find_cb, f);
+	int rc = dir_iterate_locked(fs, dir, &pos, find_cb, f);
 	if (rc == 1)
 		return 0;
 	if (rc < 0)
@@ -311,7 +323,7 @@ static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode_mem *di
 }
 
 /* Search one leaf block for the name: 1 found, 0 not, < 0 error. */
-static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t lblk,
+static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
 			  struct find_ctx *f)
 {
 	struct buffer_head *bh;
@@ -325,7 +337,7 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode_mem *dir, 
 		rc = ext3_dirblock_entry(b, bs, off, fs->g.inodes_count, fs->has_filetype, &de);
 		if (rc) {
 			buf_put(bh);
-			return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
+			return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->a.ino,
 					     (unsigned long long)lblk);
 		}
 		if (de.inode && find_cb(f, &de, 0)) {
@@ -346,7 +358,7 @@ struct dx_level {
 };
 
 /* Load count/limit + entries that start at byte `off` of block `b`. */
-static int dx_load(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const uint8_t *b,
+static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
 		   unsigned off, uint64_t nblocks, uint64_t lblk, struct dx_level *lv)
 {
 	uint32_t bs = fs->g.block_size;
@@ -356,7 +368,7 @@ static int dx_load(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const u
 	unsigned want = (bs - off) / sizeof(struct ext3_dx_entry);
 	if (limit != want || count == 0 || count > limit)
 		return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: bad count/limit "
-			       "%u/%u (limit should be %u)", dir->ino, (unsigned long long)lblk,
+			       "%u/%u (limit should be %u)", dir->a.ino, (unsigned long long)lblk,
 			       count, limit, want);
 	memcpy(lv->ent, b + off, (size_t)count * sizeof(struct ext3_dx_entry));
 	lv->count = count;
@@ -364,13 +376,13 @@ static int dx_load(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const u
 		uint32_t blk = le32_to_cpu(lv->ent[i].block) & 0x00ffffffu;
 		if (blk == 0 || blk >= nblocks)
 			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: entry %u "
-				       "points at block %u (directory has %llu)", dir->ino,
+				       "points at block %u (directory has %llu)", dir->a.ino,
 				       (unsigned long long)lblk, i, blk, (unsigned long long)nblocks);
 		lv->ent[i].block = blk;
 		lv->ent[i].hash = i ? le32_to_cpu(lv->ent[i].hash) : 0;
 		if (i > 1 && lv->ent[i].hash < lv->ent[i - 1].hash)
 			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: hashes out "
-				       "of order", dir->ino, (unsigned long long)lblk);
+				       "of order", dir->a.ino, (unsigned long long)lblk);
 	}
 	return 0;
 }
@@ -391,7 +403,7 @@ static void dx_choose(struct dx_level *lv, uint32_t h)
 
 /* htree lookup: 0 found, -ENOENT absent, -EUCLEAN bad index (the caller falls
  * back to a linear scan), other errors as they come. */
-static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t nblocks,
+static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t nblocks,
 			 struct find_ctx *f)
 {
 	struct buffer_head *bh;
@@ -407,7 +419,7 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, u
 	    levels >= EXT3_DX_MAX_LEVELS) {
 		buf_put(bh);
 		return err_set(-EUCLEAN, "ext3: directory inode %u: bad htree root (hash %u, "
-			       "levels %u, info length %u)", dir->ino, hv, levels,
+			       "levels %u, info length %u)", dir->a.ino, hv, levels,
 			       root->info.info_length);
 	}
 	if (fs->unsigned_hash)
@@ -435,7 +447,7 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, u
 		    le16_to_cpu(node->fake_rec_len) != fs->g.block_size) {
 			buf_put(bh);
 			return err_set(-EUCLEAN, "ext3: directory inode %u: htree node %llu has no "
-				       "empty header entry", dir->ino, (unsigned long long)child);
+				       "empty header entry", dir->a.ino, (unsigned long long)child);
 		}
 		rc = dx_load(fs, dir, b, 0x08, nblocks, child, &lv[l]);
 		buf_put(bh);
@@ -473,14 +485,26 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, u
 		}
 	}
 	return err_set(-EUCLEAN, "ext3: directory inode %u: htree collision chain too long",
-		       dir->ino);
+		       dir->a.ino);
 }
 
-int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const char *name,
+static int dir_lookup_locked(struct ext3_fs *fs, const struct ext3_inode *dir, const char *name,
+			     size_t len, uint32_t *ino, uint8_t *file_type);
+
+int ext3_dir_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name,
 		    size_t len, uint32_t *ino, uint8_t *file_type)
 {
 	if (len == 0 || len > EXT3_NAME_LEN)
 		return err_set(len ? -ENAMETOOLONG : -ENOENT, "ext3: bad name length %zu", len);
+	pthread_rwlock_rdlock(&dir->lock);
+	int rc = dir_lookup_locked(fs, dir, name, len, ino, file_type);
+	pthread_rwlock_unlock(&dir->lock);
+	return rc;
+}
+
+static int dir_lookup_locked(struct ext3_fs *fs, const struct ext3_inode *dir, const char *name,
+			     size_t len, uint32_t *ino, uint8_t *file_type)
+{
 	uint64_t nblocks;
 	int rc = dir_nblocks(fs, dir, &nblocks);
 	if (rc)
@@ -488,7 +512,7 @@ int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const 
 	struct find_ctx f = {.name = name, .len = len};
 	rc = -EUCLEAN;
 	bool dot = (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
-	if (!dot && (dir->flags & EXT3_INDEX_FL) && (fs->compat & EXT3_FEATURE_COMPAT_DIR_INDEX) &&
+	if (!dot && (dir->a.flags & EXT3_INDEX_FL) && (fs->compat & EXT3_FEATURE_COMPAT_DIR_INDEX) &&
 	    nblocks > 1) {
 		rc = dir_lookup_dx(fs, dir, nblocks, &f);
 		/* A damaged index is not fatal: the leaves are ordinary directory

@@ -139,15 +139,35 @@ const char *ext3_feature_name(int which, uint32_t bit);
 void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
 			  size_t len);
 
-/* ---- inodes ---- */
+/* ---- inodes: the shared in-memory inode (icache.c, inode.c) ----
+ *
+ * One struct ext3_inode per inode number and mount, shared and reference
+ * counted: ext3_iget finds it in the inode cache (hash by number) or reads
+ * it from the inode table, ext3_iput drops the reference; unreferenced
+ * inodes stay cached (LRU) up to a bound and are evicted beyond it. The
+ * struct is opaque outside src/ext3; use the accessors.
+ *
+ * Locking (see docs/ext3-read-path.md, "Locking"): each inode has a
+ * read-write lock over its fields (the decoded on-disk fields, i_size,
+ * i_disksize, the block map). Every function below that takes a struct
+ * ext3_inode holds that lock as reader for its whole call, I/O included;
+ * the write path will take it as writer to change fields or the block map.
+ * Callbacks (ext3_dir_iterate) run with it held as reader: they must not
+ * take it as writer. The per-inode block-map cache has its own mutex, taken
+ * under the inode lock. Order: API handle mutex -> reader (ext3_fread)
+ * mutex -> inode lock -> map-cache mutex -> buffer cache / block queue.
+ * The inode cache's mutex is a leaf (never held while taking another).
+ *
+ * Every inode must be put before ext3_fs_unmount. */
+struct ext3_inode;
 
-/* A decoded copy of one on-disk inode. */
-struct ext3_inode_mem {
+/* A snapshot of an inode's decoded fields (ext3_inode_attr_get). */
+struct ext3_inode_attr {
 	uint32_t ino;
 	uint16_t mode;
 	uint16_t links;
 	uint32_t uid, gid;
-	uint64_t size;         /* i_size | i_size_high << 32 (regular files; dirs use i_size only) */
+	uint64_t size;         /* i_size (in-memory size; regular files use i_size_high too) */
 	uint32_t blocks;       /* i_blocks, 512-byte units */
 	uint32_t flags;
 	uint32_t dtime;
@@ -157,34 +177,56 @@ struct ext3_inode_mem {
 	int64_t atime, mtime, ctime, crtime;
 	uint32_t atime_ns, mtime_ns, ctime_ns, crtime_ns;
 	uint16_t extra_isize;  /* 0 for 128-byte inodes */
-	uint16_t raw_size;     /* bytes valid in raw (= inode size) */
-	uint8_t raw[EXT3_MAX_BLOCK_SIZE]; /* the on-disk inode (for in-inode xattrs) */
 };
 
-/* Read inode ino (1..inodes_count; -EINVAL otherwise). Checks the inode
- * (extra_isize within the inode, a sane size for directories and symlinks). A
- * free inode is returned as it is (links 0): callers decide. */
-int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out);
+/* Get inode ino (1..inodes_count; -EINVAL otherwise) with a reference.
+ * Reading it checks it (extra_isize within the inode, a sane size for
+ * directories and symlinks; -EUCLEAN). A free inode is returned as it is
+ * (links 0): callers decide (ext3_inode_in_use). */
+int ext3_iget(struct ext3_fs *fs, uint32_t ino, struct ext3_inode **out);
+/* Drop a reference (NULL: no-op). */
+void ext3_iput(struct ext3_inode *in);
+/* Another reference to an inode the caller holds one to. */
+struct ext3_inode *ext3_igrab(struct ext3_inode *in);
+
+uint32_t ext3_inode_ino(const struct ext3_inode *in);
+void ext3_inode_attr_get(struct ext3_inode *in, struct ext3_inode_attr *out);
+uint16_t ext3_inode_mode(struct ext3_inode *in);
+uint64_t ext3_inode_size(struct ext3_inode *in);      /* i_size */
+uint64_t ext3_inode_disksize(struct ext3_inode *in);  /* i_disksize (= i_size until data=guarded) */
 /* Is this inode in use (links > 0 and mode != 0)? */
-bool ext3_inode_in_use(const struct ext3_inode_mem *in);
+bool ext3_inode_in_use(struct ext3_inode *in);
+/* Dirty data blocks/pages of the inode not yet on disk (0 today: the
+ * read-only mount never dirties data). The write path adds and subtracts as
+ * it dirties and writes data; the fast read path bypasses the buffer cache
+ * only while this is 0 (file_read.c). */
+uint64_t ext3_inode_dirty_data(const struct ext3_inode *in);
+void ext3_inode_dirty_data_add(struct ext3_inode *in, int64_t delta);
+/* Inode cache statistics. */
+struct ext3_icache_stats {
+	uint64_t hits, misses, evictions;
+	unsigned cached, unused;   /* inodes in the cache; of those unreferenced */
+};
+void ext3_icache_stats(struct ext3_fs *fs, struct ext3_icache_stats *out);
 
 /* Map logical block `logical` of the inode through the direct and indirect
  * blocks: *physical = 0 for a hole (return 0). -EFBIG past the triple
  * indirect range, -EUCLEAN for a block number past the end of the filesystem. */
-int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_t logical,
+int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 		    uint64_t *physical);
-/* Read up to len bytes of the inode's data at off (bounded by the size);
+/* Read up to len bytes of the inode's data at off (bounded by i_size);
  * holes read as zeroes. Returns the byte count. Block by block through the
  * buffer cache (the slow path; see ext3_fread below for the fast one). */
-ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, void *buf,
+ssize_t ext3_inode_pread(struct ext3_fs *fs, struct ext3_inode *in, void *buf,
 			 size_t len, uint64_t off);
 
 /* A copy of the last leaf indirect block (the pointer block that maps data
  * blocks) used by ext3_inode_map_run, so that a sequential scan walks the
- * tree once per leaf (apb blocks) instead of once per block. Owned by one
- * user at a time (no lock). The copy is only valid while the block map
- * cannot change: today the mount is read-only; a write path must
- * invalidate it (ext3_map_cache_reset) whenever it changes the inode's map. */
+ * tree once per leaf (apb blocks) instead of once per block. Each inode has
+ * one (under its map-cache mutex); a caller may pass its own. The copy is
+ * only valid while the block map cannot change: today the mount is
+ * read-only; a write path must invalidate the inode's (ext3_map_cache_reset
+ * under the map-cache mutex) whenever it changes the inode's map. */
 struct ext3_map_cache {
 	bool valid;
 	uint32_t leaf_blk;          /* the pointer block copied */
@@ -196,10 +238,11 @@ void ext3_map_cache_reset(struct ext3_map_cache *mc);
 /* Map a run of logical blocks starting at `logical`, at most `max` (>= 1)
  * blocks long: *count blocks that are all a hole (*physical = 0) or all
  * mapped to consecutive physical blocks starting at *physical. Runs end at
- * leaf boundaries. mc may be NULL (no caching). Errors as ext3_inode_bmap
- * for the first block of the run (a bad block later in the run just ends
- * it, so the next call reports it). */
-int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
+ * leaf boundaries. mc: the caller's cache (owned by one user at a time), or
+ * NULL for the inode's own. Errors as ext3_inode_bmap for the first block of
+ * the run (a bad block later in the run just ends it, so the next call
+ * reports it). */
+int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
 		       uint64_t *physical, uint64_t *count);
 
@@ -210,14 +253,14 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
  * physically contiguous runs and read with direct bios into a per-file
  * window buffer, two windows in flight; small random reads still go through
  * the buffer cache (ext3_inode_pread). See docs/ext3-read-path.md,
- * "Sequential reads". `in` must outlive the reader. Thread-safe: one mutex per
+ * "Sequential reads". The reader holds a reference to `in`. Thread-safe: one mutex per
  * reader for its windows (held while waiting for this reader's window I/O;
  * nothing else is taken under it except the buffer cache's and the block
  * queue's internal locks). */
 struct ext3_fread;
 /* max_window: bytes, rounded to a power of two in 64 KiB..64 MiB; 0 turns
  * the fast path off (every read through the buffer cache). */
-int ext3_fread_create(struct ext3_fs *fs, const struct ext3_inode_mem *in, size_t max_window,
+int ext3_fread_create(struct ext3_fs *fs, struct ext3_inode *in, size_t max_window,
 		      struct ext3_fread **out);
 /* Waits for this reader's I/O in flight, frees everything. NULL: no-op. */
 void ext3_fread_destroy(struct ext3_fread *r);
@@ -234,9 +277,9 @@ struct ext3_fread_stats {
 };
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */
-void ext3_inode_rdev(const struct ext3_inode_mem *in, uint32_t *major, uint32_t *minor);
+void ext3_inode_rdev(const struct ext3_inode_attr *a, uint32_t *major, uint32_t *minor);
 /* Is this a fast symlink (target inside i_block)? */
-bool ext3_inode_is_fast_symlink(const struct ext3_fs *fs, const struct ext3_inode_mem *in);
+bool ext3_inode_is_fast_symlink(struct ext3_fs *fs, struct ext3_inode *in);
 
 /* ---- directories ---- */
 
@@ -262,12 +305,12 @@ int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t 
  * anything else stops (returned as is). *pos is the position after the last
  * entry passed to cb (or where it stopped with an error). */
 typedef int (*ext3_dir_cb)(void *ctx, const struct ext3_dirent_view *de, uint64_t next_pos);
-int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *pos,
+int ext3_dir_iterate(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 		     ext3_dir_cb cb, void *ctx);
 
 /* Look up one name in a directory (htree when indexed and the index is sane,
  * else linear). *ino = the entry's inode; -ENOENT when absent. */
-int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const char *name,
+int ext3_dir_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name,
 		    size_t len, uint32_t *ino, uint8_t *file_type);
 
 /* htree name hash (pure): version is EXT3_DX_HASH_* 0..5; seed may be NULL
@@ -284,15 +327,15 @@ int ext3_path_lookup(struct ext3_fs *fs, const char *path, bool follow, uint32_t
 
 /* Copy at most size bytes of the target (not NUL-terminated); returns the
  * count. -EINVAL if not a symlink. */
-ssize_t ext3_symlink_read(struct ext3_fs *fs, const struct ext3_inode_mem *in, char *buf,
+ssize_t ext3_symlink_read(struct ext3_fs *fs, struct ext3_inode *in, char *buf,
 			  size_t size);
 
 /* ---- extended attributes ---- */
 
 /* getxattr / listxattr semantics of nostall.h. */
-ssize_t ext3_xattr_get(struct ext3_fs *fs, const struct ext3_inode_mem *in, const char *name,
+ssize_t ext3_xattr_get(struct ext3_fs *fs, struct ext3_inode *in, const char *name,
 		       void *value, size_t size);
-ssize_t ext3_xattr_list(struct ext3_fs *fs, const struct ext3_inode_mem *in, char *list,
+ssize_t ext3_xattr_list(struct ext3_fs *fs, struct ext3_inode *in, char *list,
 			size_t size);
 
 /* Callback over every attribute (pure over a region): prefix is the namespace

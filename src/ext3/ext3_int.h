@@ -15,6 +15,50 @@
 #include "ext3/ext3.h"
 #include "ext3/geom.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The in-memory inode (ext3.h, "inodes"). */
+struct ext3_inode {
+	struct ext3_fs *fs;
+	uint32_t ino;               /* immutable */
+	/* Inode cache linkage: protected by fs->icache.lock. */
+	unsigned refs;
+	struct ext3_inode *hnext;   /* hash chain */
+	struct ext3_inode *lru_prev, *lru_next; /* unreferenced inodes only */
+	/* in->lock (read-write) protects everything from here to raw[]: readers
+	 * hold it as reader for a whole read function; the write path takes it as
+	 * writer to change a field, i_size or the block map. */
+	pthread_rwlock_t lock;
+	struct ext3_inode_attr a;   /* decoded on-disk fields (a.size = i_disksize as read) */
+	uint64_t i_size;            /* in-memory size: what reads see */
+	uint64_t i_disksize;        /* size in the on-disk inode; = i_size until data=guarded
+				     * moves it only at data I/O completion */
+	/* map_lock protects map, the inode's block-map cache (taken under lock). */
+	pthread_mutex_t map_lock;
+	struct ext3_map_cache map;
+	/* Dirty data blocks/pages not yet written (atomic; 0 today). */
+	atomic_uint_least64_t dirty_data;
+	/* The write path adds here: the orphan list link (s_last_orphan chain,
+	 * data=guarded's pending-size orphans), the jbd inode that ties ordered
+	 * data to a transaction (data=ordered/guarded), the page mapping (page
+	 * cache of the file's data). */
+	uint16_t raw_size;          /* bytes in raw (= inode size) */
+	uint8_t raw[];              /* the on-disk inode as read (in-inode xattrs) */
+};
+
+/* The inode cache (icache.c): a hash by inode number and an LRU of
+ * unreferenced inodes. lock is a leaf lock: held for list and count
+ * changes only, never across I/O or while taking another lock. */
+struct ext3_icache {
+	pthread_mutex_t lock;
+	struct ext3_inode **hash;   /* [nbuckets] */
+	unsigned nbuckets;
+	struct ext3_inode *lru_head, *lru_tail; /* most recently put at head */
+	unsigned cached, unused, max_unused;
+	uint64_t hits, misses, evictions;
+};
+
 /* Everything below is set by ext3_fs_mount() and read-only afterwards (no
  * lock needed to read it). */
 struct ext3_fs {
@@ -40,6 +84,7 @@ struct ext3_fs {
 	struct ext3_mount_opts opts; /* in effect (data_mode resolved, blk_opts NULL) */
 	struct ext3_journal *jmap;  /* EXT3_MOUNT_JOURNAL: the journal's block map */
 	struct jbd_journal *journal; /* EXT3_MOUNT_JOURNAL: the loaded journal */
+	struct ext3_icache icache;  /* internally locked */
 };
 
 /* ---- the core: below everything else in src/ext3 (core.c) ---- */
@@ -55,5 +100,21 @@ void ext3_fs_inode_loc(const struct ext3_fs *fs, uint32_t ino, uint64_t *blk, un
 int ext3_super_load(struct ext3_fs *fs, uint64_t sb_block);
 /* Read and check the group descriptor table (needs fs->cache). */
 int ext3_gdt_load(struct ext3_fs *fs);
+
+/* ---- inodes (inode.c, icache.c) ---- */
+
+/* Read inode ino from the inode table into out (allocated with room for
+ * raw[inode_size]) and check it. */
+int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out);
+int ext3_icache_init(struct ext3_fs *fs);
+/* Frees every cached inode (all must have been put). */
+void ext3_icache_destroy(struct ext3_fs *fs);
+
+/* Unlocked variants for callers that hold in->lock (as reader or writer). */
+int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
+			   uint64_t *physical);
+ssize_t ext3_inode_pread_locked(struct ext3_fs *fs, const struct ext3_inode *in, void *buf,
+				size_t len, uint64_t off);
+bool ext3_inode_fast_symlink_locked(const struct ext3_fs *fs, const struct ext3_inode *in);
 
 #endif

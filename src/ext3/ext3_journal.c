@@ -51,25 +51,25 @@ static int sb_write(struct ext3_journal *e)
 /* Map every block of inode 8 through the read path of a mounted fs. */
 static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 {
-	struct ext3_inode_mem *in = malloc(sizeof *in);
-	if (!in)
-		return err_set(-ENOMEM, "out of memory");
+	struct ext3_inode *in;
 	int rc;
 	e->bs = ext3_fs_block_size(fs);
-	rc = ext3_inode_read(fs, EXT3_JOURNAL_INO, in);
+	rc = ext3_iget(fs, EXT3_JOURNAL_INO, &in);
 	if (rc < 0)
-		goto out;
-	if ((in->mode & EXT3_S_IFMT) != EXT3_S_IFREG || !ext3_inode_in_use(in) || in->size < 2ull * e->bs ||
-	    in->size / e->bs > UINT32_MAX) {
+		return rc;
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	if ((a.mode & EXT3_S_IFMT) != EXT3_S_IFREG || !a.links || a.size < 2ull * e->bs ||
+	    a.size / e->bs > UINT32_MAX) {
 		rc = err_set(-EUCLEAN, "journal inode %u is not a valid journal (mode 0%o, size %llu)",
-			     EXT3_JOURNAL_INO, in->mode, (unsigned long long)in->size);
+			     EXT3_JOURNAL_INO, a.mode, (unsigned long long)a.size);
 		goto out;
 	}
-	if (in->flags & 0x80000u /* EXT4_EXTENTS_FL */) {
+	if (a.flags & 0x80000u /* EXT4_EXTENTS_FL */) {
 		rc = err_set(-EOPNOTSUPP, "journal inode uses extents (ext4)");
 		goto out;
 	}
-	e->nblocks = (uint32_t)(in->size / e->bs);
+	e->nblocks = (uint32_t)(a.size / e->bs);
 	e->map = calloc(e->nblocks, sizeof *e->map);
 	if (!e->map) {
 		rc = -ENOMEM;
@@ -91,7 +91,7 @@ static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 		l += count;
 	}
 out:
-	free(in);
+	ext3_iput(in);
 	return rc;
 }
 

@@ -72,14 +72,13 @@ static int super_set_recover(struct ext3_fs *fs, bool on)
  * (the read-only mount then does not care). */
 static int journal_has_revoke(struct ext3_fs *fs)
 {
-	struct ext3_inode_mem *in = malloc(sizeof *in);
-	if (!in)
-		return -1;
+	struct ext3_inode *in;
 	uint64_t phys = 0;
-	int rc = ext3_inode_read(fs, EXT3_JOURNAL_INO, in);
-	if (!rc)
+	int rc = ext3_iget(fs, EXT3_JOURNAL_INO, &in);
+	if (!rc) {
 		rc = ext3_inode_bmap(fs, in, 0, &phys);
-	free(in);
+		ext3_iput(in);
+	}
 	if (rc || !phys)
 		return -1;
 	struct buffer_head *bh;
@@ -123,15 +122,17 @@ static int data_mode_resolve(struct ext3_fs *fs, const struct ext3_mount_opts *o
 /* The root must be a directory in use, or nothing is reachable. */
 static int root_check(struct ext3_fs *fs)
 {
-	struct ext3_inode_mem *root = malloc(sizeof *root);
-	if (!root)
-		return err_set(-ENOMEM, "ext3: out of memory");
-	int rc = ext3_inode_read(fs, EXT3_ROOT_INO, root);
-	if (!rc && (!ext3_inode_in_use(root) || (root->mode & EXT3_S_IFMT) != EXT3_S_IFDIR))
-		rc = err_set(-EUCLEAN, "ext3: root inode is not a directory in use (mode 0%o, "
-			     "%u links)", root->mode, root->links);
-	free(root);
-	return rc;
+	struct ext3_inode *root;
+	int rc = ext3_iget(fs, EXT3_ROOT_INO, &root);
+	if (rc)
+		return rc;
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(root, &a);
+	ext3_iput(root);
+	if (!a.links || !a.mode || (a.mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
+		return err_set(-EUCLEAN, "ext3: root inode is not a directory in use (mode 0%o, "
+			       "%u links)", a.mode, a.links);
+	return 0;
 }
 
 /* Tear down what mount_once built (no journal involved). */
@@ -142,6 +143,7 @@ static void fs_free(struct ext3_fs *fs)
 	if (fs->q)
 		blk_queue_destroy(fs->q);
 	ext3_journal_close(fs->jmap);
+	ext3_icache_destroy(fs);
 	free(fs->gd);
 	free(fs);
 }
@@ -156,7 +158,9 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 	fs->dev = dev;
 	fs->opts = *o;
 	fs->opts.blk_opts = NULL;
-	int rc = blk_queue_create(dev, o->blk_opts, &fs->q);
+	int rc = ext3_icache_init(fs);
+	if (!rc)
+		rc = blk_queue_create(dev, o->blk_opts, &fs->q);
 	if (!rc)
 		rc = ext3_super_load(fs, o->sb_block);
 	if (rc)
