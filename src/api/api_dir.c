@@ -76,16 +76,16 @@ int nostall_opendir_ino(struct nostall_fs *fs, uint64_t dir_ino, struct nostall_
 	int rc = api_inode_get(fs, dir_ino, &d->in);
 	if (!rc && (ext3_inode_mode(d->in) & EXT3_S_IFMT) != EXT3_S_IFDIR)
 		rc = err_set(-ENOTDIR, "inode %llu is not a directory", (unsigned long long)dir_ino);
-	if (rc) {
-		ext3_iput(d->in);
-		free(d);
-		return rc;
+	if (!rc) {
+		d->fs = fs;
+		pthread_mutex_init(&d->lock, NULL);
+		atomic_fetch_add(&fs->handles, 1);
+		*out = d;
+		return 0;
 	}
-	d->fs = fs;
-	pthread_mutex_init(&d->lock, NULL);
-	atomic_fetch_add(&fs->handles, 1);
-	*out = d;
-	return 0;
+	ext3_iput(d->in);
+	free(d);
+	return rc;
 }
 
 int nostall_opendir(struct nostall_fs *fs, const char *path, struct nostall_dir **out)

@@ -43,28 +43,18 @@ void api_stat_fill(struct nostall_fs *fs, struct ext3_inode *inode, struct nosta
 {
 	struct ext3_inode_attr a;
 	ext3_inode_attr_get(inode, &a);
-	const struct ext3_inode_attr *in = &a;
-	memset(st, 0, sizeof *st);
-	st->ino = in->ino;
-	st->mode = in->mode;
-	st->nlink = in->links;
-	st->uid = in->uid;
-	st->gid = in->gid;
-	st->size = in->size;
-	st->blocks = in->blocks;
-	st->blksize = ext3_fs_block_size(fs->e);
-	uint16_t type = in->mode & EXT3_S_IFMT;
+	*st = (struct nostall_stat){
+		.ino = a.ino, .mode = a.mode, .nlink = a.links, .uid = a.uid, .gid = a.gid,
+		.size = a.size, .blocks = a.blocks, .blksize = ext3_fs_block_size(fs->e),
+		.atime = {a.atime, a.atime_ns}, .mtime = {a.mtime, a.mtime_ns},
+		.ctime = {a.ctime, a.ctime_ns}, .crtime = {a.crtime, a.crtime_ns},
+		.flags = a.flags, .generation = a.generation, .xattr_block = a.file_acl,
+	};
+	uint16_t type = a.mode & EXT3_S_IFMT;
 	if (type == EXT3_S_IFCHR || type == EXT3_S_IFBLK) {
-		ext3_inode_rdev(in, &st->rdev_major, &st->rdev_minor);
+		ext3_inode_rdev(&a, &st->rdev_major, &st->rdev_minor);
 		st->rdev = makedev(st->rdev_major, st->rdev_minor);
 	}
-	st->atime = (struct nostall_timespec){in->atime, in->atime_ns};
-	st->mtime = (struct nostall_timespec){in->mtime, in->mtime_ns};
-	st->ctime = (struct nostall_timespec){in->ctime, in->ctime_ns};
-	st->crtime = (struct nostall_timespec){in->crtime, in->crtime_ns};
-	st->flags = in->flags;
-	st->generation = in->generation;
-	st->xattr_block = in->file_acl;
 }
 
 int nostall_stat_ino(struct nostall_fs *fs, uint64_t ino, struct nostall_stat *st)
@@ -106,17 +96,29 @@ int nostall_lookup_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
 	return rc;
 }
 
-/* ---- symlinks ---- */
+/* ---- symlinks and xattrs: one inode, held for the call ---- */
 
-ssize_t nostall_readlink_ino(struct nostall_fs *fs, uint64_t ino, char *buf, size_t size)
+enum inode_op_kind { OP_READLINK, OP_GETXATTR, OP_LISTXATTR };
+
+static ssize_t inode_op(struct nostall_fs *fs, uint64_t ino, enum inode_op_kind kind,
+			const char *name, void *buf, size_t size)
 {
 	struct ext3_inode *in;
 	ssize_t rc = api_inode_get(fs, ino, &in);
 	if (rc)
 		return rc;
-	rc = ext3_symlink_read(fs->e, in, buf, size);
+	switch (kind) {
+	case OP_READLINK: rc = ext3_symlink_read(fs->e, in, buf, size); break;
+	case OP_GETXATTR: rc = ext3_xattr_get(fs->e, in, name, buf, size); break;
+	case OP_LISTXATTR: rc = ext3_xattr_list(fs->e, in, buf, size); break;
+	}
 	ext3_iput(in);
 	return rc;
+}
+
+ssize_t nostall_readlink_ino(struct nostall_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	return inode_op(fs, ino, OP_READLINK, NULL, buf, size);
 }
 
 ssize_t nostall_readlink(struct nostall_fs *fs, const char *path, char *buf, size_t size)
@@ -126,31 +128,17 @@ ssize_t nostall_readlink(struct nostall_fs *fs, const char *path, char *buf, siz
 	return rc ? rc : nostall_readlink_ino(fs, ino, buf, size);
 }
 
-/* ---- xattrs ---- */
-
 ssize_t nostall_getxattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name, void *value,
 			     size_t size)
 {
 	if (!name || !*name)
 		return err_set(-EINVAL, "getxattr: empty name");
-	struct ext3_inode *in;
-	ssize_t rc = api_inode_get(fs, ino, &in);
-	if (rc)
-		return rc;
-	rc = ext3_xattr_get(fs->e, in, name, value, size);
-	ext3_iput(in);
-	return rc;
+	return inode_op(fs, ino, OP_GETXATTR, name, value, size);
 }
 
 ssize_t nostall_listxattr_ino(struct nostall_fs *fs, uint64_t ino, char *list, size_t size)
 {
-	struct ext3_inode *in;
-	ssize_t rc = api_inode_get(fs, ino, &in);
-	if (rc)
-		return rc;
-	rc = ext3_xattr_list(fs->e, in, list, size);
-	ext3_iput(in);
-	return rc;
+	return inode_op(fs, ino, OP_LISTXATTR, NULL, list, size);
 }
 
 ssize_t nostall_getxattr(struct nostall_fs *fs, const char *path, unsigned flags,

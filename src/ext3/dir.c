@@ -59,7 +59,7 @@ static void hash_pack(const char *p, size_t len, uint32_t *out, int n, bool uns)
 #define MD4_STEP(f, a, b, c, d, x, s) ((a) += f((b), (c), (d)) + (x), (a) = rotl32((a), (s)))
 
 /* Three rounds of MD4 over 8 words (the "half" MD4 of the htree hash). */
-static void half_md4(uint32_t buf[4], const uint32_t in[8])
+static void half_md4(uint32_t buf[4], const uint32_t *in)
 {
 	const uint32_t k2 = 0x5A827999u, k3 = 0x6ED9EBA1u;
 	uint32_t a = buf[0], b = buf[1], c = buf[2], d = buf[3];
@@ -98,7 +98,7 @@ static void half_md4(uint32_t buf[4], const uint32_t in[8])
 }
 
 /* 16 rounds of TEA keyed by in[4] over buf[0..1]. */
-static void tea(uint32_t buf[4], const uint32_t in[4])
+static void tea(uint32_t buf[4], const uint32_t *in)
 {
 	uint32_t sum = 0, b0 = buf[0], b1 = buf[1];
 	for (int n = 0; n < 16; n++) {
@@ -108,6 +108,23 @@ static void tea(uint32_t buf[4], const uint32_t in[4])
 	}
 	buf[0] += b0;
 	buf[1] += b1;
+}
+
+/* Feed the name to a round function `words` 32-bit words (4 * words bytes)
+ * at a time; at least one round, even for an empty name. */
+static void hash_rounds(const char *p, size_t left, bool uns, int words,
+			void (*round)(uint32_t buf[4], const uint32_t *in), uint32_t buf[4],
+			uint32_t *in)
+{
+	size_t chunk = (size_t)words * 4;
+	for (;;) {
+		hash_pack(p, left, in, words, uns);
+		round(buf, in);
+		if (left <= chunk)
+			break;
+		left -= chunk;
+		p += chunk;
+	}
 }
 
 int ext3_dx_hash(const char *name, size_t len, int version, const uint32_t seed[4],
@@ -124,35 +141,14 @@ int ext3_dx_hash(const char *name, size_t len, int version, const uint32_t seed[
 		h = hash_legacy(name, len, uns);
 		break;
 	case EXT3_DX_HASH_HALF_MD4:
-	case EXT3_DX_HASH_HALF_MD4_UNSIGNED: {
-		const char *p = name;
-		size_t left = len;
-		do {
-			hash_pack(p, left, in, 8, uns);
-			half_md4(buf, in);
-			if (left <= 32)
-				break;
-			left -= 32;
-			p += 32;
-		} while (1);
-		h = buf[1];
-		minor = buf[2];
-		break;
-	}
+	case EXT3_DX_HASH_HALF_MD4_UNSIGNED:
 	case EXT3_DX_HASH_TEA:
 	case EXT3_DX_HASH_TEA_UNSIGNED: {
-		const char *p = name;
-		size_t left = len;
-		do {
-			hash_pack(p, left, in, 4, uns);
-			tea(buf, in);
-			if (left <= 16)
-				break;
-			left -= 16;
-			p += 16;
-		} while (1);
-		h = buf[0];
-		minor = buf[1];
+		/* half-MD4 eats 32 bytes a round and yields buf[1..2], TEA 16 and buf[0..1] */
+		int md4 = version == EXT3_DX_HASH_HALF_MD4 || version == EXT3_DX_HASH_HALF_MD4_UNSIGNED;
+		hash_rounds(name, len, uns, md4 ? 8 : 4, md4 ? half_md4 : tea, buf, in);
+		h = buf[md4];
+		minor = buf[md4 + 1];
 		break;
 	}
 	default:
@@ -231,6 +227,18 @@ static int dir_bread(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t 
 	return ext3_bread(fs, phys, "directory", out);
 }
 
+/* Parse the entry at off of directory block lblk (its data b). */
+static int dir_entry_at(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
+			unsigned off, uint64_t lblk, struct ext3_dirent_view *de)
+{
+	int rc = ext3_dirblock_entry(b, fs->g.block_size, off, fs->g.inodes_count,
+				     fs->has_filetype, de);
+	if (rc)
+		return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->a.ino,
+				(unsigned long long)lblk);
+	return 0;
+}
+
 static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
 			      ext3_dir_cb cb, void *ctx);
 
@@ -264,12 +272,11 @@ static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, 
 		unsigned off = 0;
 		while (off < bs) {
 			struct ext3_dirent_view de;
-			rc = ext3_dirblock_entry(b, bs, off, fs->g.inodes_count, fs->has_filetype, &de);
+			rc = dir_entry_at(fs, dir, b, off, lblk, &de);
 			if (rc) {
 				buf_put(bh);
 				*pos = lblk * bs + off;
-				return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->a.ino,
-					     (unsigned long long)lblk);
+				return rc;
 			}
 			unsigned next = off + de.rec_len;
 			if (off >= start && de.inode && de.name_len) {
@@ -334,11 +341,10 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 	uint32_t bs = fs->g.block_size;
 	for (unsigned off = 0; off < bs;) {
 		struct ext3_dirent_view de;
-		rc = ext3_dirblock_entry(b, bs, off, fs->g.inodes_count, fs->has_filetype, &de);
+		rc = dir_entry_at(fs, dir, b, off, lblk, &de);
 		if (rc) {
 			buf_put(bh);
-			return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->a.ino,
-					     (unsigned long long)lblk);
+			return rc;
 		}
 		if (de.inode && find_cb(f, &de, 0)) {
 			buf_put(bh);

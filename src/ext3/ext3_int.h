@@ -44,7 +44,8 @@ struct ext3_inode {
 	 * data to a transaction (data=ordered/guarded), the page mapping (page
 	 * cache of the file's data). */
 	uint16_t raw_size;          /* bytes in raw (= inode size) */
-	uint8_t raw[];              /* the on-disk inode as read (in-inode xattrs) */
+	_Alignas(8) uint8_t raw[];  /* the on-disk inode as read (in-inode xattrs); aligned
+				     * for struct ext3_disk_inode access */
 };
 
 /* The inode cache (icache.c): a hash by inode number and an LRU of

@@ -60,18 +60,16 @@ void ext3_inode_attr_get(struct ext3_inode *in, struct ext3_inode_attr *out)
 
 uint16_t ext3_inode_mode(struct ext3_inode *in)
 {
-	pthread_rwlock_rdlock(&in->lock);
-	uint16_t m = in->a.mode;
-	pthread_rwlock_unlock(&in->lock);
-	return m;
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	return a.mode;
 }
 
 uint64_t ext3_inode_size(struct ext3_inode *in)
 {
-	pthread_rwlock_rdlock(&in->lock);
-	uint64_t v = in->i_size;
-	pthread_rwlock_unlock(&in->lock);
-	return v;
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	return a.size;
 }
 
 uint64_t ext3_inode_disksize(struct ext3_inode *in)
@@ -84,10 +82,9 @@ uint64_t ext3_inode_disksize(struct ext3_inode *in)
 
 bool ext3_inode_in_use(struct ext3_inode *in)
 {
-	pthread_rwlock_rdlock(&in->lock);
-	bool u = attr_in_use(&in->a);
-	pthread_rwlock_unlock(&in->lock);
-	return u;
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	return attr_in_use(&a);
 }
 
 uint64_t ext3_inode_dirty_data(const struct ext3_inode *in)
@@ -208,6 +205,26 @@ void ext3_inode_rdev(const struct ext3_inode_attr *a, uint32_t *major, uint32_t 
 	}
 }
 
+/* For logical >= EXT3_NDIR_BLOCKS: the tree that maps it (IND, DIND or
+ * TIND: *levels 1..3, *root its block) and *l, the offset inside that
+ * tree. -EFBIG past the triple indirect range. */
+static int map_indirect_root(const struct ext3_inode *in, uint64_t apb, uint64_t logical,
+			     uint64_t *l, uint32_t *root, int *levels)
+{
+	uint64_t off = logical - EXT3_NDIR_BLOCKS, span = apb;
+	for (int lv = 1; lv <= 3; lv++, span *= apb) {
+		if (off < span) {
+			*root = in->a.block[EXT3_NDIR_BLOCKS + lv - 1];
+			*levels = lv;
+			*l = off;
+			return 0;
+		}
+		off -= span;
+	}
+	return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple indirect range",
+		       in->a.ino, (unsigned long long)logical);
+}
+
 int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 		    uint64_t *physical)
 {
@@ -222,24 +239,16 @@ int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint
 {
 	*physical = 0;
 	uint64_t apb = fs->g.apb;
-	uint32_t root;
-	int levels;
+	uint32_t root = 0;
+	int levels = 0;
 	uint64_t l = logical;
 	if (l < EXT3_NDIR_BLOCKS) {
 		root = in->a.block[l];
 		levels = 0;
-	} else if ((l -= EXT3_NDIR_BLOCKS) < apb) {
-		root = in->a.block[EXT3_IND_BLOCK];
-		levels = 1;
-	} else if ((l -= apb) < apb * apb) {
-		root = in->a.block[EXT3_DIND_BLOCK];
-		levels = 2;
-	} else if ((l -= apb * apb) < apb * apb * apb) {
-		root = in->a.block[EXT3_TIND_BLOCK];
-		levels = 3;
 	} else {
-		return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple "
-			       "indirect range", in->a.ino, (unsigned long long)logical);
+		int rc = map_indirect_root(in, apb, logical, &l, &root, &levels);
+		if (rc)
+			return rc;
 	}
 	uint32_t cur = root;
 	for (int lv = levels; lv > 0; lv--) {
@@ -366,22 +375,12 @@ static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 		n = mc->n;
 	} else {
 		/* Walk down to the leaf as ext3_inode_bmap does (same errors). */
-		uint64_t l = logical - EXT3_NDIR_BLOCKS;
-		uint32_t cur;
-		int levels;
-		if (l < apb) {
-			cur = in->a.block[EXT3_IND_BLOCK];
-			levels = 1;
-		} else if ((l -= apb) < apb * apb) {
-			cur = in->a.block[EXT3_DIND_BLOCK];
-			levels = 2;
-		} else if ((l -= apb * apb) < apb * apb * apb) {
-			cur = in->a.block[EXT3_TIND_BLOCK];
-			levels = 3;
-		} else {
-			return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple "
-				       "indirect range", in->a.ino, (unsigned long long)logical);
-		}
+		uint64_t l = 0;
+		uint32_t cur = 0;
+		int levels = 0;
+		int mrc = map_indirect_root(in, apb, logical, &l, &cur, &levels);
+		if (mrc)
+			return mrc;
 		/* span: blocks mapped by the block `cur` at level lv. */
 		uint64_t span = 1;
 		for (int k = 0; k < levels; k++)

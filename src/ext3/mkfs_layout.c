@@ -87,20 +87,14 @@ static uint64_t mkfs_ind_blocks(uint64_t n, uint64_t apb)
 /* Journal size by filesystem size in blocks, as mke2fs chooses it. */
 static uint32_t mkfs_default_journal(uint32_t blocks)
 {
-	if (blocks < 32768)
-		return 1024;
-	if (blocks < 256 * 1024)
-		return 4096;
-	if (blocks < 512 * 1024)
-		return 8192;
-	if (blocks < 4096 * 1024)
-		return 16384;
-	if (blocks < 8192 * 1024)
-		return 32768;
-	if (blocks < 16384 * 1024)
-		return 65536;
-	if (blocks < 32768 * 1024)
-		return 131072;
+	/* {filesystem blocks below, journal blocks}, in KiB-block units of 1024 */
+	static const uint32_t steps[][2] = {
+		{32, 1024}, {256, 4096}, {512, 8192}, {4096, 16384},
+		{8192, 32768}, {16384, 65536}, {32768, 131072},
+	};
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+		if (blocks < steps[i][0] * 1024)
+			return steps[i][1];
 	return 262144;
 }
 

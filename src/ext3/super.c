@@ -17,62 +17,24 @@
 
 /* ---- feature names ---- */
 
-struct feature_name {
-	int which;
-	uint32_t bit;
-	const char *name;
-};
-
-static const struct feature_name feature_names[] = {
-	{0, EXT3_FEATURE_COMPAT_DIR_PREALLOC, "dir_prealloc"},
-	{0, EXT3_FEATURE_COMPAT_IMAGIC_INODES, "imagic_inodes"},
-	{0, EXT3_FEATURE_COMPAT_HAS_JOURNAL, "has_journal"},
-	{0, EXT3_FEATURE_COMPAT_EXT_ATTR, "ext_attr"},
-	{0, EXT3_FEATURE_COMPAT_RESIZE_INODE, "resize_inode"},
-	{0, EXT3_FEATURE_COMPAT_DIR_INDEX, "dir_index"},
-	{0, 0x0040, "lazy_bg"},
-	{0, 0x0200, "sparse_super2"},
-	{0, 0x0400, "fast_commit"},
-	{0, 0x0800, "stable_inodes"},
-	{0, 0x1000, "orphan_file"},
-	{1, EXT3_FEATURE_INCOMPAT_COMPRESSION, "compression"},
-	{1, EXT3_FEATURE_INCOMPAT_FILETYPE, "filetype"},
-	{1, EXT3_FEATURE_INCOMPAT_RECOVER, "needs_recovery"},
-	{1, EXT3_FEATURE_INCOMPAT_JOURNAL_DEV, "journal_dev"},
-	{1, EXT3_FEATURE_INCOMPAT_META_BG, "meta_bg"},
-	{1, EXT4_FEATURE_INCOMPAT_EXTENTS, "extent"},
-	{1, EXT4_FEATURE_INCOMPAT_64BIT, "64bit"},
-	{1, 0x0100, "mmp"},
-	{1, EXT4_FEATURE_INCOMPAT_FLEX_BG, "flex_bg"},
-	{1, 0x0400, "ea_inode"},
-	{1, 0x1000, "dirdata"},
-	{1, 0x2000, "metadata_csum_seed"},
-	{1, 0x4000, "large_dir"},
-	{1, 0x8000, "inline_data"},
-	{1, 0x10000, "encrypt"},
-	{1, 0x20000, "casefold"},
-	{2, EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER, "sparse_super"},
-	{2, EXT3_FEATURE_RO_COMPAT_LARGE_FILE, "large_file"},
-	{2, EXT3_FEATURE_RO_COMPAT_BTREE_DIR, "btree_dir"},
-	{2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE, "huge_file"},
-	{2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM, "uninit_bg"},
-	{2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK, "dir_nlink"},
-	{2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE, "extra_isize"},
-	{2, 0x0100, "quota"},
-	{2, 0x0200, "bigalloc"},
-	{2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM, "metadata_csum"},
-	{2, 0x0800, "replica"},
-	{2, 0x1000, "read-only"},
-	{2, 0x2000, "project"},
-	{2, 0x8000, "verity"},
+/* Names by bit position (compat, incompat, ro_compat), as e2fsprogs spells
+ * them; NULL for a bit without a name. */
+static const char *const feature_names[3][32] = {
+	{"dir_prealloc", "imagic_inodes", "has_journal", "ext_attr", "resize_inode", "dir_index",
+	 "lazy_bg", NULL, NULL, "sparse_super2", "fast_commit", "stable_inodes", "orphan_file"},
+	{"compression", "filetype", "needs_recovery", "journal_dev", "meta_bg", NULL, "extent",
+	 "64bit", "mmp", "flex_bg", "ea_inode", NULL, "dirdata", "metadata_csum_seed", "large_dir",
+	 "inline_data", "encrypt", "casefold"},
+	{"sparse_super", "large_file", "btree_dir", "huge_file", "uninit_bg", "dir_nlink",
+	 "extra_isize", NULL, "quota", "bigalloc", "metadata_csum", "replica", "read-only",
+	 "project", NULL, "verity"},
 };
 
 const char *ext3_feature_name(int which, uint32_t bit)
 {
-	for (size_t i = 0; i < sizeof feature_names / sizeof feature_names[0]; i++)
-		if (feature_names[i].which == which && feature_names[i].bit == bit)
-			return feature_names[i].name;
-	return NULL;
+	if (which < 0 || which > 2 || !bit || (bit & (bit - 1)))
+		return NULL;
+	return feature_names[which][__builtin_ctz(bit)];
 }
 
 /* Names of the bits of `mask`, space separated, appended to out. */
