@@ -1,13 +1,16 @@
-/* ext3 internals shared by src/ext3, src/jbd and src/api (docs/ext3-read-path.md).
+/* ext3's interface for src/api, the CLI (`nostall recover`) and tests
+ * (docs/ext3-read-path.md). src/jbd does not use it: ext3 uses jbd, not the
+ * other way round (it hands jbd a block-map callback for the journal inode).
  *
- * struct ext3_fs is opaque outside src/ext3: other layers use the accessors
- * and the functions below.
+ * struct ext3_fs and struct ext3_inode are opaque outside src/ext3: other
+ * layers use the accessors and the functions below.
  *
  * Threads and locking: after ext3_fs_mount() returns, the in-memory
- * superblock copy and the group descriptor table are immutable (the mount is
- * read-only), so every function here may be called concurrently without a
- * filesystem lock; block access goes through the buffer cache, which is
- * thread-safe. struct ext3_inode_mem is a private copy owned by the caller.
+ * superblock copy, the geometry and the group descriptor table are
+ * immutable (the mount is read-only), so every function here may be called
+ * concurrently without a filesystem lock; block access goes through the
+ * buffer cache, which is thread-safe. Inodes are shared and carry their own
+ * locks (see "inodes" below).
  *
  * Errors: negative errno with an err_set() message. Corrupt metadata is
  * -EUCLEAN ("ext3: inode 12: indirect block 99999 past the end (8192 blocks)"),
