@@ -466,6 +466,109 @@ static int names_cb(void *ctx, const struct nostall_dirent *de)
 	return 0;
 }
 
+/* ext3's mount options (Linux names), the data mode, the writable-journal
+ * mount's needs_recovery lifecycle and the shared inode cache. */
+static void test_mount_opts_and_icache(void **state)
+{
+	(void)state;
+	struct ext3_mount_opts o;
+	ext3_mount_opts_init(&o);
+	assert_int_equal(o.file_readahead, 4u << 20);
+	assert_int_equal(ext3_mount_opts_parse(&o, "ro,data=writeback,commit=7,nobarrier,errors=remount-ro,"
+					      "data_err=abort,noatime,journal_ioprio=RT/2,scheduler=deadline"), 0);
+	assert_true(o.ro);
+	assert_int_equal(o.data_mode, EXT3_DATA_WRITEBACK);
+	assert_int_equal(o.jcfg.commit_interval_ms, 7000);
+	assert_false(o.jcfg.barrier);
+	assert_int_equal(o.errors, EXT3_ERRORS_RO);
+	assert_int_equal(o.data_err, EXT3_DATA_ERR_ABORT);
+	assert_int_equal(o.atime, EXT3_ATIME_NOATIME);
+	assert_string_equal(o.blk_opts, "scheduler=deadline");
+	/* the same value twice is fine; a different one conflicts */
+	assert_int_equal(ext3_mount_opts_parse(&o, "data=writeback"), 0);
+	assert_int_equal(ext3_mount_opts_parse(&o, "data=journal"), -EINVAL);
+	assert_non_null(strstr(err_last(-EINVAL), "data=journal"));
+	assert_int_equal(ext3_mount_opts_parse(&o, "strictatime"), -EINVAL);
+	assert_int_equal(ext3_mount_opts_parse(&o, "data=sloppy"), -EINVAL);
+	assert_int_equal(ext3_mount_opts_parse(&o, "errors=explode"), -EINVAL);
+	assert_int_equal(ext3_mount_opts_parse(&o, "commit=-1"), -EINVAL);
+	assert_int_equal(ext3_mount_opts_parse(&o, "frobnicate=1"), -EINVAL);
+	assert_non_null(strstr(err_last(-EINVAL), "frobnicate"));
+	assert_int_equal(ext3_mount_opts_parse(&o, "ro=1"), -EINVAL);
+	ext3_mount_opts_release(&o);
+
+	struct dev *d = mkfs_mem(8 * MIB, 1024, 256);
+	struct nostall_fs *nfs = NULL;
+	assert_int_equal(nostall_mount_dev(d, "ro,data=guarded,relatime", 0, &nfs), 0);
+	assert_int_equal(nostall_umount(nfs), 0);
+	assert_int_equal(nostall_mount_dev(d, "ro,data=journal,data=ordered", 0, &nfs), -EINVAL);
+
+	/* data mode: the build default, then the superblock's default bits */
+	struct ext3_fs *fs;
+	assert_int_equal(ext3_fs_mount(d, NULL, 0, &fs), 0);
+	assert_int_equal(ext3_fs_opts(fs)->data_mode, EXT3_DATA_MODE_DEFAULT);
+	assert_null(ext3_fs_journal(fs));
+	struct jbd_location loc;
+	assert_int_equal(ext3_fs_journal_location(fs, &loc), -ENOENT);
+
+	/* one shared inode per number, reference counted */
+	struct ext3_inode *a, *b;
+	struct ext3_icache_stats st0, st1;
+	ext3_icache_stats(fs, &st0);
+	assert_int_equal(ext3_iget(fs, EXT3_ROOT_INO, &a), 0);
+	assert_int_equal(ext3_iget(fs, EXT3_ROOT_INO, &b), 0);
+	assert_ptr_equal(a, b);
+	ext3_icache_stats(fs, &st1);
+	assert_true(st1.hits >= st0.hits + 1);
+	assert_int_equal(ext3_inode_ino(a), EXT3_ROOT_INO);
+	assert_true(ext3_inode_in_use(a));
+	assert_int_equal(ext3_inode_size(a), 1024);
+	assert_int_equal(ext3_inode_disksize(a), ext3_inode_size(a));
+	assert_int_equal(ext3_inode_dirty_data(a), 0);
+	ext3_iput(a);
+	ext3_iput(b);
+	assert_int_equal(ext3_iget(fs, 0, &a), -EINVAL);
+	assert_int_equal(ext3_iget(fs, ext3_fs_inodes_count(fs) + 1, &a), -EINVAL);
+	/* every inode once: unreferenced ones are evicted beyond the bound */
+	for (uint32_t i = 1; i <= ext3_fs_inodes_count(fs); i++) {
+		assert_int_equal(ext3_iget(fs, i, &a), 0);
+		ext3_iput(a);
+	}
+	ext3_icache_stats(fs, &st1);
+	assert_true(st1.unused == st1.cached);
+	assert_true(st1.cached <= 4096);
+	assert_int_equal(st1.evictions, ext3_fs_inodes_count(fs) > 4096 ? ext3_fs_inodes_count(fs) - 4096 : 0);
+	assert_int_equal(ext3_fs_unmount(fs), 0);
+
+	struct ext3_super_block sb;
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 2, 2, &sb, 0), 0);
+	sb.s_default_mount_opts = cpu_to_le32(EXT3_DEFM_JMODE_WBACK);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 2, 2, &sb, 0), 0);
+	assert_int_equal(ext3_fs_mount(d, NULL, 0, &fs), 0);
+	assert_int_equal(ext3_fs_opts(fs)->data_mode, EXT3_DATA_WRITEBACK);
+	ext3_fs_unmount(fs);
+
+	/* the writable journal: conflicts, then needs_recovery only while mounted */
+	ext3_mount_opts_init(&o);
+	o.ro = true;
+	assert_int_equal(ext3_fs_mount(d, &o, EXT3_MOUNT_JOURNAL, &fs), -EINVAL);
+	o.ro = false;
+	assert_int_equal(ext3_mount_opts_parse(&o, "commit=1"), 0);
+	int rc = ext3_fs_mount(d, &o, EXT3_MOUNT_JOURNAL, &fs);
+	if (rc)
+		fail_msg("journal mount: %s", err_last(rc));
+	assert_non_null(ext3_fs_journal(fs));
+	assert_int_equal(ext3_fs_journal_location(fs, &loc), 0);
+	assert_true(loc.nr_blocks >= 1024);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 2, 2, &sb, 0), 0);
+	assert_true(le32_to_cpu(sb.s_feature_incompat) & EXT3_FEATURE_INCOMPAT_RECOVER);
+	assert_int_equal(ext3_fs_unmount(fs), 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 2, 2, &sb, 0), 0);
+	assert_false(le32_to_cpu(sb.s_feature_incompat) & EXT3_FEATURE_INCOMPAT_RECOVER);
+	ext3_mount_opts_release(&o);
+	dev_close(d);
+}
+
 static void test_mkfs_image(void **state)
 {
 	(void)state;
@@ -1418,6 +1521,7 @@ int main(void)
 		cmocka_unit_test(test_dirblock_parse),
 		cmocka_unit_test(test_xattr_region_parse),
 		cmocka_unit_test(test_mkfs_image),
+		cmocka_unit_test(test_mount_opts_and_icache),
 		cmocka_unit_test(test_files_vs_host),
 		cmocka_unit_test(test_dirs_links_specials),
 		cmocka_unit_test(test_xattrs),

@@ -68,10 +68,9 @@ static int teardown(void **state)
 
 struct stack {
 	struct dev *d;
-	struct blk_queue *q;
-	struct buf_cache *c;
+	struct ext3_fs *fs;       /* the ext3 mount with its writable journal */
+	struct buf_cache *c;      /* the mount's cache and journal */
 	struct jbd_journal *j;
-	struct ext3_journal *e;
 	struct jbd_location loc;
 	struct ext3_mkfs_layout lay;
 };
@@ -91,40 +90,33 @@ static void stack_mkfs(struct stack *s, const char *spec)
 		fail_msg("mkfs: %s", err_last(rc));
 }
 
-/* What a mount does: find the journal, set needs_recovery, load. */
+/* What a mount does, by ext3's mount: find the journal, set
+ * needs_recovery, load it with the journal options. */
 static void stack_mount(struct stack *s, const char *jopts)
 {
-	int rc = ext3_journal_open(s->d, &s->e);
+	struct ext3_mount_opts mo;
+	ext3_mount_opts_init(&mo);
+	assert_int_equal(ext3_mount_opts_parse(&mo, jopts), 0);
+	int rc = ext3_fs_mount(s->d, &mo, EXT3_MOUNT_JOURNAL, &s->fs);
+	ext3_mount_opts_release(&mo);
 	if (rc)
-		fail_msg("journal open: %s", err_last(rc));
-	ext3_journal_location(s->e, &s->loc);
-	assert_int_equal(ext3_journal_set_needs_recovery(s->e, true), 0);
+		fail_msg("mount: %s", err_last(rc));
+	/* needs_recovery is on the disk while mounted */
+	struct ext3_super_block sb;
+	assert_int_equal(dev_rw_sync(s->d, DEV_OP_READ, 2, 2, &sb, 0), 0);
+	assert_true(le32_to_cpu(sb.s_feature_incompat) & EXT3_FEATURE_INCOMPAT_RECOVER);
 	dev_mark(s->d, "mounted");
-	assert_int_equal(blk_queue_create(s->d, NULL, &s->q), 0);
-	struct buf_params bp;
-	buf_params_default(&bp);
-	bp.writeback_interval_ms = 0;
-	assert_int_equal(buf_cache_create(s->q, BS, &bp, &s->c), 0);
-	struct jbd_params jp = { .q = s->q, .cache = s->c, .loc = s->loc };
-	jbd_config_default(&jp.cfg);
-	assert_int_equal(jbd_config_parse(&jp.cfg, jopts), 0);
-	rc = jbd_journal_load(&jp, &s->j);
-	if (rc)
-		fail_msg("load: %s", err_last(rc));
+	s->j = ext3_fs_journal(s->fs);
+	s->c = ext3_fs_cache(s->fs);
+	assert_non_null(s->j);
+	assert_int_equal(ext3_fs_journal_location(s->fs, &s->loc), 0);
 }
 
+/* Unmount (the journal is emptied and needs_recovery cleared unless it
+ * aborted: then its error), close the device. */
 static int stack_close(struct stack *s)
 {
-	int rc = 0;
-	if (s->j)
-		rc = jbd_journal_destroy(s->j);
-	if (s->c) {
-		buf_cache_sync(s->c);
-		buf_cache_destroy(s->c);
-	}
-	if (s->q)
-		blk_queue_destroy(s->q);
-	ext3_journal_close(s->e);
+	int rc = ext3_fs_unmount(s->fs);
 	dev_close(s->d);
 	return rc;
 }
@@ -344,8 +336,6 @@ static void test_crash_points(void **state)
 		assert_int_equal(s.loc.bmap(s.loc.bmap_ctx, i, &p), 0);
 		is_j[p] = 1;
 	}
-	jbd_journal_destroy(s.j);
-	s.j = NULL;
 	assert_int_equal(stack_close(&s), 0);
 
 	uint64_t *pts;

@@ -290,8 +290,8 @@ static void check_image(const uint8_t *img, uint64_t bytes, const struct ext3_mk
 
 	/* inodes */
 	const uint8_t *itab = img + (size_t)le32_to_cpu(gd[0].bg_inode_table) * bs;
-#define INODE(n) ((const struct ext3_inode *)(const void *)(itab + (size_t)((n)-1) * l->inode_size))
-	const struct ext3_inode *root = INODE(EXT3_ROOT_INO);
+#define INODE(n) ((const struct ext3_disk_inode *)(const void *)(itab + (size_t)((n)-1) * l->inode_size))
+	const struct ext3_disk_inode *root = INODE(EXT3_ROOT_INO);
 	assert_int_equal(le16_to_cpu(root->i_mode), EXT3_S_IFDIR | 0755);
 	assert_int_equal(le16_to_cpu(root->i_links_count), 3);
 	assert_int_equal(le16_to_cpu(root->i_uid) | (uint32_t)le16_to_cpu(root->i_uid_high) << 16,
@@ -300,17 +300,17 @@ static void check_image(const uint8_t *img, uint64_t bytes, const struct ext3_mk
 			 p->root_gid);
 	assert_int_equal(le32_to_cpu(root->i_block[0]), l->root_block);
 	if (l->inode_size == 256) {
-		const struct ext3_inode_large *big = (const void *)root;
+		const struct ext3_disk_inode_large *big = (const void *)root;
 		assert_int_equal(le16_to_cpu(big->i_extra_isize), 32);
 		assert_int_equal(le32_to_cpu(big->i_crtime), (uint32_t)p->time);
 	}
-	const struct ext3_inode *lpf = INODE(EXT3_FIRST_INO);
+	const struct ext3_disk_inode *lpf = INODE(EXT3_FIRST_INO);
 	assert_int_equal(le16_to_cpu(lpf->i_mode), EXT3_S_IFDIR | 0700);
 	assert_int_equal(le32_to_cpu(lpf->i_size), l->lpf_blocks * bs);
 	assert_int_equal(le32_to_cpu(lpf->i_size), bs == 1024 ? 12288 : 16384);
-	const struct ext3_inode *rsz = INODE(EXT3_RESIZE_INO);
+	const struct ext3_disk_inode *rsz = INODE(EXT3_RESIZE_INO);
 	assert_int_equal(le32_to_cpu(rsz->i_block[EXT3_DIND_BLOCK]), l->resize_dind_block);
-	const struct ext3_inode *jin = INODE(EXT3_JOURNAL_INO);
+	const struct ext3_disk_inode *jin = INODE(EXT3_JOURNAL_INO);
 	assert_int_equal(le32_to_cpu(jin->i_size), l->journal_blocks * bs);
 	assert_int_equal(le32_to_cpu(jin->i_blocks),
 			 (l->journal_blocks + l->journal_ind_blocks) * (bs / 512));

@@ -1,8 +1,10 @@
 /* nostall — public filesystem API.
  *
- * This header is the whole contract between the library and its users (the
- * CLI, the FUSE daemon, tests, fuzzers). Everything else under src/ is
- * internal.
+ * This header is the library's public API: the contract for programs that
+ * only read filesystems through it (the fuzzers, most tests, the coming FUSE
+ * daemon). The CLI and some tests also use internal headers under src/
+ * (devices, the block queue, mkfs, journal recovery), which are not part of
+ * this contract.
  *
  * Conventions
  * - Every function that can fail returns a negative errno (-ENOENT, -EIO,
@@ -24,8 +26,9 @@
  *   NOSTALL_ROOT_INO (2).
  *
  * Threads: every function may be called from any thread. The read path takes
- * no filesystem-wide lock (a mounted image is read-only and immutable, and the
- * buffer cache is thread-safe), so reads of different files, and even of the
+ * no filesystem-wide lock (a mounted image is read-only and immutable, the
+ * buffer cache is thread-safe, and each inode has its own read-write lock,
+ * taken as reader by reads), so reads of different files, and even of the
  * same file with nostall_pread(), proceed concurrently. A file handle's
  * position (nostall_read, nostall_lseek) and a directory iterator are
  * protected by their own mutex; a handle may be shared by threads, but
@@ -89,7 +92,13 @@ const char *nostall_errmsg(int rc);
  *                      8193, 24577, ...; the block size is probed)
  *   any block-queue tunable (scheduler=cfq, preset=2.6.30, max_sectors_kb=..,
  *   see blk.h): passed to the device's request queue.
- * Unknown names fail with -EINVAL.
+ *   write-side options, validated and kept for the write path: data=journal|
+ *   ordered|writeback|guarded, commit=N, barrier=0|1, nobarrier,
+ *   journal_ioprio=CLASS/LEVEL, errors=continue|remount-ro|panic,
+ *   data_err=ignore|abort, noatime|relatime|strictatime.
+ * Unknown names, bad values and contradicting options (data=journal,
+ * data=ordered) fail with -EINVAL naming the option. The options are ext3's
+ * (docs/ext3-read-path.md, "Mounting").
  *
  * Validation: magic, revision 0 or 1, block size 1..4 KiB, blocks/inodes per
  * group, group count against blocks_count and against the device size, group

@@ -59,7 +59,7 @@ static void hash_pack(const char *p, size_t len, uint32_t *out, int n, bool uns)
 #define MD4_STEP(f, a, b, c, d, x, s) ((a) += f((b), (c), (d)) + (x), (a) = rotl32((a), (s)))
 
 /* Three rounds of MD4 over 8 words (the "half" MD4 of the htree hash). */
-static void half_md4(uint32_t buf[4], const uint32_t in[8])
+static void half_md4(uint32_t buf[4], const uint32_t *in)
 {
 	const uint32_t k2 = 0x5A827999u, k3 = 0x6ED9EBA1u;
 	uint32_t a = buf[0], b = buf[1], c = buf[2], d = buf[3];
@@ -98,7 +98,7 @@ static void half_md4(uint32_t buf[4], const uint32_t in[8])
 }
 
 /* 16 rounds of TEA keyed by in[4] over buf[0..1]. */
-static void tea(uint32_t buf[4], const uint32_t in[4])
+static void tea(uint32_t buf[4], const uint32_t *in)
 {
 	uint32_t sum = 0, b0 = buf[0], b1 = buf[1];
 	for (int n = 0; n < 16; n++) {
@@ -108,6 +108,23 @@ static void tea(uint32_t buf[4], const uint32_t in[4])
 	}
 	buf[0] += b0;
 	buf[1] += b1;
+}
+
+/* Feed the name to a round function `words` 32-bit words (4 * words bytes)
+ * at a time; at least one round, even for an empty name. */
+static void hash_rounds(const char *p, size_t left, bool uns, int words,
+			void (*round)(uint32_t buf[4], const uint32_t *in), uint32_t buf[4],
+			uint32_t *in)
+{
+	size_t chunk = (size_t)words * 4;
+	for (;;) {
+		hash_pack(p, left, in, words, uns);
+		round(buf, in);
+		if (left <= chunk)
+			break;
+		left -= chunk;
+		p += chunk;
+	}
 }
 
 int ext3_dx_hash(const char *name, size_t len, int version, const uint32_t seed[4],
@@ -124,35 +141,14 @@ int ext3_dx_hash(const char *name, size_t len, int version, const uint32_t seed[
 		h = hash_legacy(name, len, uns);
 		break;
 	case EXT3_DX_HASH_HALF_MD4:
-	case EXT3_DX_HASH_HALF_MD4_UNSIGNED: {
-		const char *p = name;
-		size_t left = len;
-		do {
-			hash_pack(p, left, in, 8, uns);
-			half_md4(buf, in);
-			if (left <= 32)
-				break;
-			left -= 32;
-			p += 32;
-		} while (1);
-		h = buf[1];
-		minor = buf[2];
-		break;
-	}
+	case EXT3_DX_HASH_HALF_MD4_UNSIGNED:
 	case EXT3_DX_HASH_TEA:
 	case EXT3_DX_HASH_TEA_UNSIGNED: {
-		const char *p = name;
-		size_t left = len;
-		do {
-			hash_pack(p, left, in, 4, uns);
-			tea(buf, in);
-			if (left <= 16)
-				break;
-			left -= 16;
-			p += 16;
-		} while (1);
-		h = buf[0];
-		minor = buf[1];
+		/* half-MD4 eats 32 bytes a round and yields buf[1..2], TEA 16 and buf[0..1] */
+		int md4 = version == EXT3_DX_HASH_HALF_MD4 || version == EXT3_DX_HASH_HALF_MD4_UNSIGNED;
+		hash_rounds(name, len, uns, md4 ? 8 : 4, md4 ? half_md4 : tea, buf, in);
+		h = buf[md4];
+		minor = buf[md4 + 1];
 		break;
 	}
 	default:
@@ -202,43 +198,67 @@ int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t 
 /* Blocks of a directory, checked against the blocks it really has (no holes in
  * ext3 directories, so size/bs <= data blocks <= i_blocks): this bounds
  * every walk by the allocated space even on a corrupt inode. */
-static int dir_nblocks(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *n)
+static int dir_nblocks(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *n)
 {
-	if ((dir->mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
-		return err_set(-ENOTDIR, "ext3: inode %u is not a directory", dir->ino);
-	uint64_t nb = dir->size / fs->block_size;
-	uint64_t have = (uint64_t)dir->blocks * 512 / fs->block_size;
-	if (nb > have || nb > fs->blocks_count)
+	if ((dir->a.mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
+		return err_set(-ENOTDIR, "ext3: inode %u is not a directory", dir->a.ino);
+	uint64_t nb = dir->i_size / fs->g.block_size;
+	uint64_t have = (uint64_t)dir->a.blocks * 512 / fs->g.block_size;
+	if (nb > have || nb > fs->g.blocks_count)
 		return err_set(-EUCLEAN, "ext3: directory inode %u: size %llu needs %llu blocks but "
-			       "only %llu are allocated", dir->ino, (unsigned long long)dir->size,
+			       "only %llu are allocated", dir->a.ino, (unsigned long long)dir->i_size,
 			       (unsigned long long)nb, (unsigned long long)have);
 	*n = nb;
 	return 0;
 }
 
 /* Read logical block lblk of a directory (holes are corruption). */
-static int dir_bread(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t lblk,
+static int dir_bread(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
 		     struct buffer_head **out)
 {
 	uint64_t phys;
 	*out = NULL;
-	int rc = ext3_inode_bmap(fs, dir, lblk, &phys);
+	int rc = ext3_inode_bmap_locked(fs, dir, lblk, &phys);
 	if (rc)
 		return rc;
 	if (phys == 0)
-		return err_set(-EUCLEAN, "ext3: directory inode %u: hole at block %llu", dir->ino,
+		return err_set(-EUCLEAN, "ext3: directory inode %u: hole at block %llu", dir->a.ino,
 			       (unsigned long long)lblk);
 	return ext3_bread(fs, phys, "directory", out);
 }
 
-int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *pos,
+/* Parse the entry at off of directory block lblk (its data b). */
+static int dir_entry_at(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
+			unsigned off, uint64_t lblk, struct ext3_dirent_view *de)
+{
+	int rc = ext3_dirblock_entry(b, fs->g.block_size, off, fs->g.inodes_count,
+				     fs->has_filetype, de);
+	if (rc)
+		return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->a.ino,
+				(unsigned long long)lblk);
+	return 0;
+}
+
+static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
+			      ext3_dir_cb cb, void *ctx);
+
+int ext3_dir_iterate(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 		     ext3_dir_cb cb, void *ctx)
+{
+	pthread_rwlock_rdlock(&dir->lock);
+	int rc = dir_iterate_locked(fs, dir, pos, cb, ctx);
+	pthread_rwlock_unlock(&dir->lock);
+	return rc;
+}
+
+static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
+			      ext3_dir_cb cb, void *ctx)
 {
 	uint64_t nblocks;
 	int rc = dir_nblocks(fs, dir, &nblocks);
 	if (rc)
 		return rc;
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	uint64_t lblk = *pos / bs;
 	unsigned start = (unsigned)(*pos % bs);
 	for (; lblk < nblocks; lblk++, start = 0) {
@@ -252,12 +272,11 @@ int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint6
 		unsigned off = 0;
 		while (off < bs) {
 			struct ext3_dirent_view de;
-			rc = ext3_dirblock_entry(b, bs, off, fs->inodes_count, fs->has_filetype, &de);
+			rc = dir_entry_at(fs, dir, b, off, lblk, &de);
 			if (rc) {
 				buf_put(bh);
 				*pos = lblk * bs + off;
-				return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
-					     (unsigned long long)lblk);
+				return rc;
 			}
 			unsigned next = off + de.rec_len;
 			if (off >= start && de.inode && de.name_len) {
@@ -298,11 +317,11 @@ static int find_cb(void *ctx, const struct ext3_dirent_view *de, uint64_t next_p
 	return 0;
 }
 
-static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode_mem *dir,
+static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode *dir,
 			     struct find_ctx *f)
 {
 	uint64_t pos = 0;
-	int rc = ext3_dir_iterate(fs, dir, &pos, find_cb, f);
+	int rc = dir_iterate_locked(fs, dir, &pos, find_cb, f);
 	if (rc == 1)
 		return 0;
 	if (rc < 0)
@@ -311,7 +330,7 @@ static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode_mem *di
 }
 
 /* Search one leaf block for the name: 1 found, 0 not, < 0 error. */
-static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t lblk,
+static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
 			  struct find_ctx *f)
 {
 	struct buffer_head *bh;
@@ -319,14 +338,13 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode_mem *dir, 
 	if (rc)
 		return rc;
 	const uint8_t *b = buf_data(bh);
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	for (unsigned off = 0; off < bs;) {
 		struct ext3_dirent_view de;
-		rc = ext3_dirblock_entry(b, bs, off, fs->inodes_count, fs->has_filetype, &de);
+		rc = dir_entry_at(fs, dir, b, off, lblk, &de);
 		if (rc) {
 			buf_put(bh);
-			return err_wrap(rc, "ext3: directory inode %u, block %llu", dir->ino,
-					     (unsigned long long)lblk);
+			return rc;
 		}
 		if (de.inode && find_cb(f, &de, 0)) {
 			buf_put(bh);
@@ -346,17 +364,17 @@ struct dx_level {
 };
 
 /* Load count/limit + entries that start at byte `off` of block `b`. */
-static int dx_load(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const uint8_t *b,
+static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
 		   unsigned off, uint64_t nblocks, uint64_t lblk, struct dx_level *lv)
 {
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	struct ext3_dx_countlimit cl;
 	memcpy(&cl, b + off, sizeof cl);
 	unsigned limit = le16_to_cpu(cl.limit), count = le16_to_cpu(cl.count);
 	unsigned want = (bs - off) / sizeof(struct ext3_dx_entry);
 	if (limit != want || count == 0 || count > limit)
 		return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: bad count/limit "
-			       "%u/%u (limit should be %u)", dir->ino, (unsigned long long)lblk,
+			       "%u/%u (limit should be %u)", dir->a.ino, (unsigned long long)lblk,
 			       count, limit, want);
 	memcpy(lv->ent, b + off, (size_t)count * sizeof(struct ext3_dx_entry));
 	lv->count = count;
@@ -364,13 +382,13 @@ static int dx_load(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const u
 		uint32_t blk = le32_to_cpu(lv->ent[i].block) & 0x00ffffffu;
 		if (blk == 0 || blk >= nblocks)
 			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: entry %u "
-				       "points at block %u (directory has %llu)", dir->ino,
+				       "points at block %u (directory has %llu)", dir->a.ino,
 				       (unsigned long long)lblk, i, blk, (unsigned long long)nblocks);
 		lv->ent[i].block = blk;
 		lv->ent[i].hash = i ? le32_to_cpu(lv->ent[i].hash) : 0;
 		if (i > 1 && lv->ent[i].hash < lv->ent[i - 1].hash)
 			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: hashes out "
-				       "of order", dir->ino, (unsigned long long)lblk);
+				       "of order", dir->a.ino, (unsigned long long)lblk);
 	}
 	return 0;
 }
@@ -391,7 +409,7 @@ static void dx_choose(struct dx_level *lv, uint32_t h)
 
 /* htree lookup: 0 found, -ENOENT absent, -EUCLEAN bad index (the caller falls
  * back to a linear scan), other errors as they come. */
-static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t nblocks,
+static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t nblocks,
 			 struct find_ctx *f)
 {
 	struct buffer_head *bh;
@@ -407,7 +425,7 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, u
 	    levels >= EXT3_DX_MAX_LEVELS) {
 		buf_put(bh);
 		return err_set(-EUCLEAN, "ext3: directory inode %u: bad htree root (hash %u, "
-			       "levels %u, info length %u)", dir->ino, hv, levels,
+			       "levels %u, info length %u)", dir->a.ino, hv, levels,
 			       root->info.info_length);
 	}
 	if (fs->unsigned_hash)
@@ -432,10 +450,10 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, u
 		b = buf_data(bh);
 		const struct ext3_dx_node *node = (const struct ext3_dx_node *)b;
 		if (le32_to_cpu(node->fake_inode) != 0 ||
-		    le16_to_cpu(node->fake_rec_len) != fs->block_size) {
+		    le16_to_cpu(node->fake_rec_len) != fs->g.block_size) {
 			buf_put(bh);
 			return err_set(-EUCLEAN, "ext3: directory inode %u: htree node %llu has no "
-				       "empty header entry", dir->ino, (unsigned long long)child);
+				       "empty header entry", dir->a.ino, (unsigned long long)child);
 		}
 		rc = dx_load(fs, dir, b, 0x08, nblocks, child, &lv[l]);
 		buf_put(bh);
@@ -473,14 +491,26 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode_mem *dir, u
 		}
 	}
 	return err_set(-EUCLEAN, "ext3: directory inode %u: htree collision chain too long",
-		       dir->ino);
+		       dir->a.ino);
 }
 
-int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const char *name,
+static int dir_lookup_locked(struct ext3_fs *fs, const struct ext3_inode *dir, const char *name,
+			     size_t len, uint32_t *ino, uint8_t *file_type);
+
+int ext3_dir_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name,
 		    size_t len, uint32_t *ino, uint8_t *file_type)
 {
 	if (len == 0 || len > EXT3_NAME_LEN)
 		return err_set(len ? -ENAMETOOLONG : -ENOENT, "ext3: bad name length %zu", len);
+	pthread_rwlock_rdlock(&dir->lock);
+	int rc = dir_lookup_locked(fs, dir, name, len, ino, file_type);
+	pthread_rwlock_unlock(&dir->lock);
+	return rc;
+}
+
+static int dir_lookup_locked(struct ext3_fs *fs, const struct ext3_inode *dir, const char *name,
+			     size_t len, uint32_t *ino, uint8_t *file_type)
+{
 	uint64_t nblocks;
 	int rc = dir_nblocks(fs, dir, &nblocks);
 	if (rc)
@@ -488,7 +518,7 @@ int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const 
 	struct find_ctx f = {.name = name, .len = len};
 	rc = -EUCLEAN;
 	bool dot = (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
-	if (!dot && (dir->flags & EXT3_INDEX_FL) && (fs->compat & EXT3_FEATURE_COMPAT_DIR_INDEX) &&
+	if (!dot && (dir->a.flags & EXT3_INDEX_FL) && (fs->compat & EXT3_FEATURE_COMPAT_DIR_INDEX) &&
 	    nblocks > 1) {
 		rc = dir_lookup_dx(fs, dir, nblocks, &f);
 		/* A damaged index is not fatal: the leaves are ordinary directory

@@ -1,13 +1,16 @@
-/* ext3 internals shared by src/ext3, src/jbd and src/api (docs/ext3-read-path.md).
+/* ext3's interface for src/api, the CLI (`nostall recover`) and tests
+ * (docs/ext3-read-path.md). src/jbd does not use it: ext3 uses jbd, not the
+ * other way round (it hands jbd a block-map callback for the journal inode).
  *
- * struct ext3_fs is opaque outside src/ext3: other layers use the accessors
- * and the functions below.
+ * struct ext3_fs and struct ext3_inode are opaque outside src/ext3: other
+ * layers use the accessors and the functions below.
  *
  * Threads and locking: after ext3_fs_mount() returns, the in-memory
- * superblock copy and the group descriptor table are immutable (the mount is
- * read-only), so every function here may be called concurrently without a
- * filesystem lock; block access goes through the buffer cache, which is
- * thread-safe. struct ext3_inode_mem is a private copy owned by the caller.
+ * superblock copy, the geometry and the group descriptor table are
+ * immutable (the mount is read-only), so every function here may be called
+ * concurrently without a filesystem lock; block access goes through the
+ * buffer cache, which is thread-safe. Inodes are shared and carry their own
+ * locks (see "inodes" below).
  *
  * Errors: negative errno with an err_set() message. Corrupt metadata is
  * -EUCLEAN ("ext3: inode 12: indirect block 99999 past the end (8192 blocks)"),
@@ -30,20 +33,83 @@ struct buf_cache;
 struct buffer_head;
 struct ext3_fs;
 
-/* ---- mount ---- */
+/* ---- mount (mount.c; options: mount_opts.c) ---- */
 
-struct ext3_mount_opts {
-	size_t cache_bytes;         /* 0 = buffer cache default */
-	int readahead_blocks;       /* -1 = default */
-	uint64_t sb_block;          /* 0 = primary superblock; else a backup's block number */
-	bool noload;                /* ignore the journal */
-	const char *blk_opts;       /* block queue tunables, may be NULL */
+/* Data modes (data=). 0 in ext3_mount_opts = not given: the superblock's
+ * default mount options (s_default_mount_opts & 0x60: 0x20 journal,
+ * 0x40 ordered, 0x60 writeback) decide, else EXT3_DATA_MODE_DEFAULT.
+ * Without the journal's revoke feature (a version 1 journal superblock)
+ * only journal mode works: asking for another one is an error, a default
+ * falls back to journal (as Linux does). */
+enum {
+	EXT3_DATA_JOURNAL = 1,
+	EXT3_DATA_ORDERED = 2,
+	EXT3_DATA_WRITEBACK = 3,
+	EXT3_DATA_GUARDED = 4,
 };
+#ifndef EXT3_DATA_MODE_DEFAULT
+#define EXT3_DATA_MODE_DEFAULT EXT3_DATA_ORDERED /* a build setting (-D) */
+#endif
+enum { EXT3_DATA_ERR_IGNORE = 1, EXT3_DATA_ERR_ABORT = 2 };
+enum { EXT3_ATIME_RELATIME = 1, EXT3_ATIME_NOATIME = 2, EXT3_ATIME_STRICT = 3 };
 
-/* Mount dev (not owned). Validates the superblock and the descriptor table
- * (see docs/ext3-read-path.md, "Mount checks"). Read-only. */
-int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_fs **out);
-void ext3_fs_unmount(struct ext3_fs *fs);
+/* Parsed mount options. Fields the mount does not act on yet (the write
+ * side) are validated and stored for the write path. */
+struct ext3_mount_opts {
+	bool ro;                    /* "ro" (the caller decides what it means) */
+	bool noload;                /* ignore the journal (no replay) */
+	uint64_t sb_block;          /* 0 = primary superblock; else a backup's block number */
+	size_t cache_bytes;         /* 0 = buffer cache default */
+	int readahead_blocks;       /* buffer cache readahead; -1 = default */
+	size_t file_readahead;      /* max readahead window per open file, 0 = off */
+	char *blk_opts;             /* block queue tunables and presets (owned), or NULL */
+	int data_mode;              /* EXT3_DATA_*, 0 = default (see above) */
+	struct jbd_config jcfg;     /* commit=, barrier=, nobarrier, journal_ioprio= */
+	int errors;                 /* EXT3_ERRORS_* (ext3_format.h), 0 = the superblock's */
+	int data_err;               /* EXT3_DATA_ERR_*, 0 = ignore */
+	int atime;                  /* EXT3_ATIME_*, 0 = relatime */
+};
+void ext3_mount_opts_init(struct ext3_mount_opts *o);
+/* Add "name=value,..." (Linux's names) to o. -EINVAL with a message naming
+ * the option for an unknown name, a bad value or a conflict with an earlier
+ * option; -ENOMEM. */
+int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts);
+void ext3_mount_opts_release(struct ext3_mount_opts *o);
+const char *ext3_data_mode_name(int mode);
+
+/* Mount flags. Without EXT3_MOUNT_JOURNAL the mount is read-only and never
+ * writes, except that a journal needing recovery is replayed first (as the
+ * kernel does even for a read-only mount) unless noload or sb= is given. */
+#define EXT3_MOUNT_JOURNAL 0x1u /* load the journal for writing (jbd_journal_load);
+				 * needs_recovery is set on disk while mounted */
+
+/* Mount dev (not owned): open the block queue (o->blk_opts) and the buffer
+ * cache, validate the superblock and the descriptor table (see
+ * docs/ext3-read-path.md, "Mount checks"), replay the journal if needed,
+ * resolve the data mode. With EXT3_MOUNT_JOURNAL, ro, noload and sb= are
+ * conflicts (-EINVAL). o may be NULL (defaults); it is copied (blk_opts is
+ * not kept). */
+int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned flags,
+		  struct ext3_fs **out);
+/* Unmount. With a journal: jbd_journal_destroy (commit, checkpoint, empty
+ * log), write back the cache, then clear needs_recovery; a journal error is
+ * returned and needs_recovery stays set (the next mount replays). Everything
+ * is freed in any case. NULL: 0. */
+int ext3_fs_unmount(struct ext3_fs *fs);
+
+/* The options in effect (data_mode resolved; blk_opts NULL). */
+const struct ext3_mount_opts *ext3_fs_opts(const struct ext3_fs *fs);
+/* The journal of an EXT3_MOUNT_JOURNAL mount, else NULL. */
+struct jbd_journal *ext3_fs_journal(struct ext3_fs *fs);
+/* Where the journal is (EXT3_MOUNT_JOURNAL mounts; valid while mounted).
+ * -ENOENT otherwise. */
+int ext3_fs_journal_location(struct ext3_fs *fs, struct jbd_location *loc);
+/* statfs overhead (geom.h's ext3_geom_overhead), computed at mount. */
+uint64_t ext3_fs_overhead(const struct ext3_fs *fs);
+/* Does group g hold a superblock backup (all groups without sparse_super)? */
+bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g);
+/* First and last block of group g. */
+void ext3_fs_group_range(const struct ext3_fs *fs, uint32_t g, uint64_t *first, uint64_t *last);
 
 /* Accessors. */
 const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs); /* on-disk (LE) copy */
@@ -76,15 +142,35 @@ const char *ext3_feature_name(int which, uint32_t bit);
 void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
 			  size_t len);
 
-/* ---- inodes ---- */
+/* ---- inodes: the shared in-memory inode (icache.c, inode.c) ----
+ *
+ * One struct ext3_inode per inode number and mount, shared and reference
+ * counted: ext3_iget finds it in the inode cache (hash by number) or reads
+ * it from the inode table, ext3_iput drops the reference; unreferenced
+ * inodes stay cached (LRU) up to a bound and are evicted beyond it. The
+ * struct is opaque outside src/ext3; use the accessors.
+ *
+ * Locking (see docs/ext3-read-path.md, "Locking"): each inode has a
+ * read-write lock over its fields (the decoded on-disk fields, i_size,
+ * i_disksize, the block map). Every function below that takes a struct
+ * ext3_inode holds that lock as reader for its whole call, I/O included;
+ * the write path will take it as writer to change fields or the block map.
+ * Callbacks (ext3_dir_iterate) run with it held as reader: they must not
+ * take it as writer. The per-inode block-map cache has its own mutex, taken
+ * under the inode lock. Order: API handle mutex -> reader (ext3_fread)
+ * mutex -> inode lock -> map-cache mutex -> buffer cache / block queue.
+ * The inode cache's mutex is a leaf (never held while taking another).
+ *
+ * Every inode must be put before ext3_fs_unmount. */
+struct ext3_inode;
 
-/* A decoded copy of one on-disk inode. */
-struct ext3_inode_mem {
+/* A snapshot of an inode's decoded fields (ext3_inode_attr_get). */
+struct ext3_inode_attr {
 	uint32_t ino;
 	uint16_t mode;
 	uint16_t links;
 	uint32_t uid, gid;
-	uint64_t size;         /* i_size | i_size_high << 32 (regular files; dirs use i_size only) */
+	uint64_t size;         /* i_size (in-memory size; regular files use i_size_high too) */
 	uint32_t blocks;       /* i_blocks, 512-byte units */
 	uint32_t flags;
 	uint32_t dtime;
@@ -94,34 +180,56 @@ struct ext3_inode_mem {
 	int64_t atime, mtime, ctime, crtime;
 	uint32_t atime_ns, mtime_ns, ctime_ns, crtime_ns;
 	uint16_t extra_isize;  /* 0 for 128-byte inodes */
-	uint16_t raw_size;     /* bytes valid in raw (= inode size) */
-	uint8_t raw[EXT3_MAX_BLOCK_SIZE]; /* the on-disk inode (for in-inode xattrs) */
 };
 
-/* Read inode ino (1..inodes_count; -EINVAL otherwise). Checks the inode
- * (extra_isize within the inode, a sane size for directories and symlinks). A
- * free inode is returned as it is (links 0): callers decide. */
-int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out);
+/* Get inode ino (1..inodes_count; -EINVAL otherwise) with a reference.
+ * Reading it checks it (extra_isize within the inode, a sane size for
+ * directories and symlinks; -EUCLEAN). A free inode is returned as it is
+ * (links 0): callers decide (ext3_inode_in_use). */
+int ext3_iget(struct ext3_fs *fs, uint32_t ino, struct ext3_inode **out);
+/* Drop a reference (NULL: no-op). */
+void ext3_iput(struct ext3_inode *in);
+/* Another reference to an inode the caller holds one to. */
+struct ext3_inode *ext3_igrab(struct ext3_inode *in);
+
+uint32_t ext3_inode_ino(const struct ext3_inode *in);
+void ext3_inode_attr_get(struct ext3_inode *in, struct ext3_inode_attr *out);
+uint16_t ext3_inode_mode(struct ext3_inode *in);
+uint64_t ext3_inode_size(struct ext3_inode *in);      /* i_size */
+uint64_t ext3_inode_disksize(struct ext3_inode *in);  /* i_disksize (= i_size until data=guarded) */
 /* Is this inode in use (links > 0 and mode != 0)? */
-bool ext3_inode_in_use(const struct ext3_inode_mem *in);
+bool ext3_inode_in_use(struct ext3_inode *in);
+/* Dirty data blocks/pages of the inode not yet on disk (0 today: the
+ * read-only mount never dirties data). The write path adds and subtracts as
+ * it dirties and writes data; the fast read path bypasses the buffer cache
+ * only while this is 0 (file_read.c). */
+uint64_t ext3_inode_dirty_data(const struct ext3_inode *in);
+void ext3_inode_dirty_data_add(struct ext3_inode *in, int64_t delta);
+/* Inode cache statistics. */
+struct ext3_icache_stats {
+	uint64_t hits, misses, evictions;
+	unsigned cached, unused;   /* inodes in the cache; of those unreferenced */
+};
+void ext3_icache_stats(struct ext3_fs *fs, struct ext3_icache_stats *out);
 
 /* Map logical block `logical` of the inode through the direct and indirect
  * blocks: *physical = 0 for a hole (return 0). -EFBIG past the triple
  * indirect range, -EUCLEAN for a block number past the end of the filesystem. */
-int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_t logical,
+int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 		    uint64_t *physical);
-/* Read up to len bytes of the inode's data at off (bounded by the size);
+/* Read up to len bytes of the inode's data at off (bounded by i_size);
  * holes read as zeroes. Returns the byte count. Block by block through the
  * buffer cache (the slow path; see ext3_fread below for the fast one). */
-ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, void *buf,
+ssize_t ext3_inode_pread(struct ext3_fs *fs, struct ext3_inode *in, void *buf,
 			 size_t len, uint64_t off);
 
 /* A copy of the last leaf indirect block (the pointer block that maps data
  * blocks) used by ext3_inode_map_run, so that a sequential scan walks the
- * tree once per leaf (apb blocks) instead of once per block. Owned by one
- * user at a time (no lock). The copy is only valid while the block map
- * cannot change: today the mount is read-only; a write path must
- * invalidate it (ext3_map_cache_reset) whenever it changes the inode's map. */
+ * tree once per leaf (apb blocks) instead of once per block. Each inode has
+ * one (under its map-cache mutex); a caller may pass its own. The copy is
+ * only valid while the block map cannot change: today the mount is
+ * read-only; a write path must invalidate the inode's (ext3_map_cache_reset
+ * under the map-cache mutex) whenever it changes the inode's map. */
 struct ext3_map_cache {
 	bool valid;
 	uint32_t leaf_blk;          /* the pointer block copied */
@@ -133,10 +241,11 @@ void ext3_map_cache_reset(struct ext3_map_cache *mc);
 /* Map a run of logical blocks starting at `logical`, at most `max` (>= 1)
  * blocks long: *count blocks that are all a hole (*physical = 0) or all
  * mapped to consecutive physical blocks starting at *physical. Runs end at
- * leaf boundaries. mc may be NULL (no caching). Errors as ext3_inode_bmap
- * for the first block of the run (a bad block later in the run just ends
- * it, so the next call reports it). */
-int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
+ * leaf boundaries. mc: the caller's cache (owned by one user at a time), or
+ * NULL for the inode's own. Errors as ext3_inode_bmap for the first block of
+ * the run (a bad block later in the run just ends it, so the next call
+ * reports it). */
+int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
 		       uint64_t *physical, uint64_t *count);
 
@@ -147,14 +256,14 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
  * physically contiguous runs and read with direct bios into a per-file
  * window buffer, two windows in flight; small random reads still go through
  * the buffer cache (ext3_inode_pread). See docs/ext3-read-path.md,
- * "Sequential reads". `in` must outlive the reader. Thread-safe: one mutex per
+ * "Sequential reads". The reader holds a reference to `in`. Thread-safe: one mutex per
  * reader for its windows (held while waiting for this reader's window I/O;
  * nothing else is taken under it except the buffer cache's and the block
  * queue's internal locks). */
 struct ext3_fread;
 /* max_window: bytes, rounded to a power of two in 64 KiB..64 MiB; 0 turns
  * the fast path off (every read through the buffer cache). */
-int ext3_fread_create(struct ext3_fs *fs, const struct ext3_inode_mem *in, size_t max_window,
+int ext3_fread_create(struct ext3_fs *fs, struct ext3_inode *in, size_t max_window,
 		      struct ext3_fread **out);
 /* Waits for this reader's I/O in flight, frees everything. NULL: no-op. */
 void ext3_fread_destroy(struct ext3_fread *r);
@@ -171,9 +280,9 @@ struct ext3_fread_stats {
 };
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */
-void ext3_inode_rdev(const struct ext3_inode_mem *in, uint32_t *major, uint32_t *minor);
+void ext3_inode_rdev(const struct ext3_inode_attr *a, uint32_t *major, uint32_t *minor);
 /* Is this a fast symlink (target inside i_block)? */
-bool ext3_inode_is_fast_symlink(const struct ext3_fs *fs, const struct ext3_inode_mem *in);
+bool ext3_inode_is_fast_symlink(struct ext3_fs *fs, struct ext3_inode *in);
 
 /* ---- directories ---- */
 
@@ -199,12 +308,12 @@ int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t 
  * anything else stops (returned as is). *pos is the position after the last
  * entry passed to cb (or where it stopped with an error). */
 typedef int (*ext3_dir_cb)(void *ctx, const struct ext3_dirent_view *de, uint64_t next_pos);
-int ext3_dir_iterate(struct ext3_fs *fs, const struct ext3_inode_mem *dir, uint64_t *pos,
+int ext3_dir_iterate(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 		     ext3_dir_cb cb, void *ctx);
 
 /* Look up one name in a directory (htree when indexed and the index is sane,
  * else linear). *ino = the entry's inode; -ENOENT when absent. */
-int ext3_dir_lookup(struct ext3_fs *fs, const struct ext3_inode_mem *dir, const char *name,
+int ext3_dir_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name,
 		    size_t len, uint32_t *ino, uint8_t *file_type);
 
 /* htree name hash (pure): version is EXT3_DX_HASH_* 0..5; seed may be NULL
@@ -221,15 +330,15 @@ int ext3_path_lookup(struct ext3_fs *fs, const char *path, bool follow, uint32_t
 
 /* Copy at most size bytes of the target (not NUL-terminated); returns the
  * count. -EINVAL if not a symlink. */
-ssize_t ext3_symlink_read(struct ext3_fs *fs, const struct ext3_inode_mem *in, char *buf,
+ssize_t ext3_symlink_read(struct ext3_fs *fs, struct ext3_inode *in, char *buf,
 			  size_t size);
 
 /* ---- extended attributes ---- */
 
 /* getxattr / listxattr semantics of nostall.h. */
-ssize_t ext3_xattr_get(struct ext3_fs *fs, const struct ext3_inode_mem *in, const char *name,
+ssize_t ext3_xattr_get(struct ext3_fs *fs, struct ext3_inode *in, const char *name,
 		       void *value, size_t size);
-ssize_t ext3_xattr_list(struct ext3_fs *fs, const struct ext3_inode_mem *in, char *list,
+ssize_t ext3_xattr_list(struct ext3_fs *fs, struct ext3_inode *in, char *list,
 			size_t size);
 
 /* Callback over every attribute (pure over a region): prefix is the namespace
@@ -251,6 +360,12 @@ struct ext3_journal;
  * external journal), mount read-only for a moment and map every block of
  * inode 8 (-EUCLEAN with a message for a hole or a bad inode). */
 int ext3_journal_open(struct dev *dev, struct ext3_journal **out);
+/* The superblock's journal fields: -EINVAL (not ext3, no journal),
+ * -EOPNOTSUPP (external journal), with a message. */
+int ext3_journal_sb_check(const struct ext3_super_block *sb);
+/* The same as ext3_journal_open over a mounted fs (its read path; dev = the fs's device). The
+ * superblock copy is the fs's. */
+int ext3_journal_open_fs(struct ext3_fs *fs, struct ext3_journal **out);
 void ext3_journal_close(struct ext3_journal *e);
 /* A location whose bmap uses the map built at open (valid while e is). */
 void ext3_journal_location(struct ext3_journal *e, struct jbd_location *loc);
@@ -262,6 +377,12 @@ int ext3_journal_set_needs_recovery(struct ext3_journal *e, bool on);
 int ext3_journal_mark_error(struct ext3_journal *e);
 unsigned ext3_journal_block_size(const struct ext3_journal *e);
 uint32_t ext3_journal_fs_blocks(const struct ext3_journal *e);
+/* Replace the superblock copy (as read from the device at open). */
+void ext3_journal_set_super(struct ext3_journal *e, const struct ext3_super_block *sb);
+/* Replay e's journal as ext3_journal_recover below does (the filesystem must
+ * not be mounted: recovery writes the device directly). */
+int ext3_journal_replay(struct ext3_journal *e, unsigned flags, struct jbd_recovery_info *info,
+			bool *did);
 /* What `nostall recover` and e2fsck's journal step do to an ext3 image:
  * when the journal has data or needs_recovery is set, replay it, mark the
  * journal empty, record a journal error in the filesystem, clear

@@ -239,7 +239,7 @@ struct ext3_group_desc {
 _Static_assert(sizeof(struct ext3_group_desc) == EXT3_DESC_SIZE, "ext3 group descriptor size");
 
 /* ---- inode: s_inode_size bytes each in the inode tables. The first 128 bytes
- * are struct ext3_inode; 256-byte inodes continue with the large fields, of
+ * are struct ext3_disk_inode; 256-byte inodes continue with the large fields, of
  * which the first i_extra_isize bytes are in use and the rest may hold
  * in-inode extended attributes (struct ext3_xattr_ibody_header). ---- */
 
@@ -267,7 +267,7 @@ _Static_assert(sizeof(struct ext3_group_desc) == EXT3_DESC_SIZE, "ext3 group des
 #define EXT3_DIRSYNC_FL 0x00010000
 #define EXT3_TOPDIR_FL 0x00020000
 
-struct ext3_inode {
+struct ext3_disk_inode {
 	uint16_t i_mode;        /* 0x00 file type (EXT3_S_IF*) and permissions */
 	uint16_t i_uid;         /* 0x02 owner uid, low 16 bits */
 	uint32_t i_size;        /* 0x04 size in bytes, low 32 bits */
@@ -293,13 +293,13 @@ struct ext3_inode {
 	uint16_t i_gid_high;    /* 0x7A group, high 16 bits */
 	uint32_t i_reserved2;   /* 0x7C */
 };
-_Static_assert(sizeof(struct ext3_inode) == EXT3_GOOD_OLD_INODE_SIZE, "ext3 inode size");
-_Static_assert(offsetof(struct ext3_inode, i_block) == 0x28, "i_block");
-_Static_assert(offsetof(struct ext3_inode, i_size_high) == 0x6C, "i_size_high");
+_Static_assert(sizeof(struct ext3_disk_inode) == EXT3_GOOD_OLD_INODE_SIZE, "ext3 inode size");
+_Static_assert(offsetof(struct ext3_disk_inode, i_block) == 0x28, "i_block");
+_Static_assert(offsetof(struct ext3_disk_inode, i_size_high) == 0x6C, "i_size_high");
 
 /* The fields after the first 128 bytes (256-byte inodes). */
-struct ext3_inode_large {
-	struct ext3_inode i;     /* 0x00 */
+struct ext3_disk_inode_large {
+	struct ext3_disk_inode i;     /* 0x00 */
 	uint16_t i_extra_isize;  /* 0x80 bytes in use after 0x80 (32 = through i_projid) */
 	uint16_t i_checksum_hi;  /* 0x82 ext4 metadata_csum; 0 */
 	uint32_t i_ctime_extra;  /* 0x84 ctime: 2 epoch bits + 30 bits of nanoseconds */
@@ -310,7 +310,7 @@ struct ext3_inode_large {
 	uint32_t i_version_hi;   /* 0x98 high 32 bits of i_version */
 	uint32_t i_projid;       /* 0x9C project id (ext4 quota) */
 };
-_Static_assert(sizeof(struct ext3_inode_large) == 160, "ext3 large inode fields");
+_Static_assert(sizeof(struct ext3_disk_inode_large) == 160, "ext3 large inode fields");
 #define EXT3_INODE_EXTRA_ISIZE 32 /* sizeof(ext3_inode_large) - 128: what mkfs writes */
 
 /* ---- directories: a sequence of variable-length entries per block; each

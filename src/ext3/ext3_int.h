@@ -1,10 +1,64 @@
-/* Private to src/ext3: the layout of struct ext3_fs and helpers shared by
- * super.c, inode.c, dir.c, xattr.c and path.c. Others use ext3.h. */
+/* Private to src/ext3: the layout of struct ext3_fs and the internal
+ * interfaces between its files. Others use ext3.h.
+ *
+ * Layers (a file only calls into its own layer or the ones below; nothing
+ * calls in a circle):
+ *   core       geom.c (pure geometry), core.c (ext3_bread, inode location)
+ *   metadata   super.c (superblock + descriptors), inode.c (inodes, block
+ *              map), dir.c, path.c, xattr.c, file_read.c
+ *   mount      mount_opts.c, mount.c, ext3_journal.c
+ *   mkfs       mkfs_layout.c, mkfs_write.c: a leaf on top of geom.c; nothing
+ *              in src/ext3 uses it. */
 #ifndef NOSTALL_EXT3_EXT3_INT_H
 #define NOSTALL_EXT3_EXT3_INT_H
 
 #include "ext3/ext3.h"
-#include "ext3/mkfs.h"
+#include "ext3/geom.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* The in-memory inode (ext3.h, "inodes"). */
+struct ext3_inode {
+	struct ext3_fs *fs;
+	uint32_t ino;               /* immutable */
+	/* Inode cache linkage: protected by fs->icache.lock. */
+	unsigned refs;
+	struct ext3_inode *hnext;   /* hash chain */
+	struct ext3_inode *lru_prev, *lru_next; /* unreferenced inodes only */
+	/* in->lock (read-write) protects everything from here to raw[]: readers
+	 * hold it as reader for a whole read function; the write path takes it as
+	 * writer to change a field, i_size or the block map. */
+	pthread_rwlock_t lock;
+	struct ext3_inode_attr a;   /* decoded on-disk fields (a.size = i_disksize as read) */
+	uint64_t i_size;            /* in-memory size: what reads see */
+	uint64_t i_disksize;        /* size in the on-disk inode; = i_size until data=guarded
+				     * moves it only at data I/O completion */
+	/* map_lock protects map, the inode's block-map cache (taken under lock). */
+	pthread_mutex_t map_lock;
+	struct ext3_map_cache map;
+	/* Dirty data blocks/pages not yet written (atomic; 0 today). */
+	atomic_uint_least64_t dirty_data;
+	/* The write path adds here: the orphan list link (s_last_orphan chain,
+	 * data=guarded's pending-size orphans), the jbd inode that ties ordered
+	 * data to a transaction (data=ordered/guarded), the page mapping (page
+	 * cache of the file's data). */
+	uint16_t raw_size;          /* bytes in raw (= inode size) */
+	_Alignas(8) uint8_t raw[];  /* the on-disk inode as read (in-inode xattrs); aligned
+				     * for struct ext3_disk_inode access */
+};
+
+/* The inode cache (icache.c): a hash by inode number and an LRU of
+ * unreferenced inodes. lock is a leaf lock: held for list and count
+ * changes only, never across I/O or while taking another lock. */
+struct ext3_icache {
+	pthread_mutex_t lock;
+	struct ext3_inode **hash;   /* [nbuckets] */
+	unsigned nbuckets;
+	struct ext3_inode *lru_head, *lru_tail; /* most recently put at head */
+	unsigned cached, unused, max_unused;
+	uint64_t hits, misses, evictions;
+};
 
 /* Everything below is set by ext3_fs_mount() and read-only afterwards (no
  * lock needed to read it). */
@@ -15,35 +69,53 @@ struct ext3_fs {
 	struct ext3_super_block sb; /* on-disk copy (little-endian) */
 	uint32_t sb_block;          /* filesystem block of the superblock used */
 	uint32_t rev;
-	uint32_t block_size;
-	uint32_t blocks_count;
-	uint32_t first_data_block;
-	uint32_t blocks_per_group;
-	uint32_t inodes_per_group;
-	uint32_t inodes_count;
-	uint32_t inode_size;
-	uint32_t inodes_per_block;
-	uint32_t itable_blocks;     /* inode table blocks per group */
+	struct ext3_geom g;         /* group geometry (geom.h) */
+	uint64_t overhead;          /* statfs overhead (ext3_geom_overhead) */
 	uint32_t first_ino;
-	uint32_t groups;
-	uint32_t desc_per_block;
-	uint32_t desc_blocks;
-	uint32_t reserved_gdt_blocks;
-	uint32_t apb;               /* block numbers per indirect block */
 	uint32_t compat, incompat, ro_compat;
 	bool needs_recovery;
 	bool unknown_ro_compat;
 	bool has_filetype;
-	bool sparse_super;
 	bool unsigned_hash;
 	bool noload;
 	uint32_t hash_seed[4];
 	uint8_t def_hash_version;
 	char ro_reason[256];
 	struct ext3_group_desc *gd; /* [groups], host byte order */
+	struct ext3_mount_opts opts; /* in effect (data_mode resolved, blk_opts NULL) */
+	struct ext3_journal *jmap;  /* EXT3_MOUNT_JOURNAL: the journal's block map */
+	struct jbd_journal *journal; /* EXT3_MOUNT_JOURNAL: the loaded journal */
+	struct ext3_icache icache;  /* internally locked */
 };
 
-/* Does group g hold a superblock backup (all groups without sparse_super)? */
-bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g);
+/* ---- the core: below everything else in src/ext3 (core.c) ---- */
+
+/* Where inode ino lives: inode-table block and byte offset in it. ino must
+ * be in 1..inodes_count. */
+void ext3_fs_inode_loc(const struct ext3_fs *fs, uint32_t ino, uint64_t *blk, unsigned *off);
+
+/* ---- superblock and descriptors (super.c, used by mount.c) ---- */
+
+/* Read the superblock (the primary, or the backup at block sb_block),
+ * check it and the device size, fill fs's geometry and feature fields. */
+int ext3_super_load(struct ext3_fs *fs, uint64_t sb_block);
+/* Read and check the group descriptor table (needs fs->cache). */
+int ext3_gdt_load(struct ext3_fs *fs);
+
+/* ---- inodes (inode.c, icache.c) ---- */
+
+/* Read inode ino from the inode table into out (allocated with room for
+ * raw[inode_size]) and check it. */
+int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out);
+int ext3_icache_init(struct ext3_fs *fs);
+/* Frees every cached inode (all must have been put). */
+void ext3_icache_destroy(struct ext3_fs *fs);
+
+/* Unlocked variants for callers that hold in->lock (as reader or writer). */
+int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
+			   uint64_t *physical);
+ssize_t ext3_inode_pread_locked(struct ext3_fs *fs, const struct ext3_inode *in, void *buf,
+				size_t len, uint64_t off);
+bool ext3_inode_fast_symlink_locked(const struct ext3_fs *fs, const struct ext3_inode *in);
 
 #endif

@@ -1,14 +1,16 @@
-/* The internal journal of an ext3 image (inode 8), for journal recovery
- * outside a mount: `nostall recover`, the replay a mount does first, and the
- * crash tests. The journal layer (src/jbd) knows nothing of ext3: ext3 finds
+/* The internal journal of an ext3 image (inode 8): its block map, built
+ * from a mounted filesystem, its replay and the superblock flags recovery
+ * changes. Used by the mount (replay, the writable journal) and, through
+ * recover.c, by `nostall recover` and the crash tests. The journal layer (src/jbd) knows nothing of ext3: ext3 finds
  * the journal's blocks through its own read path (mount checks, inode read,
  * indirect block map) and hands jbd a block-map callback; ext3 also owns the
  * superblock flags recovery changes (needs_recovery, the error state).
  *
- * The map is built from a short read-only mount that is gone again before
- * recovery writes anything, so no cache ever holds a block recovery changes.
- * Superblock updates go straight to the device (re-read first: recovery may
- * just have replayed the superblock's block).
+ * For a replay the map is built from a read-only mount that is gone again
+ * before recovery writes anything, so no cache ever holds a block recovery
+ * changes. The superblock updates here go straight to the device (re-read
+ * first: recovery may just have replayed the superblock's block); a mounted
+ * filesystem writes its superblock itself (mount.c).
  *
  * Threads: none; synchronous device I/O.
  */
@@ -46,34 +48,28 @@ static int sb_write(struct ext3_journal *e)
 	return rc ? rc : dev_flush_sync(e->dev);
 }
 
-/* Map every block of inode 8 through the read path. */
-static int journal_map(struct ext3_journal *e)
+/* Map every block of inode 8 through the read path of a mounted fs. */
+static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 {
-	struct ext3_mount_opts mo = { .readahead_blocks = -1, .noload = true };
-	struct ext3_fs *fs;
-	int rc = ext3_fs_mount(e->dev, &mo, &fs);
+	struct ext3_inode *in;
+	int rc;
+	e->bs = ext3_fs_block_size(fs);
+	rc = ext3_iget(fs, EXT3_JOURNAL_INO, &in);
 	if (rc < 0)
 		return rc;
-	struct ext3_inode_mem *in = malloc(sizeof *in);
-	if (!in) {
-		ext3_fs_unmount(fs);
-		return -ENOMEM;
-	}
-	e->bs = ext3_fs_block_size(fs);
-	rc = ext3_inode_read(fs, EXT3_JOURNAL_INO, in);
-	if (rc < 0)
-		goto out;
-	if ((in->mode & EXT3_S_IFMT) != EXT3_S_IFREG || !ext3_inode_in_use(in) || in->size < 2ull * e->bs ||
-	    in->size / e->bs > UINT32_MAX) {
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	if ((a.mode & EXT3_S_IFMT) != EXT3_S_IFREG || !a.links || a.size < 2ull * e->bs ||
+	    a.size / e->bs > UINT32_MAX) {
 		rc = err_set(-EUCLEAN, "journal inode %u is not a valid journal (mode 0%o, size %llu)",
-			     EXT3_JOURNAL_INO, in->mode, (unsigned long long)in->size);
+			     EXT3_JOURNAL_INO, a.mode, (unsigned long long)a.size);
 		goto out;
 	}
-	if (in->flags & 0x80000u /* EXT4_EXTENTS_FL */) {
+	if (a.flags & 0x80000u /* EXT4_EXTENTS_FL */) {
 		rc = err_set(-EOPNOTSUPP, "journal inode uses extents (ext4)");
 		goto out;
 	}
-	e->nblocks = (uint32_t)(in->size / e->bs);
+	e->nblocks = (uint32_t)(a.size / e->bs);
 	e->map = calloc(e->nblocks, sizeof *e->map);
 	if (!e->map) {
 		rc = -ENOMEM;
@@ -95,44 +91,41 @@ static int journal_map(struct ext3_journal *e)
 		l += count;
 	}
 out:
-	free(in);
-	ext3_fs_unmount(fs);
+	ext3_iput(in);
 	return rc;
 }
 
-int ext3_journal_open(struct dev *dev, struct ext3_journal **out)
+/* The superblock's journal fields: an internal journal in inode 8. */
+int ext3_journal_sb_check(const struct ext3_super_block *sb)
+{
+	if (le16_to_cpu(sb->s_magic) != EXT3_SUPER_MAGIC)
+		return err_set(-EINVAL, "not an ext2/ext3 filesystem (bad superblock magic)");
+	if (!(le32_to_cpu(sb->s_feature_compat) & EXT3_FEATURE_COMPAT_HAS_JOURNAL))
+		return err_set(-EINVAL, "the filesystem has no journal (ext2)");
+	uint32_t inum = le32_to_cpu(sb->s_journal_inum);
+	if (inum != EXT3_JOURNAL_INO || le32_to_cpu(sb->s_journal_dev))
+		return err_set(-EOPNOTSUPP, "external journals are not supported (journal inode %u, "
+			       "device %u)", inum, le32_to_cpu(sb->s_journal_dev));
+	return 0;
+}
+
+int ext3_journal_open_fs(struct ext3_fs *fs, struct ext3_journal **out)
 {
 	*out = NULL;
 	struct ext3_journal *e = calloc(1, sizeof *e);
 	if (!e)
-		return -ENOMEM;
-	e->dev = dev;
-	int rc = sb_read(e);
-	if (rc < 0)
-		goto fail;
-	const struct ext3_super_block *sb = &e->sb;
-	if (le16_to_cpu(sb->s_magic) != EXT3_SUPER_MAGIC) {
-		rc = err_set(-EINVAL, "not an ext2/ext3 filesystem (bad superblock magic)");
-		goto fail;
+		return err_set(-ENOMEM, "out of memory");
+	e->dev = ext3_fs_dev(fs);
+	e->sb = *ext3_fs_super(fs);
+	int rc = ext3_journal_sb_check(&e->sb);
+	if (!rc)
+		rc = journal_map(e, fs);
+	if (rc < 0) {
+		ext3_journal_close(e);
+		return rc;
 	}
-	if (!(le32_to_cpu(sb->s_feature_compat) & EXT3_FEATURE_COMPAT_HAS_JOURNAL)) {
-		rc = err_set(-EINVAL, "the filesystem has no journal (ext2)");
-		goto fail;
-	}
-	uint32_t inum = le32_to_cpu(sb->s_journal_inum);
-	if (inum != EXT3_JOURNAL_INO || le32_to_cpu(sb->s_journal_dev)) {
-		rc = err_set(-EOPNOTSUPP, "external journals are not supported (journal inode %u, device %u)", inum,
-			     le32_to_cpu(sb->s_journal_dev));
-		goto fail;
-	}
-	rc = journal_map(e);
-	if (rc < 0)
-		goto fail;
 	*out = e;
 	return 0;
-fail:
-	ext3_journal_close(e);
-	return rc;
 }
 
 void ext3_journal_close(struct ext3_journal *e)
@@ -186,6 +179,11 @@ int ext3_journal_mark_error(struct ext3_journal *e)
 	return sb_write(e);
 }
 
+void ext3_journal_set_super(struct ext3_journal *e, const struct ext3_super_block *sb)
+{
+	e->sb = *sb;
+}
+
 unsigned ext3_journal_block_size(const struct ext3_journal *e)
 {
 	return e->bs;
@@ -196,7 +194,7 @@ uint32_t ext3_journal_fs_blocks(const struct ext3_journal *e)
 	return le32_to_cpu(e->sb.s_blocks_count);
 }
 
-int ext3_journal_recover(struct dev *dev, unsigned flags, struct jbd_recovery_info *info, bool *did)
+int ext3_journal_replay(struct ext3_journal *e, unsigned flags, struct jbd_recovery_info *info, bool *did)
 {
 	struct jbd_recovery_info local;
 	if (!info)
@@ -204,18 +202,14 @@ int ext3_journal_recover(struct dev *dev, unsigned flags, struct jbd_recovery_in
 	memset(info, 0, sizeof *info);
 	if (did)
 		*did = false;
-	struct ext3_journal *e;
-	int rc = ext3_journal_open(dev, &e);
-	if (rc < 0)
-		return rc;
 	struct jbd_location loc;
 	ext3_journal_location(e, &loc);
-	rc = jbd_journal_check_dev(dev, &loc, info);
+	int rc = jbd_journal_check_dev(e->dev, &loc, info);
 	if (rc < 0 || (!info->needed && !ext3_journal_needs_recovery(e)))
 		goto out;
 	/* e2fsck runs its journal step whenever needs_recovery is set, even
 	 * on an empty log (which then only moves s_sequence on by one). */
-	rc = jbd_journal_recover_dev(dev, &loc, flags | JBD_RECOVER_RESET, info);
+	rc = jbd_journal_recover_dev(e->dev, &loc, flags | JBD_RECOVER_RESET, info);
 	if (rc < 0 || (flags & JBD_RECOVER_DRY_RUN))
 		goto out;
 	if (did)
@@ -225,6 +219,5 @@ int ext3_journal_recover(struct dev *dev, unsigned flags, struct jbd_recovery_in
 	if (rc == 0)
 		rc = ext3_journal_set_needs_recovery(e, false);
 out:
-	ext3_journal_close(e);
 	return rc;
 }

@@ -5,7 +5,7 @@
  * consumed, and `next`, the asynchronous readahead behind it. A window is a
  * block-aligned byte range of the file and a buffer of the same size; issuing
  * it maps the range into physically contiguous runs (ext3_inode_map_run with
- * the reader's copy of the last leaf indirect block), zero-fills the holes and
+ * the inode's copy of the last leaf indirect block), zero-fills the holes and
  * sends one READ bio per run straight to the block queue (the queue splits
  * runs larger than max_sectors_kb), so a 4 MiB window is about eight 512 KiB
  * requests in flight. Like the kernel's ondemand readahead, the first window
@@ -22,14 +22,17 @@
  * (ext3_inode_pread), which caches them.
  *
  * Correctness rules:
- * - Dirty data in the buffer cache must win over the disk. A window is only
- *   issued while the cache holds no dirty buffer (checked per window); with
- *   a dirty buffer anywhere the read goes through the buffer cache, which
- *   returns the cached copy. Today the mount is read-only and nothing is ever
- *   dirty; a write path must also keep a block from becoming dirty while a
- *   window read of it is in flight (or drop the windows of the file when it
- *   dirties one of its blocks), and must reset the reader's map cache when it
- *   changes the block map.
+ * - Dirty data must win over the disk. The rule is per inode: a window is
+ *   only issued while the inode's dirty-data count (ext3_inode_dirty_data)
+ *   is 0 (checked per window); otherwise the read goes through the buffer
+ *   cache, which returns the cached copy. The write path must count every
+ *   dirty data block or page of the inode there (data=journal's dirty
+ *   buffers included), keep a block from becoming dirty while a window read
+ *   of it is in flight (or drop the file's windows when it dirties one), and
+ *   reset the inode's map cache when it changes the block map. Indirect
+ *   blocks need no check: the mapping always reads them through the buffer
+ *   cache (ext3_bread), so a dirty cached copy is the one used. Dirty
+ *   buffers of other files no longer turn the fast path off.
  * - Errors keep ext3_inode_pread's semantics because the fast path never
  *   reports one itself: a window whose mapping fails stops before the bad
  *   block, a window whose I/O fails is dropped, and the read continues
@@ -42,8 +45,9 @@
  * handle that share a stream serialize; readers taking the buffer-cache path
  * do not take it for their I/O). Under it only the buffer cache's and the
  * block queue's internal locks are taken (through ext3_bread, blk_submit_bio,
- * blk_batch_wait). Lock order: the API's per-handle position mutex, then
- * r->lock. Window buffers are written by the device while their batch is in
+ * blk_batch_wait) and the inode's lock as reader with its map-cache mutex
+ * (ext3_inode_size, ext3_inode_map_run, ext3_inode_pread). Lock order: the
+ * API's per-handle position mutex, then r->lock, then the inode's locks. Window buffers are written by the device while their batch is in
  * flight and read by the reader only after blk_batch_wait returned.
  */
 #include "ext3/ext3_int.h"
@@ -78,14 +82,13 @@ struct fr_win {
 
 struct ext3_fread {
 	struct ext3_fs *fs;
-	const struct ext3_inode_mem *in;
+	struct ext3_inode *in;  /* a reference (ext3_igrab) */
 	size_t max_window;     /* 0: fast path off */
 	pthread_mutex_t lock;  /* protects everything below */
 	uint64_t next_off;     /* end of the last read: sequential detection */
 	uint64_t window;       /* size of the next window to issue */
 	struct fr_win win[2];
 	unsigned cur;          /* win[cur] is being consumed, win[cur ^ 1] is next */
-	struct ext3_map_cache map;
 	struct ext3_fread_stats st;
 };
 
@@ -97,7 +100,7 @@ static uint64_t pow2_ceil(uint64_t v)
 	return p;
 }
 
-int ext3_fread_create(struct ext3_fs *fs, const struct ext3_inode_mem *in, size_t max_window,
+int ext3_fread_create(struct ext3_fs *fs, struct ext3_inode *in, size_t max_window,
 		      struct ext3_fread **out)
 {
 	*out = NULL;
@@ -105,7 +108,7 @@ int ext3_fread_create(struct ext3_fs *fs, const struct ext3_inode_mem *in, size_
 	if (!r)
 		return err_set(-ENOMEM, "out of memory");
 	r->fs = fs;
-	r->in = in;
+	r->in = ext3_igrab(in);
 	if (max_window) {
 		if (max_window < FR_LARGE)
 			max_window = FR_LARGE;
@@ -150,6 +153,7 @@ void ext3_fread_destroy(struct ext3_fread *r)
 	}
 	pthread_mutex_unlock(&r->lock);
 	pthread_mutex_destroy(&r->lock);
+	ext3_iput(r->in);
 	free(r);
 }
 
@@ -193,20 +197,18 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		      uint64_t marker)
 {
 	struct ext3_fs *fs = r->fs;
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	w->len = 0;
 	w->short_map = false;
-	uint64_t fend = r->in->size + bs - 1;
+	uint64_t fend = ext3_inode_size(r->in) + bs - 1;
 	fend -= fend % bs; /* the file's end, rounded up to whole blocks */
 	if (start >= fend)
 		return false;
 	if (size > fend - start)
 		size = fend - start;
-	/* Dirty buffers must win over the disk: never bypass the cache while it
-	 * has any (a read-only mount never does). */
-	struct buf_stats bst;
-	buf_cache_stats(fs->cache, &bst);
-	if (bst.dirty) {
+	/* Dirty data must win over the disk: never bypass the cache while the
+	 * inode has any (a read-only mount never does). */
+	if (ext3_inode_dirty_data(r->in)) {
 		r->st.fallbacks++;
 		return false;
 	}
@@ -227,7 +229,7 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	uint64_t pos = start, end = start + size;
 	while (pos < end) {
 		uint64_t phys, cnt;
-		if (ext3_inode_map_run(fs, r->in, &r->map, pos / bs, (end - pos) / bs, &phys,
+		if (ext3_inode_map_run(fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys,
 				       &cnt) < 0) {
 			w->short_map = true; /* the buffer-cache path reports it */
 			break;
@@ -278,13 +280,14 @@ static void ra_next(struct ext3_fread *r)
 
 ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off)
 {
-	const struct ext3_inode_mem *in = r->in;
-	if (off >= in->size || len == 0)
+	struct ext3_inode *in = r->in;
+	uint64_t isize = ext3_inode_size(in);
+	if (off >= isize || len == 0)
 		return 0;
-	if (len > in->size - off)
-		len = (size_t)(in->size - off);
+	if (len > isize - off)
+		len = (size_t)(isize - off);
 	if (len > (size_t)SSIZE_MAX)
-		len = (size_t)SSIZE_MAX & ~(size_t)(r->fs->block_size - 1);
+		len = (size_t)SSIZE_MAX & ~(size_t)(r->fs->g.block_size - 1);
 	if (!r->max_window)
 		return ext3_inode_pread(r->fs, in, buf, len, off);
 
@@ -305,7 +308,7 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 		pthread_mutex_unlock(&r->lock);
 		return n;
 	}
-	uint32_t bs = r->fs->block_size;
+	uint32_t bs = r->fs->g.block_size;
 	while (done < len) {
 		uint64_t pos = off + done;
 		struct fr_win *c = &r->win[r->cur], *n = &r->win[r->cur ^ 1];

@@ -1,5 +1,8 @@
-/* ext3 inodes: reading, the indirect block map, data reads, device numbers.
- * See docs/ext3-read-path.md, "Inodes" and "Block map". */
+/* ext3 inodes: reading and checking one from the inode table, the
+ * accessors of the shared in-memory inode, the indirect block map, data
+ * reads, device numbers. See docs/ext3-read-path.md, "Inodes" and "Block
+ * map"; the cache of inodes is icache.c. Public functions take in->lock as
+ * reader (ext3.h, "inodes"); the _locked variants expect it held. */
 #include "ext3/ext3_int.h"
 
 #include "buf/buf.h"
@@ -38,80 +41,134 @@ static void inode_time(uint32_t t, const uint8_t *raw, unsigned extra_off, uint1
 	}
 }
 
-bool ext3_inode_in_use(const struct ext3_inode_mem *in)
+static bool attr_in_use(const struct ext3_inode_attr *a)
 {
-	return in->links > 0 && in->mode != 0;
+	return a->links > 0 && a->mode != 0;
 }
 
-int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out)
+/* ---- accessors (each under in->lock as reader) ---- */
+
+uint32_t ext3_inode_ino(const struct ext3_inode *in) { return in->ino; }
+
+void ext3_inode_attr_get(struct ext3_inode *in, struct ext3_inode_attr *out)
 {
-	if (ino == 0 || ino > fs->inodes_count)
-		return err_set(-EINVAL, "ext3: inode %u out of range (1-%u)", ino, fs->inodes_count);
-	uint32_t g = (ino - 1) / fs->inodes_per_group;
-	uint32_t idx = (ino - 1) % fs->inodes_per_group;
-	uint64_t blk = (uint64_t)fs->gd[g].bg_inode_table + idx / fs->inodes_per_block;
-	unsigned off = (idx % fs->inodes_per_block) * fs->inode_size;
+	pthread_rwlock_rdlock(&in->lock);
+	*out = in->a;
+	out->size = in->i_size;
+	pthread_rwlock_unlock(&in->lock);
+}
+
+uint16_t ext3_inode_mode(struct ext3_inode *in)
+{
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	return a.mode;
+}
+
+uint64_t ext3_inode_size(struct ext3_inode *in)
+{
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	return a.size;
+}
+
+uint64_t ext3_inode_disksize(struct ext3_inode *in)
+{
+	pthread_rwlock_rdlock(&in->lock);
+	uint64_t v = in->i_disksize;
+	pthread_rwlock_unlock(&in->lock);
+	return v;
+}
+
+bool ext3_inode_in_use(struct ext3_inode *in)
+{
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	return attr_in_use(&a);
+}
+
+uint64_t ext3_inode_dirty_data(const struct ext3_inode *in)
+{
+	return atomic_load(&in->dirty_data);
+}
+
+void ext3_inode_dirty_data_add(struct ext3_inode *in, int64_t delta)
+{
+	atomic_fetch_add(&in->dirty_data, (uint64_t)delta);
+}
+
+/* ---- reading an inode ---- */
+
+int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out)
+{
+	if (ino == 0 || ino > fs->g.inodes_count)
+		return err_set(-EINVAL, "ext3: inode %u out of range (1-%u)", ino, fs->g.inodes_count);
+	uint64_t blk;
+	unsigned off;
+	ext3_fs_inode_loc(fs, ino, &blk, &off);
 	struct buffer_head *bh;
 	int rc = ext3_bread(fs, blk, "inode table", &bh);
 	if (rc)
 		return rc;
 	const uint8_t *raw = (const uint8_t *)buf_data(bh) + off;
-	memset(out, 0, offsetof(struct ext3_inode_mem, raw));
-	memcpy(out->raw, raw, fs->inode_size);
+	memset(&out->a, 0, sizeof out->a);
+	memcpy(out->raw, raw, fs->g.inode_size);
 	buf_put(bh);
 	raw = out->raw;
-	out->raw_size = (uint16_t)fs->inode_size;
+	out->raw_size = (uint16_t)fs->g.inode_size;
 
-	const struct ext3_inode *di = (const struct ext3_inode *)raw;
-	out->ino = ino;
-	out->mode = le16_to_cpu(di->i_mode);
-	out->links = le16_to_cpu(di->i_links_count);
-	out->uid = le16_to_cpu(di->i_uid) | (uint32_t)le16_to_cpu(di->i_uid_high) << 16;
-	out->gid = le16_to_cpu(di->i_gid) | (uint32_t)le16_to_cpu(di->i_gid_high) << 16;
-	out->size = le32_to_cpu(di->i_size);
-	if ((out->mode & EXT3_S_IFMT) == EXT3_S_IFREG)
-		out->size |= (uint64_t)le32_to_cpu(di->i_size_high) << 32;
-	out->blocks = le32_to_cpu(di->i_blocks);
-	out->flags = le32_to_cpu(di->i_flags);
-	out->dtime = le32_to_cpu(di->i_dtime);
-	out->generation = le32_to_cpu(di->i_generation);
-	out->file_acl = le32_to_cpu(di->i_file_acl);
+	const struct ext3_disk_inode *di = (const struct ext3_disk_inode *)raw;
+	out->a.ino = ino;
+	out->a.mode = le16_to_cpu(di->i_mode);
+	out->a.links = le16_to_cpu(di->i_links_count);
+	out->a.uid = le16_to_cpu(di->i_uid) | (uint32_t)le16_to_cpu(di->i_uid_high) << 16;
+	out->a.gid = le16_to_cpu(di->i_gid) | (uint32_t)le16_to_cpu(di->i_gid_high) << 16;
+	out->i_size = le32_to_cpu(di->i_size);
+	if ((out->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG)
+		out->i_size |= (uint64_t)le32_to_cpu(di->i_size_high) << 32;
+	out->a.blocks = le32_to_cpu(di->i_blocks);
+	out->a.flags = le32_to_cpu(di->i_flags);
+	out->a.dtime = le32_to_cpu(di->i_dtime);
+	out->a.generation = le32_to_cpu(di->i_generation);
+	out->a.file_acl = le32_to_cpu(di->i_file_acl);
 	for (int i = 0; i < EXT3_N_BLOCKS; i++)
-		out->block[i] = le32_to_cpu(di->i_block[i]);
-	if (fs->inode_size > EXT3_GOOD_OLD_INODE_SIZE) {
-		out->extra_isize = raw_le16(raw + 0x80);
-		if (out->extra_isize % 4 ||
-		    EXT3_GOOD_OLD_INODE_SIZE + (unsigned)out->extra_isize > fs->inode_size)
+		out->a.block[i] = le32_to_cpu(di->i_block[i]);
+	if (fs->g.inode_size > EXT3_GOOD_OLD_INODE_SIZE) {
+		out->a.extra_isize = raw_le16(raw + 0x80);
+		if (out->a.extra_isize % 4 ||
+		    EXT3_GOOD_OLD_INODE_SIZE + (unsigned)out->a.extra_isize > fs->g.inode_size)
 			return err_set(-EUCLEAN, "ext3: inode %u: bad i_extra_isize %u (inode size %u)",
-				       ino, out->extra_isize, fs->inode_size);
+				       ino, out->a.extra_isize, fs->g.inode_size);
 	}
-	inode_time(le32_to_cpu(di->i_atime), raw, 0x8C, out->extra_isize, &out->atime,
-		   &out->atime_ns);
-	inode_time(le32_to_cpu(di->i_mtime), raw, 0x88, out->extra_isize, &out->mtime,
-		   &out->mtime_ns);
-	inode_time(le32_to_cpu(di->i_ctime), raw, 0x84, out->extra_isize, &out->ctime,
-		   &out->ctime_ns);
-	if (out->extra_isize >= 0x94 - 0x80) /* i_crtime (0x90..0x93) present */
-		inode_time(raw_le32(raw + 0x90), raw, 0x94, out->extra_isize, &out->crtime,
-			   &out->crtime_ns);
+	inode_time(le32_to_cpu(di->i_atime), raw, 0x8C, out->a.extra_isize, &out->a.atime,
+		   &out->a.atime_ns);
+	inode_time(le32_to_cpu(di->i_mtime), raw, 0x88, out->a.extra_isize, &out->a.mtime,
+		   &out->a.mtime_ns);
+	inode_time(le32_to_cpu(di->i_ctime), raw, 0x84, out->a.extra_isize, &out->a.ctime,
+		   &out->a.ctime_ns);
+	if (out->a.extra_isize >= 0x94 - 0x80) /* i_crtime (0x90..0x93) present */
+		inode_time(raw_le32(raw + 0x90), raw, 0x94, out->a.extra_isize, &out->a.crtime,
+			   &out->a.crtime_ns);
 
-	if (!ext3_inode_in_use(out))
+	out->i_disksize = out->i_size;
+	out->a.size = out->i_size;
+	if (!attr_in_use(&out->a))
 		return 0;
-	if (out->file_acl && (out->file_acl >= fs->blocks_count || out->file_acl < fs->first_data_block))
+	if (out->a.file_acl && (out->a.file_acl >= fs->g.blocks_count || out->a.file_acl < fs->g.first_data_block))
 		return err_set(-EUCLEAN, "ext3: inode %u: xattr block %u outside the filesystem",
-			       ino, out->file_acl);
-	uint16_t type = out->mode & EXT3_S_IFMT;
+			       ino, out->a.file_acl);
+	uint16_t type = out->a.mode & EXT3_S_IFMT;
 	if (type == EXT3_S_IFDIR) {
-		if (out->size % fs->block_size)
+		if (out->i_size % fs->g.block_size)
 			return err_set(-EUCLEAN, "ext3: inode %u: directory size %llu not a multiple "
-				       "of the block size", ino, (unsigned long long)out->size);
+				       "of the block size", ino, (unsigned long long)out->i_size);
 	} else if (type == EXT3_S_IFLNK) {
-		if (out->size == 0 || out->size >= fs->block_size)
+		if (out->i_size == 0 || out->i_size >= fs->g.block_size)
 			return err_set(-EUCLEAN, "ext3: inode %u: bad symlink length %llu", ino,
-				       (unsigned long long)out->size);
-		if (ext3_inode_is_fast_symlink(fs, out) && out->size >= sizeof out->block)
+				       (unsigned long long)out->i_size);
+		if (ext3_inode_fast_symlink_locked(fs, out) && out->i_size >= sizeof out->a.block)
 			return err_set(-EUCLEAN, "ext3: inode %u: fast symlink of %llu bytes (at "
-				       "most 59)", ino, (unsigned long long)out->size);
+				       "most 59)", ino, (unsigned long long)out->i_size);
 	} else if (type != EXT3_S_IFREG && type != EXT3_S_IFCHR && type != EXT3_S_IFBLK &&
 		   type != EXT3_S_IFIFO && type != EXT3_S_IFSOCK) {
 		return err_set(-EUCLEAN, "ext3: inode %u: bad file type 0%o", ino, type >> 12);
@@ -119,50 +176,79 @@ int ext3_inode_read(struct ext3_fs *fs, uint32_t ino, struct ext3_inode_mem *out
 	return 0;
 }
 
-bool ext3_inode_is_fast_symlink(const struct ext3_fs *fs, const struct ext3_inode_mem *in)
+bool ext3_inode_is_fast_symlink(struct ext3_fs *fs, struct ext3_inode *in)
 {
-	if ((in->mode & EXT3_S_IFMT) != EXT3_S_IFLNK)
-		return false;
-	uint32_t ea = in->file_acl ? fs->block_size / 512 : 0;
-	return in->blocks == ea;
+	pthread_rwlock_rdlock(&in->lock);
+	bool f = ext3_inode_fast_symlink_locked(fs, in);
+	pthread_rwlock_unlock(&in->lock);
+	return f;
 }
 
-void ext3_inode_rdev(const struct ext3_inode_mem *in, uint32_t *major, uint32_t *minor)
+bool ext3_inode_fast_symlink_locked(const struct ext3_fs *fs, const struct ext3_inode *in)
 {
-	if (in->block[0]) { /* old 16-bit encoding */
-		uint32_t d = in->block[0];
+	if ((in->a.mode & EXT3_S_IFMT) != EXT3_S_IFLNK)
+		return false;
+	uint32_t ea = in->a.file_acl ? fs->g.block_size / 512 : 0;
+	return in->a.blocks == ea;
+}
+
+void ext3_inode_rdev(const struct ext3_inode_attr *a, uint32_t *major, uint32_t *minor)
+{
+	if (a->block[0]) { /* old 16-bit encoding */
+		uint32_t d = a->block[0];
 		*major = (d >> 8) & 0xff;
 		*minor = d & 0xff;
 	} else { /* new 32-bit encoding */
-		uint32_t d = in->block[1];
+		uint32_t d = a->block[1];
 		*major = (d & 0xfff00) >> 8;
 		*minor = (d & 0xff) | ((d >> 12) & 0xfff00);
 	}
 }
 
-int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_t logical,
+/* For logical >= EXT3_NDIR_BLOCKS: the tree that maps it (IND, DIND or
+ * TIND: *levels 1..3, *root its block) and *l, the offset inside that
+ * tree. -EFBIG past the triple indirect range. */
+static int map_indirect_root(const struct ext3_inode *in, uint64_t apb, uint64_t logical,
+			     uint64_t *l, uint32_t *root, int *levels)
+{
+	uint64_t off = logical - EXT3_NDIR_BLOCKS, span = apb;
+	for (int lv = 1; lv <= 3; lv++, span *= apb) {
+		if (off < span) {
+			*root = in->a.block[EXT3_NDIR_BLOCKS + lv - 1];
+			*levels = lv;
+			*l = off;
+			return 0;
+		}
+		off -= span;
+	}
+	return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple indirect range",
+		       in->a.ino, (unsigned long long)logical);
+}
+
+int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 		    uint64_t *physical)
 {
+	pthread_rwlock_rdlock(&in->lock);
+	int rc = ext3_inode_bmap_locked(fs, in, logical, physical);
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
+int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
+			   uint64_t *physical)
+{
 	*physical = 0;
-	uint64_t apb = fs->apb;
-	uint32_t root;
-	int levels;
+	uint64_t apb = fs->g.apb;
+	uint32_t root = 0;
+	int levels = 0;
 	uint64_t l = logical;
 	if (l < EXT3_NDIR_BLOCKS) {
-		root = in->block[l];
+		root = in->a.block[l];
 		levels = 0;
-	} else if ((l -= EXT3_NDIR_BLOCKS) < apb) {
-		root = in->block[EXT3_IND_BLOCK];
-		levels = 1;
-	} else if ((l -= apb) < apb * apb) {
-		root = in->block[EXT3_DIND_BLOCK];
-		levels = 2;
-	} else if ((l -= apb * apb) < apb * apb * apb) {
-		root = in->block[EXT3_TIND_BLOCK];
-		levels = 3;
 	} else {
-		return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple "
-			       "indirect range", in->ino, (unsigned long long)logical);
+		int rc = map_indirect_root(in, apb, logical, &l, &root, &levels);
+		if (rc)
+			return rc;
 	}
 	uint32_t cur = root;
 	for (int lv = levels; lv > 0; lv--) {
@@ -174,31 +260,40 @@ int ext3_inode_bmap(struct ext3_fs *fs, const struct ext3_inode_mem *in, uint64_
 		struct buffer_head *bh;
 		int rc = ext3_bread(fs, cur, "indirect", &bh);
 		if (rc)
-			return err_wrap(rc, "ext3: inode %u", in->ino);
+			return err_wrap(rc, "ext3: inode %u", in->a.ino);
 		const uint32_t *ptr = buf_data(bh);
 		cur = le32_to_cpu(ptr[(l / div) % apb]);
 		buf_put(bh);
 	}
-	if (cur && (cur >= fs->blocks_count || cur < fs->first_data_block))
+	if (cur && (cur >= fs->g.blocks_count || cur < fs->g.first_data_block))
 		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
-			       "outside the filesystem (%u blocks)", in->ino,
-			       (unsigned long long)logical, cur, fs->blocks_count);
+			       "outside the filesystem (%u blocks)", in->a.ino,
+			       (unsigned long long)logical, cur, fs->g.blocks_count);
 	*physical = cur;
 	return 0;
 }
 
-ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, void *buf,
+ssize_t ext3_inode_pread(struct ext3_fs *fs, struct ext3_inode *in, void *buf,
 			 size_t len, uint64_t off)
 {
-	if (off >= in->size)
+	pthread_rwlock_rdlock(&in->lock);
+	ssize_t n = ext3_inode_pread_locked(fs, in, buf, len, off);
+	pthread_rwlock_unlock(&in->lock);
+	return n;
+}
+
+ssize_t ext3_inode_pread_locked(struct ext3_fs *fs, const struct ext3_inode *in, void *buf,
+				size_t len, uint64_t off)
+{
+	if (off >= in->i_size)
 		return 0;
-	if (len > in->size - off)
-		len = (size_t)(in->size - off);
+	if (len > in->i_size - off)
+		len = (size_t)(in->i_size - off);
 	if (len > (size_t)SSIZE_MAX)
-		len = (size_t)SSIZE_MAX & ~(size_t)(fs->block_size - 1);
+		len = (size_t)SSIZE_MAX & ~(size_t)(fs->g.block_size - 1);
 	uint8_t *dst = buf;
 	size_t done = 0;
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 	while (done < len) {
 		uint64_t pos = off + done;
 		uint64_t lblk = pos / bs;
@@ -207,7 +302,7 @@ ssize_t ext3_inode_pread(struct ext3_fs *fs, const struct ext3_inode_mem *in, vo
 		if (n > len - done)
 			n = len - done;
 		uint64_t phys;
-		int rc = ext3_inode_bmap(fs, in, lblk, &phys);
+		int rc = ext3_inode_bmap_locked(fs, in, lblk, &phys);
 		if (rc)
 			return done ? (ssize_t)done : rc;
 		if (phys == 0) {
@@ -233,23 +328,45 @@ void ext3_map_cache_reset(struct ext3_map_cache *mc)
 /* Is pointer p (non-zero) a block inside the filesystem? */
 static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
 {
-	return p < fs->blocks_count && p >= fs->first_data_block;
+	return p < fs->g.blocks_count && p >= fs->g.first_data_block;
 }
 
-int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
+/* map_run with in->lock held as reader and mc owned by the caller. */
+static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
+			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
+			  uint64_t *physical, uint64_t *count);
+
+int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
 		       uint64_t *physical, uint64_t *count)
+{
+	pthread_rwlock_rdlock(&in->lock);
+	int rc;
+	if (mc) {
+		rc = map_run_locked(fs, in, mc, logical, max, physical, count);
+	} else {
+		pthread_mutex_lock(&in->map_lock);
+		rc = map_run_locked(fs, in, &in->map, logical, max, physical, count);
+		pthread_mutex_unlock(&in->map_lock);
+	}
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
+static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
+			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
+			  uint64_t *physical, uint64_t *count)
 {
 	*physical = 0;
 	*count = 0;
 	if (max == 0)
 		return 0;
-	uint64_t apb = fs->apb;
+	uint64_t apb = fs->g.apb;
 	const uint32_t *ptrs; /* the pointer array that maps `logical` */
 	uint64_t first, n;    /* ... starting at logical block `first`, n pointers */
 	uint32_t leafcopy[EXT3_MAX_BLOCK_SIZE / 4];
 	if (logical < EXT3_NDIR_BLOCKS) {
-		ptrs = in->block;
+		ptrs = in->a.block;
 		first = 0;
 		n = EXT3_NDIR_BLOCKS;
 	} else if (mc && mc->valid && logical >= mc->first && logical - mc->first < mc->n) {
@@ -258,22 +375,12 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
 		n = mc->n;
 	} else {
 		/* Walk down to the leaf as ext3_inode_bmap does (same errors). */
-		uint64_t l = logical - EXT3_NDIR_BLOCKS;
-		uint32_t cur;
-		int levels;
-		if (l < apb) {
-			cur = in->block[EXT3_IND_BLOCK];
-			levels = 1;
-		} else if ((l -= apb) < apb * apb) {
-			cur = in->block[EXT3_DIND_BLOCK];
-			levels = 2;
-		} else if ((l -= apb * apb) < apb * apb * apb) {
-			cur = in->block[EXT3_TIND_BLOCK];
-			levels = 3;
-		} else {
-			return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple "
-				       "indirect range", in->ino, (unsigned long long)logical);
-		}
+		uint64_t l = 0;
+		uint32_t cur = 0;
+		int levels = 0;
+		int mrc = map_indirect_root(in, apb, logical, &l, &cur, &levels);
+		if (mrc)
+			return mrc;
 		/* span: blocks mapped by the block `cur` at level lv. */
 		uint64_t span = 1;
 		for (int k = 0; k < levels; k++)
@@ -287,7 +394,7 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
 			struct buffer_head *bh;
 			int rc = ext3_bread(fs, cur, "indirect", &bh);
 			if (rc)
-				return err_wrap(rc, "ext3: inode %u", in->ino);
+				return err_wrap(rc, "ext3: inode %u", in->a.ino);
 			const uint32_t *p = buf_data(bh);
 			span /= apb;
 			if (lv > 1) {
@@ -313,8 +420,8 @@ int ext3_inode_map_run(struct ext3_fs *fs, const struct ext3_inode_mem *in,
 	uint32_t p0 = ptrs[i];
 	if (p0 && !map_ptr_ok(fs, p0))
 		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
-			       "outside the filesystem (%u blocks)", in->ino,
-			       (unsigned long long)logical, p0, fs->blocks_count);
+			       "outside the filesystem (%u blocks)", in->a.ino,
+			       (unsigned long long)logical, p0, fs->g.blocks_count);
 	uint64_t c = 1;
 	while (c < max && i + c < n) {
 		uint32_t p = ptrs[i + c];

@@ -15,6 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ext3/geom.h"
+#include "ext3/uuid.h"
+
 struct dev;
 
 struct ext3_mkfs_params {
@@ -69,6 +72,7 @@ struct ext3_mkfs_layout {
 	uint32_t time;
 	uint8_t uuid[16];
 	uint32_t hash_seed[4];
+	struct ext3_geom geo;      /* the group geometry of the above (geom.h) */
 };
 
 /* Compute the layout for a device of dev_bytes bytes. Fails with -EINVAL
@@ -83,11 +87,5 @@ int ext3_mkfs(struct dev *dev, const struct ext3_mkfs_params *p);
 int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 			  struct ext3_mkfs_layout *layout_out);
 
-/* sparse_super: does group g hold a superblock + GDT backup (0, 1 and
- * powers of 3, 5 and 7)? */
-bool ext3_group_has_super(uint32_t g);
-/* Parse "01234567-89ab-cdef-0123-456789abcdef". */
-int ext3_uuid_parse(const char *s, uint8_t out[16]);
-void ext3_uuid_format(const uint8_t uuid[16], char out[37]);
 
 #endif

@@ -1,5 +1,6 @@
-/* ext3 mount: superblock and group descriptor validation (read-only).
- * See docs/ext3-read-path.md, "Mount checks". */
+/* ext3 superblock and group descriptors: reading and validation (the mount
+ * checks, docs/ext3-read-path.md), feature names, the accessors of struct
+ * ext3_fs. Uses only the core (ext3_bread, geom.c); mount.c calls it. */
 #include "ext3/ext3.h"
 #include "ext3/ext3_int.h"
 
@@ -16,62 +17,24 @@
 
 /* ---- feature names ---- */
 
-struct feature_name {
-	int which;
-	uint32_t bit;
-	const char *name;
-};
-
-static const struct feature_name feature_names[] = {
-	{0, EXT3_FEATURE_COMPAT_DIR_PREALLOC, "dir_prealloc"},
-	{0, EXT3_FEATURE_COMPAT_IMAGIC_INODES, "imagic_inodes"},
-	{0, EXT3_FEATURE_COMPAT_HAS_JOURNAL, "has_journal"},
-	{0, EXT3_FEATURE_COMPAT_EXT_ATTR, "ext_attr"},
-	{0, EXT3_FEATURE_COMPAT_RESIZE_INODE, "resize_inode"},
-	{0, EXT3_FEATURE_COMPAT_DIR_INDEX, "dir_index"},
-	{0, 0x0040, "lazy_bg"},
-	{0, 0x0200, "sparse_super2"},
-	{0, 0x0400, "fast_commit"},
-	{0, 0x0800, "stable_inodes"},
-	{0, 0x1000, "orphan_file"},
-	{1, EXT3_FEATURE_INCOMPAT_COMPRESSION, "compression"},
-	{1, EXT3_FEATURE_INCOMPAT_FILETYPE, "filetype"},
-	{1, EXT3_FEATURE_INCOMPAT_RECOVER, "needs_recovery"},
-	{1, EXT3_FEATURE_INCOMPAT_JOURNAL_DEV, "journal_dev"},
-	{1, EXT3_FEATURE_INCOMPAT_META_BG, "meta_bg"},
-	{1, EXT4_FEATURE_INCOMPAT_EXTENTS, "extent"},
-	{1, EXT4_FEATURE_INCOMPAT_64BIT, "64bit"},
-	{1, 0x0100, "mmp"},
-	{1, EXT4_FEATURE_INCOMPAT_FLEX_BG, "flex_bg"},
-	{1, 0x0400, "ea_inode"},
-	{1, 0x1000, "dirdata"},
-	{1, 0x2000, "metadata_csum_seed"},
-	{1, 0x4000, "large_dir"},
-	{1, 0x8000, "inline_data"},
-	{1, 0x10000, "encrypt"},
-	{1, 0x20000, "casefold"},
-	{2, EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER, "sparse_super"},
-	{2, EXT3_FEATURE_RO_COMPAT_LARGE_FILE, "large_file"},
-	{2, EXT3_FEATURE_RO_COMPAT_BTREE_DIR, "btree_dir"},
-	{2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE, "huge_file"},
-	{2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM, "uninit_bg"},
-	{2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK, "dir_nlink"},
-	{2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE, "extra_isize"},
-	{2, 0x0100, "quota"},
-	{2, 0x0200, "bigalloc"},
-	{2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM, "metadata_csum"},
-	{2, 0x0800, "replica"},
-	{2, 0x1000, "read-only"},
-	{2, 0x2000, "project"},
-	{2, 0x8000, "verity"},
+/* Names by bit position (compat, incompat, ro_compat), as e2fsprogs spells
+ * them; NULL for a bit without a name. */
+static const char *const feature_names[3][32] = {
+	{"dir_prealloc", "imagic_inodes", "has_journal", "ext_attr", "resize_inode", "dir_index",
+	 "lazy_bg", NULL, NULL, "sparse_super2", "fast_commit", "stable_inodes", "orphan_file"},
+	{"compression", "filetype", "needs_recovery", "journal_dev", "meta_bg", NULL, "extent",
+	 "64bit", "mmp", "flex_bg", "ea_inode", NULL, "dirdata", "metadata_csum_seed", "large_dir",
+	 "inline_data", "encrypt", "casefold"},
+	{"sparse_super", "large_file", "btree_dir", "huge_file", "uninit_bg", "dir_nlink",
+	 "extra_isize", NULL, "quota", "bigalloc", "metadata_csum", "replica", "read-only",
+	 "project", NULL, "verity"},
 };
 
 const char *ext3_feature_name(int which, uint32_t bit)
 {
-	for (size_t i = 0; i < sizeof feature_names / sizeof feature_names[0]; i++)
-		if (feature_names[i].which == which && feature_names[i].bit == bit)
-			return feature_names[i].name;
-	return NULL;
+	if (which < 0 || which > 2 || !bit || (bit & (bit - 1)))
+		return NULL;
+	return feature_names[which][__builtin_ctz(bit)];
 }
 
 /* Names of the bits of `mask`, space separated, appended to out. */
@@ -109,12 +72,12 @@ void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat
 /* ---- accessors ---- */
 
 const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs) { return &fs->sb; }
-uint32_t ext3_fs_block_size(const struct ext3_fs *fs) { return fs->block_size; }
-uint32_t ext3_fs_blocks_count(const struct ext3_fs *fs) { return fs->blocks_count; }
-uint32_t ext3_fs_inodes_count(const struct ext3_fs *fs) { return fs->inodes_count; }
-uint32_t ext3_fs_groups(const struct ext3_fs *fs) { return fs->groups; }
-uint32_t ext3_fs_desc_blocks(const struct ext3_fs *fs) { return fs->desc_blocks; }
-uint32_t ext3_fs_inode_size(const struct ext3_fs *fs) { return fs->inode_size; }
+uint32_t ext3_fs_block_size(const struct ext3_fs *fs) { return fs->g.block_size; }
+uint32_t ext3_fs_blocks_count(const struct ext3_fs *fs) { return fs->g.blocks_count; }
+uint32_t ext3_fs_inodes_count(const struct ext3_fs *fs) { return fs->g.inodes_count; }
+uint32_t ext3_fs_groups(const struct ext3_fs *fs) { return fs->g.groups; }
+uint32_t ext3_fs_desc_blocks(const struct ext3_fs *fs) { return fs->g.desc_blocks; }
+uint32_t ext3_fs_inode_size(const struct ext3_fs *fs) { return fs->g.inode_size; }
 uint32_t ext3_fs_sb_block(const struct ext3_fs *fs) { return fs->sb_block; }
 struct buf_cache *ext3_fs_cache(struct ext3_fs *fs) { return fs->cache; }
 struct blk_queue *ext3_fs_queue(struct ext3_fs *fs) { return fs->q; }
@@ -124,24 +87,20 @@ bool ext3_fs_unknown_ro_compat(const struct ext3_fs *fs) { return fs->unknown_ro
 bool ext3_fs_unsigned_hash(const struct ext3_fs *fs) { return fs->unsigned_hash; }
 bool ext3_fs_has_filetype(const struct ext3_fs *fs) { return fs->has_filetype; }
 
-const struct ext3_group_desc *ext3_fs_group_desc(const struct ext3_fs *fs, uint32_t g)
+bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g)
 {
-	return g < fs->groups ? &fs->gd[g] : NULL;
+	return ext3_geom_has_super(&fs->g, g);
 }
 
-int ext3_bread(struct ext3_fs *fs, uint64_t blk, const char *what, struct buffer_head **out)
+void ext3_fs_group_range(const struct ext3_fs *fs, uint32_t g, uint64_t *first, uint64_t *last)
 {
-	*out = NULL;
-	if (blk >= fs->blocks_count || (blk == 0 && fs->first_data_block == 1))
-		return err_set(-EUCLEAN, "ext3: %s block %llu outside the filesystem (%u blocks)",
-			       what ? what : "metadata", (unsigned long long)blk, fs->blocks_count);
-	int rc = buf_read(fs->cache, blk, out);
-	if (rc < 0) {
-		*out = NULL;
-		return err_wrap(rc, "ext3: reading %s block %llu", what ? what : "metadata",
-				     (unsigned long long)blk);
-	}
-	return 0;
+	*first = ext3_geom_group_first(&fs->g, g);
+	*last = *first + ext3_geom_group_blocks(&fs->g, g) - 1;
+}
+
+const struct ext3_group_desc *ext3_fs_group_desc(const struct ext3_fs *fs, uint32_t g)
+{
+	return g < fs->g.groups ? &fs->gd[g] : NULL;
 }
 
 /* ---- superblock checks ---- */
@@ -165,67 +124,66 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	if (log > 2)
 		return err_set(-EUCLEAN, "ext3: unsupported block size (s_log_block_size %u; "
 			       "nostall supports 1024, 2048, 4096)", log);
-	fs->block_size = 1024u << log;
+	fs->g.block_size = 1024u << log;
 	fs->rev = rev;
-	uint32_t bs = fs->block_size;
+	uint32_t bs = fs->g.block_size;
 
-	fs->blocks_count = le32_to_cpu(sb->s_blocks_count);
-	fs->first_data_block = le32_to_cpu(sb->s_first_data_block);
-	fs->blocks_per_group = le32_to_cpu(sb->s_blocks_per_group);
-	fs->inodes_per_group = le32_to_cpu(sb->s_inodes_per_group);
-	fs->inodes_count = le32_to_cpu(sb->s_inodes_count);
+	fs->g.blocks_count = le32_to_cpu(sb->s_blocks_count);
+	fs->g.first_data_block = le32_to_cpu(sb->s_first_data_block);
+	fs->g.blocks_per_group = le32_to_cpu(sb->s_blocks_per_group);
+	fs->g.inodes_per_group = le32_to_cpu(sb->s_inodes_per_group);
+	fs->g.inodes_count = le32_to_cpu(sb->s_inodes_count);
 
-	if (fs->first_data_block != (bs == 1024 ? 1u : 0u))
+	if (fs->g.first_data_block != (bs == 1024 ? 1u : 0u))
 		return err_set(-EUCLEAN, "ext3: s_first_data_block %u impossible with %u-byte blocks",
-			       fs->first_data_block, bs);
-	if (fs->blocks_per_group == 0 || fs->blocks_per_group > 8 * bs ||
-	    fs->blocks_per_group % 8)
+			       fs->g.first_data_block, bs);
+	if (fs->g.blocks_per_group == 0 || fs->g.blocks_per_group > 8 * bs ||
+	    fs->g.blocks_per_group % 8)
 		return err_set(-EUCLEAN, "ext3: bad blocks per group %u (block size %u)",
-			       fs->blocks_per_group, bs);
-	if (fs->blocks_count <= fs->first_data_block + 1)
-		return err_set(-EUCLEAN, "ext3: bad block count %u", fs->blocks_count);
+			       fs->g.blocks_per_group, bs);
+	if (fs->g.blocks_count <= fs->g.first_data_block + 1)
+		return err_set(-EUCLEAN, "ext3: bad block count %u", fs->g.blocks_count);
 
 	if (rev == EXT3_GOOD_OLD_REV) {
-		fs->inode_size = EXT3_GOOD_OLD_INODE_SIZE;
+		fs->g.inode_size = EXT3_GOOD_OLD_INODE_SIZE;
 		fs->first_ino = EXT3_GOOD_OLD_FIRST_INO;
 		fs->compat = fs->incompat = fs->ro_compat = 0;
 	} else {
-		fs->inode_size = le16_to_cpu(sb->s_inode_size);
+		fs->g.inode_size = le16_to_cpu(sb->s_inode_size);
 		fs->first_ino = le32_to_cpu(sb->s_first_ino);
 		fs->compat = le32_to_cpu(sb->s_feature_compat);
 		fs->incompat = le32_to_cpu(sb->s_feature_incompat);
 		fs->ro_compat = le32_to_cpu(sb->s_feature_ro_compat);
 	}
-	uint32_t isz = fs->inode_size;
+	uint32_t isz = fs->g.inode_size;
 	if (isz < EXT3_GOOD_OLD_INODE_SIZE || isz > bs || (isz & (isz - 1)))
 		return err_set(-EUCLEAN, "ext3: bad inode size %u (block size %u)", isz, bs);
-	fs->inodes_per_block = bs / isz;
-	if (fs->inodes_per_group == 0 || fs->inodes_per_group > 8 * bs ||
-	    fs->inodes_per_group % fs->inodes_per_block)
+	fs->g.inodes_per_block = bs / isz;
+	if (fs->g.inodes_per_group == 0 || fs->g.inodes_per_group > 8 * bs ||
+	    fs->g.inodes_per_group % fs->g.inodes_per_block)
 		return err_set(-EUCLEAN, "ext3: bad inodes per group %u (block size %u, %u inodes "
-			       "per block)", fs->inodes_per_group, bs, fs->inodes_per_block);
-	fs->itable_blocks = fs->inodes_per_group / fs->inodes_per_block;
+			       "per block)", fs->g.inodes_per_group, bs, fs->g.inodes_per_block);
+	fs->g.itable_blocks = fs->g.inodes_per_group / fs->g.inodes_per_block;
 
-	uint64_t groups = div_ceil_u64((uint64_t)fs->blocks_count - fs->first_data_block,
-				       fs->blocks_per_group);
+	uint64_t groups = div_ceil_u64((uint64_t)fs->g.blocks_count - fs->g.first_data_block,
+				       fs->g.blocks_per_group);
 	if (groups == 0 || groups > (1u << 24))
 		return err_set(-EUCLEAN, "ext3: impossible group count %llu",
 			       (unsigned long long)groups);
-	fs->groups = (uint32_t)groups;
+	fs->g.groups = (uint32_t)groups;
 	uint64_t dev_blocks = dev_bytes / bs;
-	if (fs->blocks_count > dev_blocks)
+	if (fs->g.blocks_count > dev_blocks)
 		return err_set(-EUCLEAN,
 			       "ext3: filesystem has %u blocks but the device only %llu "
-			       "(truncated image?)", fs->blocks_count, (unsigned long long)dev_blocks);
-	if ((uint64_t)fs->inodes_per_group * groups != fs->inodes_count)
+			       "(truncated image?)", fs->g.blocks_count, (unsigned long long)dev_blocks);
+	if ((uint64_t)fs->g.inodes_per_group * groups != fs->g.inodes_count)
 		return err_set(-EUCLEAN, "ext3: inode count %u != %llu groups x %u inodes per group",
-			       fs->inodes_count, (unsigned long long)groups, fs->inodes_per_group);
-	if (fs->first_ino < EXT3_GOOD_OLD_FIRST_INO || fs->first_ino > fs->inodes_count)
+			       fs->g.inodes_count, (unsigned long long)groups, fs->g.inodes_per_group);
+	if (fs->first_ino < EXT3_GOOD_OLD_FIRST_INO || fs->first_ino > fs->g.inodes_count)
 		return err_set(-EUCLEAN, "ext3: bad first inode %u", fs->first_ino);
 
-	fs->desc_per_block = bs / EXT3_DESC_SIZE;
-	fs->desc_blocks = (uint32_t)div_ceil_u64(groups, fs->desc_per_block);
-	fs->apb = bs / 4;
+	fs->g.reserved_gdt_blocks = 0;
+	ext3_geom_derive(&fs->g); /* groups, descriptor blocks, apb (as checked above) */
 
 	/* features */
 	uint32_t unk_incompat = fs->incompat & ~(uint32_t)EXT3_FEATURE_INCOMPAT_SUPP;
@@ -247,16 +205,17 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	}
 	fs->needs_recovery = (fs->incompat & EXT3_FEATURE_INCOMPAT_RECOVER) != 0;
 	fs->has_filetype = (fs->incompat & EXT3_FEATURE_INCOMPAT_FILETYPE) != 0;
-	fs->sparse_super = (fs->ro_compat & EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER) != 0;
+	fs->g.sparse_super = (fs->ro_compat & EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER) != 0;
 	if (fs->needs_recovery && !(fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL))
 		return err_set(-EUCLEAN, "ext3: needs_recovery set but there is no journal");
 	if (rev >= EXT3_DYNAMIC_REV) {
 		uint32_t rsv = le16_to_cpu(sb->s_reserved_gdt_blocks);
-		if (rsv > fs->apb)
+		if (rsv > fs->g.apb)
 			return err_set(-EUCLEAN, "ext3: %u reserved GDT blocks (at most %u)", rsv,
-				       fs->apb);
-		fs->reserved_gdt_blocks = rsv;
+				       fs->g.apb);
+		fs->g.reserved_gdt_blocks = rsv;
 	}
+	fs->overhead = ext3_geom_overhead(&fs->g);
 	uint32_t sflags = le32_to_cpu(sb->s_flags);
 	fs->unsigned_hash = (sflags & EXT3_FLAGS_UNSIGNED_HASH) != 0 &&
 			    !(sflags & EXT3_FLAGS_SIGNED_HASH);
@@ -266,37 +225,28 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	return 0;
 }
 
-bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g)
-{
-	if (!fs->sparse_super)
-		return true;
-	return ext3_group_has_super(g);
-}
-
 /* Read and check the group descriptor table that follows the superblock at
  * block sb_blk. */
-static int gdt_load(struct ext3_fs *fs)
+int ext3_gdt_load(struct ext3_fs *fs)
 {
-	uint32_t bs = fs->block_size;
-	fs->gd = calloc(fs->groups, sizeof *fs->gd);
+	fs->gd = calloc(fs->g.groups, sizeof *fs->gd);
 	if (!fs->gd)
-		return err_set(-ENOMEM, "ext3: out of memory for %u group descriptors", fs->groups);
+		return err_set(-ENOMEM, "ext3: out of memory for %u group descriptors", fs->g.groups);
 	/* The GDT starts in the block after the one holding the superblock. */
 	uint64_t sb_fsblock = fs->sb_block;
 	uint64_t gdt = sb_fsblock + 1;
-	uint32_t last_meta = (uint32_t)(gdt + fs->desc_blocks);
-	if ((uint64_t)gdt + fs->desc_blocks > fs->blocks_count)
+	if ((uint64_t)gdt + fs->g.desc_blocks > fs->g.blocks_count)
 		return err_set(-EUCLEAN, "ext3: group descriptor table (%u blocks at %llu) past the "
-			       "end", fs->desc_blocks, (unsigned long long)gdt);
-	for (uint32_t b = 0; b < fs->desc_blocks; b++) {
+			       "end", fs->g.desc_blocks, (unsigned long long)gdt);
+	for (uint32_t b = 0; b < fs->g.desc_blocks; b++) {
 		struct buffer_head *bh;
 		int rc = ext3_bread(fs, gdt + b, "group descriptor", &bh);
 		if (rc)
 			return rc;
 		const struct ext3_group_desc *d = buf_data(bh);
-		for (uint32_t i = 0; i < fs->desc_per_block; i++) {
-			uint64_t g = (uint64_t)b * fs->desc_per_block + i;
-			if (g >= fs->groups)
+		for (uint32_t i = 0; i < fs->g.desc_per_block; i++) {
+			uint64_t g = (uint64_t)b * fs->g.desc_per_block + i;
+			if (g >= fs->g.groups)
 				break;
 			struct ext3_group_desc *o = &fs->gd[g];
 			o->bg_block_bitmap = le32_to_cpu(d[i].bg_block_bitmap);
@@ -311,15 +261,11 @@ static int gdt_load(struct ext3_fs *fs)
 		}
 		buf_put(bh);
 	}
-	(void)bs;
-	(void)last_meta;
 	/* Every group's bitmaps and inode table inside the group. */
-	for (uint32_t g = 0; g < fs->groups; g++) {
+	for (uint32_t g = 0; g < fs->g.groups; g++) {
 		const struct ext3_group_desc *d = &fs->gd[g];
-		uint64_t first = (uint64_t)fs->first_data_block + (uint64_t)g * fs->blocks_per_group;
-		uint64_t last = first + fs->blocks_per_group - 1;
-		if (last >= fs->blocks_count)
-			last = fs->blocks_count - 1;
+		uint64_t first = ext3_geom_group_first(&fs->g, g);
+		uint64_t last = first + ext3_geom_group_blocks(&fs->g, g) - 1;
 		if (d->bg_block_bitmap < first || d->bg_block_bitmap > last)
 			return err_set(-EUCLEAN, "ext3: group %u: block bitmap %u not in the group "
 				       "(%llu-%llu)", g, d->bg_block_bitmap,
@@ -329,12 +275,12 @@ static int gdt_load(struct ext3_fs *fs)
 				       "(%llu-%llu)", g, d->bg_inode_bitmap,
 				       (unsigned long long)first, (unsigned long long)last);
 		if (d->bg_inode_table < first ||
-		    (uint64_t)d->bg_inode_table + fs->itable_blocks - 1 > last)
+		    (uint64_t)d->bg_inode_table + fs->g.itable_blocks - 1 > last)
 			return err_set(-EUCLEAN, "ext3: group %u: inode table %u+%u not in the group "
-				       "(%llu-%llu)", g, d->bg_inode_table, fs->itable_blocks,
+				       "(%llu-%llu)", g, d->bg_inode_table, fs->g.itable_blocks,
 				       (unsigned long long)first, (unsigned long long)last);
-		if (d->bg_free_blocks_count > fs->blocks_per_group ||
-		    d->bg_free_inodes_count > fs->inodes_per_group)
+		if (d->bg_free_blocks_count > fs->g.blocks_per_group ||
+		    d->bg_free_inodes_count > fs->g.inodes_per_group)
 			return err_set(-EUCLEAN, "ext3: group %u: free counts %u blocks / %u inodes "
 				       "exceed the group size", g, d->bg_free_blocks_count,
 				       d->bg_free_inodes_count);
@@ -355,29 +301,18 @@ static int super_read_at(struct ext3_fs *fs, uint64_t off, uint64_t dev_bytes)
 	return 0;
 }
 
-int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_fs **out)
+int ext3_super_load(struct ext3_fs *fs, uint64_t sb_block)
 {
-	*out = NULL;
-	struct ext3_mount_opts def = {.readahead_blocks = -1};
-	if (!o)
-		o = &def;
-	struct ext3_fs *fs = calloc(1, sizeof *fs);
-	if (!fs)
-		return err_set(-ENOMEM, "ext3: out of memory");
-	fs->dev = dev;
 	struct dev_geometry geo;
-	dev_geometry_get(dev, &geo);
-	int rc = blk_queue_create(dev, o->blk_opts, &fs->q);
-	if (rc)
-		goto fail;
-
-	if (o->sb_block) {
+	dev_geometry_get(fs->dev, &geo);
+	int rc;
+	if (sb_block) {
 		/* A backup superblock: probe the block size. */
 		rc = -EUCLEAN;
 		for (uint32_t log = 0; log <= 2; log++) {
 			uint32_t bs = 1024u << log;
-			uint64_t off = o->sb_block * (uint64_t)bs;
-			if (off / bs != o->sb_block || off + EXT3_SUPERBLOCK_SIZE > geo.size_bytes)
+			uint64_t off = sb_block * (uint64_t)bs;
+			if (off / bs != sb_block || off + EXT3_SUPERBLOCK_SIZE > geo.size_bytes)
 				continue;
 			if (super_read_at(fs, off, geo.size_bytes))
 				continue;
@@ -387,76 +322,26 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, struct ext3_
 				break;
 			}
 		}
-		if (rc) {
-			rc = err_set(-EUCLEAN, "ext3: no superblock at block %llu (tried 1, 2 and "
-				     "4 KiB blocks)", (unsigned long long)o->sb_block);
-			goto fail;
-		}
+		if (rc)
+			return err_set(-EUCLEAN, "ext3: no superblock at block %llu (tried 1, 2 and "
+				       "4 KiB blocks)", (unsigned long long)sb_block);
 	} else {
 		rc = super_read_at(fs, EXT3_SUPERBLOCK_OFFSET, geo.size_bytes);
 		if (rc)
-			goto fail;
+			return rc;
 	}
 	rc = super_check(fs, geo.size_bytes);
 	if (rc)
-		goto fail;
-	if (o->sb_block) {
-		fs->sb_block = (uint32_t)o->sb_block;
-		uint64_t rel = o->sb_block - fs->first_data_block;
-		if (o->sb_block < fs->first_data_block || rel % fs->blocks_per_group ||
-		    o->sb_block >= fs->blocks_count) {
-			rc = err_set(-EUCLEAN, "ext3: block %llu is not the start of a group",
-				     (unsigned long long)o->sb_block);
-			goto fail;
-		}
-	} else {
-		fs->sb_block = fs->first_data_block; /* block 1 (1 KiB) or inside block 0 */
+		return rc;
+	if (!sb_block) {
+		fs->sb_block = fs->g.first_data_block; /* block 1 (1 KiB) or inside block 0 */
+		return 0;
 	}
-
-	struct buf_params bp;
-	buf_params_default(&bp);
-	bp.writeback_interval_ms = 0;
-	if (o->cache_bytes)
-		bp.max_bytes = o->cache_bytes;
-	if (o->readahead_blocks >= 0)
-		bp.readahead_blocks = (unsigned)o->readahead_blocks;
-	rc = buf_cache_create(fs->q, fs->block_size, &bp, &fs->cache);
-	if (rc) {
-		rc = err_wrap(rc, "ext3: buffer cache");
-		goto fail;
-	}
-	rc = gdt_load(fs);
-	if (rc)
-		goto fail;
-	/* The root must be a directory in use, or nothing is reachable. */
-	struct ext3_inode_mem *root = malloc(sizeof *root);
-	if (!root) {
-		rc = err_set(-ENOMEM, "ext3: out of memory");
-		goto fail;
-	}
-	rc = ext3_inode_read(fs, EXT3_ROOT_INO, root);
-	if (!rc && (!ext3_inode_in_use(root) || (root->mode & EXT3_S_IFMT) != EXT3_S_IFDIR))
-		rc = err_set(-EUCLEAN, "ext3: root inode is not a directory in use (mode 0%o, "
-			     "%u links)", root->mode, root->links);
-	free(root);
-	if (rc)
-		goto fail;
-	fs->noload = o->noload;
-	*out = fs;
+	fs->sb_block = (uint32_t)sb_block;
+	uint64_t rel = sb_block - fs->g.first_data_block;
+	if (sb_block < fs->g.first_data_block || rel % fs->g.blocks_per_group ||
+	    sb_block >= fs->g.blocks_count)
+		return err_set(-EUCLEAN, "ext3: block %llu is not the start of a group",
+			       (unsigned long long)sb_block);
 	return 0;
-fail:
-	ext3_fs_unmount(fs);
-	return rc;
-}
-
-void ext3_fs_unmount(struct ext3_fs *fs)
-{
-	if (!fs)
-		return;
-	if (fs->cache)
-		buf_cache_destroy(fs->cache);
-	if (fs->q)
-		blk_queue_destroy(fs->q);
-	free(fs->gd);
-	free(fs);
 }

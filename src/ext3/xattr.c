@@ -64,17 +64,17 @@ int ext3_xattr_region_walk(const uint8_t *base, const uint8_t *first, const uint
 }
 
 /* Call cb for the in-inode attributes and then the block's. */
-static int xattr_walk(struct ext3_fs *fs, const struct ext3_inode_mem *in, ext3_xattr_cb cb,
+static int xattr_walk_locked(struct ext3_fs *fs, const struct ext3_inode *in, ext3_xattr_cb cb,
 		      void *ctx)
 {
 	char what[64];
 	if (in->raw_size > EXT3_GOOD_OLD_INODE_SIZE) {
-		unsigned off = EXT3_GOOD_OLD_INODE_SIZE + in->extra_isize;
+		unsigned off = EXT3_GOOD_OLD_INODE_SIZE + in->a.extra_isize;
 		uint32_t magic;
 		if (off + 4 <= in->raw_size) {
 			memcpy(&magic, in->raw + off, 4);
 			if (le32_to_cpu(magic) == EXT3_XATTR_MAGIC) {
-				snprintf(what, sizeof what, "inode %u", in->ino);
+				snprintf(what, sizeof what, "inode %u", in->a.ino);
 				const uint8_t *first = in->raw + off + 4;
 				int rc = ext3_xattr_region_walk(first, first, in->raw + in->raw_size, what,
 								cb, ctx);
@@ -83,10 +83,10 @@ static int xattr_walk(struct ext3_fs *fs, const struct ext3_inode_mem *in, ext3_
 			}
 		}
 	}
-	if (!in->file_acl)
+	if (!in->a.file_acl)
 		return 0;
 	struct buffer_head *bh;
-	int rc = ext3_bread(fs, in->file_acl, "xattr", &bh);
+	int rc = ext3_bread(fs, in->a.file_acl, "xattr", &bh);
 	if (rc)
 		return rc;
 	const uint8_t *b = buf_data(bh);
@@ -95,12 +95,21 @@ static int xattr_walk(struct ext3_fs *fs, const struct ext3_inode_mem *in, ext3_
 	if (le32_to_cpu(h.h_magic) != EXT3_XATTR_MAGIC || le32_to_cpu(h.h_blocks) != 1) {
 		buf_put(bh);
 		return err_set(-EUCLEAN, "ext3: inode %u: xattr block %u: bad header (magic 0x%08x, "
-			       "blocks %u)", in->ino, in->file_acl, le32_to_cpu(h.h_magic),
+			       "blocks %u)", in->a.ino, in->a.file_acl, le32_to_cpu(h.h_magic),
 			       le32_to_cpu(h.h_blocks));
 	}
-	snprintf(what, sizeof what, "inode %u, xattr block %u", in->ino, in->file_acl);
-	rc = ext3_xattr_region_walk(b, b + sizeof h, b + fs->block_size, what, cb, ctx);
+	snprintf(what, sizeof what, "inode %u, xattr block %u", in->a.ino, in->a.file_acl);
+	rc = ext3_xattr_region_walk(b, b + sizeof h, b + fs->g.block_size, what, cb, ctx);
 	buf_put(bh);
+	return rc;
+}
+
+/* Walk with in->lock held as reader. */
+static int xattr_walk(struct ext3_fs *fs, struct ext3_inode *in, ext3_xattr_cb cb, void *ctx)
+{
+	pthread_rwlock_rdlock(&in->lock);
+	int rc = xattr_walk_locked(fs, in, cb, ctx);
+	pthread_rwlock_unlock(&in->lock);
 	return rc;
 }
 
@@ -132,7 +141,7 @@ static int get_cb(void *ctx, const char *prefix, const char *name, size_t name_l
 	return 1;
 }
 
-ssize_t ext3_xattr_get(struct ext3_fs *fs, const struct ext3_inode_mem *in, const char *name,
+ssize_t ext3_xattr_get(struct ext3_fs *fs, struct ext3_inode *in, const char *name,
 		       void *value, size_t size)
 {
 	struct get_ctx g = {.name = name, .name_len = strlen(name), .value = value, .size = size};
@@ -172,7 +181,7 @@ static int list_cb(void *ctx, const char *prefix, const char *name, size_t name_
 	return 0;
 }
 
-ssize_t ext3_xattr_list(struct ext3_fs *fs, const struct ext3_inode_mem *in, char *list,
+ssize_t ext3_xattr_list(struct ext3_fs *fs, struct ext3_inode *in, char *list,
 			size_t size)
 {
 	struct list_ctx l = {.list = list, .size = size};

@@ -1,0 +1,97 @@
+/* Public API: mount and unmount (include/nostall/nostall.h). Option
+ * parsing, the journal replay and every mount check are ext3's
+ * (src/ext3/mount.c); this file adds the device spec and the handle count. */
+#include "api/api_int.h"
+
+#include "dev/dev.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *nostall_errmsg(int rc) { return err_last(rc); }
+
+int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct nostall_fs **out)
+{
+	*out = NULL;
+	if (!dev)
+		return err_set(-EINVAL, "nostall_mount_dev: no device");
+	struct ext3_mount_opts mo;
+	ext3_mount_opts_init(&mo);
+	int rc = ext3_mount_opts_parse(&mo, opts);
+	if (!rc && !(flags & NOSTALL_MOUNT_RDONLY) && !mo.ro)
+		rc = err_set(-EROFS, "nostall mounts read-only for now (pass NOSTALL_MOUNT_RDONLY "
+			     "or -o ro)");
+	struct nostall_fs *fs = NULL;
+	if (!rc) {
+		fs = calloc(1, sizeof *fs);
+		if (!fs)
+			rc = err_set(-ENOMEM, "out of memory");
+	}
+	if (!rc)
+		rc = ext3_fs_mount(dev, &mo, 0, &fs->e);
+	ext3_mount_opts_release(&mo);
+	if (rc) {
+		free(fs);
+		return rc;
+	}
+	fs->dev = dev;
+	fs->file_readahead = ext3_fs_opts(fs->e)->file_readahead;
+	atomic_init(&fs->handles, 0);
+	*out = fs;
+	return 0;
+}
+
+/* "kind:..." for a known device kind, else a plain path. */
+static bool spec_has_kind(const char *s)
+{
+	static const char *const kinds[] = {"file:", "mem:", "sim:", "log:", "fault:"};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (!strncmp(s, kinds[i], strlen(kinds[i])))
+			return true;
+	return false;
+}
+
+int nostall_mount(const char *image_or_spec, const char *opts, unsigned flags,
+		  struct nostall_fs **out)
+{
+	*out = NULL;
+	if (!image_or_spec || !*image_or_spec)
+		return err_set(-EINVAL, "nostall_mount: empty image name");
+	char *spec = NULL;
+	if (spec_has_kind(image_or_spec))
+		spec = strdup(image_or_spec);
+	else if (asprintf(&spec, "file:%s", image_or_spec) < 0)
+		spec = NULL;
+	if (!spec)
+		return err_set(-ENOMEM, "out of memory");
+	struct dev *dev = NULL;
+	int rc = dev_open(spec, &dev);
+	free(spec);
+	if (rc)
+		return rc;
+	rc = nostall_mount_dev(dev, opts, flags, out);
+	if (rc) {
+		dev_close(dev);
+		return rc;
+	}
+	(*out)->own_dev = true;
+	return 0;
+}
+
+int nostall_umount(struct nostall_fs *fs)
+{
+	if (!fs)
+		return 0;
+	int n = atomic_load(&fs->handles);
+	if (n)
+		return err_set(-EBUSY, "nostall_umount: %d handles still open", n);
+	ext3_fs_unmount(fs->e);
+	if (fs->own_dev)
+		dev_close(fs->dev);
+	free(fs);
+	return 0;
+}
+

@@ -1,0 +1,231 @@
+/* ext3 mount options, with Linux's names (docs/ext3-read-path.md, "Mount
+ * options"). Pure parsing and validation: nothing here touches a device.
+ *
+ * Read side (acted on today): ro, noload, sb=, cache=, readahead=,
+ * file_readahead= and every block-queue tunable or era preset (collected
+ * into one string, checked with blk_opts_validate, applied to the queue at
+ * mount). Write side (parsed, validated and stored for the write path):
+ * data=, commit=, barrier=, nobarrier, journal_ioprio= (the journal's own
+ * names, through jbd_config_set), errors=, data_err=, noatime, relatime,
+ * strictatime. An unknown name, a bad value or two options that contradict
+ * each other fail with -EINVAL and a message naming the option.
+ */
+#include "ext3/ext3.h"
+
+#include "blk/blk.h"
+#include "util/err.h"
+#include "util/opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Default maximum readahead window of an open file (file_readahead=). */
+#define FILE_READAHEAD_DEFAULT (4u << 20)
+
+void ext3_mount_opts_init(struct ext3_mount_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->readahead_blocks = -1;
+	o->file_readahead = FILE_READAHEAD_DEFAULT;
+	jbd_config_default(&o->jcfg);
+}
+
+void ext3_mount_opts_release(struct ext3_mount_opts *o)
+{
+	if (!o)
+		return;
+	free(o->blk_opts);
+	o->blk_opts = NULL;
+}
+
+struct opts_ctx {
+	struct ext3_mount_opts *o;
+	size_t blk_len, blk_cap;
+};
+
+static int blk_opt_append(struct opts_ctx *c, const char *name, const char *value)
+{
+	size_t need = strlen(name) + (value ? strlen(value) + 1 : 0) + 2;
+	if (c->blk_len + need > c->blk_cap) {
+		size_t cap = (c->blk_cap + need) * 2;
+		char *n = realloc(c->o->blk_opts, cap);
+		if (!n)
+			return err_set(-ENOMEM, "out of memory");
+		c->o->blk_opts = n;
+		c->blk_cap = cap;
+	}
+	c->blk_len += (size_t)snprintf(c->o->blk_opts + c->blk_len, c->blk_cap - c->blk_len,
+				       "%s%s%s%s", c->blk_len ? "," : "", name, value ? "=" : "",
+				       value ? value : "");
+	return 0;
+}
+
+/* One of a set of names mapping to values; *field 0 = unset. A second
+ * option of the same kind with a different value is a conflict. */
+struct opt_choice {
+	const char *text;
+	int value;
+};
+
+static int choice_set(int *field, const struct opt_choice *ch, size_t n, const char *what,
+		      const char *opt, const char *text)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ch[i].text, text))
+			continue;
+		if (*field && *field != ch[i].value)
+			return err_set(-EINVAL, "mount option %s conflicts with an earlier %s option",
+				       opt, what);
+		*field = ch[i].value;
+		return 0;
+	}
+	return err_set(-EINVAL, "mount option %s: unknown %s", opt, what);
+}
+
+#define NCHOICES(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct opt_choice data_modes[] = {
+	{"journal", EXT3_DATA_JOURNAL},
+	{"ordered", EXT3_DATA_ORDERED},
+	{"writeback", EXT3_DATA_WRITEBACK},
+	{"guarded", EXT3_DATA_GUARDED},
+};
+static const struct opt_choice errors_modes[] = {
+	{"continue", EXT3_ERRORS_CONTINUE},
+	{"remount-ro", EXT3_ERRORS_RO},
+	{"panic", EXT3_ERRORS_PANIC},
+};
+static const struct opt_choice data_err_modes[] = {
+	{"ignore", EXT3_DATA_ERR_IGNORE},
+	{"abort", EXT3_DATA_ERR_ABORT},
+};
+static const struct opt_choice atime_modes[] = {
+	{"noatime", EXT3_ATIME_NOATIME},
+	{"relatime", EXT3_ATIME_RELATIME},
+	{"strictatime", EXT3_ATIME_STRICT},
+};
+
+/* Options with a value that must have one. */
+static int need_value(const char *name, const char *value, const char *want)
+{
+	if (!value || !*value)
+		return err_set(-EINVAL, "mount option %s needs %s", name, want);
+	return 0;
+}
+
+static int read_side_opt(struct ext3_mount_opts *o, const char *name, const char *value)
+{
+	uint64_t v;
+	int rc;
+	if (!strcmp(name, "cache")) {
+		if ((rc = need_value(name, value, "a size")) < 0)
+			return rc;
+		if ((rc = opts_parse_size(value, &v)) < 0)
+			return rc;
+		if (v < 64 * 1024)
+			return err_set(-EINVAL, "mount option cache=%s: at least 64K", value);
+		o->cache_bytes = (size_t)v;
+	} else if (!strcmp(name, "readahead")) {
+		if (!value || (rc = opts_parse_u64(value, &v)) < 0 || v > 4096)
+			return err_set(-EINVAL, "mount option readahead=%s: 0..4096 blocks",
+				       value ? value : "");
+		o->readahead_blocks = (int)v;
+	} else if (!strcmp(name, "file_readahead")) {
+		if (!value || (rc = opts_parse_size(value, &v)) < 0 || (v && v < 64 * 1024) ||
+		    v > 64u << 20)
+			return err_set(-EINVAL, "mount option file_readahead=%s: 0 (off) or 64K..64M",
+				       value ? value : "");
+		o->file_readahead = (size_t)v;
+	} else if (!strcmp(name, "sb")) {
+		if (!value || (rc = opts_parse_u64(value, &v)) < 0 || v == 0 || v > UINT32_MAX)
+			return err_set(-EINVAL, "mount option sb=%s: a backup superblock number",
+				       value ? value : "");
+		o->sb_block = v;
+	} else {
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int write_side_opt(struct ext3_mount_opts *o, const char *name, const char *value)
+{
+	char opt[96];
+	snprintf(opt, sizeof opt, "%s%s%s", name, value ? "=" : "", value ? value : "");
+	int rc;
+	if (!strcmp(name, "data")) {
+		if ((rc = need_value(name, value, "journal, ordered, writeback or guarded")) < 0)
+			return rc;
+		return choice_set(&o->data_mode, data_modes, NCHOICES(data_modes), "data mode", opt,
+				  value);
+	}
+	if (!strcmp(name, "errors")) {
+		if ((rc = need_value(name, value, "continue, remount-ro or panic")) < 0)
+			return rc;
+		return choice_set(&o->errors, errors_modes, NCHOICES(errors_modes), "errors behaviour",
+				  opt, value);
+	}
+	if (!strcmp(name, "data_err")) {
+		if ((rc = need_value(name, value, "ignore or abort")) < 0)
+			return rc;
+		return choice_set(&o->data_err, data_err_modes, NCHOICES(data_err_modes),
+				  "data_err behaviour", opt, value);
+	}
+	if (!value && (!strcmp(name, "noatime") || !strcmp(name, "relatime") ||
+		       !strcmp(name, "strictatime")))
+		return choice_set(&o->atime, atime_modes, NCHOICES(atime_modes), "atime", opt, name);
+	rc = jbd_config_set(&o->jcfg, name, value);
+	if (rc == -EINVAL)
+		return err_wrap(rc, "mount option %s", opt);
+	return rc; /* 0, or -ENOENT: not a journal option either */
+}
+
+static int mount_opt_cb(void *ctx, const char *name, const char *value)
+{
+	struct opts_ctx *c = ctx;
+	struct ext3_mount_opts *o = c->o;
+	if (!strcmp(name, "ro") || !strcmp(name, "noload")) {
+		if (value)
+			return err_set(-EINVAL, "mount option %s takes no value", name);
+		if (name[0] == 'r')
+			o->ro = true;
+		else
+			o->noload = true;
+		return 0;
+	}
+	int rc = read_side_opt(o, name, value);
+	if (rc != -ENOENT)
+		return rc;
+	rc = write_side_opt(o, name, value);
+	if (rc != -ENOENT)
+		return rc;
+	/* Block queue tunable: checked by blk_opts_validate below. */
+	return blk_opt_append(c, name, value);
+}
+
+int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts)
+{
+	if (!opts || !*opts)
+		return 0;
+	struct opts_ctx c = {.o = o};
+	if (o->blk_opts) {
+		c.blk_len = strlen(o->blk_opts);
+		c.blk_cap = c.blk_len + 1;
+	}
+	int rc = opts_parse(opts, mount_opt_cb, &c);
+	if (!rc && o->blk_opts) {
+		rc = blk_opts_validate(o->blk_opts);
+		if (rc)
+			rc = err_wrap(-EINVAL, "mount options");
+	}
+	return rc;
+}
+
+const char *ext3_data_mode_name(int mode)
+{
+	for (size_t i = 0; i < NCHOICES(data_modes); i++)
+		if (data_modes[i].value == mode)
+			return data_modes[i].text;
+	return "default";
+}
