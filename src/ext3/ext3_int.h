@@ -16,6 +16,11 @@
 #include "ext3/geom.h"
 
 #include <pthread.h>
+
+struct page_cache;
+struct page_mapping;
+struct jbd_inode;
+struct ext3_balloc;
 #include <stdatomic.h>
 
 /* The in-memory inode (ext3.h, "inodes"). */
@@ -39,10 +44,25 @@ struct ext3_inode {
 	struct ext3_map_cache map;
 	/* Dirty data blocks/pages not yet written (atomic; 0 today). */
 	atomic_uint_least64_t dirty_data;
-	/* The write path adds here: the orphan list link (s_last_orphan chain,
-	 * data=guarded's pending-size orphans), the jbd inode that ties ordered
-	 * data to a transaction (data=ordered/guarded), the page mapping (page
-	 * cache of the file's data). */
+	/* ---- the write path (src/ext3/write.h, docs/write-path.md) ---- */
+	/* balloc.c: reservation window and allocation goal; changed under
+	 * in->lock as writer (the fs-wide window set has balloc's own lock). */
+	struct ext3_rsv {
+		uint64_t start, end;        /* window [start, end]; end < start = none */
+		uint32_t goal_size;         /* blocks wanted (grows as the file does) */
+		uint64_t last_lblk, last_phys; /* last block mapped: the next goal */
+		void *node;                 /* balloc.c's link in the fs-wide set */
+	} rsv;
+	/* orphan.c: the in-memory orphan list (fs->orphan_lock). */
+	struct ext3_inode *orphan_next;
+	bool on_orphan;
+	/* file_data.c: the page mapping of a regular file's data and its
+	 * ordered-data handle, created lazily under in->lock as writer and freed
+	 * by ext3_data_evict; writers and trunc_flush under in->lock. */
+	struct page_mapping *mapping;
+	struct jbd_inode *jinode;
+	unsigned writers;           /* open for writing (ext3_file_open) */
+	bool trunc_flush;           /* truncated to 0 by a writer: flush at release */
 	uint16_t raw_size;          /* bytes in raw (= inode size) */
 	_Alignas(8) uint8_t raw[];  /* the on-disk inode as read (in-inode xattrs); aligned
 				     * for struct ext3_disk_inode access */
@@ -86,6 +106,17 @@ struct ext3_fs {
 	struct ext3_journal *jmap;  /* EXT3_MOUNT_JOURNAL: the journal's block map */
 	struct jbd_journal *journal; /* EXT3_MOUNT_JOURNAL: the loaded journal */
 	struct ext3_icache icache;  /* internally locked */
+	/* ---- writable mounts (src/ext3/write.h; set up by ext3_write_init) ---- */
+	bool writable;              /* EXT3_MOUNT_JOURNAL mount */
+	atomic_bool ro_forced;      /* errors=remount-ro fired or the journal aborted */
+	pthread_mutex_t *group_locks; /* [groups]: a group's bitmaps and descriptor */
+	pthread_mutex_t sb_lock;    /* sb's counters, s_last_orphan, s_state; a leaf */
+	uint64_t free_blocks, free_inodes; /* live counts (sb_lock) */
+	struct ext3_balloc *balloc; /* balloc.c: the reservation window set */
+	pthread_mutex_t orphan_lock;
+	struct ext3_inode *orphans; /* in-memory orphan list (orphan_next) */
+	pthread_mutex_t rename_lock; /* cross-directory renames */
+	struct page_cache *pcache;  /* file data (file_data.c) */
 };
 
 /* ---- the core: below everything else in src/ext3 (core.c) ---- */
