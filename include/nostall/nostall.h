@@ -1,10 +1,12 @@
 /* nostall — public filesystem API.
  *
  * This header is the library's public API: the contract for programs that
- * only read filesystems through it (the fuzzers, most tests, the coming FUSE
- * daemon). The CLI and some tests also use internal headers under src/
- * (devices, the block queue, mkfs, journal recovery), which are not part of
- * this contract.
+ * read and write ext3 filesystems through it (the CLI's filesystem commands,
+ * the model-based tests, the fuzzers, the coming FUSE daemon). Mounts are
+ * read-only with NOSTALL_MOUNT_RDONLY or -o ro, else read-write (the write
+ * path: "the write path" below and docs/api.md). The CLI and some tests also
+ * use internal headers under src/ (devices, the block queue, mkfs, journal
+ * recovery), which are not part of this contract.
  *
  * Conventions
  * - Every function that can fail returns a negative errno (-ENOENT, -EIO,
@@ -25,15 +27,18 @@
  * - Inode numbers (uint64_t ino) are the filesystem's own; the root is
  *   NOSTALL_ROOT_INO (2).
  *
- * Threads: every function may be called from any thread. The read path takes
- * no filesystem-wide lock (a mounted image is read-only and immutable, the
- * buffer cache is thread-safe, and each inode has its own read-write lock,
- * taken as reader by reads), so reads of different files, and even of the
- * same file with nostall_pread(), proceed concurrently. A file handle's
- * position (nostall_read, nostall_lseek) and a directory iterator are
- * protected by their own mutex; a handle may be shared by threads, but
- * interleaved nostall_read() calls on one handle see an unspecified order.
- * Closing a handle while another thread is using it is undefined.
+ * Threads: every function may be called from any thread. There is no
+ * filesystem-wide lock: the buffer cache is thread-safe and each inode has
+ * its own read-write lock (reads take it as reader, changes as writer), so
+ * reads of different files, and even of the same file with nostall_pread(),
+ * proceed concurrently; changes to different inodes proceed concurrently
+ * too, with ext3's journal handles (cross-directory renames are serialized
+ * by one lock). A file handle's position (nostall_read, nostall_write,
+ * nostall_lseek) and a directory iterator are protected by their own mutex;
+ * a handle may be shared by threads, but interleaved nostall_read() calls on
+ * one handle see an unspecified order. Closing a handle while another
+ * thread is using it is undefined (the nostall_fd_* table makes that safe:
+ * a descriptor closed during a call is released when the call ends).
  *
  * Corrupt images: nothing in an image can crash the library or make it loop
  * forever. Inconsistent metadata fails the operation with -EUCLEAN (or -EIO
@@ -72,9 +77,8 @@ const char *nostall_errmsg(int rc);
 /* ---- mount ---- */
 
 /* Mount flags. */
-#define NOSTALL_MOUNT_RDONLY 0x1u /* read-only (currently every mount is read-only:
-				   * a mount without it fails with -EROFS until the
-				   * write path lands) */
+#define NOSTALL_MOUNT_RDONLY 0x1u /* read-only; without it (and without -o ro) the
+				   * mount is read-write (see "the write path") */
 
 /* Mount the ext3 filesystem on a device spec ("file:IMG", "mem:..",
  * "sim:hdd,file=IMG", "fault:file:IMG,op=read,...", see docs/devices.md); a
@@ -92,13 +96,14 @@ const char *nostall_errmsg(int rc);
  *                      8193, 24577, ...; the block size is probed)
  *   any block-queue tunable (scheduler=cfq, preset=2.6.30, max_sectors_kb=..,
  *   see blk.h): passed to the device's request queue.
- *   write-side options, validated and kept for the write path: data=journal|
- *   ordered|writeback|guarded, commit=N, barrier=0|1, nobarrier,
- *   journal_ioprio=CLASS/LEVEL, errors=continue|remount-ro|panic,
- *   data_err=ignore|abort, noatime|relatime|strictatime.
+ *   write-side options (read-write mounts): data=journal|ordered|writeback|
+ *   guarded, commit=N, barrier=0|1, nobarrier, journal_ioprio=CLASS/LEVEL,
+ *   errors=continue|remount-ro|panic, data_err=ignore|abort,
+ *   noatime|relatime|strictatime.
  * Unknown names, bad values and contradicting options (data=journal,
- * data=ordered) fail with -EINVAL naming the option. The options are ext3's
- * (docs/ext3-read-path.md, "Mounting").
+ * data=ordered) fail with -EINVAL naming the option; so do noload and sb=
+ * on a read-write mount (they need NOSTALL_MOUNT_RDONLY or ro). The options
+ * are ext3's (docs/ext3-read-path.md, "Mounting").
  *
  * Validation: magic, revision 0 or 1, block size 1..4 KiB, blocks/inodes per
  * group, group count against blocks_count and against the device size, group
@@ -118,8 +123,12 @@ int nostall_mount(const char *image_or_spec, const char *opts, unsigned flags,
 /* The same on a device opened by the caller (dev_open()); the filesystem does
  * not own it: close it after nostall_umount(). */
 int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct nostall_fs **out);
-/* Unmount: -EBUSY (and nothing done) while files or directory iterators are
- * open. NULL is a no-op returning 0. */
+/* Unmount: -EBUSY (and nothing done) while files, directory iterators or
+ * nostall_fd_* descriptors are open. Lookup references (nostall_lookup_ref)
+ * are dropped. A read-write mount then writes everything back, empties the
+ * journal and clears needs_recovery; an error doing so is returned (the
+ * mount is gone either way, the next mount replays the journal). NULL is a
+ * no-op returning 0. */
 int nostall_umount(struct nostall_fs *fs);
 
 /* ---- inode attributes ---- */
@@ -209,17 +218,25 @@ void nostall_closedir(struct nostall_dir *d);
 
 /* ---- files ---- */
 
-/* Open flags: only reading. O_WRONLY/O_RDWR/O_CREAT/O_TRUNC fail with -EROFS. */
+/* Open flags (the write-side ones, NOSTALL_O_WRONLY ..., are below with the
+ * write path; on a read-only mount they fail with -EROFS). */
 #define NOSTALL_O_RDONLY 0x0u
 #define NOSTALL_O_NOFOLLOW 0x1u /* like NOSTALL_NOFOLLOW: open the link itself
-				 * (reads then return the target bytes, like a file) */
+				 * (reads then return the target bytes, like a file;
+				 * read-only: with write access or O_CREAT, -ELOOP) */
 
-/* Open for reading. Directories fail with -EISDIR; device nodes, fifos and
- * sockets with -ENXIO (they have no contents here). */
+/* Open (for reading unless flags say otherwise; nostall_create below for the
+ * rules of the write-side flags). Directories fail with -EISDIR unless
+ * NOSTALL_O_DIRECTORY is given (a directory handle: fstat and fsync; reads
+ * fail with -EISDIR); device nodes, fifos and sockets with -ENXIO (they have
+ * no contents here). */
 int nostall_open(struct nostall_fs *fs, const char *path, unsigned flags, struct nostall_file **out);
 int nostall_open_ino(struct nostall_fs *fs, uint64_t ino, unsigned flags, struct nostall_file **out);
 /* Read up to len bytes at the handle's position and advance it. Returns the
- * byte count (0 at end of file), holes read as zeroes. */
+ * byte count (0 at end of file), holes read as zeroes. -EBADF on a handle
+ * opened write-only, -EISDIR on a directory handle. On a read-write mount
+ * reads see every write (the page cache) and update atime per the mount's
+ * atime rule (relatime by default). */
 ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len);
 /* Read at off without touching the position. */
 ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t off);
@@ -227,6 +244,9 @@ ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t of
  * -EINVAL. */
 int64_t nostall_lseek(struct nostall_file *f, int64_t off, int whence);
 int nostall_fstat(struct nostall_file *f, struct nostall_stat *st);
+/* Close. A writer's last close is ext3's release (the writeback-mode
+ * truncate safeguard, the allocation window); its error is not reported
+ * here: call nostall_flush() first to see it. NULL is a no-op. */
 void nostall_close(struct nostall_file *f);
 
 /* Physical block of logical block `lblk` of an open file: 0 and *phys = 0 for a
@@ -265,6 +285,8 @@ ssize_t nostall_listxattr_ino(struct nostall_fs *fs, uint64_t ino, char *list, s
 
 /* ---- filesystem-wide ---- */
 
+/* On a read-write mount the free counts are the live ones (what the
+ * allocators have now), else the superblock's. */
 struct nostall_statfs {
 	uint32_t block_size;
 	uint64_t blocks;        /* s_blocks_count - overhead (like statfs(2) f_blocks, minix
@@ -314,7 +336,7 @@ struct nostall_info {
 	uint32_t def_resuid, def_resgid;
 	uint32_t min_extra_isize, want_extra_isize;
 	/* what the mount decided */
-	int read_only;             /* 1: always for now */
+	int read_only;             /* 1: mounted read-only, 0: read-write */
 	int needs_recovery;        /* incompat "recover": the journal has transactions
 				    * to replay (only after a -o noload mount) */
 	int unknown_ro_compat;     /* unknown ro_compat bits forced read-only */
@@ -337,6 +359,193 @@ int nostall_group_info(struct nostall_fs *fs, uint32_t g, struct nostall_group_i
 /* Names of the feature bits (NULL for unknown), for reports. which: 0 compat,
  * 1 incompat, 2 ro_compat. */
 const char *nostall_feature_name(int which, uint32_t bit);
+
+/* ==== the write path (docs/api.md) ====
+ *
+ * A mount without NOSTALL_MOUNT_RDONLY (and without -o ro) is read-write:
+ * the journal is loaded (recovered first if it needs it), the superblock says
+ * needs_recovery while mounted, and nostall_umount() writes everything back,
+ * empties the journal and clears needs_recovery. Orphans left by an unclean
+ * stop (open-unlinked files, cut-short truncates) are cleaned at mount.
+ *
+ * Credentials: new inodes get the calling thread's credentials
+ * (nostall_cred_set; default the process's euid/egid); a setgid parent
+ * directory passes on its group (and its setgid bit to subdirectories).
+ * The library itself checks no permissions (a FUSE daemon asks the kernel
+ * to: default_permissions); it does enforce ext3's rules (name length, link
+ * count, directory emptiness, read-only mounts) and the VFS's (a directory
+ * into its own subtree, user.* xattrs only on files and directories). The
+ * reserved blocks are kept for uid 0 credentials.
+ *
+ * Path calls resolve every component but the last (following symlinks), then
+ * act on the last name in that directory; "/" or an empty last component,
+ * "." and ".." as the last name give what Linux gives (mkdir: -EEXIST,
+ * rmdir: -EBUSY / -EINVAL / -ENOTEMPTY, unlink: -EISDIR, rename: -EBUSY).
+ * Calls that change something fail with -EROFS on a read-only mount.
+ *
+ * Errors as a Linux user expects them: -ENOSPC (blocks or inodes; the image
+ * stays consistent and freeing space makes writes work again),
+ * -ENAMETOOLONG, -EMLINK (32000 links), -ENOTEMPTY, -EISDIR, -ENOTDIR,
+ * -EEXIST, -EINVAL (a directory renamed into its own subtree), -EFBIG (past
+ * the indirect-map limit), -EROFS (read-only mount, or after a journal
+ * abort), -EIO (device errors), -EUCLEAN (corrupt metadata met while
+ * writing; the errors= policy is then applied). Never -EXDEV. */
+
+/* Open flags beyond NOSTALL_O_RDONLY / NOSTALL_O_NOFOLLOW. */
+#define NOSTALL_O_WRONLY 0x2u
+#define NOSTALL_O_RDWR 0x4u
+#define NOSTALL_O_CREAT 0x8u
+#define NOSTALL_O_EXCL 0x10u
+#define NOSTALL_O_TRUNC 0x20u
+#define NOSTALL_O_APPEND 0x40u
+#define NOSTALL_O_SYNC 0x80u      /* every write is durable when it returns (data + metadata) */
+#define NOSTALL_O_DSYNC 0x100u    /* data + what is needed to read it back */
+#define NOSTALL_O_DIRECTORY 0x200u /* fail with -ENOTDIR unless a directory (and
+				    * allow opening one read-only) */
+#define NOSTALL_O_NOATIME 0x400u  /* accepted; atime follows the mount's rule
+				   * (-o noatime|relatime|strictatime) */
+/* Host open(2) flags (O_WRONLY|O_CREAT|...) to NOSTALL_O_* (unknown bits ignored). */
+unsigned nostall_oflags_from_posix(int oflags);
+
+/* Credentials of the calling thread for inodes it creates (thread-local).
+ * groups may be NULL; they are kept for permission checks the library does
+ * not make yet. */
+void nostall_cred_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups);
+void nostall_cred_reset(void); /* back to the process's euid/egid */
+
+/* Open (flags as above); with NOSTALL_O_CREAT a missing last component is
+ * created as a regular file with mode & 07777 (no umask is applied: callers
+ * apply their own); a dangling final symlink creates its target, as Linux
+ * does. O_CREAT|O_EXCL on an existing name (a symlink too) is -EEXIST;
+ * O_TRUNC truncates an existing regular file (whatever the access mode);
+ * a directory with write access or O_CREAT is -EISDIR. Both O_WRONLY and
+ * O_RDWR: -EINVAL. */
+int nostall_create(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode,
+		   struct nostall_file **out);
+/* Write len bytes at the handle's position (at the end with O_APPEND) and
+ * advance it; pwrite writes at off (with O_APPEND at the end, as Linux
+ * does), leaving the position alone. Returns the count
+ * written: short only when space ran out after some bytes (-ENOSPC when
+ * none). Holes stay holes. */
+ssize_t nostall_write(struct nostall_file *f, const void *buf, size_t len);
+ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint64_t off);
+/* -EINVAL on a handle without write access or not a regular file. */
+int nostall_ftruncate(struct nostall_file *f, uint64_t size);
+/* fsync(2) / fdatasync(2): 1 = datasync. Durable on return in every data mode. */
+int nostall_fsync(struct nostall_file *f, int datasync);
+/* close(2)-time flush (FUSE flush; nostall_fd_close calls it): for a writer,
+ * ext3's release runs now (the writeback/guarded replace-on-truncate
+ * safeguard starts here) and the handle stays a writer; returns the file's
+ * pending write error, once. 0 for other handles. */
+int nostall_flush(struct nostall_file *f);
+
+/* Path calls (no final-symlink following for unlink/rmdir/rename/link's new
+ * name/symlink/lchown with NOSTALL_NOFOLLOW; chmod/chown/utimens/truncate
+ * follow a final symlink unless flags has NOSTALL_NOFOLLOW). */
+int nostall_mkdir(struct nostall_fs *fs, const char *path, uint32_t mode);
+int nostall_mknod(struct nostall_fs *fs, const char *path, uint32_t mode, uint64_t rdev);
+int nostall_symlink(struct nostall_fs *fs, const char *target, const char *linkpath);
+int nostall_link(struct nostall_fs *fs, const char *oldpath, const char *newpath);
+int nostall_unlink(struct nostall_fs *fs, const char *path);
+int nostall_rmdir(struct nostall_fs *fs, const char *path);
+#define NOSTALL_RENAME_NOREPLACE 0x1u
+#define NOSTALL_RENAME_EXCHANGE 0x2u
+int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags);
+int nostall_truncate(struct nostall_fs *fs, const char *path, uint64_t size);
+int nostall_chmod(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode);
+/* uid/gid (uint32_t)-1 = unchanged. */
+int nostall_chown(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t uid, uint32_t gid);
+/* ts[0] atime, ts[1] mtime; nsec NOSTALL_UTIME_NOW or NOSTALL_UTIME_OMIT as in
+ * utimensat(2); ts NULL = both now. ctime becomes now. */
+#define NOSTALL_UTIME_NOW ((1u << 30) - 1u)
+#define NOSTALL_UTIME_OMIT ((1u << 30) - 2u)
+int nostall_utimens(struct nostall_fs *fs, const char *path, unsigned flags,
+		    const struct nostall_timespec ts[2]);
+/* xflags: NOSTALL_XATTR_CREATE (fail -EEXIST if present), NOSTALL_XATTR_REPLACE
+ * (fail -ENODATA if absent). Values up to what fits in a block; -ENOSPC when
+ * the inode body and its block are full; -ERANGE for a name over 255 bytes;
+ * -EOPNOTSUPP for an unknown namespace. */
+#define NOSTALL_XATTR_CREATE 0x1u
+#define NOSTALL_XATTR_REPLACE 0x2u
+int nostall_setxattr(struct nostall_fs *fs, const char *path, unsigned flags, const char *name,
+		     const void *value, size_t size, unsigned xflags);
+int nostall_removexattr(struct nostall_fs *fs, const char *path, unsigned flags, const char *name);
+/* sync(2)/syncfs(2): commit the journal and write back all file data. */
+int nostall_sync(struct nostall_fs *fs);
+
+/* ---- inode-number calls (a FUSE low-level daemon) ----
+ * Lookup counts: nostall_lookup_ref and every *_at call that returns a new
+ * entry's attributes take one lookup reference on the inode; nostall_forget
+ * drops n (more than it holds: down to none). The mount keeps one table
+ * ino -> count; while the count is non-zero the inode stays in memory. An
+ * inode unlinked while referenced (lookup references or open handles) lives
+ * until the last reference goes; an unclean stop leaves it on the orphan
+ * list for the next mount. nostall_umount drops every lookup reference. */
+/* -ENOENT when absent (no reference taken). */
+int nostall_lookup_ref(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
+		       struct nostall_stat *st);
+void nostall_forget(struct nostall_fs *fs, uint64_t ino, uint64_t nlookup);
+
+/* setattr: the fields named in valid; *st (may be NULL) gets the result.
+ * SIZE: -EISDIR for a directory, -EINVAL for other non-regular files. */
+#define NOSTALL_SET_MODE 0x1u
+#define NOSTALL_SET_UID 0x2u
+#define NOSTALL_SET_GID 0x4u
+#define NOSTALL_SET_SIZE 0x8u
+#define NOSTALL_SET_ATIME 0x10u
+#define NOSTALL_SET_MTIME 0x20u
+#define NOSTALL_SET_ATIME_NOW 0x40u
+#define NOSTALL_SET_MTIME_NOW 0x80u
+#define NOSTALL_SET_CTIME 0x100u
+struct nostall_setattr {
+	unsigned valid;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct nostall_timespec atime, mtime, ctime;
+};
+int nostall_setattr_ino(struct nostall_fs *fs, uint64_t ino, const struct nostall_setattr *sa,
+			struct nostall_stat *st);
+/* Create an entry in dir_ino and return the new inode's attributes (one
+ * lookup reference taken). mknod: S_IFREG, S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK. */
+int nostall_mknod_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, uint32_t mode,
+		     uint64_t rdev, struct nostall_stat *st);
+int nostall_mkdir_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, uint32_t mode,
+		     struct nostall_stat *st);
+int nostall_symlink_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
+		       const char *target, struct nostall_stat *st);
+int nostall_link_at(struct nostall_fs *fs, uint64_t ino, uint64_t dir_ino, const char *name,
+		    struct nostall_stat *st);
+/* Create (or with O_EXCL unset open an existing) regular file and open it
+ * (no symlink following: an existing symlink is -ELOOP). */
+int nostall_create_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, unsigned flags,
+		      uint32_t mode, struct nostall_stat *st, struct nostall_file **out);
+int nostall_unlink_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name);
+int nostall_rmdir_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name);
+int nostall_rename_at(struct nostall_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
+		      const char *newname, unsigned flags);
+int nostall_setxattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name, const void *value,
+			 size_t size, unsigned xflags);
+int nostall_removexattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name);
+/* fsync/fsyncdir of any inode (directories included). */
+int nostall_fsync_ino(struct nostall_fs *fs, uint64_t ino, int datasync);
+
+/* ---- a POSIX-like file-descriptor table per mount ----
+ * Small non-negative integers naming open handles (lowest free first, like
+ * open(2)); -EBADF for a descriptor that is not open. Thread-safe: a
+ * descriptor closed while another thread uses it is released when that
+ * call ends. Open follows open(2): NOSTALL_O_NOFOLLOW on a final symlink is
+ * -ELOOP, a directory opens read-only (reads -EISDIR). Close returns the
+ * nostall_flush() result. */
+int nostall_fd_open(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode);
+int nostall_fd_close(struct nostall_fs *fs, int fd);
+ssize_t nostall_fd_read(struct nostall_fs *fs, int fd, void *buf, size_t len);
+ssize_t nostall_fd_write(struct nostall_fs *fs, int fd, const void *buf, size_t len);
+ssize_t nostall_fd_pread(struct nostall_fs *fs, int fd, void *buf, size_t len, uint64_t off);
+ssize_t nostall_fd_pwrite(struct nostall_fs *fs, int fd, const void *buf, size_t len, uint64_t off);
+int64_t nostall_fd_lseek(struct nostall_fs *fs, int fd, int64_t off, int whence);
+int nostall_fd_fsync(struct nostall_fs *fs, int fd, int datasync);
+int nostall_fd_ftruncate(struct nostall_fs *fs, int fd, uint64_t size);
+int nostall_fd_fstat(struct nostall_fs *fs, int fd, struct nostall_stat *st);
 
 #ifdef __cplusplus
 }

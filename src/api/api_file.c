@@ -1,109 +1,275 @@
-/* Public API: open files (include/nostall/nostall.h). A handle holds a
- * reference to the shared ext3 inode; regular files read through an
- * ext3_fread (per-handle readahead windows), symlinks through their target. */
+/* Public API: opening and closing files (include/nostall/nostall.h). A
+ * handle holds a reference to the shared ext3 inode; regular files read
+ * through an ext3_fread (per-handle readahead windows). On a read-write
+ * mount a handle with write access is one of ext3's writers of the inode
+ * (ext3_file_open / ext3_file_release). The I/O calls are in api_io.c. */
 #include "api/api_int.h"
 
 #include "util/err.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
-int nostall_open_ino(struct nostall_fs *fs, uint64_t ino, unsigned flags, struct nostall_file **out)
+/* Internal open flag: open(2) rules (nostall_fd_open). */
+#define API_O_POSIX 0x80000000u
+
+#define API_O_ALL                                                                                \
+	(NOSTALL_O_NOFOLLOW | NOSTALL_O_WRONLY | NOSTALL_O_RDWR | NOSTALL_O_CREAT |              \
+	 NOSTALL_O_EXCL | NOSTALL_O_TRUNC | NOSTALL_O_APPEND | NOSTALL_O_SYNC | NOSTALL_O_DSYNC | \
+	 NOSTALL_O_DIRECTORY | NOSTALL_O_NOATIME | API_O_POSIX)
+
+/* Which handles a type allows (before anything is set up). */
+static int file_type_check(struct ext3_inode *in, unsigned flags, bool trunc)
+{
+	uint16_t t = api_type(in);
+	uint32_t ino = ext3_inode_ino(in);
+	bool w = flags & (NOSTALL_O_WRONLY | NOSTALL_O_RDWR);
+	if (t == EXT3_S_IFDIR) {
+		if (w || (flags & NOSTALL_O_CREAT))
+			return err_set(-EISDIR, "inode %u is a directory", ino);
+		if (!(flags & (NOSTALL_O_DIRECTORY | API_O_POSIX)))
+			return err_set(-EISDIR, "inode %u is a directory", ino);
+		return 0;
+	}
+	if (flags & NOSTALL_O_DIRECTORY)
+		return err_set(-ENOTDIR, "inode %u is not a directory", ino);
+	if (t == EXT3_S_IFLNK) {
+		if (w || trunc || (flags & NOSTALL_O_CREAT))
+			return err_set(-ELOOP, "inode %u is a symbolic link", ino);
+		return 0;
+	}
+	if (t != EXT3_S_IFREG)
+		return err_set(-ENXIO, "inode %u is a device, fifo or socket", ino);
+	return 0;
+}
+
+int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, bool trunc,
+		 struct nostall_file **out)
 {
 	*out = NULL;
-	if (flags & ~(unsigned)NOSTALL_O_NOFOLLOW)
-		return err_set(-EROFS, "nostall_open: only reading is supported (flags 0x%x)", flags);
-	struct nostall_file *f = calloc(1, sizeof *f);
-	if (!f)
-		return err_set(-ENOMEM, "out of memory");
-	int rc = api_inode_get(fs, ino, &f->in);
-	if (!rc) {
-		f->mode = ext3_inode_mode(f->in);
-		uint16_t t = f->mode & EXT3_S_IFMT;
-		if (t == EXT3_S_IFDIR)
-			rc = err_set(-EISDIR, "inode %llu is a directory", (unsigned long long)ino);
-		else if (t != EXT3_S_IFREG && t != EXT3_S_IFLNK)
-			rc = err_set(-ENXIO, "inode %llu is a device, fifo or socket",
-				     (unsigned long long)ino);
-		else if (t == EXT3_S_IFREG)
-			rc = ext3_fread_create(fs->e, f->in, fs->file_readahead, &f->rd);
-	}
+	bool w = flags & (NOSTALL_O_WRONLY | NOSTALL_O_RDWR);
+	int rc = file_type_check(in, flags, trunc);
+	if (!rc && (w || trunc))
+		rc = api_check_rw(fs, "open for writing");
+	struct nostall_file *f = NULL;
+	if (!rc && !(f = calloc(1, sizeof *f)))
+		rc = err_set(-ENOMEM, "out of memory");
 	if (rc) {
-		ext3_iput(f->in);
-		free(f);
+		ext3_iput(in);
 		return rc;
 	}
 	f->fs = fs;
+	f->in = in;
+	f->mode = ext3_inode_mode(in);
+	f->flags = flags & ~API_O_POSIX;
+	f->can_read = !(flags & NOSTALL_O_WRONLY);
+	f->can_write = w;
+	if ((f->mode & EXT3_S_IFMT) == EXT3_S_IFREG) {
+		rc = ext3_fread_create(fs->e, in, fs->file_readahead, &f->rd);
+		if (!rc && w) {
+			rc = ext3_file_open(in, EXT3_OPEN_WRITE | (trunc ? EXT3_OPEN_TRUNC : 0));
+			f->writer = !rc;
+		} else if (!rc && trunc) {
+			rc = ext3_file_setsize(in, 0); /* O_RDONLY|O_TRUNC truncates too */
+		}
+	}
+	if (rc) {
+		ext3_fread_destroy(f->rd);
+		ext3_iput(in);
+		free(f);
+		return rc;
+	}
 	pthread_mutex_init(&f->lock, NULL);
 	atomic_fetch_add(&fs->handles, 1);
 	*out = f;
 	return 0;
 }
 
+static int flags_check(unsigned flags)
+{
+	if (flags & ~(unsigned)API_O_ALL)
+		return err_set(-EINVAL, "open: unknown flags 0x%x", flags & ~(unsigned)API_O_ALL);
+	if ((flags & NOSTALL_O_WRONLY) && (flags & NOSTALL_O_RDWR))
+		return err_set(-EINVAL, "open: both O_WRONLY and O_RDWR");
+	return 0;
+}
+
+int nostall_open_ino(struct nostall_fs *fs, uint64_t ino, unsigned flags, struct nostall_file **out)
+{
+	*out = NULL;
+	int rc = flags_check(flags);
+	if (!rc && (flags & NOSTALL_O_CREAT))
+		rc = err_set(-EINVAL, "nostall_open_ino: O_CREAT needs a name (nostall_create_at)");
+	struct ext3_inode *in = NULL;
+	if (!rc)
+		rc = api_inode_get(fs, ino, &in);
+	if (rc)
+		return rc;
+	bool trunc = (flags & NOSTALL_O_TRUNC) && api_type(in) == EXT3_S_IFREG;
+	return api_file_new(fs, in, flags, trunc, out);
+}
+
+/* The last name at p: open it, following a symlink by rewriting *path
+ * (returns 1 then), or create it. */
+static int open_last(struct nostall_fs *fs, struct api_parent *p, char **path, unsigned flags,
+		     uint32_t mode, struct nostall_file **out)
+{
+	bool excl = (flags & NOSTALL_O_EXCL) && (flags & NOSTALL_O_CREAT);
+	if (p->kind != API_LAST_NAME && (flags & NOSTALL_O_CREAT))
+		return err_set(-EISDIR, "%s: O_CREAT of a directory", p->kind == API_LAST_ROOT ? "/" :
+				p->kind == API_LAST_DOT ? "." : "..");
+	struct ext3_inode *in = NULL;
+	int rc = api_parent_lookup(fs, p, &in);
+	if (rc == -ENOENT && p->kind == API_LAST_NAME) {
+		if (p->slash)
+			return err_set(-EISDIR, "%.*s/: cannot create a file with a trailing slash",
+				       (int)p->len, p->name);
+		if ((rc = api_check_rw(fs, "create")))
+			return rc;
+		struct ext3_cred cr;
+		api_cred(&cr);
+		rc = ext3_create(p->dir, p->name, p->len, (uint16_t)(EXT3_S_IFREG | (mode & 07777)), 0,
+				 &cr, &in);
+		if (rc == -EEXIST && !excl)
+			return 1; /* created by someone else meanwhile: look again */
+		return rc ? rc : api_file_new(fs, in, flags, false, out);
+	}
+	if (rc)
+		return rc;
+	uint16_t t = api_type(in);
+	if (excl) {
+		ext3_iput(in);
+		return err_set(-EEXIST, "%.*s: file exists", (int)p->len, p->name);
+	}
+	if (t == EXT3_S_IFLNK && !(flags & NOSTALL_O_NOFOLLOW)) {
+		char target[EXT3_MAX_BLOCK_SIZE];
+		ssize_t n = ext3_symlink_read(fs->e, in, target, sizeof target - 1);
+		ext3_iput(in);
+		if (n < 0)
+			return (int)n;
+		/* the target replaces the last name: relative to the same directory */
+		size_t pre = target[0] == '/' ? 0 : (size_t)(p->name - *path);
+		char *np = malloc(pre + (size_t)n + 1);
+		if (!np)
+			return err_set(-ENOMEM, "out of memory");
+		memcpy(np, *path, pre);
+		memcpy(np + pre, target, (size_t)n);
+		np[pre + (size_t)n] = '\0';
+		free(*path);
+		*path = np;
+		return 1;
+	}
+	if (t == EXT3_S_IFLNK && (flags & API_O_POSIX)) {
+		ext3_iput(in);
+		return err_set(-ELOOP, "%.*s: a symbolic link (O_NOFOLLOW)", (int)p->len, p->name);
+	}
+	if (p->slash && t != EXT3_S_IFDIR) {
+		ext3_iput(in);
+		return err_set(-ENOTDIR, "%.*s: not a directory", (int)p->len, p->name);
+	}
+	return api_file_new(fs, in, flags, (flags & NOSTALL_O_TRUNC) && t == EXT3_S_IFREG, out);
+}
+
+/* O_CREAT: walk to the parent, then the last name; a final symlink is
+ * followed by walking again to the parent of its target (at most
+ * NOSTALL_SYMLOOP_MAX times). */
+static int open_creat(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode,
+		      struct nostall_file **out)
+{
+	char *cur = strdup(path);
+	if (!cur)
+		return err_set(-ENOMEM, "out of memory");
+	int rc = 1;
+	for (int links = 0; rc == 1; links++) {
+		if (links > NOSTALL_SYMLOOP_MAX) {
+			rc = err_set(-ELOOP, "too many levels of symbolic links (%d)", NOSTALL_SYMLOOP_MAX);
+			break;
+		}
+		struct api_parent p;
+		rc = api_parent_get(fs, cur, &p);
+		if (rc)
+			break;
+		rc = open_last(fs, &p, &cur, flags, mode, out);
+		api_parent_put(&p);
+	}
+	free(cur);
+	return rc;
+}
+
+int api_open_path(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode,
+		  bool posix, struct nostall_file **out)
+{
+	*out = NULL;
+	if (posix)
+		flags |= API_O_POSIX;
+	int rc = flags_check(flags);
+	if (rc)
+		return rc;
+	if (flags & NOSTALL_O_CREAT)
+		return open_creat(fs, path, flags, mode, out);
+	struct ext3_inode *in;
+	rc = api_path_inode(fs, path, (flags & NOSTALL_O_NOFOLLOW) ? NOSTALL_NOFOLLOW : 0, &in);
+	if (rc)
+		return rc;
+	uint16_t t = api_type(in);
+	if (t == EXT3_S_IFLNK && posix) {
+		ext3_iput(in);
+		return err_set(-ELOOP, "%s: a symbolic link (O_NOFOLLOW)", path);
+	}
+	return api_file_new(fs, in, flags, (flags & NOSTALL_O_TRUNC) && t == EXT3_S_IFREG, out);
+}
+
 int nostall_open(struct nostall_fs *fs, const char *path, unsigned flags, struct nostall_file **out)
 {
-	uint64_t ino = 0;
+	return api_open_path(fs, path, flags, 0, false, out);
+}
+
+int nostall_create(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode,
+		   struct nostall_file **out)
+{
+	return api_open_path(fs, path, flags, mode, false, out);
+}
+
+int nostall_create_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, unsigned flags,
+		      uint32_t mode, struct nostall_stat *st, struct nostall_file **out)
+{
 	*out = NULL;
-	if (flags & ~(unsigned)NOSTALL_O_NOFOLLOW)
-		return err_set(-EROFS, "nostall_open: only reading is supported (flags 0x%x)", flags);
-	int rc = api_path_ino(fs, path, (flags & NOSTALL_O_NOFOLLOW) ? NOSTALL_NOFOLLOW : 0, &ino);
-	return rc ? rc : nostall_open_ino(fs, ino, flags, out);
+	int rc = flags_check(flags);
+	struct api_parent p = { .kind = API_LAST_NAME };
+	if (!rc)
+		rc = api_at_parent(fs, dir_ino, name, &p);
+	if (rc)
+		return rc;
+	char *none = NULL;
+	/* no symlink following here: an existing symlink is opened as itself */
+	rc = open_last(fs, &p, &none, flags | NOSTALL_O_NOFOLLOW | NOSTALL_O_CREAT, mode, out);
+	if (rc == 1) /* lost a race with a creator of the name: open what is there */
+		rc = open_last(fs, &p, &none, (flags | NOSTALL_O_NOFOLLOW) & ~NOSTALL_O_CREAT, mode, out);
+	api_parent_put(&p);
+	if (rc)
+		return rc;
+	rc = api_lookup_take(fs, (*out)->in);
+	if (rc) {
+		nostall_close(*out);
+		*out = NULL;
+		return rc;
+	}
+	api_stat_fill(fs, (*out)->in, st);
+	return 0;
 }
 
-ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t off)
+void nostall_close(struct nostall_file *f)
 {
-	if (len == 0)
-		return 0;
-	if ((f->mode & EXT3_S_IFMT) == EXT3_S_IFLNK) {
-		char t[EXT3_MAX_BLOCK_SIZE];
-		ssize_t n = ext3_symlink_read(f->fs->e, f->in, t, sizeof t);
-		if (n < 0)
-			return n;
-		if (off >= (uint64_t)n)
-			return 0;
-		size_t c = (size_t)n - (size_t)off;
-		if (c > len)
-			c = len;
-		memcpy(buf, t + off, c);
-		return (ssize_t)c;
-	}
-	if (f->rd)
-		return ext3_fread_pread(f->rd, buf, len, off);
-	return ext3_inode_pread(f->fs->e, f->in, buf, len, off);
-}
-
-ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len)
-{
-	pthread_mutex_lock(&f->lock);
-	ssize_t n = nostall_pread(f, buf, len, f->pos);
-	if (n > 0)
-		f->pos += (uint64_t)n;
-	pthread_mutex_unlock(&f->lock);
-	return n;
-}
-
-int64_t nostall_lseek(struct nostall_file *f, int64_t off, int whence)
-{
-	pthread_mutex_lock(&f->lock);
-	int64_t base;
-	switch (whence) {
-	case SEEK_SET: base = 0; break;
-	case SEEK_CUR: base = (int64_t)f->pos; break;
-	case SEEK_END: base = (int64_t)ext3_inode_size(f->in); break;
-	default:
-		pthread_mutex_unlock(&f->lock);
-		return err_set(-EINVAL, "lseek: bad whence %d", whence);
-	}
-	int64_t np;
-	if (__builtin_add_overflow(base, off, &np) || np < 0) {
-		pthread_mutex_unlock(&f->lock);
-		return err_set(-EINVAL, "lseek: position out of range");
-	}
-	f->pos = (uint64_t)np;
-	pthread_mutex_unlock(&f->lock);
-	return np;
+	if (!f)
+		return;
+	if (f->writer)
+		(void)ext3_file_release(f->in, EXT3_OPEN_WRITE); /* nostall_flush reports errors */
+	ext3_fread_destroy(f->rd); /* waits for its readahead in flight */
+	ext3_iput(f->in);
+	atomic_fetch_sub(&f->fs->handles, 1);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
 }
 
 int nostall_fstat(struct nostall_file *f, struct nostall_stat *st)
@@ -112,22 +278,12 @@ int nostall_fstat(struct nostall_file *f, struct nostall_stat *st)
 	return 0;
 }
 
-void nostall_close(struct nostall_file *f)
-{
-	if (!f)
-		return;
-	ext3_fread_destroy(f->rd); /* waits for its readahead in flight */
-	ext3_iput(f->in);
-	atomic_fetch_sub(&f->fs->handles, 1);
-	pthread_mutex_destroy(&f->lock);
-	free(f);
-}
-
 int nostall_bmap(struct nostall_file *f, uint64_t lblk, uint64_t *phys)
 {
 	*phys = 0;
 	if ((f->mode & EXT3_S_IFMT) == EXT3_S_IFLNK && ext3_inode_is_fast_symlink(f->fs->e, f->in))
 		return 0;
+	if ((f->mode & EXT3_S_IFMT) == EXT3_S_IFDIR)
+		return err_set(-EISDIR, "bmap of a directory handle");
 	return ext3_inode_bmap(f->fs->e, f->in, lblk, phys);
 }
-

@@ -18,12 +18,18 @@ int nostall_statfs(struct nostall_fs *fs, struct nostall_statfs *st)
 	st->block_size = bs;
 	st->blocks = blocks > overhead ? blocks - overhead : 0;
 	st->blocks_free = le32_to_cpu(sb->s_free_blocks_count);
+	st->files = ext3_fs_inodes_count(fs->e);
+	st->files_free = le32_to_cpu(sb->s_free_inodes_count);
+	if (fs->rw) { /* the allocators' live counts */
+		uint64_t fb, fi;
+		ext3_fs_free_counts(fs->e, &fb, &fi);
+		st->blocks_free = fb;
+		st->files_free = fi;
+	}
 	if (st->blocks_free > blocks)
 		st->blocks_free = blocks;
 	uint64_t r = le32_to_cpu(sb->s_r_blocks_count);
 	st->blocks_avail = st->blocks_free > r ? st->blocks_free - r : 0;
-	st->files = ext3_fs_inodes_count(fs->e);
-	st->files_free = le32_to_cpu(sb->s_free_inodes_count);
 	if (st->files_free > st->files)
 		st->files_free = st->files;
 	st->name_max = NOSTALL_NAME_MAX;
@@ -101,7 +107,7 @@ int nostall_info(struct nostall_fs *fs, struct nostall_info *info)
 	}
 	info->def_resuid = le16_to_cpu(sb->s_def_resuid);
 	info->def_resgid = le16_to_cpu(sb->s_def_resgid);
-	info->read_only = 1;
+	info->read_only = !fs->rw;
 	info->needs_recovery = ext3_fs_needs_recovery(fs->e);
 	info->unknown_ro_compat = ext3_fs_unknown_ro_compat(fs->e);
 	info->unsigned_hash = ext3_fs_unsigned_hash(fs->e);

@@ -39,6 +39,15 @@ int api_path_ino(struct nostall_fs *fs, const char *path, unsigned flags, uint64
 	return 0;
 }
 
+int api_path_inode(struct nostall_fs *fs, const char *path, unsigned flags,
+		   struct ext3_inode **out)
+{
+	uint64_t ino = 0;
+	*out = NULL;
+	int rc = api_path_ino(fs, path, flags, &ino);
+	return rc ? rc : api_inode_get(fs, ino, out);
+}
+
 void api_stat_fill(struct nostall_fs *fs, struct ext3_inode *inode, struct nostall_stat *st)
 {
 	struct ext3_inode_attr a;

@@ -1,41 +1,63 @@
-/* Private to src/api: the handle structs and helpers shared by api_mount.c,
- * api_inode.c, api_dir.c, api_file.c and api_info.c.
+/* Private to src/api: the handle structs and helpers shared by the api_*.c
+ * files (docs/api.md).
  *
- * Locking: a mounted filesystem has no API-level lock; the count of open
- * handles is atomic. Inodes are ext3's shared, reference-counted inodes
- * (ext3_iget / ext3_iput) with their own locks (ext3.h, "inodes"): a handle
- * holds one reference for its lifetime. Each file handle has a mutex for
- * its position, each directory iterator one for its batch and position; a
- * regular file's handle also owns a reader (ext3_fread: readahead windows,
- * with their own mutex, taken after the position mutex, before the inode's
- * lock). FUSE lookup counts (nlookup / forget) will live here, per inode
- * number, each non-zero count holding one ext3 reference. */
+ * Locking: a mounted filesystem has no API-level lock over the filesystem;
+ * the count of open handles is atomic. Inodes are ext3's shared,
+ * reference-counted inodes (ext3_iget / ext3_iput) with their own locks
+ * (ext3.h, "inodes"): a handle holds one reference for its lifetime. Each
+ * file handle has a mutex for its position, each directory iterator one for
+ * its batch and position; a regular file's handle also owns a reader
+ * (ext3_fread: readahead windows, with their own mutex, taken after the
+ * position mutex, before the inode's lock). The FUSE lookup table
+ * (lookup_lock) and the descriptor table (fd_lock) each have a mutex that
+ * is a leaf: nothing of ext3 is called while holding either (inode
+ * references are dropped after unlocking, because a last put can free an
+ * unlinked inode, which starts journal handles). */
 #ifndef NOSTALL_API_INT_H
 #define NOSTALL_API_INT_H
 
 #include "nostall/nostall.h"
 
 #include "ext3/ext3.h"
+#include "ext3/ext3_fsops.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
+struct api_lref;
+struct api_fd;
+
 struct nostall_fs {
 	struct dev *dev;  /* owned when own_dev */
 	bool own_dev;
+	bool rw;          /* a read-write (journaled) mount */
 	struct ext3_fs *e;
-	atomic_int handles; /* open files and directory iterators */
+	atomic_int handles; /* open files, directory iterators (descriptors hold files) */
 	size_t file_readahead; /* max readahead window per open file, 0 = off */
+
+	/* FUSE lookup counts (api_lookup.c): ino -> count, each entry holding
+	 * one ext3 inode reference. A hash table of chains. */
+	pthread_mutex_t lookup_lock;
+	struct api_lref **lref;
+	size_t nlref_buckets, nlref;
+
+	/* nostall_fd_* (api_fd.c): fds[i] NULL = free. */
+	pthread_mutex_t fd_lock;
+	struct api_fd **fds;
+	size_t nfds;
 };
 
 struct nostall_file {
 	struct nostall_fs *fs;
-	pthread_mutex_t lock; /* protects pos */
+	pthread_mutex_t lock; /* protects pos; held across a write (one writer per handle) */
 	uint64_t pos;
 	struct ext3_inode *in; /* a reference */
 	uint16_t mode;         /* file type and permissions at open */
 	struct ext3_fread *rd; /* regular files: data reads with readahead */
+	unsigned flags;        /* NOSTALL_O_* as opened */
+	bool can_read, can_write;
+	bool writer;           /* ext3_file_open(EXT3_OPEN_WRITE) done: release at close */
 };
 
 #define DIR_BATCH 64
@@ -54,6 +76,61 @@ struct nostall_dir {
 int api_inode_get(struct nostall_fs *fs, uint64_t ino, struct ext3_inode **out);
 /* Resolve a path (flags: NOSTALL_NOFOLLOW). */
 int api_path_ino(struct nostall_fs *fs, const char *path, unsigned flags, uint64_t *ino);
+/* Resolve a path to a referenced inode (flags: NOSTALL_NOFOLLOW). */
+int api_path_inode(struct nostall_fs *fs, const char *path, unsigned flags,
+		   struct ext3_inode **out);
 void api_stat_fill(struct nostall_fs *fs, struct ext3_inode *in, struct nostall_stat *st);
+static inline uint16_t api_type(struct ext3_inode *in)
+{
+	return ext3_inode_mode(in) & EXT3_S_IFMT;
+}
+
+/* ---- the write side (api_path.c) ---- */
+
+/* -EROFS with a message unless the mount is read-write. */
+int api_check_rw(struct nostall_fs *fs, const char *what);
+/* The calling thread's credentials (nostall_cred_set). */
+void api_cred(struct ext3_cred *cr);
+
+/* The parent of a path's last component: what the creating and removing
+ * calls start with. */
+enum api_last { API_LAST_NAME, API_LAST_ROOT, API_LAST_DOT, API_LAST_DOTDOT };
+struct api_parent {
+	struct ext3_inode *dir; /* a reference (the root for API_LAST_ROOT) */
+	enum api_last kind;
+	const char *name;       /* points into the caller's path */
+	size_t len;
+	bool slash;             /* the path ended in '/' after the name */
+};
+/* Resolve every component of path but the last (following symlinks) from
+ * the root. Errors: -ENOENT (empty path or missing component), -ENOTDIR,
+ * -ENAMETOOLONG (the path, or the last name), -ELOOP. */
+int api_parent_get(struct nostall_fs *fs, const char *path, struct api_parent *p);
+void api_parent_put(struct api_parent *p);
+/* The same for the *_at calls: directory dir_ino and one name (-ENOTDIR,
+ * -EINVAL for an empty name or one with '/', -ENAMETOOLONG). */
+int api_at_parent(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
+		  struct api_parent *p);
+/* Look the last name up in p->dir: 0 and *out referenced, or -ENOENT. */
+int api_parent_lookup(struct nostall_fs *fs, const struct api_parent *p, struct ext3_inode **out);
+
+/* ---- files (api_file.c, api_io.c) ---- */
+
+/* A handle on in (the reference is taken over, put on failure). flags
+ * NOSTALL_O_*; trunc: truncate at open (an existing regular file). */
+int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, bool trunc,
+		 struct nostall_file **out);
+/* The open of a path (nostall_create / nostall_fd_open): posix makes
+ * O_NOFOLLOW on a final symlink -ELOOP and lets a directory open read-only. */
+int api_open_path(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode,
+		  bool posix, struct nostall_file **out);
+
+/* ---- lookup references (api_lookup.c) ---- */
+
+/* One more lookup reference on in (the caller keeps its own). */
+int api_lookup_take(struct nostall_fs *fs, struct ext3_inode *in);
+/* Drop every lookup reference (umount). */
+void api_lookup_drop_all(struct nostall_fs *fs);
+void api_fd_table_free(struct nostall_fs *fs);
 
 #endif

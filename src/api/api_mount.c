@@ -1,6 +1,8 @@
 /* Public API: mount and unmount (include/nostall/nostall.h). Option
- * parsing, the journal replay and every mount check are ext3's
- * (src/ext3/mount.c); this file adds the device spec and the handle count. */
+ * parsing, the journal replay, every mount check and the writable bring-up
+ * and teardown are ext3's (src/ext3/mount.c); this file adds the device
+ * spec, the handle count and the API's own tables (lookup counts,
+ * descriptors). */
 #include "api/api_int.h"
 
 #include "dev/dev.h"
@@ -21,9 +23,9 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 	struct ext3_mount_opts mo;
 	ext3_mount_opts_init(&mo);
 	int rc = ext3_mount_opts_parse(&mo, opts);
-	if (!rc && !(flags & NOSTALL_MOUNT_RDONLY) && !mo.ro)
-		rc = err_set(-EROFS, "nostall mounts read-only for now (pass NOSTALL_MOUNT_RDONLY "
-			     "or -o ro)");
+	if (!rc && (flags & ~NOSTALL_MOUNT_RDONLY))
+		rc = err_set(-EINVAL, "nostall_mount: unknown flags 0x%x", flags);
+	bool rw = !(flags & NOSTALL_MOUNT_RDONLY) && !mo.ro;
 	struct nostall_fs *fs = NULL;
 	if (!rc) {
 		fs = calloc(1, sizeof *fs);
@@ -31,13 +33,16 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 			rc = err_set(-ENOMEM, "out of memory");
 	}
 	if (!rc)
-		rc = ext3_fs_mount(dev, &mo, 0, &fs->e);
+		rc = ext3_fs_mount(dev, &mo, rw ? EXT3_MOUNT_JOURNAL : 0, &fs->e);
 	ext3_mount_opts_release(&mo);
 	if (rc) {
 		free(fs);
 		return rc;
 	}
 	fs->dev = dev;
+	fs->rw = rw;
+	pthread_mutex_init(&fs->lookup_lock, NULL);
+	pthread_mutex_init(&fs->fd_lock, NULL);
 	fs->file_readahead = ext3_fs_opts(fs->e)->file_readahead;
 	atomic_init(&fs->handles, 0);
 	*out = fs;
@@ -88,10 +93,16 @@ int nostall_umount(struct nostall_fs *fs)
 	int n = atomic_load(&fs->handles);
 	if (n)
 		return err_set(-EBUSY, "nostall_umount: %d handles still open", n);
-	ext3_fs_unmount(fs->e);
+	api_lookup_drop_all(fs);
+	api_fd_table_free(fs);
+	int rc = ext3_fs_unmount(fs->e);
+	if (rc)
+		rc = err_wrap(rc, "nostall_umount");
 	if (fs->own_dev)
 		dev_close(fs->dev);
+	pthread_mutex_destroy(&fs->lookup_lock);
+	pthread_mutex_destroy(&fs->fd_lock);
 	free(fs);
-	return 0;
+	return rc;
 }
 

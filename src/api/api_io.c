@@ -1,0 +1,153 @@
+/* Public API: I/O on open files (include/nostall/nostall.h): read, write,
+ * seek, truncate, fsync, flush. On a read-write mount regular-file data goes
+ * through ext3's page cache (ext3_file_read / ext3_file_write); on a
+ * read-only mount reads use the read path directly (ext3_fread). */
+#include "api/api_int.h"
+
+#include "util/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+/* Linux's MAX_RW_COUNT: one call moves at most this much. */
+#define API_RW_MAX 0x7ffff000u
+
+static ssize_t symlink_pread(struct nostall_file *f, void *buf, size_t len, uint64_t off)
+{
+	char t[EXT3_MAX_BLOCK_SIZE];
+	ssize_t n = ext3_symlink_read(f->fs->e, f->in, t, sizeof t);
+	if (n < 0)
+		return n;
+	if (off >= (uint64_t)n)
+		return 0;
+	size_t c = (size_t)n - (size_t)off;
+	if (c > len)
+		c = len;
+	memcpy(buf, t + off, c);
+	return (ssize_t)c;
+}
+
+ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t off)
+{
+	if (!f->can_read)
+		return err_set(-EBADF, "read: the handle is open for writing only");
+	if ((f->mode & EXT3_S_IFMT) == EXT3_S_IFDIR)
+		return err_set(-EISDIR, "read: a directory handle");
+	if (len == 0)
+		return 0;
+	if (len > API_RW_MAX)
+		len = API_RW_MAX;
+	if ((f->mode & EXT3_S_IFMT) == EXT3_S_IFLNK)
+		return symlink_pread(f, buf, len, off);
+	if (f->fs->rw)
+		return ext3_file_read(f->in, f->rd, buf, len, off);
+	if (f->rd)
+		return ext3_fread_pread(f->rd, buf, len, off);
+	return ext3_inode_pread(f->fs->e, f->in, buf, len, off);
+}
+
+ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len)
+{
+	pthread_mutex_lock(&f->lock);
+	ssize_t n = nostall_pread(f, buf, len, f->pos);
+	if (n > 0)
+		f->pos += (uint64_t)n;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+/* One write at off (or at the end with O_APPEND); *end = where it ended. */
+static ssize_t file_write(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
+			  uint64_t *end)
+{
+	if (!f->can_write)
+		return err_set(-EBADF, "write: the handle is not open for writing");
+	if (len == 0)
+		return 0;
+	if (len > API_RW_MAX)
+		len = API_RW_MAX;
+	unsigned wf = 0;
+	if (f->flags & NOSTALL_O_APPEND)
+		wf |= EXT3_WRITE_APPEND;
+	if (f->flags & NOSTALL_O_SYNC)
+		wf |= EXT3_WRITE_SYNC;
+	else if (f->flags & NOSTALL_O_DSYNC)
+		wf |= EXT3_WRITE_DSYNC;
+	uint64_t at = off;
+	ssize_t n = ext3_file_write(f->in, buf, len, off, wf, &at);
+	if (n > 0)
+		*end = at + (uint64_t)n;
+	return n;
+}
+
+ssize_t nostall_write(struct nostall_file *f, const void *buf, size_t len)
+{
+	pthread_mutex_lock(&f->lock);
+	uint64_t end = f->pos;
+	ssize_t n = file_write(f, buf, len, f->pos, &end);
+	if (n > 0)
+		f->pos = end;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint64_t off)
+{
+	uint64_t end;
+	return file_write(f, buf, len, off, &end);
+}
+
+int64_t nostall_lseek(struct nostall_file *f, int64_t off, int whence)
+{
+	pthread_mutex_lock(&f->lock);
+	int64_t base;
+	switch (whence) {
+	case SEEK_SET: base = 0; break;
+	case SEEK_CUR: base = (int64_t)f->pos; break;
+	case SEEK_END: base = (int64_t)ext3_inode_size(f->in); break;
+	default:
+		pthread_mutex_unlock(&f->lock);
+		return err_set(-EINVAL, "lseek: bad whence %d", whence);
+	}
+	int64_t np;
+	if (__builtin_add_overflow(base, off, &np) || np < 0) {
+		pthread_mutex_unlock(&f->lock);
+		return err_set(-EINVAL, "lseek: position out of range");
+	}
+	f->pos = (uint64_t)np;
+	pthread_mutex_unlock(&f->lock);
+	return np;
+}
+
+int nostall_ftruncate(struct nostall_file *f, uint64_t size)
+{
+	if (!f->can_write || (f->mode & EXT3_S_IFMT) != EXT3_S_IFREG)
+		return err_set(-EINVAL, "ftruncate: not a regular file open for writing");
+	return ext3_file_setsize(f->in, size);
+}
+
+int nostall_fsync(struct nostall_file *f, int datasync)
+{
+	if (!f->fs->rw)
+		return 0; /* nothing is ever dirty */
+	return ext3_file_fsync(f->in, datasync != 0);
+}
+
+/* ext3 has one release per writer; a flush is a release followed by a new
+ * open, so the bookkeeping stays one writer per handle while the release's
+ * work (the truncate safeguard, the pending error) happens now. */
+int nostall_flush(struct nostall_file *f)
+{
+	if (!f->writer)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	int rc = ext3_file_release(f->in, EXT3_OPEN_WRITE);
+	int orc = ext3_file_open(f->in, EXT3_OPEN_WRITE);
+	if (orc) {
+		f->writer = false; /* released: no second release at close */
+		f->can_write = false;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return rc ? rc : orc;
+}
