@@ -18,5 +18,18 @@ extern const struct cli_cmd cmd_ls;    /* nostall ls IMAGE [PATH...] */
 extern const struct cli_cmd cmd_cat;   /* nostall cat IMAGE PATH... */
 extern const struct cli_cmd cmd_stat;  /* nostall stat IMAGE PATH... */
 extern const struct cli_cmd cmd_get;   /* nostall get IMAGE PATH HOSTPATH */
+/* writing (read-write mount): put.c, attrs.c, names.c, xattr.c */
+extern const struct cli_cmd cmd_put;      /* nostall put IMAGE HOSTPATH PATH */
+extern const struct cli_cmd cmd_write;    /* nostall write IMAGE PATH OFFSET */
+extern const struct cli_cmd cmd_mkdir;    /* nostall mkdir IMAGE PATH... */
+extern const struct cli_cmd cmd_rm;       /* nostall rm IMAGE PATH... */
+extern const struct cli_cmd cmd_rmdir;    /* nostall rmdir IMAGE PATH... */
+extern const struct cli_cmd cmd_mv;       /* nostall mv IMAGE FROM TO */
+extern const struct cli_cmd cmd_ln;       /* nostall ln IMAGE TARGET LINKPATH */
+extern const struct cli_cmd cmd_truncate; /* nostall truncate IMAGE PATH SIZE */
+extern const struct cli_cmd cmd_chmod;    /* nostall chmod IMAGE MODE PATH */
+extern const struct cli_cmd cmd_chown;    /* nostall chown IMAGE UID[:GID] PATH */
+extern const struct cli_cmd cmd_touch;    /* nostall touch IMAGE PATH */
+extern const struct cli_cmd cmd_xattr;    /* nostall xattr IMAGE OP PATH [NAME [VALUE]] */
 
 #endif

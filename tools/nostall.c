@@ -22,6 +22,18 @@ static const struct {
 	{ "cat", NULL, NULL, &cmd_cat },
 	{ "stat", NULL, NULL, &cmd_stat },
 	{ "get", NULL, NULL, &cmd_get },
+	{ "put", NULL, NULL, &cmd_put },
+	{ "write", NULL, NULL, &cmd_write },
+	{ "mkdir", NULL, NULL, &cmd_mkdir },
+	{ "rm", NULL, NULL, &cmd_rm },
+	{ "rmdir", NULL, NULL, &cmd_rmdir },
+	{ "mv", NULL, NULL, &cmd_mv },
+	{ "ln", NULL, NULL, &cmd_ln },
+	{ "truncate", NULL, NULL, &cmd_truncate },
+	{ "chmod", NULL, NULL, &cmd_chmod },
+	{ "chown", NULL, NULL, &cmd_chown },
+	{ "touch", NULL, NULL, &cmd_touch },
+	{ "xattr", NULL, NULL, &cmd_xattr },
 	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE", NULL },
 };
 #define NR_COMMANDS (sizeof commands / sizeof commands[0])

@@ -2,11 +2,13 @@
  * unmount, error messages and exit statuses, formatting (common.h). */
 #include "common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +46,69 @@ int cli_oom(const struct cli_args *a)
 {
 	fprintf(stderr, "nostall %s: out of memory\n", a->cmd);
 	return CLI_EXIT_FAIL;
+}
+
+int cli_fs_error(const struct cli_args *a, const char *path, int rc)
+{
+	const char *text = strerror(-rc);
+	const char *msg = nostall_errmsg(rc);
+	size_t lt = strlen(text), lm = strlen(msg);
+	/* "x: file exists" only restates "File exists" */
+	bool restates = lm >= lt && !strcasecmp(msg + lm - lt, text);
+	if (restates || !*msg)
+		fprintf(stderr, "nostall %s: %s: %s\n", a->cmd, path, text);
+	else
+		fprintf(stderr, "nostall %s: %s: %s (%s)\n", a->cmd, path, text, msg);
+	return CLI_EXIT_FAIL;
+}
+
+int cli_arg_error(const struct cli_args *a, const char *arg, const char *why)
+{
+	fprintf(stderr, "nostall %s: %s: %s\n", a->cmd, arg, why);
+	return CLI_EXIT_USAGE;
+}
+
+bool cli_parse_mode(const char *s, uint32_t *mode)
+{
+	if (!s || !*s || strspn(s, "01234567") != strlen(s) || strlen(s) > 6)
+		return false;
+	unsigned long v = strtoul(s, NULL, 8);
+	if (v > 07777)
+		return false;
+	*mode = (uint32_t)v;
+	return true;
+}
+
+bool cli_parse_u64(const char *s, bool suffixes, uint64_t *out)
+{
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return false;
+	unsigned shift = 0;
+	if (suffixes && *end) {
+		const char *k = strchr("KMGT", toupper((unsigned char)*end));
+		if (!k)
+			return false;
+		shift = 10 * (unsigned)(k - "KMGT" + 1);
+		end++;
+		if (!strcasecmp(end, "iB") || !strcasecmp(end, "B"))
+			end += strlen(end);
+	}
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
+uint32_t cli_umask(void)
+{
+	mode_t m = umask(022);
+	umask(m);
+	return (uint32_t)m;
 }
 
 /* ------------------------------------------------------------------ */

@@ -88,6 +88,22 @@ int cli_path_error(const struct cli_args *a, const char *path, int rc);
 /* "nostall CMD: out of memory"; returns 1. */
 int cli_oom(const struct cli_args *a);
 
+/* For the writing commands: "nostall CMD: PATH: strerror" (the errno text
+ * always), then " (the library's message)" when that says more than the
+ * errno text. Returns 1. */
+int cli_fs_error(const struct cli_args *a, const char *path, int rc);
+
+/* A bad argument found before mounting: "nostall CMD: ARG: WHY" (one
+ * line, no usage); returns 2. */
+int cli_arg_error(const struct cli_args *a, const char *arg, const char *why);
+
+/* Octal permission bits 0..07777 ("644", "0755", "4755"). */
+bool cli_parse_mode(const char *s, uint32_t *mode);
+/* Unsigned decimal; with suffixes, K/M/G/T (binary) may follow. */
+bool cli_parse_u64(const char *s, bool suffixes, uint64_t *out);
+/* The process umask (read without changing it for good). */
+uint32_t cli_umask(void);
+
 /* ---- formatting */
 
 /* "directory", "regular file", ... (stat(1) names). */
