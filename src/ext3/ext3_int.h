@@ -21,6 +21,7 @@ struct page_cache;
 struct page_mapping;
 struct jbd_inode;
 struct ext3_balloc;
+struct ext3_data;
 #include <stdatomic.h>
 
 /* The in-memory inode (ext3.h, "inodes"). */
@@ -63,6 +64,11 @@ struct ext3_inode {
 	struct jbd_inode *jinode;
 	unsigned writers;           /* open for writing (ext3_file_open) */
 	bool trunc_flush;           /* truncated to 0 by a writer: flush at release */
+	/* The transactions that last changed the inode, for fsync (any change)
+	 * and fdatasync (size, block map): ext3_inode_note_tid under in->lock
+	 * as writer; has_* false = none since the inode was read. */
+	uint32_t sync_tid, datasync_tid;
+	bool has_sync_tid, has_datasync_tid;
 	uint16_t raw_size;          /* bytes in raw (= inode size) */
 	_Alignas(8) uint8_t raw[];  /* the on-disk inode as read (in-inode xattrs); aligned
 				     * for struct ext3_disk_inode access */
@@ -117,6 +123,7 @@ struct ext3_fs {
 	struct ext3_inode *orphans; /* in-memory orphan list (orphan_next) */
 	pthread_mutex_t rename_lock; /* cross-directory renames */
 	struct page_cache *pcache;  /* file data (file_data.c) */
+	struct ext3_data *data;     /* file_data.c's state (its own locks) */
 };
 
 /* ---- the core: below everything else in src/ext3 (core.c) ---- */
