@@ -27,9 +27,6 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-/* wt-data (file_data.c; declared in write.h there): until that branch merges. */
-int ext3_data_flush_start(struct ext3_inode *in);
-
 #define NAMEI_LINK_MAX 32000 /* EXT3_LINK_MAX */
 #define NAMEI_SYMLINK_FAST 60 /* bytes in i_block; shorter targets live there */
 
