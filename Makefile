@@ -25,6 +25,8 @@ endif
 
 CFLAGS ?=
 CPPFLAGS += -D_GNU_SOURCE -Isrc -Iinclude
+# The write API links (issue 8): build the nostall target of the model-based tests.
+CPPFLAGS += -DNOSTALL_HAVE_WRITE_API
 WFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 ALLCFLAGS := -std=c17 -g -pthread $(WFLAGS) $(VFLAGS) $(CFLAGS) -MMD -MP
 LDLIBS := -luring -lpthread -lm
