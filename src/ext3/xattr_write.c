@@ -83,8 +83,10 @@ static int xa_name_split(const char *name, uint8_t *index, const char **suffix)
 		size_t pl = strlen(ns[i].prefix);
 		if (strncmp(name, ns[i].prefix, pl) != 0)
 			continue;
-		if (ns[i].whole ? name[pl] != '\0' : name[pl] == '\0')
+		if (ns[i].whole && name[pl] != '\0')
 			continue;
+		if (!ns[i].whole && name[pl] == '\0')
+			return err_set(-EINVAL, "ext3: xattr %s: empty name", name);
 		*index = ns[i].index;
 		*suffix = name + pl;
 		return 0;
