@@ -32,6 +32,7 @@ struct ext3_inode {
 	unsigned refs;
 	struct ext3_inode *hnext;   /* hash chain */
 	struct ext3_inode *lru_prev, *lru_next; /* unreferenced inodes only */
+	bool freeing;               /* being evicted (writable mounts): ext3_iget waits */
 	/* in->lock (read-write) protects everything from here to raw[]: readers
 	 * hold it as reader for a whole read function; the write path takes it as
 	 * writer to change a field, i_size or the block map. */
@@ -79,6 +80,7 @@ struct ext3_inode {
  * changes only, never across I/O or while taking another lock. */
 struct ext3_icache {
 	pthread_mutex_t lock;
+	pthread_cond_t freed;       /* an inode's eviction finished (freeing cleared) */
 	struct ext3_inode **hash;   /* [nbuckets] */
 	unsigned nbuckets;
 	struct ext3_inode *lru_head, *lru_tail; /* most recently put at head */
