@@ -119,4 +119,36 @@ struct ext3_dx_hashfn {
 int ext3_dirblk_split(uint8_t *b1, uint8_t *b2, unsigned bs, const struct ext3_dx_hashfn *hf,
 		      uint32_t *split_hash);
 
+/* ---- the write side (dir_write.c, dx_write.c; see write.h) ---- */
+
+struct jbd_handle;
+
+/* Corruption met while writing directory block lblk (UINT64_MAX: not one
+ * block): rc's message through ext3_fs_error; returns -EUCLEAN. */
+int ext3_dir_corrupt(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk, int rc);
+/* Read directory block lblk and check every entry (ext3_dirblk_check);
+ * corruption goes through ext3_dir_corrupt. */
+int ext3_dir_read_checked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
+			  struct buffer_head **out);
+/* Grow the directory by one block at its end (ext3_get_blocks with create):
+ * the block is an empty directory block (one unused entry spanning it),
+ * journaled in h (the caller may change it further under the same access);
+ * i_size grows by a block and the inode is written. *lblk = its logical
+ * block. */
+int ext3_dir_append(struct jbd_handle *h, struct ext3_inode *dir, uint64_t *lblk,
+		    struct buffer_head **out);
+/* Write access to bh, the new entry into the room at off, dirty. */
+int ext3_dir_put_entry(struct jbd_handle *h, struct buffer_head *bh, unsigned off,
+		       const char *name, size_t len, uint32_t ino, uint8_t file_type);
+/* Insert into an indexed directory (dx_write.c). */
+int ext3_dx_add(struct jbd_handle *h, struct ext3_inode *dir, const char *name, size_t len,
+		uint32_t ino, uint8_t file_type);
+/* Turn a full one-block directory (block 0 in root_bh, checked, starting
+ * with "." of 12 bytes and "..") into an indexed one and insert the name:
+ * block 0 becomes the dx root, its entries move to leaves 1 and 2 split by
+ * hash, the inode gets EXT3_INDEX_FL (dx_write.c). */
+int ext3_dx_make_indexed(struct jbd_handle *h, struct ext3_inode *dir,
+			 struct buffer_head *root_bh, const char *name, size_t len, uint32_t ino,
+			 uint8_t file_type);
+
 #endif
