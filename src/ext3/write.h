@@ -43,6 +43,7 @@ struct buffer_head;
  *  - ext3_credits_rename(fs): two dirop + the moved directory's ".." block;
  *  - ext3_credits_truncate(fs): one truncate step (a restart point);
  *  - ext3_credits_xattr(fs): an xattr change (old + new block, bitmaps). */
+#define EXT3_CRED_INODE 1
 int ext3_credits_data(const struct ext3_fs *fs, uint64_t nblocks);
 int ext3_credits_dirop(const struct ext3_fs *fs);
 int ext3_credits_rename(const struct ext3_fs *fs);
@@ -111,8 +112,13 @@ int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, 
  * (ext3_fs_error). */
 int ext3_free_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t first, uint32_t count,
 		     bool metadata);
-/* Drop the inode's reservation window (last close of a writer, truncate). */
+/* Drop the inode's reservation window (last close of a writer, truncate;
+ * also before an inode leaves the inode cache, or its window stays reserved
+ * until unmount). */
 void ext3_rsv_discard(struct ext3_inode *in);
+/* The reservation window set (ext3_write_init / ext3_write_shutdown). */
+int ext3_balloc_init(struct ext3_fs *fs);
+void ext3_balloc_destroy(struct ext3_fs *fs);
 
 /* ==== inode allocation (ialloc.c) ==== */
 
@@ -127,7 +133,9 @@ void ext3_rsv_discard(struct ext3_inode *in);
 int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, uint32_t uid,
 		   uint32_t gid, struct ext3_inode **out);
 /* Free the inode number (bitmap, counts); the inode's blocks and xattrs are
- * already freed. Sets dtime and writes the inode. */
+ * already freed. Sets dtime and writes the inode. The caller holds in->lock
+ * as writer and has taken the inode off the orphan list first (i_dtime is
+ * the orphan link). */
 int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in);
 
 /* ==== inodes: writing, the block map, truncate, orphans (inode_write.c,

@@ -1,0 +1,363 @@
+/* Inode allocation (write.h, "inode allocation"; docs/write-alloc.md).
+ *
+ * Group choice as 2.6.30's ext3 (written from its semantics):
+ * - directories, Orlov: a top-level directory (parent is the root or has
+ *   the TOPDIR flag) goes to the group, from a random start, with the fewest
+ *   directories among those with at least the average free inodes and free
+ *   blocks; a subdirectory stays in or near the parent's group while that
+ *   group is not crowded with directories and has enough room (at least the
+ *   average less a quarter group of inodes and blocks); else any group with
+ *   the average free inodes, else any with one;
+ * - other inodes: the parent's group if it has free inodes and blocks, else
+ *   a quadratic hash from it, else the next group with a free inode.
+ * Counts are read racily (relaxed atomics) for the choice; the group's lock
+ * makes the claim exact.
+ *
+ * The new inode is initialised in memory (mode, owner, times, a new
+ * generation, inherited flags, i_extra_isize 28 with large inodes: the size
+ * of 2.6.30 ext3's large-inode fields), put in the inode cache by ext3_iget
+ * and written with ext3_mark_inode_dirty.
+ */
+#include "ext3/write.h"
+
+#include "buf/buf.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* 2.6.30 ext3's i_extra_isize for new inodes: its large fields (extra_isize,
+ * pad, three time extras, crtime + extra, version_hi). */
+#define NEW_EXTRA_ISIZE 28u
+
+/* Flags a new inode inherits from its directory; regular files drop the
+ * directory-only ones, other non-directories keep only these two. */
+#define FL_INHERITED                                                                      \
+	(EXT3_SECRM_FL | EXT3_UNRM_FL | EXT3_COMPR_FL | EXT3_SYNC_FL | EXT3_NODUMP_FL |  \
+	 EXT3_NOATIME_FL | EXT3_JOURNAL_DATA_FL | EXT3_DIRSYNC_FL)
+#define FL_OTHER_MASK (EXT3_NODUMP_FL | EXT3_NOATIME_FL)
+
+/* Generation numbers: one counter per process from a time-based seed (the
+ * kernel's s_next_generation starts random at mount). */
+static atomic_uint_least32_t next_generation;
+
+static uint32_t generation_new(void)
+{
+	uint32_t g = (uint32_t)atomic_load(&next_generation);
+	if (!g) {
+		uint32_t seed = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)getpid() << 16;
+		seed |= 1;
+		uint_least32_t zero = 0;
+		atomic_compare_exchange_strong(&next_generation, &zero, seed);
+	}
+	return (uint32_t)atomic_fetch_add(&next_generation, 1);
+}
+
+static uint16_t load16(const uint16_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* ---- group choice ---- */
+
+struct totals {
+	uint64_t freei, freeb, ndirs;
+};
+
+static void totals_get(struct ext3_fs *fs, struct totals *t)
+{
+	pthread_mutex_lock(&fs->sb_lock);
+	t->freei = fs->free_inodes;
+	t->freeb = fs->free_blocks;
+	pthread_mutex_unlock(&fs->sb_lock);
+	t->ndirs = 0;
+	for (uint32_t g = 0; g < fs->g.groups; g++)
+		t->ndirs += load16(&fs->gd[g].bg_used_dirs_count);
+}
+
+/* Any group (from start) with at least min_free free inodes. */
+static int64_t group_with_inodes(const struct ext3_fs *fs, uint32_t start, uint64_t min_free)
+{
+	for (uint32_t i = 0; i < fs->g.groups; i++) {
+		uint32_t g = (start + i) % fs->g.groups;
+		uint16_t fi = load16(&fs->gd[g].bg_free_inodes_count);
+		if (fi && fi >= min_free)
+			return g;
+	}
+	return -1;
+}
+
+static int64_t find_group_orlov(struct ext3_fs *fs, struct ext3_inode *dir)
+{
+	uint32_t ngroups = fs->g.groups, ipg = fs->g.inodes_per_group;
+	uint32_t parent = ext3_geom_group_of_ino(&fs->g, dir->ino);
+	struct totals t;
+	totals_get(fs, &t);
+	uint64_t avefreei = t.freei / ngroups, avefreeb = t.freeb / ngroups;
+	if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
+		uint32_t start = (generation_new() * 2654435761u >> 7) % ngroups;
+		int64_t best = -1;
+		uint32_t best_ndir = ipg;
+		for (uint32_t i = 0; i < ngroups; i++) {
+			uint32_t g = (start + i) % ngroups;
+			const struct ext3_group_desc *d = &fs->gd[g];
+			uint16_t fi = load16(&d->bg_free_inodes_count);
+			uint16_t nd = load16(&d->bg_used_dirs_count);
+			if (!fi || nd >= best_ndir || fi < avefreei ||
+			    load16(&d->bg_free_blocks_count) < avefreeb)
+				continue;
+			best = g;
+			best_ndir = nd;
+		}
+		if (best >= 0)
+			return best;
+	} else {
+		uint64_t max_dirs = t.ndirs / ngroups + ipg / 16;
+		int64_t min_inodes = (int64_t)avefreei - ipg / 4;
+		int64_t min_blocks = (int64_t)avefreeb - fs->g.blocks_per_group / 4;
+		for (uint32_t i = 0; i < ngroups; i++) {
+			uint32_t g = (parent + i) % ngroups;
+			const struct ext3_group_desc *d = &fs->gd[g];
+			uint16_t fi = load16(&d->bg_free_inodes_count);
+			if (!fi || load16(&d->bg_used_dirs_count) >= max_dirs || fi < min_inodes ||
+			    load16(&d->bg_free_blocks_count) < min_blocks)
+				continue;
+			return g;
+		}
+	}
+	int64_t g = group_with_inodes(fs, parent, avefreei);
+	return g >= 0 ? g : group_with_inodes(fs, parent, 1);
+}
+
+static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
+{
+	uint32_t ngroups = fs->g.groups;
+	uint32_t parent = ext3_geom_group_of_ino(&fs->g, dir->ino);
+	const struct ext3_group_desc *d = &fs->gd[parent];
+	if (load16(&d->bg_free_inodes_count) && load16(&d->bg_free_blocks_count))
+		return parent;
+	/* A quadratic hash from the parent (spreads the inodes of
+	 * directories whose group is full). */
+	uint32_t g = (parent + dir->ino) % ngroups;
+	for (uint32_t i = 1; i < ngroups; i <<= 1) {
+		g = (g + i) % ngroups;
+		d = &fs->gd[g];
+		if (load16(&d->bg_free_inodes_count) && load16(&d->bg_free_blocks_count))
+			return g;
+	}
+	return group_with_inodes(fs, (parent + 1) % ngroups, 1);
+}
+
+/* ---- the bitmap ---- */
+
+static int ibitmap_read(struct ext3_fs *fs, uint32_t g, struct buffer_head **bh)
+{
+	return ext3_bread(fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", bh);
+}
+
+/* Claim a free inode in group g: its number, 0 when the group is full, or
+ * an error. */
+static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, bool is_dir)
+{
+	pthread_mutex_lock(&fs->group_locks[g]);
+	int64_t ret = 0;
+	struct buffer_head *bh = NULL;
+	if (!fs->gd[g].bg_free_inodes_count)
+		goto out;
+	int rc = ibitmap_read(fs, g, &bh);
+	if (!rc)
+		rc = ext3_journal_get_write_access(h, bh);
+	if (rc) {
+		ret = rc;
+		goto out;
+	}
+	uint8_t *bm = buf_data(bh);
+	uint32_t ipg = fs->g.inodes_per_group, bit = 0;
+	while (bit < ipg && (bm[bit >> 3] & (1u << (bit & 7))))
+		bit = (bit & 7) == 0 && bm[bit >> 3] == 0xff ? bit + 8 : bit + 1;
+	if (bit >= ipg) {
+		ret = ext3_fs_error(fs, "group %u: inode bitmap full but %u inodes free in the "
+				    "descriptor", g, fs->gd[g].bg_free_inodes_count);
+		goto out;
+	}
+	uint32_t ino = g * ipg + bit + 1;
+	if (ino < fs->first_ino) {
+		ret = ext3_fs_error(fs, "group %u: inode bitmap marks reserved inode %u free", g, ino);
+		goto out;
+	}
+	bm[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+	rc = ext3_journal_dirty_metadata(h, bh);
+	if (!rc)
+		rc = ext3_group_adjust(h, fs, g, 0, -1, is_dir ? 1 : 0);
+	ret = rc ? rc : (int64_t)ino;
+out:
+	buf_put(bh);
+	pthread_mutex_unlock(&fs->group_locks[g]);
+	return ret;
+}
+
+/* Clear inode ino's bit (it must be set) and count it free. */
+static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, bool is_dir)
+{
+	uint32_t g = ext3_geom_group_of_ino(&fs->g, ino);
+	uint32_t bit = ext3_geom_ino_index(&fs->g, ino);
+	pthread_mutex_lock(&fs->group_locks[g]);
+	struct buffer_head *bh;
+	int rc = ibitmap_read(fs, g, &bh);
+	if (!rc)
+		rc = ext3_journal_get_write_access(h, bh);
+	if (!rc) {
+		uint8_t *bm = buf_data(bh);
+		if (!(bm[bit >> 3] & (1u << (bit & 7)))) {
+			rc = ext3_fs_error(fs, "freeing free inode %u", ino);
+		} else {
+			bm[bit >> 3] &= (uint8_t)~(1u << (bit & 7));
+			rc = ext3_journal_dirty_metadata(h, bh);
+			if (!rc)
+				rc = ext3_group_adjust(h, fs, g, 0, 1, is_dir ? -1 : 0);
+		}
+	}
+	buf_put(bh);
+	pthread_mutex_unlock(&fs->group_locks[g]);
+	return rc;
+}
+
+/* ---- the new inode ---- */
+
+static void put16(uint8_t *raw, unsigned off, uint16_t v)
+{
+	v = cpu_to_le16(v);
+	memcpy(raw + off, &v, 2);
+}
+
+static void put32(uint8_t *raw, unsigned off, uint32_t v)
+{
+	v = cpu_to_le32(v);
+	memcpy(raw + off, &v, 4);
+}
+
+/* Extra time word: epoch bits (seconds >> 32) and nanoseconds << 2. */
+static uint32_t time_extra(int64_t sec, uint32_t nsec)
+{
+	return (uint32_t)(((uint64_t)sec >> 32) & 3u) | nsec << 2;
+}
+
+/* Fill in (held as writer) as a fresh inode and encode it into raw. */
+static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, uint16_t mode,
+			   uint32_t uid, uint32_t gid)
+{
+	struct ext3_fs *fs = in->fs;
+	ext3_rsv_discard(in); /* a stale cached copy of a freed inode may have one */
+	memset(&in->rsv, 0, sizeof in->rsv);
+	pthread_mutex_lock(&in->map_lock);
+	ext3_map_cache_reset(&in->map);
+	pthread_mutex_unlock(&in->map_lock);
+	struct ext3_inode_attr *a = &in->a;
+	memset(a, 0, sizeof *a);
+	a->ino = in->ino;
+	a->mode = mode;
+	a->uid = uid;
+	a->gid = gid;
+	uint32_t fl = dir->a.flags & FL_INHERITED;
+	uint16_t type = mode & EXT3_S_IFMT;
+	if (type == EXT3_S_IFREG)
+		fl &= ~(uint32_t)EXT3_DIRSYNC_FL;
+	else if (type != EXT3_S_IFDIR)
+		fl &= FL_OTHER_MASK;
+	a->flags = fl;
+	a->generation = generation_new();
+	int64_t sec;
+	uint32_t nsec;
+	ext3_now(&sec, &nsec);
+	a->atime = a->mtime = a->ctime = a->crtime = sec;
+	if (fs->g.inode_size >= EXT3_GOOD_OLD_INODE_SIZE + NEW_EXTRA_ISIZE) {
+		a->extra_isize = NEW_EXTRA_ISIZE;
+		a->atime_ns = a->mtime_ns = a->ctime_ns = a->crtime_ns = nsec;
+	}
+	in->i_size = in->i_disksize = 0;
+
+	uint8_t *raw = in->raw;
+	memset(raw, 0, in->raw_size);
+	put16(raw, offsetof(struct ext3_disk_inode, i_mode), mode);
+	put16(raw, offsetof(struct ext3_disk_inode, i_uid), (uint16_t)uid);
+	put16(raw, offsetof(struct ext3_disk_inode, i_uid_high), (uint16_t)(uid >> 16));
+	put16(raw, offsetof(struct ext3_disk_inode, i_gid), (uint16_t)gid);
+	put16(raw, offsetof(struct ext3_disk_inode, i_gid_high), (uint16_t)(gid >> 16));
+	put32(raw, offsetof(struct ext3_disk_inode, i_atime), (uint32_t)sec);
+	put32(raw, offsetof(struct ext3_disk_inode, i_mtime), (uint32_t)sec);
+	put32(raw, offsetof(struct ext3_disk_inode, i_ctime), (uint32_t)sec);
+	put32(raw, offsetof(struct ext3_disk_inode, i_flags), fl);
+	put32(raw, offsetof(struct ext3_disk_inode, i_generation), a->generation);
+	if (a->extra_isize) {
+		uint32_t x = time_extra(sec, nsec);
+		put16(raw, offsetof(struct ext3_disk_inode_large, i_extra_isize), a->extra_isize);
+		put32(raw, offsetof(struct ext3_disk_inode_large, i_ctime_extra), x);
+		put32(raw, offsetof(struct ext3_disk_inode_large, i_mtime_extra), x);
+		put32(raw, offsetof(struct ext3_disk_inode_large, i_atime_extra), x);
+		put32(raw, offsetof(struct ext3_disk_inode_large, i_crtime), (uint32_t)sec);
+		put32(raw, offsetof(struct ext3_disk_inode_large, i_crtime_extra), x);
+	}
+}
+
+int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, uint32_t uid,
+		   uint32_t gid, struct ext3_inode **out)
+{
+	struct ext3_fs *fs = dir->fs;
+	*out = NULL;
+	if (!fs->group_locks)
+		return err_set(-EROFS, "ext3: read-only mount");
+	bool is_dir = (mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
+	pthread_mutex_lock(&fs->sb_lock);
+	bool none = fs->free_inodes == 0;
+	pthread_mutex_unlock(&fs->sb_lock);
+	if (none)
+		return err_set(-ENOSPC, "ext3: no free inodes");
+	int64_t start = is_dir ? find_group_orlov(fs, dir) : find_group_other(fs, dir);
+	if (start < 0)
+		return err_set(-ENOSPC, "ext3: no free inodes");
+	/* The chosen group, then every other one (another thread may have
+	 * taken the last inode of the chosen one meanwhile). */
+	int64_t ino = 0;
+	for (uint32_t i = 0; i < fs->g.groups && !ino; i++) {
+		ino = group_claim(h, fs, (uint32_t)((start + i) % fs->g.groups), is_dir);
+		if (ino < 0)
+			return (int)ino;
+	}
+	if (!ino)
+		return err_set(-ENOSPC, "ext3: no free inodes");
+	struct ext3_inode *in;
+	int rc = ext3_iget(fs, (uint32_t)ino, &in);
+	if (rc) {
+		(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+		return rc;
+	}
+	pthread_rwlock_wrlock(&in->lock);
+	inode_init_new(in, dir, mode, uid, gid);
+	rc = ext3_mark_inode_dirty(h, in);
+	if (rc) {
+		(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+		pthread_rwlock_unlock(&in->lock);
+		ext3_iput(in);
+		return rc;
+	}
+	*out = in;
+	return 0;
+}
+
+int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in)
+{
+	struct ext3_fs *fs = in->fs;
+	if (!fs->group_locks)
+		return err_set(-EROFS, "ext3: read-only mount");
+	if (in->ino < fs->first_ino || in->ino > fs->g.inodes_count)
+		return ext3_fs_error(fs, "freeing reserved or nonexistent inode %u", in->ino);
+	bool is_dir = (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
+	int64_t sec;
+	uint32_t nsec;
+	ext3_now(&sec, &nsec);
+	in->a.dtime = (uint32_t)sec;
+	int rc = ext3_mark_inode_dirty(h, in);
+	if (rc)
+		return rc;
+	return ino_release(h, fs, in->ino, is_dir);
+}
