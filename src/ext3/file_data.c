@@ -30,6 +30,7 @@
  * start no handle.
  */
 #include "ext3/file_data.h"
+#include "ext3/inode_write.h"
 
 #include "blk/blk.h"
 #include "page/page.h"
@@ -56,17 +57,7 @@ bool ext3_data_paged(const struct ext3_fs *fs)
 
 uint64_t ext3_data_max_size(const struct ext3_fs *fs)
 {
-	unsigned bits = 10;
-	while ((1u << bits) < fs->g.block_size)
-		bits++;
-	uint64_t apb = fs->g.apb;
-	uint64_t blocks = EXT3_NDIR_BLOCKS + apb + apb * apb + apb * apb * apb;
-	uint64_t meta = 1 + (1 + apb) + (1 + apb + apb * apb);
-	/* i_blocks counts 512-byte sectors in 32 bits, indirect blocks too. */
-	uint64_t upper = ((1ull << 32) - 1) >> (bits - 9);
-	if (blocks + meta > upper)
-		blocks = upper - meta;
-	return blocks << bits;
+	return ext3_max_blocks(fs) * fs->g.block_size;
 }
 
 /* ---------------------------------------------------------------- init */

@@ -311,9 +311,9 @@ static int setsize_locked(struct ext3_inode *in, uint64_t size)
 	int rc = 0;
 	ext3_data_mark_written(in);
 	if (size < old) {
-		if (in->mapping)
-			rc = page_mapping_truncate(in->mapping, size);
-		else if (!ext3_data_paged(fs))
+		/* ext3_truncate drops the pages (and zeroes the partial page);
+		 * data=journal's partial block is a journaled buffer instead. */
+		if (!ext3_data_paged(fs))
 			rc = journal_zero_tail(in, size);
 		if (!rc)
 			rc = ext3_truncate(in, size);

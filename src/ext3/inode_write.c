@@ -169,6 +169,8 @@ int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in)
 	int rc = large_file_note(h, in->fs, in);
 	if (!rc)
 		rc = ext3_inode_write_raw(h, in, false);
+	if (!rc)
+		ext3_inode_note_tid(h, in, false); /* fsync commits this transaction */
 	return rc;
 }
 
