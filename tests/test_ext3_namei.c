@@ -669,7 +669,27 @@ static void test_xattr(void **state)
 		}
 		assert_int_equal(xget(&f, in, "user.small", buf, sizeof buf), 8);
 		assert_memory_equal(buf, "replaced", 8);
+		/* A value that outgrows the inode body moves to the block. */
+		memset(buf, 'M', 100);
+		assert_int_equal(ext3_xattr_change(in, "user.small", buf, 100, 0), 0);
+		memset(buf, 0, 100);
+		assert_int_equal(xget(&f, in, "user.small", buf, sizeof buf), 100);
+		assert_int_equal(buf[99], 'M');
+		assert_int_equal(ext3_xattr_change(in, "user.small", "replaced", 8, 0), 0);
 		ext3_iput(in);
+		/* A fast symlink with an xattr block stays a fast symlink. */
+		assert_int_equal(ext3_symlink(f.root, N("ln"), "target", &cred, &in), 0);
+		memset(buf, 'L', 150);
+		assert_int_equal(ext3_xattr_change(in, "user.l", buf, 150, 0), 0);
+		assert_true(ext3_inode_is_fast_symlink(f.fs, in));
+		assert_int_equal(ext3_symlink_read(f.fs, in, buf, sizeof buf), 6);
+		ext3_iput(in);
+		/* A removed file's block is freed with it (e2fsck counts). */
+		mk(f.root, "gone", EXT3_S_IFREG | 0644);
+		in = get(&f, f.root, "gone");
+		assert_int_equal(ext3_xattr_change(in, "trusted.big", buf, 150, 0), 0);
+		ext3_iput(in);
+		assert_int_equal(ext3_unlink(f.root, N("gone")), 0);
 		/* An attribute set by debugfs is changed here; the last removal
 		 * frees the block. */
 		in = get(&f, f.root, "g");
@@ -717,6 +737,7 @@ static void test_xattr_shared(void **state)
 		fx_open(&f, geos[gi], "xshared");
 		mk(f.root, "a", EXT3_S_IFREG | 0644);
 		mk(f.root, "b", EXT3_S_IFREG | 0644);
+		mk(f.root, "c", EXT3_S_IFREG | 0644);
 		struct ext3_inode *in = get(&f, f.root, "a");
 		char v[200];
 		memset(v, 's', sizeof v);
@@ -725,10 +746,10 @@ static void test_xattr_shared(void **state)
 		assert_int_not_equal(blk, 0);
 		ext3_iput(in);
 		fx_umount(&f);
-		/* Make b share a's block: i_file_acl, i_blocks and h_refcount 2. */
-		assert_int_equal(run("debugfs -w -R 'sif b file_acl %u' '%s' >/dev/null 2>&1 && "
-				     "debugfs -w -R 'sif b blocks %u' '%s' >/dev/null 2>&1 && "
-				     "printf '\\002' | dd of='%s' bs=1 seek=%llu conv=notrunc "
+		/* Make b and c share a's block: i_file_acl, i_blocks, h_refcount 3. */
+		assert_int_equal(run("for i in b c; do debugfs -w -R \"sif $i file_acl %u\" '%s' && "
+				     "debugfs -w -R \"sif $i blocks %u\" '%s'; done >/dev/null 2>&1 && "
+				     "printf '\\003' | dd of='%s' bs=1 seek=%llu conv=notrunc "
 				     "status=none",
 				     blk, f.img, f.g.bs / 512, f.img, f.img,
 				     (unsigned long long)blk * f.g.bs + 4), 0);
@@ -746,7 +767,17 @@ static void test_xattr_shared(void **state)
 		assert_int_equal(ext3_xattr_get(f.fs, in, "user.shared", buf, sizeof buf), 200);
 		assert_int_equal(attr(in).file_acl, blk);
 		ext3_iput(in);
+		/* a goes (its reference with it: refcount 1); c, the last user,
+		 * then changes the block in place. */
+		assert_int_equal(ext3_unlink(f.root, N("a")), 0);
+		in = get(&f, f.root, "c");
+		assert_int_equal(ext3_xattr_change(in, "user.c", "cc", 2, 0), 0);
+		assert_int_equal(attr(in).file_acl, blk);
+		assert_int_equal(attr(in).blocks, f.g.bs / 512);
+		ext3_iput(in);
 		fx_umount(&f);
+		dbg_has(&f, "ea_list /c", "user.c (2) = \"cc\"");
+		dbg_has(&f, "ea_list /c", "user.shared (200)");
 		char req[64];
 		snprintf(req, sizeof req, "bd %u", blk);
 		/* Refcount back to 1 (little-endian at offset 4). */
