@@ -445,6 +445,39 @@ static void test_emlink(void **state)
 			     "e2fsck -fn '%s' >/dev/null 2>&1", f.img, f.img, f.img), 0);
 }
 
+/* ---- immutable and append-only inodes ---- */
+
+static void test_frozen(void **state)
+{
+	(void)state;
+	NEED_E2FS();
+	struct fx f;
+	fx_mkfs(&f, geos[1], "frozen");
+	assert_int_equal(run("cd '%s' && for c in 'mkdir app' 'write /dev/null imm' "
+			     "'write /dev/null app/old' 'sif imm flags 0x10' 'sif app flags 0x20'; "
+			     "do debugfs -w -R \"$c\" '%s' >/dev/null 2>&1 || exit 1; done",
+			     tmpdir, f.img), 0);
+	fx_mount(&f);
+	struct ext3_inode *imm = get(&f, f.root, "imm"), *app = get(&f, f.root, "app");
+	struct ext3_inode *in = NULL;
+	struct ext3_setattr sa = {.valid = EXT3_SET_MODE, .mode = 0600};
+	assert_int_equal(ext3_setattr(imm, &sa), -EPERM);
+	assert_int_equal(ext3_xattr_change(imm, "user.x", "1", 1, 0), -EPERM);
+	assert_int_equal(ext3_unlink(f.root, N("imm")), -EPERM);
+	assert_int_equal(ext3_link(imm, f.root, N("imm2")), -EPERM);
+	assert_int_equal(ext3_rename(f.root, N("imm"), f.root, N("imm3"), 0), -EPERM);
+	/* An append-only directory takes new names but gives none up. */
+	assert_int_equal(ext3_create(app, N("new"), 0644, 0, &cred, &in), 0);
+	ext3_iput(in);
+	assert_int_equal(ext3_unlink(app, N("old")), -EPERM);
+	assert_int_equal(ext3_rename(app, N("new"), f.root, N("out"), 0), -EPERM);
+	assert_int_equal(ino_of(app, "old") != 0, true);
+	ext3_iput(imm);
+	ext3_iput(app);
+	fx_umount(&f);
+	dbg_has(&f, "ls /app", "new");
+}
+
 /* ---- rename ---- */
 
 static void test_rename(void **state)
@@ -943,6 +976,7 @@ int main(void)
 		cmocka_unit_test(test_name_errors),
 		cmocka_unit_test(test_link_unlink),
 		cmocka_unit_test(test_emlink),
+		cmocka_unit_test(test_frozen),
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_setattr),
 		cmocka_unit_test(test_xattr),
