@@ -729,7 +729,7 @@ static void htree_case(unsigned bs, const char *alg, bool unsigned_hash, unsigne
 	assert_true(inode_flags(old) & EXT3_INDEX_FL);
 	/* the debugfs-made names survived the conversion to an index */
 	for (int i = 0; i < 5; i++) {
-		char pn[8];
+		char pn[16];
 		snprintf(pn, sizeof pn, "p%d", i);
 		uint32_t pino;
 		assert_int_equal(ext3_dir_lookup(w.fs, old, pn, 2, &pino, NULL), 0);

@@ -855,7 +855,7 @@ static void *conc_worker(void *arg)
 	for (int i = 0; i < CONC_OPS && !c->bad; i++) {
 		struct ext3_inode *d = c->dirs[conc_rand(&s) % CONC_DIRS];
 		struct ext3_inode *d2 = c->dirs[conc_rand(&s) % CONC_DIRS];
-		char n1[8], n2[8];
+		char n1[16], n2[16];
 		snprintf(n1, sizeof n1, "n%u", conc_rand(&s) % 6);
 		snprintf(n2, sizeof n2, "n%u", conc_rand(&s) % 6);
 		struct ext3_inode *in = NULL, *sub = NULL;
@@ -923,7 +923,7 @@ static void test_concurrent(void **state)
 		struct conc c[CONC_THREADS];
 		struct ext3_inode *dirs[CONC_DIRS];
 		for (int k = 0; k < CONC_DIRS; k++) {
-			char n[8];
+			char n[16];
 			snprintf(n, sizeof n, "D%d", k);
 			mk(f.root, n, EXT3_S_IFDIR | 0755);
 			dirs[k] = get(&f, f.root, n);
