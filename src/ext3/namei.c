@@ -299,13 +299,13 @@ static int namei_new(struct ext3_inode *dir, const char *name, size_t len,
 	/* A setgid directory gives its group to new inodes, and its setgid bit
 	 * to new directories (BSD group semantics). */
 	uint16_t mode = sp->mode;
-	uint32_t gid = cr->gid;
+	uint32_t uid = cr ? cr->uid : 0, gid = cr ? cr->gid : 0;
 	if (dir->a.mode & 02000) {
 		gid = dir->a.gid;
 		if (mkdir)
 			mode |= 02000;
 	}
-	rc = ext3_new_inode(h, dir, mode, cr->uid, gid, &in);
+	rc = ext3_new_inode(h, dir, mode, uid, gid, &in);
 	if (rc)
 		goto out_stop;
 	rc = new_init(h, dir, in, sp);
