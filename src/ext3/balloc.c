@@ -349,9 +349,11 @@ static bool has_free_blocks(struct ext3_fs *fs, bool root)
 	return free > 0 && (root || free > rsv);
 }
 
-static int bitmap_read(struct ext3_fs *fs, uint32_t g, struct buffer_head **bh)
+/* Group g's block bitmap with undo access (group lock held). */
+static int bitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
+		      struct buffer_head **bh)
 {
-	return ext3_bread(fs, fs->gd[g].bg_block_bitmap, "block bitmap", bh);
+	return ext3_journal_bread(h, fs, fs->gd[g].bg_block_bitmap, "block bitmap", true, bh);
 }
 
 /* Try group g: 1 with *first and *count set, 0 when nothing was found, or an
@@ -366,11 +368,8 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 		return 0;
 	}
 	struct buffer_head *bh;
-	int rc = bitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_undo_access(h, bh);
+	int rc = bitmap_get(h, fs, g, &bh);
 	if (rc) {
-		buf_put(bh);
 		pthread_mutex_unlock(&fs->group_locks[g]);
 		return rc;
 	}
@@ -469,11 +468,8 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 					     (unsigned long long)(first + i), g);
 	pthread_mutex_lock(&fs->group_locks[g]);
 	struct buffer_head *bh;
-	int rc = bitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_undo_access(h, bh);
+	int rc = bitmap_get(h, fs, g, &bh);
 	if (rc) {
-		buf_put(bh);
 		pthread_mutex_unlock(&fs->group_locks[g]);
 		return rc;
 	}

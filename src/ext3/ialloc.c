@@ -150,9 +150,11 @@ static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
 
 /* ---- the bitmap ---- */
 
-static int ibitmap_read(struct ext3_fs *fs, uint32_t g, struct buffer_head **bh)
+/* Group g's inode bitmap with write access (group lock held). */
+static int ibitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
+		       struct buffer_head **bh)
 {
-	return ext3_bread(fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", bh);
+	return ext3_journal_bread(h, fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", false, bh);
 }
 
 /* Claim a free inode in group g: its number, 0 when the group is full, or
@@ -164,9 +166,7 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 	struct buffer_head *bh = NULL;
 	if (!fs->gd[g].bg_free_inodes_count)
 		goto out;
-	int rc = ibitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_write_access(h, bh);
+	int rc = ibitmap_get(h, fs, g, &bh);
 	if (rc) {
 		ret = rc;
 		goto out;
@@ -203,9 +203,7 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 	uint32_t bit = ext3_geom_ino_index(&fs->g, ino);
 	pthread_mutex_lock(&fs->group_locks[g]);
 	struct buffer_head *bh;
-	int rc = ibitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_write_access(h, bh);
+	int rc = ibitmap_get(h, fs, g, &bh);
 	if (!rc) {
 		uint8_t *bm = buf_data(bh);
 		if (!(bm[bit >> 3] & (1u << (bit & 7)))) {
