@@ -2,7 +2,7 @@
  * lookup and the three directory hashes (legacy, half-MD4, TEA; signed and
  * unsigned char variants). Written from the ext4 disk-layout documentation;
  * see docs/ext3-read-path.md, "Directories". */
-#include "ext3/ext3_int.h"
+#include "ext3/dir_int.h"
 
 #include "buf/buf.h"
 #include "util/err.h"
@@ -195,38 +195,6 @@ int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t 
 	return 0;
 }
 
-/* Blocks of a directory, checked against the blocks it really has (no holes in
- * ext3 directories, so size/bs <= data blocks <= i_blocks): this bounds
- * every walk by the allocated space even on a corrupt inode. */
-static int dir_nblocks(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *n)
-{
-	if ((dir->a.mode & EXT3_S_IFMT) != EXT3_S_IFDIR)
-		return err_set(-ENOTDIR, "ext3: inode %u is not a directory", dir->a.ino);
-	uint64_t nb = dir->i_size / fs->g.block_size;
-	uint64_t have = (uint64_t)dir->a.blocks * 512 / fs->g.block_size;
-	if (nb > have || nb > fs->g.blocks_count)
-		return err_set(-EUCLEAN, "ext3: directory inode %u: size %llu needs %llu blocks but "
-			       "only %llu are allocated", dir->a.ino, (unsigned long long)dir->i_size,
-			       (unsigned long long)nb, (unsigned long long)have);
-	*n = nb;
-	return 0;
-}
-
-/* Read logical block lblk of a directory (holes are corruption). */
-static int dir_bread(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
-		     struct buffer_head **out)
-{
-	uint64_t phys;
-	*out = NULL;
-	int rc = ext3_inode_bmap_locked(fs, dir, lblk, &phys);
-	if (rc)
-		return rc;
-	if (phys == 0)
-		return err_set(-EUCLEAN, "ext3: directory inode %u: hole at block %llu", dir->a.ino,
-			       (unsigned long long)lblk);
-	return ext3_bread(fs, phys, "directory", out);
-}
-
 /* Parse the entry at off of directory block lblk (its data b). */
 static int dir_entry_at(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
 			unsigned off, uint64_t lblk, struct ext3_dirent_view *de)
@@ -255,7 +223,7 @@ static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, 
 			      ext3_dir_cb cb, void *ctx)
 {
 	uint64_t nblocks;
-	int rc = dir_nblocks(fs, dir, &nblocks);
+	int rc = ext3_dir_nblocks(fs, dir, &nblocks);
 	if (rc)
 		return rc;
 	uint32_t bs = fs->g.block_size;
@@ -263,7 +231,7 @@ static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, 
 	unsigned start = (unsigned)(*pos % bs);
 	for (; lblk < nblocks; lblk++, start = 0) {
 		struct buffer_head *bh;
-		rc = dir_bread(fs, dir, lblk, &bh);
+		rc = ext3_dir_bread(fs, dir, lblk, &bh);
 		if (rc)
 			return rc;
 		const uint8_t *b = buf_data(bh);
@@ -303,14 +271,15 @@ struct find_ctx {
 	size_t len;
 	uint32_t ino;
 	uint8_t type;
+	uint64_t next_pos; /* position after the entry found */
 };
 
 static int find_cb(void *ctx, const struct ext3_dirent_view *de, uint64_t next_pos)
 {
 	struct find_ctx *f = ctx;
-	(void)next_pos;
 	if (de->name_len == f->len && memcmp(de->name, f->name, f->len) == 0) {
 		f->ino = de->inode;
+		f->next_pos = next_pos;
 		f->type = de->file_type;
 		return 1;
 	}
@@ -334,7 +303,7 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 			  struct find_ctx *f)
 {
 	struct buffer_head *bh;
-	int rc = dir_bread(fs, dir, lblk, &bh);
+	int rc = ext3_dir_bread(fs, dir, lblk, &bh);
 	if (rc)
 		return rc;
 	const uint8_t *b = buf_data(bh);
@@ -346,7 +315,7 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 			buf_put(bh);
 			return rc;
 		}
-		if (de.inode && find_cb(f, &de, 0)) {
+		if (de.inode && find_cb(f, &de, lblk * bs + off + de.rec_len)) {
 			buf_put(bh);
 			return 1;
 		}
@@ -356,56 +325,30 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 	return 0;
 }
 
-/* One level of the index as a copy of its entries. */
+/* One level of the index: a copy of its count/limit array (raw, as on
+ * disk; read with the ext3_dx_* accessors of dir_int.h). */
 struct dx_level {
-	struct ext3_dx_entry ent[EXT3_MAX_BLOCK_SIZE / 8];
+	uint8_t raw[EXT3_MAX_BLOCK_SIZE];
 	unsigned count;
 	unsigned at; /* entry chosen */
 };
 
-/* Load count/limit + entries that start at byte `off` of block `b`. */
+/* Check and load the count/limit array at byte `off` of block `b`. */
 static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
 		   unsigned off, uint64_t nblocks, uint64_t lblk, struct dx_level *lv)
 {
-	uint32_t bs = fs->g.block_size;
-	struct ext3_dx_countlimit cl;
-	memcpy(&cl, b + off, sizeof cl);
-	unsigned limit = le16_to_cpu(cl.limit), count = le16_to_cpu(cl.count);
-	unsigned want = (bs - off) / sizeof(struct ext3_dx_entry);
-	if (limit != want || count == 0 || count > limit)
-		return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: bad count/limit "
-			       "%u/%u (limit should be %u)", dir->a.ino, (unsigned long long)lblk,
-			       count, limit, want);
-	memcpy(lv->ent, b + off, (size_t)count * sizeof(struct ext3_dx_entry));
-	lv->count = count;
-	for (unsigned i = 0; i < count; i++) {
-		uint32_t blk = le32_to_cpu(lv->ent[i].block) & 0x00ffffffu;
-		if (blk == 0 || blk >= nblocks)
-			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: entry %u "
-				       "points at block %u (directory has %llu)", dir->a.ino,
-				       (unsigned long long)lblk, i, blk, (unsigned long long)nblocks);
-		lv->ent[i].block = blk;
-		lv->ent[i].hash = i ? le32_to_cpu(lv->ent[i].hash) : 0;
-		if (i > 1 && lv->ent[i].hash < lv->ent[i - 1].hash)
-			return err_set(-EUCLEAN, "ext3: directory inode %u: htree block %llu: hashes out "
-				       "of order", dir->a.ino, (unsigned long long)lblk);
-	}
+	int rc = ext3_dx_entries_check(b, off, fs->g.block_size, nblocks);
+	if (rc)
+		return err_wrap(rc, "ext3: directory inode %u: htree block %llu", dir->a.ino,
+				(unsigned long long)lblk);
+	lv->count = ext3_dx_count(b, off);
+	memcpy(lv->raw, b + off, (size_t)lv->count * sizeof(struct ext3_dx_entry));
 	return 0;
 }
 
-/* Choose the last entry whose hash <= h. */
-static void dx_choose(struct dx_level *lv, uint32_t h)
-{
-	unsigned lo = 1, hi = lv->count; /* entries [1, count) carry hashes */
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-		if (lv->ent[mid].hash > h)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	lv->at = lo - 1;
-}
+static void dx_choose(struct dx_level *lv, uint32_t h) { lv->at = ext3_dx_choose(lv->raw, 0, h); }
+
+static uint64_t dx_child(const struct dx_level *lv) { return ext3_dx_block_at(lv->raw, 0, lv->at); }
 
 /* htree lookup: 0 found, -ENOENT absent, -EUCLEAN bad index (the caller falls
  * back to a linear scan), other errors as they come. */
@@ -413,49 +356,41 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 			 struct find_ctx *f)
 {
 	struct buffer_head *bh;
-	int rc = dir_bread(fs, dir, 0, &bh);
+	int rc = ext3_dir_bread(fs, dir, 0, &bh);
 	if (rc)
 		return rc;
 	const uint8_t *b = buf_data(bh);
-	const struct ext3_dx_root *root = (const struct ext3_dx_root *)b;
-	unsigned hv = root->info.hash_version;
-	unsigned levels = root->info.indirect_levels;
-	if (le16_to_cpu(root->dot_rec_len) != 12 || root->info.info_length != 8 ||
-	    le32_to_cpu(root->info.reserved_zero) != 0 || hv > EXT3_DX_HASH_TEA ||
-	    levels >= EXT3_DX_MAX_LEVELS) {
+	unsigned hv, levels;
+	rc = ext3_dx_root_check(b, &hv, &levels);
+	if (rc) {
 		buf_put(bh);
-		return err_set(-EUCLEAN, "ext3: directory inode %u: bad htree root (hash %u, "
-			       "levels %u, info length %u)", dir->a.ino, hv, levels,
-			       root->info.info_length);
+		return err_wrap(rc, "ext3: directory inode %u", dir->a.ino);
 	}
-	if (fs->unsigned_hash)
-		hv += 3;
 	uint32_t h;
-	rc = ext3_dx_hash(f->name, f->len, (int)hv, fs->hash_seed, &h, NULL);
+	rc = ext3_dx_name_hash(fs, hv, f->name, f->len, &h);
 	if (rc) {
 		buf_put(bh);
 		return rc;
 	}
 	struct dx_level lv[EXT3_DX_MAX_LEVELS]; /* 8 KiB of stack at most */
-	rc = dx_load(fs, dir, b, 0x20, nblocks, 0, &lv[0]);
+	rc = dx_load(fs, dir, b, EXT3_DX_ROOT_CL, nblocks, 0, &lv[0]);
 	buf_put(bh);
 	if (rc)
 		return rc;
 	dx_choose(&lv[0], h);
 	for (unsigned l = 1; l <= levels; l++) {
-		uint64_t child = lv[l - 1].ent[lv[l - 1].at].block;
-		rc = dir_bread(fs, dir, child, &bh);
+		uint64_t child = dx_child(&lv[l - 1]);
+		rc = ext3_dir_bread(fs, dir, child, &bh);
 		if (rc)
 			return rc;
 		b = buf_data(bh);
-		const struct ext3_dx_node *node = (const struct ext3_dx_node *)b;
-		if (le32_to_cpu(node->fake_inode) != 0 ||
-		    le16_to_cpu(node->fake_rec_len) != fs->g.block_size) {
+		rc = ext3_dx_node_check(b, fs->g.block_size);
+		if (rc) {
 			buf_put(bh);
-			return err_set(-EUCLEAN, "ext3: directory inode %u: htree node %llu has no "
-				       "empty header entry", dir->a.ino, (unsigned long long)child);
+			return err_wrap(rc, "ext3: directory inode %u: block %llu", dir->a.ino,
+					(unsigned long long)child);
 		}
-		rc = dx_load(fs, dir, b, 0x08, nblocks, child, &lv[l]);
+		rc = dx_load(fs, dir, b, EXT3_DX_NODE_CL, nblocks, child, &lv[l]);
 		buf_put(bh);
 		if (rc)
 			return rc;
@@ -465,7 +400,7 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 	 * same hash (collision bit set). Bounded by the entries of the index. */
 	for (unsigned guard = 0; guard <= (unsigned)nblocks; guard++) {
 		struct dx_level *leaf = &lv[levels];
-		rc = dx_search_leaf(fs, dir, leaf->ent[leaf->at].block, f);
+		rc = dx_search_leaf(fs, dir, dx_child(leaf), f);
 		if (rc)
 			return rc < 0 ? rc : 0;
 		/* Advance to the next leaf in hash order. */
@@ -475,15 +410,15 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 		if (l < 0)
 			return -ENOENT;
 		lv[l].at++;
-		uint32_t next_hash = lv[l].ent[lv[l].at].hash;
+		uint32_t next_hash = ext3_dx_hash_at(lv[l].raw, 0, lv[l].at);
 		if ((next_hash & ~1u) != h || !(next_hash & 1u))
 			return -ENOENT;
 		for (unsigned d = (unsigned)l + 1; d <= levels; d++) {
-			uint64_t child = lv[d - 1].ent[lv[d - 1].at].block;
-			rc = dir_bread(fs, dir, child, &bh);
+			uint64_t child = dx_child(&lv[d - 1]);
+			rc = ext3_dir_bread(fs, dir, child, &bh);
 			if (rc)
 				return rc;
-			rc = dx_load(fs, dir, buf_data(bh), 0x08, nblocks, child, &lv[d]);
+			rc = dx_load(fs, dir, buf_data(bh), EXT3_DX_NODE_CL, nblocks, child, &lv[d]);
 			buf_put(bh);
 			if (rc)
 				return rc;
@@ -494,32 +429,29 @@ static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 		       dir->a.ino);
 }
 
-static int dir_lookup_locked(struct ext3_fs *fs, const struct ext3_inode *dir, const char *name,
-			     size_t len, uint32_t *ino, uint8_t *file_type);
-
 int ext3_dir_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name,
 		    size_t len, uint32_t *ino, uint8_t *file_type)
 {
 	if (len == 0 || len > EXT3_NAME_LEN)
 		return err_set(len ? -ENAMETOOLONG : -ENOENT, "ext3: bad name length %zu", len);
 	pthread_rwlock_rdlock(&dir->lock);
-	int rc = dir_lookup_locked(fs, dir, name, len, ino, file_type);
+	uint64_t lblk;
+	int rc = ext3_dir_find_locked(fs, dir, name, len, &lblk, ino, file_type);
 	pthread_rwlock_unlock(&dir->lock);
 	return rc;
 }
 
-static int dir_lookup_locked(struct ext3_fs *fs, const struct ext3_inode *dir, const char *name,
-			     size_t len, uint32_t *ino, uint8_t *file_type)
+int ext3_dir_find_locked(struct ext3_fs *fs, const struct ext3_inode *dir, const char *name,
+			 size_t len, uint64_t *lblk, uint32_t *ino, uint8_t *file_type)
 {
 	uint64_t nblocks;
-	int rc = dir_nblocks(fs, dir, &nblocks);
+	int rc = ext3_dir_nblocks(fs, dir, &nblocks);
 	if (rc)
 		return rc;
 	struct find_ctx f = {.name = name, .len = len};
 	rc = -EUCLEAN;
 	bool dot = (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
-	if (!dot && (dir->a.flags & EXT3_INDEX_FL) && (fs->compat & EXT3_FEATURE_COMPAT_DIR_INDEX) &&
-	    nblocks > 1) {
+	if (!dot && ext3_dir_is_dx(fs, dir) && nblocks > 1) {
 		rc = dir_lookup_dx(fs, dir, nblocks, &f);
 		/* A damaged index is not fatal: the leaves are ordinary directory
 		 * blocks, so search them linearly like the kernel does. */
@@ -529,6 +461,7 @@ static int dir_lookup_locked(struct ext3_fs *fs, const struct ext3_inode *dir, c
 	if (rc)
 		return rc;
 	*ino = f.ino;
+	*lblk = (f.next_pos - 1) / fs->g.block_size;
 	if (file_type)
 		*file_type = f.type;
 	return 0;

@@ -21,6 +21,7 @@ struct page_cache;
 struct page_mapping;
 struct jbd_inode;
 struct ext3_balloc;
+struct ext3_data;
 #include <stdatomic.h>
 
 /* The in-memory inode (ext3.h, "inodes"). */
@@ -31,6 +32,7 @@ struct ext3_inode {
 	unsigned refs;
 	struct ext3_inode *hnext;   /* hash chain */
 	struct ext3_inode *lru_prev, *lru_next; /* unreferenced inodes only */
+	bool freeing;               /* being evicted (writable mounts): ext3_iget waits */
 	/* in->lock (read-write) protects everything from here to raw[]: readers
 	 * hold it as reader for a whole read function; the write path takes it as
 	 * writer to change a field, i_size or the block map. */
@@ -63,6 +65,11 @@ struct ext3_inode {
 	struct jbd_inode *jinode;
 	unsigned writers;           /* open for writing (ext3_file_open) */
 	bool trunc_flush;           /* truncated to 0 by a writer: flush at release */
+	/* The transactions that last changed the inode, for fsync (any change)
+	 * and fdatasync (size, block map): ext3_inode_note_tid under in->lock
+	 * as writer; has_* false = none since the inode was read. */
+	uint32_t sync_tid, datasync_tid;
+	bool has_sync_tid, has_datasync_tid;
 	uint16_t raw_size;          /* bytes in raw (= inode size) */
 	_Alignas(8) uint8_t raw[];  /* the on-disk inode as read (in-inode xattrs); aligned
 				     * for struct ext3_disk_inode access */
@@ -73,6 +80,7 @@ struct ext3_inode {
  * changes only, never across I/O or while taking another lock. */
 struct ext3_icache {
 	pthread_mutex_t lock;
+	pthread_cond_t freed;       /* an inode's eviction finished (freeing cleared) */
 	struct ext3_inode **hash;   /* [nbuckets] */
 	unsigned nbuckets;
 	struct ext3_inode *lru_head, *lru_tail; /* most recently put at head */
@@ -117,6 +125,7 @@ struct ext3_fs {
 	struct ext3_inode *orphans; /* in-memory orphan list (orphan_next) */
 	pthread_mutex_t rename_lock; /* cross-directory renames */
 	struct page_cache *pcache;  /* file data (file_data.c) */
+	struct ext3_data *data;     /* file_data.c's state (its own locks) */
 };
 
 /* ---- the core: below everything else in src/ext3 (core.c) ---- */

@@ -8,14 +8,26 @@
  * inode without the cache lock and inserts it afterwards; if another thread
  * inserted the same inode meanwhile, its copy wins and ours is freed.
  *
+ * Writable mounts (docs/write-inode.md, "Eviction"): when the last
+ * reference to an unlinked inode (links 0) goes, ext3_iput frees it
+ * (ext3_evict_inode: truncate, xattrs, the inode, the orphan list) before
+ * dropping it; an inode leaving the cache otherwise (the LRU bound, unmount)
+ * first hands its data to ext3_data_evict. Meanwhile the inode stays in the
+ * hash marked `freeing`, and ext3_iget of its number waits for the end, so
+ * nobody reads the inode from disk while its last state is being written.
+ * Whoever drops the last reference must not hold the inode's lock (the
+ * unlinked check then assumes the inode lives, and the next unmount or
+ * orphan cleanup frees it).
+ *
  * Locking: icache.lock (a mutex) protects the hash, the LRU and every
- * inode's refs / hnext / lru links; it is a leaf lock, never held across I/O
- * or while taking another lock. Each inode's fields have their own lock
+ * inode's refs / hnext / lru links / freeing; it is a leaf lock, never held
+ * across I/O or while taking another lock (the unlinked check only tries the
+ * inode lock). Each inode's fields have their own lock
  * (in->lock). Lookup counts for FUSE (nlookup / forget) are kept by the
  * layer above per inode number; it holds one reference here while its count
  * is non-zero.
  */
-#include "ext3/ext3_int.h"
+#include "ext3/inode_write.h"
 
 #include "util/err.h"
 
@@ -35,6 +47,7 @@ int ext3_icache_init(struct ext3_fs *fs)
 	c->nbuckets = ICACHE_BUCKETS;
 	c->max_unused = ICACHE_MAX_UNUSED;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->freed, NULL);
 	return 0;
 }
 
@@ -59,6 +72,7 @@ void ext3_icache_destroy(struct ext3_fs *fs)
 	}
 	free(c->hash);
 	c->hash = NULL;
+	pthread_cond_destroy(&c->freed);
 	pthread_mutex_destroy(&c->lock);
 }
 
@@ -82,12 +96,18 @@ static void lru_unlink(struct ext3_icache *c, struct ext3_inode *in)
 	c->unused--;
 }
 
-/* Caller holds c->lock. Takes a reference to a cached inode. */
+/* Caller holds c->lock. Takes a reference to a cached inode, waiting while
+ * it is being evicted. */
 static struct ext3_inode *lookup_get(struct ext3_icache *c, uint32_t ino)
 {
+again:
 	for (struct ext3_inode *in = c->hash[bucket(c, ino)]; in; in = in->hnext) {
 		if (in->ino != ino)
 			continue;
+		if (in->freeing) {
+			pthread_cond_wait(&c->freed, &c->lock);
+			goto again;
+		}
 		if (in->refs++ == 0)
 			lru_unlink(c, in);
 		return in;
@@ -162,38 +182,96 @@ struct ext3_inode *ext3_igrab(struct ext3_inode *in)
 	return in;
 }
 
+/* Unlinked and in use (a free inode read by number has mode 0)? Caller
+ * holds c->lock; only tries the inode lock (a holder means a live user). */
+static bool inode_unlinked(struct ext3_inode *in)
+{
+	if (pthread_rwlock_tryrdlock(&in->lock))
+		return false;
+	bool dead = in->a.links == 0 && in->a.mode != 0;
+	pthread_rwlock_unlock(&in->lock);
+	return dead;
+}
+
+/* The inode (in the hash, freeing, one reference: ours) has been evicted:
+ * drop it from the hash and free it. */
+static void evicted_drop(struct ext3_icache *c, struct ext3_inode *in)
+{
+	pthread_mutex_lock(&c->lock);
+	hash_remove(c, in);
+	in->freeing = false;
+	in->refs = 0;
+	pthread_cond_broadcast(&c->freed);
+	pthread_mutex_unlock(&c->lock);
+	inode_free(in);
+}
+
 void ext3_iput(struct ext3_inode *in)
 {
 	if (!in)
 		return;
-	struct ext3_icache *c = &in->fs->icache;
+	struct ext3_fs *fs = in->fs;
+	struct ext3_icache *c = &fs->icache;
 	struct ext3_inode *victims = NULL;
 	pthread_mutex_lock(&c->lock);
-	if (--in->refs == 0) {
-		in->lru_next = c->lru_head;
-		in->lru_prev = NULL;
-		if (c->lru_head)
-			c->lru_head->lru_prev = in;
-		else
-			c->lru_tail = in;
-		c->lru_head = in;
-		c->unused++;
-		/* Over the bound: evict the oldest unreferenced inodes. */
-		while (c->unused > c->max_unused) {
-			struct ext3_inode *v = c->lru_tail;
-			lru_unlink(c, v);
+	if (--in->refs > 0) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	if (fs->writable && inode_unlinked(in)) {
+		in->refs = 1;
+		in->freeing = true;
+		pthread_mutex_unlock(&c->lock);
+		(void)ext3_evict_inode(in); /* errors: reported; the next mount finishes */
+		evicted_drop(c, in);
+		return;
+	}
+	in->lru_next = c->lru_head;
+	in->lru_prev = NULL;
+	if (c->lru_head)
+		c->lru_head->lru_prev = in;
+	else
+		c->lru_tail = in;
+	c->lru_head = in;
+	c->unused++;
+	/* Over the bound: evict the oldest unreferenced inodes. */
+	while (c->unused > c->max_unused) {
+		struct ext3_inode *v = c->lru_tail;
+		lru_unlink(c, v);
+		c->evictions++;
+		if (fs->writable) { /* stays findable (freeing) until its data is out */
+			v->refs = 1;
+			v->freeing = true;
+		} else {
 			hash_remove(c, v);
-			c->evictions++;
-			v->hnext = victims;
-			victims = v;
 		}
+		v->lru_next = victims;
+		victims = v;
 	}
 	pthread_mutex_unlock(&c->lock);
 	while (victims) {
 		struct ext3_inode *v = victims;
-		victims = v->hnext;
-		inode_free(v);
+		victims = v->lru_next;
+		v->lru_next = NULL;
+		if (fs->writable) {
+			(void)ext3_evict_inode(v);
+			evicted_drop(c, v);
+		} else {
+			inode_free(v);
+		}
 	}
+}
+
+void ext3_icache_evict_all(struct ext3_fs *fs)
+{
+	struct ext3_icache *c = &fs->icache;
+	if (!c->hash)
+		return;
+	/* Unmount: single-threaded; every reference should be put. Unlinked
+	 * inodes are freed, the others hand their data back. */
+	for (unsigned b = 0; b < c->nbuckets; b++)
+		for (struct ext3_inode *in = c->hash[b]; in; in = in->hnext)
+			(void)ext3_evict_inode(in);
 }
 
 void ext3_icache_stats(struct ext3_fs *fs, struct ext3_icache_stats *out)

@@ -22,7 +22,8 @@
  * Threads: mount and unmount are single-threaded; after ext3_fs_mount
  * returns, everything in struct ext3_fs set here is read-only.
  */
-#include "ext3/ext3_int.h"
+#include "ext3/ext3_fsops.h"
+#include "ext3/inode_write.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
@@ -227,6 +228,71 @@ static int journal_start(struct ext3_fs *fs)
 	return rc;
 }
 
+/* The write side of a journaled mount, last to first: every inode's data
+ * written back, cached inodes evicted (unlinked ones freed), the page cache
+ * and the allocator state gone. The journal is still loaded. */
+static int write_stop(struct ext3_fs *fs, bool data_up)
+{
+	int rc = 0;
+	if (data_up) {
+		if (ext3_fs_writable(fs))
+			rc = ext3_fs_sync(fs);
+		ext3_icache_evict_all(fs);
+		ext3_data_shutdown(fs);
+	}
+	ext3_write_shutdown(fs);
+	fs->writable = false;
+	return rc;
+}
+
+/* Writable bring-up after the journal is loaded: the superblock's mount
+ * count and time (written now, before the write side reads its block), the
+ * write side (counters, allocator, orphan list), the page cache, then the
+ * orphans a crash left. As 2.6.30's ext3, s_state keeps VALID_FS while
+ * mounted: needs_recovery marks an unclean fs (e2fsck replays and checks). */
+static int write_start(struct ext3_fs *fs)
+{
+	if ((int16_t)le16_to_cpu(fs->sb.s_max_mnt_count) == 0)
+		fs->sb.s_max_mnt_count = cpu_to_le16(20); /* EXT3_DFL_MAX_MNT_COUNT */
+	fs->sb.s_mnt_count = cpu_to_le16((uint16_t)(le16_to_cpu(fs->sb.s_mnt_count) + 1));
+	fs->sb.s_mtime = cpu_to_le32((uint32_t)time(NULL));
+	int rc = super_write(fs);
+	if (rc)
+		return rc;
+	fs->writable = true;
+	rc = ext3_write_init(fs);
+	if (rc) {
+		fs->writable = false;
+		return err_wrap(rc, "ext3: starting the write side");
+	}
+	rc = ext3_data_init(fs);
+	if (rc) {
+		write_stop(fs, false);
+		return err_wrap(rc, "ext3: starting the page cache");
+	}
+	rc = ext3_orphan_cleanup(fs);
+	if (rc) {
+		write_stop(fs, true);
+		return rc;
+	}
+	return 0;
+}
+
+/* Undo journal_start (+ the write side when it is up): destroy the journal
+ * and, only when that emptied the log, clear needs_recovery. */
+static int journal_stop(struct ext3_fs *fs)
+{
+	int rc = jbd_journal_destroy(fs->journal);
+	fs->journal = NULL;
+	int src = buf_cache_sync(fs->cache);
+	if (!rc && src)
+		rc = src;
+	/* Only an emptied log may lose needs_recovery. */
+	if (!rc)
+		rc = super_set_recover(fs, false);
+	return rc;
+}
+
 int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned flags,
 		  struct ext3_fs **out)
 {
@@ -263,6 +329,11 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned fla
 	}
 	if (flags & EXT3_MOUNT_JOURNAL) {
 		rc = journal_start(fs);
+		if (!rc) {
+			rc = write_start(fs);
+			if (rc)
+				(void)journal_stop(fs);
+		}
 		if (rc) {
 			fs_free(fs);
 			return rc;
@@ -278,14 +349,11 @@ int ext3_fs_unmount(struct ext3_fs *fs)
 		return 0;
 	int rc = 0;
 	if (fs->journal) {
-		rc = jbd_journal_destroy(fs->journal);
-		fs->journal = NULL;
-		int src = buf_cache_sync(fs->cache);
-		if (!rc && src)
-			rc = src;
-		/* Only an emptied log may lose needs_recovery. */
+		if (fs->writable)
+			rc = write_stop(fs, true);
+		int jrc = journal_stop(fs);
 		if (!rc)
-			rc = super_set_recover(fs, false);
+			rc = jrc;
 	}
 	fs_free(fs);
 	return rc;

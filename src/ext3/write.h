@@ -228,5 +228,13 @@ void ext3_data_shutdown(struct ext3_fs *fs);
 /* Before an inode leaves the inode cache (any inode, writable mounts): write
  * back and drop its pages, release its jbd_inode. */
 void ext3_data_evict(struct ext3_inode *in);
+/* Start writeback of the inode's dirty data without waiting (rename over a
+ * file in writeback/guarded mode: the 2.6.30 safeguard). 0 or -ENOMEM. */
+int ext3_data_flush_start(struct ext3_inode *in);
+/* Record that h's transaction changes in (datasync: a change fdatasync must
+ * commit too: size, block map); fsync commits the recorded transaction.
+ * Caller holds in->lock as writer. ext3_mark_inode_dirty should call it
+ * (datasync false) so every inode change is seen by fsync. */
+void ext3_inode_note_tid(struct jbd_handle *h, struct ext3_inode *in, bool datasync);
 
 #endif

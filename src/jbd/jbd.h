@@ -233,6 +233,12 @@ int jbd_inode_release(struct jbd_inode *ji);
 /* The first data error recorded with data_err=ignore since the last call
  * (then cleared), or 0. */
 int jbd_inode_error(struct jbd_inode *ji);
+/* For a submit op: the write op of the commit of `tid` for its ordered
+ * data, as 2.6.30's journal_submit_data_buffers chose it: the era's sync
+ * batch op (blk_queue_sync_batch_op) when a sync handle (fsync, O_SYNC)
+ * asked for that commit, else BLK_WRITE. BLK_WRITE when tid is not the
+ * committing transaction. */
+unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid);
 
 /* ---- errors ---- */
 

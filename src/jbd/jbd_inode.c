@@ -99,6 +99,14 @@ int jbd_inode_error(struct jbd_inode *ji)
 	return err;
 }
 
+unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid)
+{
+	pthread_mutex_lock(&j->lock);
+	bool sync = j->committing && j->committing->tid == tid && j->committing->sync;
+	pthread_mutex_unlock(&j->lock);
+	return sync ? blk_queue_sync_batch_op(j->q) : BLK_WRITE;
+}
+
 /* ------------------------------------------------ commit phases */
 
 /* Run one op of every inode on the committing transaction's list. The

@@ -1,0 +1,398 @@
+/* File data on a writable mount: the mount's page cache, one page mapping
+ * per regular file, ordered data (jbd_inode ops), fsync, sync(2) and the
+ * free counts (ext3_fsops.h "file data", write.h "file data";
+ * docs/write-data.md). The calls that move bytes are in file_write.c.
+ *
+ * - The page cache (src/page) holds the data of regular files in every data
+ *   mode but data=journal, whose data blocks are journaled buffers of the
+ *   buffer cache instead. Its budget is the mount's cache= (the same number
+ *   as the buffer cache's; page cache default 64 MiB when not given).
+ * - A mapping is created on an inode's first write (or first read after a
+ *   write) under in->lock as writer; its map op maps a page to a block with
+ *   ext3_get_blocks, allocating in the calling thread's journal handle
+ *   (jbd_handle_current: the writer started it before page_mapping_write
+ *   took any page lock, page.h's rule). The mapping lives until the inode
+ *   leaves the inode cache (ext3_data_evict) or the unmount
+ *   (ext3_data_shutdown); a registry of the inode numbers that have one
+ *   serves sync(2) and the unmount.
+ * - data=ordered (and data=guarded, ordered until its own issue): every
+ *   handle that dirties an inode's pages files its jbd_inode; the commit's
+ *   submit op writes ALL the inode's dirty pages (WB_SYNC_ALL) with the
+ *   commit's op (jbd_commit_data_op: the era's sync batch op for a sync
+ *   commit, WRITE otherwise) and the wait op waits for them, before the
+ *   commit block: 2.6.30's ordered mode, the fsync stall.
+ *
+ * Locking: in->mapping / in->jinode are set under in->lock as writer and
+ * stay until eviction (no inode reference left) or unmount, so a holder of
+ * in->lock (either mode) or of a reference taken after the mapping was
+ * created may use them. d->lock protects the registry only (a leaf). The
+ * written bitmap is atomic. The commit thread's ops take no inode lock and
+ * start no handle.
+ */
+#include "ext3/file_data.h"
+#include "ext3/inode_write.h"
+
+#include "blk/blk.h"
+#include "page/page.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA_DEFAULT_BUDGET (64u << 20)
+
+struct ext3_data {
+	pthread_mutex_t lock;       /* the registry */
+	uint32_t *inos;             /* inodes with a page mapping */
+	size_t n, cap;
+	_Atomic uint64_t *written;  /* bit per inode: data changed this mount */
+	size_t words;
+};
+
+bool ext3_data_paged(const struct ext3_fs *fs)
+{
+	return fs->opts.data_mode != EXT3_DATA_JOURNAL;
+}
+
+uint64_t ext3_data_max_size(const struct ext3_fs *fs)
+{
+	return ext3_max_blocks(fs) * fs->g.block_size;
+}
+
+/* ---------------------------------------------------------------- init */
+
+int ext3_data_init(struct ext3_fs *fs)
+{
+	struct ext3_data *d = calloc(1, sizeof *d);
+	if (!d)
+		return err_set(-ENOMEM, "ext3: out of memory for the file data state");
+	d->words = fs->g.inodes_count / 64 + 1;
+	d->written = calloc(d->words, sizeof *d->written);
+	if (!d->written) {
+		free(d);
+		return err_set(-ENOMEM, "ext3: out of memory for the file data state");
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	struct page_params pp;
+	page_params_default(&pp);
+	pp.cache_bytes = fs->opts.cache_bytes ? fs->opts.cache_bytes : DATA_DEFAULT_BUDGET;
+	int rc = page_cache_create(fs->q, fs->g.block_size, &pp, &fs->pcache);
+	if (rc) {
+		pthread_mutex_destroy(&d->lock);
+		free(d->written);
+		free(d);
+		return err_wrap(rc, "ext3: the page cache");
+	}
+	fs->data = d;
+	return 0;
+}
+
+static void registry_add(struct ext3_data *d, uint32_t ino, int *rc)
+{
+	pthread_mutex_lock(&d->lock);
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		uint32_t *v = realloc(d->inos, cap * sizeof *v);
+		if (!v) {
+			pthread_mutex_unlock(&d->lock);
+			*rc = err_set(-ENOMEM, "ext3: out of memory");
+			return;
+		}
+		d->inos = v;
+		d->cap = cap;
+	}
+	d->inos[d->n++] = ino;
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void registry_del(struct ext3_data *d, uint32_t ino)
+{
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->n; i++) {
+		if (d->inos[i] == ino) {
+			d->inos[i] = d->inos[--d->n];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* A copy of the registry (the inodes may come and go meanwhile). */
+static uint32_t *registry_snapshot(struct ext3_data *d, size_t *n)
+{
+	pthread_mutex_lock(&d->lock);
+	*n = d->n;
+	uint32_t *v = malloc((d->n ? d->n : 1) * sizeof *v);
+	if (v && d->n)
+		memcpy(v, d->inos, d->n * sizeof *v);
+	pthread_mutex_unlock(&d->lock);
+	return v;
+}
+
+void ext3_data_shutdown(struct ext3_fs *fs)
+{
+	struct ext3_data *d = fs->data;
+	if (!d)
+		return;
+	/* Every mapping goes first (written back, jbd_inode released) so the
+	 * journal's last commit has no inode left to call. */
+	size_t n;
+	uint32_t *v = registry_snapshot(d, &n);
+	for (size_t i = 0; v && i < n; i++) {
+		struct ext3_inode *in;
+		if (ext3_iget(fs, v[i], &in) == 0) {
+			ext3_data_evict(in);
+			ext3_iput(in);
+		}
+	}
+	free(v);
+	page_cache_destroy(fs->pcache);
+	fs->pcache = NULL;
+	pthread_mutex_destroy(&d->lock);
+	free(d->inos);
+	free(d->written);
+	free(d);
+	fs->data = NULL;
+}
+
+void ext3_data_mark_written(struct ext3_inode *in)
+{
+	struct ext3_data *d = in->fs->data;
+	if (d && in->ino / 64 < d->words)
+		atomic_fetch_or(&d->written[in->ino / 64], 1ull << (in->ino % 64));
+}
+
+bool ext3_data_written(const struct ext3_inode *in)
+{
+	struct ext3_data *d = in->fs->data;
+	if (!d || in->ino / 64 >= d->words)
+		return true;
+	return atomic_load(&d->written[in->ino / 64]) >> (in->ino % 64) & 1;
+}
+
+/* ------------------------------------------------------------ mappings */
+
+/* map op: page `index` of the file. Runs in the thread of the page_* call,
+ * which holds in->lock (as writer when create: the writer, with its
+ * journal handle current). */
+static int data_map(void *ctx, uint64_t index, bool create, uint64_t *phys, bool *is_new)
+{
+	struct ext3_inode *in = ctx;
+	*is_new = false;
+	if (!create) {
+		uint64_t p;
+		int rc = ext3_inode_bmap_locked(in->fs, in, index, &p);
+		if (rc)
+			return rc;
+		*phys = p ? p : PAGE_NO_BLOCK;
+		return 0;
+	}
+	struct jbd_handle *h = jbd_handle_current();
+	if (!h)
+		return err_set(-EINVAL, "ext3: inode %u: allocating a data block without a journal "
+			       "handle", in->ino);
+	uint32_t count = 0;
+	int rc = ext3_get_blocks(h, in, index, 1, true, phys, &count, is_new);
+	if (!rc && (count == 0 || *phys == 0))
+		rc = err_set(-EIO, "ext3: inode %u: block %llu not mapped after allocation", in->ino,
+			     (unsigned long long)index);
+	return rc;
+}
+
+static const struct page_mapping_ops data_ops = {.map = data_map};
+
+int ext3_data_mapping(struct ext3_inode *in, struct page_mapping **out)
+{
+	if (!in->mapping) {
+		struct ext3_fs *fs = in->fs;
+		if (!fs->pcache)
+			return err_set(-EROFS, "ext3: no page cache (read-only mount)");
+		struct page_mapping *m;
+		int rc = page_mapping_create(fs->pcache, &data_ops, in, &m);
+		if (rc)
+			return err_wrap(rc, "ext3: inode %u: page mapping", in->ino);
+		registry_add(fs->data, in->ino, &rc);
+		if (rc) {
+			page_mapping_destroy(m);
+			return rc;
+		}
+		in->mapping = m;
+	}
+	*out = in->mapping;
+	return 0;
+}
+
+/* ---------------------------------------------------------- ordered data */
+
+static int ordered_submit(void *ctx, uint32_t tid)
+{
+	struct ext3_inode *in = ctx;
+	unsigned op = jbd_commit_data_op(in->fs->journal, tid);
+	return page_mapping_writeback(in->mapping, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_ALL, op);
+}
+
+static int ordered_wait(void *ctx, uint32_t tid)
+{
+	(void)tid;
+	struct ext3_inode *in = ctx;
+	return page_mapping_wait(in->mapping, 0, PAGE_INDEX_MAX);
+}
+
+static const struct jbd_inode_ops ordered_ops = {.submit = ordered_submit, .wait = ordered_wait};
+
+int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in)
+{
+	int mode = in->fs->opts.data_mode;
+	if (mode != EXT3_DATA_ORDERED && mode != EXT3_DATA_GUARDED)
+		return 0;
+	if (!in->mapping)
+		return 0;
+	if (!in->jinode) {
+		int rc = jbd_inode_create(in->fs->journal, &ordered_ops, in, &in->jinode);
+		if (rc)
+			return err_wrap(rc, "ext3: inode %u: ordered data", in->ino);
+	}
+	int rc = jbd_inode_file(h, in->jinode);
+	return rc ? err_wrap(rc, "ext3: inode %u: ordering its data", in->ino) : 0;
+}
+
+void ext3_inode_note_tid(struct jbd_handle *h, struct ext3_inode *in, bool datasync)
+{
+	uint32_t tid = jbd_handle_tid(h);
+	in->sync_tid = tid;
+	in->has_sync_tid = true;
+	if (datasync) {
+		in->datasync_tid = tid;
+		in->has_datasync_tid = true;
+	}
+}
+
+void ext3_data_evict(struct ext3_inode *in)
+{
+	struct page_mapping *m = in->mapping;
+	if (m && in->a.links) {
+		/* The data must reach its blocks before the inode is forgotten
+		 * (and, ordered, before its jbd_inode leaves the commit). */
+		(void)page_mapping_sync(m, 0, PAGE_INDEX_MAX, BLK_WRITE);
+	}
+	if (in->jinode) {
+		(void)jbd_inode_release(in->jinode);
+		in->jinode = NULL;
+	}
+	if (m) {
+		in->mapping = NULL;
+		page_mapping_destroy(m);
+		registry_del(in->fs->data, in->ino);
+	}
+}
+
+int ext3_data_flush_start(struct ext3_inode *in)
+{
+	if (!in->mapping)
+		return 0;
+	return page_mapping_writeback(in->mapping, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_NONE, BLK_WRITE);
+}
+
+/* --------------------------------------------------------- fsync, sync */
+
+int ext3_data_commit(struct ext3_fs *fs, bool have, uint32_t tid)
+{
+	struct jbd_journal *j = fs->journal;
+	if (!j)
+		return 0;
+	if (!have || jbd_journal_running_tid(j) == tid) {
+		/* Still running (or unknown): a sync handle commits it and waits,
+		 * with the era's sync ops (2.6.30's ext3_force_commit). */
+		struct jbd_handle *h;
+		int rc = ext3_journal_start(fs, 1, &h);
+		if (rc)
+			return rc;
+		jbd_handle_set_sync(h, true);
+		uint32_t htid = jbd_handle_tid(h);
+		rc = ext3_journal_stop(h);
+		if (rc || !have || htid == tid)
+			return rc;
+	}
+	/* Committing or committed: wait (at once if it is done). */
+	return jbd_log_wait_commit(j, tid);
+}
+
+int ext3_file_fsync(struct ext3_inode *in, bool datasync)
+{
+	struct ext3_fs *fs = in->fs;
+	if (!fs->journal)
+		return 0;
+	pthread_rwlock_rdlock(&in->lock);
+	bool dir = (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
+	struct page_mapping *m = in->mapping;
+	bool have = datasync ? in->has_datasync_tid : in->has_sync_tid;
+	uint32_t tid = datasync ? in->datasync_tid : in->sync_tid;
+	pthread_rwlock_unlock(&in->lock);
+	int rc = 0;
+	if (m && ext3_data_paged(fs))
+		rc = page_mapping_sync(m, 0, PAGE_INDEX_MAX, blk_queue_sync_batch_op(fs->q));
+	/* Directories: their changes are not tracked per inode; commit. */
+	int crc = ext3_data_commit(fs, dir ? false : have, tid);
+	if (!rc)
+		rc = crc;
+	if (in->jinode) {
+		int e = jbd_inode_error(in->jinode);
+		if (!rc && e)
+			rc = err_set(e, "ext3: inode %u: ordered data write failed", in->ino);
+	}
+	return rc;
+}
+
+int ext3_fs_sync(struct ext3_fs *fs)
+{
+	if (!fs->journal)
+		return 0;
+	int rc = 0;
+	size_t n = 0;
+	uint32_t *v = fs->data ? registry_snapshot(fs->data, &n) : NULL;
+	struct ext3_inode **ins = calloc(n ? n : 1, sizeof *ins);
+	if (!ins)
+		rc = err_set(-ENOMEM, "ext3: out of memory");
+	/* Start everything, then wait: the writes of all files queue together. */
+	for (size_t i = 0; ins && i < n; i++) {
+		if (ext3_iget(fs, v[i], &ins[i]) < 0) {
+			ins[i] = NULL;
+			continue;
+		}
+		pthread_rwlock_rdlock(&ins[i]->lock);
+		struct page_mapping *m = ins[i]->mapping;
+		pthread_rwlock_unlock(&ins[i]->lock);
+		int e = m ? page_mapping_writeback(m, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_ALL, BLK_WRITE) : 0;
+		if (!rc)
+			rc = e;
+	}
+	for (size_t i = 0; ins && i < n; i++) {
+		if (!ins[i])
+			continue;
+		pthread_rwlock_rdlock(&ins[i]->lock);
+		struct page_mapping *m = ins[i]->mapping;
+		pthread_rwlock_unlock(&ins[i]->lock);
+		int e = m ? page_mapping_wait(m, 0, PAGE_INDEX_MAX) : 0;
+		if (!rc)
+			rc = e;
+		ext3_iput(ins[i]);
+	}
+	free(ins);
+	free(v);
+	int crc = jbd_journal_force_commit(fs->journal);
+	return rc ? rc : crc;
+}
+
+void ext3_fs_free_counts(struct ext3_fs *fs, uint64_t *blocks, uint64_t *inodes)
+{
+	if (fs->writable) {
+		pthread_mutex_lock(&fs->sb_lock);
+		*blocks = fs->free_blocks;
+		*inodes = fs->free_inodes;
+		pthread_mutex_unlock(&fs->sb_lock);
+		return;
+	}
+	*blocks = le32_to_cpu(fs->sb.s_free_blocks_count);
+	*inodes = le32_to_cpu(fs->sb.s_free_inodes_count);
+}

@@ -1,0 +1,491 @@
+/* Moving file data on a writable mount: open/release bookkeeping, write,
+ * read, setsize, atime (ext3_fsops.h "file data"; docs/write-data.md).
+ *
+ * Writes hold in->lock as writer for the whole call (2.6.30's i_mutex) and
+ * go in chunks of at most CHUNK_BLOCKS blocks, one journal handle each,
+ * started BEFORE the page cache takes a page lock (page.h: a thread holding
+ * a page lock must not wait for a commit, and jbd_handle_start may). In the
+ * chunk's handle: the pages are written (allocating through the map op and
+ * jbd_handle_current), i_size grows (size_set: the one place i_disksize
+ * moves), the inode is written, and in data=ordered its jbd_inode is filed.
+ * data=journal instead journals each block through the buffer cache.
+ *
+ * Reads: a file whose data changed during this mount (ext3_data_written)
+ * is read through the page cache (data=journal: the buffer cache); other
+ * files through the open file's ext3_fread (its windows read the disk
+ * directly), which is correct because nothing of theirs was ever written
+ * behind it.
+ */
+#include "ext3/file_data.h"
+
+#include "buf/buf.h"
+#include "page/page.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#define CHUNK_BLOCKS 64u
+#define ATIME_SLACK_S (24 * 60 * 60) /* relatime: at least daily */
+
+#define MODE_SUID 04000u
+#define MODE_SGID 02000u
+#define MODE_XGRP 00010u
+
+static bool is_reg(const struct ext3_inode *in)
+{
+	return (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG;
+}
+
+static int check_reg(struct ext3_inode *in, const char *what)
+{
+	if ((in->a.mode & EXT3_S_IFMT) == EXT3_S_IFDIR)
+		return err_set(-EISDIR, "ext3: %s inode %u: a directory", what, in->ino);
+	if (!is_reg(in))
+		return err_set(-EINVAL, "ext3: %s inode %u: not a regular file", what, in->ino);
+	return 0;
+}
+
+/* The only place i_size and i_disksize move together (data=guarded will
+ * move i_disksize at I/O completion instead). Caller holds in->lock as
+ * writer and a handle that writes the inode afterwards. */
+static void size_set(struct ext3_inode *in, uint64_t size)
+{
+	in->i_size = size;
+	in->i_disksize = size;
+	in->a.size = size;
+}
+
+/* mtime/ctime now; a data change drops setuid, and setgid when group
+ * execution is on (a plain setgid marks mandatory locking), as the kernel
+ * does for writers without CAP_FSETID: the library runs as its caller and
+ * has no capability notion. Caller holds in->lock as writer. */
+static void touch_mc(struct ext3_inode *in, bool data)
+{
+	int64_t s;
+	uint32_t ns;
+	ext3_now(&s, &ns);
+	in->a.mtime = in->a.ctime = s;
+	in->a.mtime_ns = in->a.ctime_ns = ns;
+	if (data) {
+		uint16_t m = in->a.mode;
+		if (m & MODE_SUID)
+			m &= (uint16_t)~MODE_SUID;
+		if ((m & (MODE_SGID | MODE_XGRP)) == (MODE_SGID | MODE_XGRP))
+			m &= (uint16_t)~MODE_SGID;
+		in->a.mode = m;
+	}
+}
+
+/* Write the inode in h and remember the transaction for fsync. */
+static int inode_commit(struct jbd_handle *h, struct ext3_inode *in, bool datasync)
+{
+	int rc = ext3_mark_inode_dirty(h, in);
+	if (!rc)
+		ext3_inode_note_tid(h, in, datasync);
+	return rc;
+}
+
+/* ------------------------------------------------------------ writes */
+
+/* One chunk through the page cache, in its own handle. Returns bytes
+ * written or an errno. */
+static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, const uint8_t *buf,
+				 size_t len, uint64_t off, bool first)
+{
+	struct ext3_fs *fs = in->fs;
+	uint32_t bs = fs->g.block_size;
+	uint64_t nblk = (off + len - 1) / bs - off / bs + 1;
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk), &h);
+	if (rc)
+		return rc;
+	uint32_t blocks0 = in->a.blocks;
+	ssize_t n = page_mapping_write(m, off, buf, len, in->i_size);
+	if (n > 0) {
+		bool grew = off + (uint64_t)n > in->i_size;
+		if (grew)
+			size_set(in, off + (uint64_t)n);
+		if (first)
+			touch_mc(in, true);
+		rc = inode_commit(h, in, grew || in->a.blocks != blocks0);
+		if (!rc)
+			rc = ext3_data_order(h, in);
+	}
+	int src = ext3_journal_stop(h);
+	if (!rc)
+		rc = src;
+	if (rc < 0)
+		return n > 0 ? n : rc;
+	return n;
+}
+
+/* One block of data=journal: the block's buffer is journaled in h. */
+static int write_block_journal(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk,
+			       unsigned from, const uint8_t *src, unsigned len)
+{
+	struct ext3_fs *fs = in->fs;
+	uint32_t bs = fs->g.block_size;
+	uint64_t phys;
+	uint32_t cnt = 0;
+	bool is_new = false;
+	int rc = ext3_get_blocks(h, in, lblk, 1, true, &phys, &cnt, &is_new);
+	if (rc)
+		return rc;
+	struct buffer_head *bh;
+	bool whole = from == 0 && len == bs;
+	bool keep_old = !is_new && !whole && lblk * bs < in->i_size;
+	if (keep_old) {
+		rc = ext3_bread(fs, phys, "data", &bh);
+		if (rc)
+			return rc;
+	} else {
+		bh = buf_get(fs->cache, phys, &rc);
+		if (!bh)
+			return err_set(rc ? rc : -ENOMEM, "ext3: data block %llu", (unsigned long long)phys);
+		/* Nothing of the old contents survives: no read. The buffer is
+		 * this file's block (we hold in->lock), so no reader races us. */
+		buf_lock(bh);
+		if (is_new || !buf_uptodate(bh)) {
+			memset(buf_data(bh), 0, bs);
+			buf_set_uptodate(bh);
+		}
+		buf_unlock(bh);
+	}
+	rc = is_new ? ext3_journal_get_create_access(h, bh) : ext3_journal_get_write_access(h, bh);
+	if (!rc) {
+		memcpy((uint8_t *)buf_data(bh) + from, src, len);
+		rc = ext3_journal_dirty_metadata(h, bh);
+	}
+	buf_put(bh);
+	return rc;
+}
+
+static ssize_t write_chunk_journal(struct ext3_inode *in, const uint8_t *buf, size_t len,
+				   uint64_t off, bool first)
+{
+	struct ext3_fs *fs = in->fs;
+	uint32_t bs = fs->g.block_size;
+	uint64_t nblk = (off + len - 1) / bs - off / bs + 1;
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk) + (int)nblk, &h);
+	if (rc)
+		return rc;
+	uint32_t blocks0 = in->a.blocks;
+	size_t done = 0;
+	while (done < len) {
+		uint64_t pos = off + done;
+		unsigned from = (unsigned)(pos % bs);
+		unsigned n = bs - from;
+		if (n > len - done)
+			n = (unsigned)(len - done);
+		rc = write_block_journal(h, in, pos / bs, from, buf + done, n);
+		if (rc)
+			break;
+		done += n;
+	}
+	int irc = 0;
+	if (done) {
+		bool grew = off + done > in->i_size;
+		if (grew)
+			size_set(in, off + done);
+		if (first)
+			touch_mc(in, true);
+		irc = inode_commit(h, in, grew || in->a.blocks != blocks0);
+	}
+	int src = ext3_journal_stop(h);
+	if (!rc)
+		rc = irc ? irc : src;
+	if (rc < 0 && !done)
+		return rc;
+	return (ssize_t)done;
+}
+
+ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint64_t off,
+			unsigned flags, uint64_t *off_out)
+{
+	struct ext3_fs *fs = in->fs;
+	if (!ext3_fs_writable(fs))
+		return err_set(-EROFS, "ext3: read-only filesystem");
+	pthread_rwlock_wrlock(&in->lock);
+	int rc = check_reg(in, "write to");
+	if (rc) {
+		pthread_rwlock_unlock(&in->lock);
+		return rc;
+	}
+	if (flags & EXT3_WRITE_APPEND)
+		off = in->i_size;
+	if (off_out)
+		*off_out = off;
+	uint64_t max = ext3_data_max_size(fs);
+	if (len && off >= max) {
+		pthread_rwlock_unlock(&in->lock);
+		return err_set(-EFBIG, "ext3: inode %u: write at %llu past the maximum file size %llu",
+			       in->ino, (unsigned long long)off, (unsigned long long)max);
+	}
+	if (len > max - off)
+		len = (size_t)(max - off);
+	if (len > (size_t)SSIZE_MAX)
+		len = (size_t)SSIZE_MAX & ~(size_t)(fs->g.block_size - 1);
+	struct page_mapping *m = NULL;
+	if (len && ext3_data_paged(fs))
+		rc = ext3_data_mapping(in, &m);
+	if (rc || !len) {
+		pthread_rwlock_unlock(&in->lock);
+		return rc;
+	}
+	ext3_data_mark_written(in);
+	uint64_t size0 = in->i_size;
+	uint32_t bs = fs->g.block_size;
+	const uint8_t *src = buf;
+	size_t done = 0;
+	ssize_t n = 0;
+	while (done < len) {
+		uint64_t pos = off + done;
+		/* Up to CHUNK_BLOCKS blocks, ending on a block boundary. */
+		uint64_t lim = (pos / bs + CHUNK_BLOCKS) * bs - pos;
+		size_t chunk = len - done < lim ? len - done : (size_t)lim;
+		n = m ? write_chunk_paged(in, m, src + done, chunk, pos, done == 0)
+		      : write_chunk_journal(in, src + done, chunk, pos, done == 0);
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+		if ((size_t)n < chunk) {
+			n = 0;
+			break;
+		}
+	}
+	/* A failed write past the old end may have allocated blocks (an
+	 * indirect block, the page that failed) beyond i_size: free them. */
+	if (done < len && off + len > size0)
+		(void)ext3_truncate(in, in->i_size);
+	pthread_rwlock_unlock(&in->lock);
+	if (!done)
+		return n < 0 ? n : err_set(-EIO, "ext3: inode %u: write failed", in->ino);
+	if (flags & (EXT3_WRITE_SYNC | EXT3_WRITE_DSYNC)) {
+		rc = ext3_file_fsync(in, !(flags & EXT3_WRITE_SYNC));
+		if (rc)
+			return rc;
+	}
+	return (ssize_t)done;
+}
+
+/* ------------------------------------------------------------- setsize */
+
+/* data=journal: zero the tail of the block holding the new end, through
+ * the journal (the page cache does it in the other modes). */
+static int journal_zero_tail(struct ext3_inode *in, uint64_t size)
+{
+	struct ext3_fs *fs = in->fs;
+	uint32_t bs = fs->g.block_size;
+	if (size % bs == 0)
+		return 0;
+	uint64_t phys;
+	int rc = ext3_inode_bmap_locked(fs, in, size / bs, &phys);
+	if (rc || !phys)
+		return rc;
+	struct jbd_handle *h;
+	rc = ext3_journal_start(fs, 1, &h);
+	if (rc)
+		return rc;
+	struct buffer_head *bh;
+	rc = ext3_bread(fs, phys, "data", &bh);
+	if (!rc) {
+		rc = ext3_journal_get_write_access(h, bh);
+		if (!rc) {
+			memset((uint8_t *)buf_data(bh) + size % bs, 0, bs - size % bs);
+			rc = ext3_journal_dirty_metadata(h, bh);
+		}
+		buf_put(bh);
+	}
+	int src = ext3_journal_stop(h);
+	return rc ? rc : src;
+}
+
+/* Caller holds in->lock as writer. */
+static int setsize_locked(struct ext3_inode *in, uint64_t size)
+{
+	struct ext3_fs *fs = in->fs;
+	uint64_t old = in->i_size;
+	int rc = 0;
+	ext3_data_mark_written(in);
+	if (size < old) {
+		/* ext3_truncate drops the pages (and zeroes the partial page);
+		 * data=journal's partial block is a journaled buffer instead. */
+		if (!ext3_data_paged(fs))
+			rc = journal_zero_tail(in, size);
+		if (!rc)
+			rc = ext3_truncate(in, size);
+		if (rc)
+			return rc;
+		/* 2.6.30's replace-by-truncate safeguard: flush at the writer's
+		 * close (any truncate to 0, as ext3_truncate flagged it). */
+		if (size == 0)
+			in->trunc_flush = true;
+	}
+	struct jbd_handle *h;
+	rc = ext3_journal_start(fs, 1, &h);
+	if (rc)
+		return rc;
+	if (size > old)
+		size_set(in, size);
+	if (size != old)
+		touch_mc(in, false);
+	rc = inode_commit(h, in, true);
+	int src = ext3_journal_stop(h);
+	return rc ? rc : src;
+}
+
+int ext3_file_setsize(struct ext3_inode *in, uint64_t size)
+{
+	struct ext3_fs *fs = in->fs;
+	if (!ext3_fs_writable(fs))
+		return err_set(-EROFS, "ext3: read-only filesystem");
+	uint64_t max = ext3_data_max_size(fs);
+	if (size > max)
+		return err_set(-EFBIG, "ext3: inode %u: size %llu past the maximum file size %llu",
+			       in->ino, (unsigned long long)size, (unsigned long long)max);
+	pthread_rwlock_wrlock(&in->lock);
+	int rc = check_reg(in, "truncate");
+	if (!rc)
+		rc = setsize_locked(in, size);
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
+/* -------------------------------------------------------- open, release */
+
+int ext3_file_open(struct ext3_inode *in, unsigned flags)
+{
+	if (!(flags & (EXT3_OPEN_WRITE | EXT3_OPEN_TRUNC)))
+		return 0;
+	struct ext3_fs *fs = in->fs;
+	if (!ext3_fs_writable(fs))
+		return err_set(-EROFS, "ext3: read-only filesystem");
+	pthread_rwlock_wrlock(&in->lock);
+	int rc = 0;
+	if (is_reg(in)) {
+		if (flags & EXT3_OPEN_TRUNC)
+			rc = setsize_locked(in, 0);
+		if (!rc && (flags & EXT3_OPEN_WRITE))
+			in->writers++;
+	}
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
+int ext3_file_release(struct ext3_inode *in, unsigned flags)
+{
+	if (!(flags & EXT3_OPEN_WRITE))
+		return 0;
+	struct ext3_fs *fs = in->fs;
+	int mode = fs->opts.data_mode;
+	int rc = 0;
+	pthread_rwlock_wrlock(&in->lock);
+	if (is_reg(in) && in->writers) {
+		if (--in->writers == 0) {
+			if (fs->writable)
+				ext3_rsv_discard(in);
+			if (in->trunc_flush && (mode == EXT3_DATA_WRITEBACK || mode == EXT3_DATA_GUARDED))
+				rc = ext3_data_flush_start(in);
+			in->trunc_flush = false;
+		}
+		/* The pending write error, once (nothing in range to wait for). */
+		if (in->mapping) {
+			int e = page_mapping_wait(in->mapping, PAGE_INDEX_MAX, PAGE_INDEX_MAX);
+			if (!rc)
+				rc = e;
+		}
+		if (in->jinode) {
+			int e = jbd_inode_error(in->jinode);
+			if (!rc && e)
+				rc = err_set(e, "ext3: inode %u: ordered data write failed", in->ino);
+		}
+	}
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+static bool atime_due(const struct ext3_inode *in, int rule, int64_t now)
+{
+	const struct ext3_inode_attr *a = &in->a;
+	if (rule == EXT3_ATIME_NOATIME)
+		return false;
+	if (rule == EXT3_ATIME_STRICT)
+		return a->atime != now;
+	/* relatime (2.6.30's relatime_need_update, with the daily update of
+	 * later kernels' default). */
+	if (a->mtime > a->atime || (a->mtime == a->atime && a->mtime_ns >= a->atime_ns))
+		return true;
+	if (a->ctime > a->atime || (a->ctime == a->atime && a->ctime_ns >= a->atime_ns))
+		return true;
+	return now - a->atime >= ATIME_SLACK_S;
+}
+
+/* In its own small handle; errors are not the reader's (a full or
+ * read-only journal just leaves atime alone). */
+static void atime_update(struct ext3_inode *in)
+{
+	struct ext3_fs *fs = in->fs;
+	int rule = fs->opts.atime ? fs->opts.atime : EXT3_ATIME_RELATIME;
+	if (rule == EXT3_ATIME_NOATIME || !ext3_fs_writable(fs))
+		return;
+	int64_t s;
+	uint32_t ns;
+	ext3_now(&s, &ns);
+	pthread_rwlock_rdlock(&in->lock);
+	bool due = atime_due(in, rule, s);
+	pthread_rwlock_unlock(&in->lock);
+	if (!due)
+		return;
+	pthread_rwlock_wrlock(&in->lock);
+	struct jbd_handle *h;
+	if (atime_due(in, rule, s) && ext3_journal_start(fs, 1, &h) == 0) {
+		in->a.atime = s;
+		in->a.atime_ns = ns;
+		(void)inode_commit(h, in, false);
+		(void)ext3_journal_stop(h);
+	}
+	pthread_rwlock_unlock(&in->lock);
+}
+
+ssize_t ext3_file_read(struct ext3_inode *in, struct ext3_fread *rd, void *buf, size_t len,
+		       uint64_t off)
+{
+	struct ext3_fs *fs = in->fs;
+	pthread_rwlock_rdlock(&in->lock);
+	ssize_t n = check_reg(in, "read from");
+	if (n) {
+		pthread_rwlock_unlock(&in->lock);
+		return n;
+	}
+	bool written = ext3_data_written(in);
+	if (written && ext3_data_paged(fs) && !in->mapping) {
+		/* Written earlier, evicted since: a fresh mapping (writer lock). */
+		pthread_rwlock_unlock(&in->lock);
+		pthread_rwlock_wrlock(&in->lock);
+		struct page_mapping *m;
+		n = ext3_data_mapping(in, &m);
+		pthread_rwlock_unlock(&in->lock);
+		if (n)
+			return n;
+		pthread_rwlock_rdlock(&in->lock);
+	}
+	if (written && in->mapping) {
+		n = page_mapping_read(in->mapping, off, buf, len, in->i_size);
+		pthread_rwlock_unlock(&in->lock);
+	} else if (written || !rd) {
+		n = ext3_inode_pread_locked(fs, in, buf, len, off);
+		pthread_rwlock_unlock(&in->lock);
+	} else {
+		/* The reader takes its own lock, then the inode's. */
+		pthread_rwlock_unlock(&in->lock);
+		n = ext3_fread_pread(rd, buf, len, off);
+	}
+	if (n >= 0 && len)
+		atime_update(in);
+	return n;
+}
