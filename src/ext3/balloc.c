@@ -315,8 +315,11 @@ static uint32_t alloc_with_window(struct grp *g, struct ext3_inode *in, uint64_t
 			if (size < want)
 				size = want < g->nbits ? want : g->nbits;
 			in->rsv.goal_size = size;
-			if (!window_place(g, in, goal == NO_GOAL ? g->first : goal, size))
+			if (!window_place(g, in, goal == NO_GOAL ? g->first : goal, size)) {
+				free(me); /* out of the set: the inode has no window */
+				in->rsv.node = NULL;
 				return 0;
+			}
 			if (goal != NO_GOAL && !in_window(in, goal))
 				goal = NO_GOAL;
 		} else if (goal != NO_GOAL && in->rsv.end - goal + 1 < want) {
