@@ -169,8 +169,8 @@ int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in)
 	int rc = large_file_note(h, in->fs, in);
 	if (!rc)
 		rc = ext3_inode_write_raw(h, in, false);
-	if (!rc)
-		ext3_inode_note_tid(h, in, false); /* fsync commits this transaction */
+	if (!rc) /* fsync commits this transaction (file_data.c) */
+		ext3_inode_note_tid(h, in, false);
 	return rc;
 }
 
@@ -525,6 +525,7 @@ int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, 
 	rc = ext3_mark_inode_dirty(h, in);
 	if (rc)
 		return rc;
+	ext3_inode_note_tid(h, in, true); /* the block map: fdatasync too */
 	*phys = nb.data;
 	*count = nb.ndata;
 	if (is_new)

@@ -282,6 +282,8 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 	}
 	if (!rc)
 		rc = ext3_mark_inode_dirty(t.h, in);
+	if (!rc)
+		ext3_inode_note_tid(t.h, in, true);
 	/* Done: off the orphan list unless the inode is unlinked (its
 	 * eviction frees it and takes it off). An error leaves it on. */
 	if (!rc && in->a.links)
