@@ -405,12 +405,18 @@ static void fsck_clean(const char *img)
 	}
 }
 
-/* mke2fs an ext3 image; extra: more mke2fs options. */
-static void mkimg(char *img, size_t cap, const char *tag, unsigned bs, const char *extra)
+/* mke2fs an ext3 image; extra: more mke2fs options; alg: the default
+ * htree hash ("legacy", "half_md4", "tea"; mke2fs 1.47 takes it from
+ * mke2fs.conf only, so debugfs sets it) or NULL. */
+static void mkimg(char *img, size_t cap, const char *tag, unsigned bs, const char *extra,
+		  const char *alg)
 {
 	snprintf(img, cap, "%s/%s_%u.img", tmpdir, tag, bs);
 	assert_int_equal(run("mke2fs -q -t ext3 -F -b %u %s '%s' 32M >/dev/null 2>&1", bs, extra, img),
 			 0);
+	if (alg)
+		assert_int_equal(run("debugfs -w -R 'ssv def_hash_version %s' '%s' >/dev/null 2>&1",
+				     alg, img), 0);
 }
 
 struct wfs {
@@ -632,7 +638,7 @@ static void test_img_linear(void **state)
 	static const unsigned sizes[] = {1024, 4096};
 	for (unsigned si = 0; si < 2; si++) {
 		char img[400];
-		mkimg(img, sizeof img, "linear", sizes[si], "-O ^dir_index");
+		mkimg(img, sizeof img, "linear", sizes[si], "-O ^dir_index", NULL);
 		struct wfs w;
 		wmount(img, &w);
 		struct ext3_inode *d = mkdir_in(w.fs, w.root, "d");
@@ -704,13 +710,11 @@ static void htree_case(unsigned bs, const char *alg, bool unsigned_hash, unsigne
 {
 	char img[400], tag[64];
 	snprintf(tag, sizeof tag, "htree_%s_%d", alg, unsigned_hash);
-	char extra[128];
-	snprintf(extra, sizeof extra, "-E hash_alg=%s", alg);
-	mkimg(img, sizeof img, tag, bs, extra);
+	mkimg(img, sizeof img, tag, bs, "", alg);
 	/* a kernel-style directory with a few entries, made by debugfs */
 	assert_int_equal(run("debugfs -w -R 'mkdir old' '%s' >/dev/null 2>&1", img), 0);
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(run("debugfs -w -R 'mknod old/p%d p' '%s' >/dev/null 2>&1", i, img), 0);
+	assert_int_equal(run("printf 'cd old\\nmknod p0 p\\nmknod p1 p\\nmknod p2 p\\nmknod p3 p\\n"
+			     "mknod p4 p\\n' | debugfs -w -f - '%s' >/dev/null 2>&1", img), 0);
 	if (unsigned_hash)
 		assert_int_equal(run("debugfs -w -R 'ssv flags 2' '%s' >/dev/null 2>&1", img), 0);
 	struct wfs w;
@@ -740,6 +744,10 @@ static void htree_case(unsigned bs, const char *alg, bool unsigned_hash, unsigne
 	ext3_iput(d);
 	wumount(&w);
 	fsck_clean(img);
+	char hv[32];
+	snprintf(hv, sizeof hv, "Hash Version: %d",
+		 strcmp(alg, "legacy") == 0 ? 0 : strcmp(alg, "half_md4") == 0 ? 1 : 2);
+	assert_int_equal(cmd_count(hv, "debugfs -R 'htree_dump /d' '%s' 2>/dev/null", img), 1);
 	assert_int_equal(cmd_count("Indirect levels:", "debugfs -R 'htree_dump /d' '%s' 2>/dev/null",
 				   img), 1);
 	assert_int_equal(cmd_count("Indirect levels:", "debugfs -R 'htree_dump /old' '%s' 2>/dev/null",
@@ -767,7 +775,7 @@ static void test_img_two_levels(void **state)
 	if (!have_e2fs)
 		skip();
 	char img[400];
-	mkimg(img, sizeof img, "twolevel", 1024, "-E hash_alg=half_md4");
+	mkimg(img, sizeof img, "twolevel", 1024, "", "half_md4");
 	struct wfs w;
 	wmount(img, &w);
 	struct ext3_inode *d = mkdir_in(w.fs, w.root, "big");
@@ -799,13 +807,15 @@ static int hname_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* 94^3 distinct names: "col_" + three bytes of 33..126, with '/' (47)
+ * replaced by 127 */
 static void col_name(char *out, uint32_t idx)
 {
-	snprintf(out, 16, "col_%c%c%c", 33 + (int)(idx % 94), 33 + (int)(idx / 94 % 94),
-		 33 + (int)(idx / 94 / 94));
-	for (char *p = out; *p; p++)
-		if (*p == '/')
-			*p = '_'; /* may repeat a name: skipped below by the dedup */
+	uint32_t c[3] = {33 + idx % 94, 33 + idx / 94 % 94, 33 + idx / 94 / 94};
+	for (int i = 0; i < 3; i++)
+		if (c[i] == '/')
+			c[i] = 127;
+	snprintf(out, 16, "col_%c%c%c", (char)c[0], (char)c[1], (char)c[2]);
 }
 
 /* Colliding legacy-hash names (the legacy hash has no seed, so the set
@@ -833,7 +843,8 @@ static void test_img_collisions(void **state)
 		char a[16], b[16];
 		col_name(a, hn[i].idx);
 		col_name(b, hn[i + 1].idx);
-		if (hn[i].hash == hn[i + 1].hash && strcmp(a, b) != 0) {
+		assert_string_not_equal(a, b);
+		if (hn[i].hash == hn[i + 1].hash) {
 			pairs[np++] = hn[i].idx;
 			pairs[np++] = hn[i + 1].idx;
 			i++;
@@ -843,7 +854,7 @@ static void test_img_collisions(void **state)
 	printf("collisions: %u colliding names\n", np);
 	assert_true(np >= 40);
 	char img[400];
-	mkimg(img, sizeof img, "collide", 1024, "-E hash_alg=legacy");
+	mkimg(img, sizeof img, "collide", 1024, "", "legacy");
 	struct wfs w;
 	wmount(img, &w);
 	struct ext3_inode *d = mkdir_in(w.fs, w.root, "c");
@@ -907,7 +918,7 @@ static void test_img_corrupt(void **state)
 	if (!have_e2fs)
 		skip();
 	char img[400];
-	mkimg(img, sizeof img, "corrupt", 1024, "-O ^dir_index");
+	mkimg(img, sizeof img, "corrupt", 1024, "-O ^dir_index", NULL);
 	assert_int_equal(run("debugfs -w -R 'mkdir bad' '%s' >/dev/null 2>&1", img), 0);
 	/* the directory's block: rec_len of ".." made 6 (below the minimum) */
 	char out[64];
