@@ -399,9 +399,10 @@ static int init_indirect(struct jbd_handle *h, struct ext3_inode *in, const stru
 		if (!bh)
 			return err_wrap(err ? err : -ENOMEM, "ext3: indirect block %llu",
 					(unsigned long long)nb->ind[k]);
-		buf_lock(bh);
+		/* The access call takes the buffer lock itself: lock after it. */
 		int rc = ext3_journal_get_create_access(h, bh);
 		if (!rc) {
+			buf_lock(bh);
 			uint32_t *p = buf_data(bh);
 			memset(p, 0, fs->g.block_size);
 			/* this block is level found+1+k of the path */
@@ -413,8 +414,8 @@ static int init_indirect(struct jbd_handle *h, struct ext3_inode *in, const stru
 					p[idx + i] = cpu_to_le32((uint32_t)(nb->data + i));
 			}
 			buf_set_uptodate(bh);
+			buf_unlock(bh);
 		}
-		buf_unlock(bh);
 		if (!rc)
 			rc = ext3_journal_dirty_metadata(h, bh);
 		buf_put(bh);
