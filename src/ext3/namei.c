@@ -613,18 +613,22 @@ static int rn_prepare(struct rn *r, unsigned flags, bool *same)
 		return rc;
 	r->sdir = is_dir(ext3_inode_mode(r->s));
 	r->tdir = r->t && is_dir(ext3_inode_mode(r->t));
-	if (r->t && !r->exchange && r->sdir != r->tdir)
-		return err_set(r->sdir ? -ENOTDIR : -EISDIR, "ext3: rename: %.*s is %sa directory",
-			       (int)r->nl, r->nn, r->tdir ? "" : "not ");
-	if (!r->cross)
-		return 0;
+	/* lock_rename()'s trap first (before the type checks, as the VFS
+	 * does): the source above the new directory is -EINVAL; the target
+	 * above the old directory is -ENOTEMPTY (-EINVAL for an exchange). */
 	bool loop = false;
-	if (r->sdir)
+	if (r->cross && r->sdir)
 		rc = is_ancestor(fs, r->sino, r->nd->ino, &loop);
-	if (!rc && !loop && r->exchange && r->tdir)
+	if (!rc && loop)
+		return err_set(-EINVAL, "ext3: rename: a directory cannot move under itself");
+	if (!rc && r->cross && r->tdir)
 		rc = is_ancestor(fs, r->tino, r->od->ino, &loop);
 	if (!rc && loop)
-		rc = err_set(-EINVAL, "ext3: rename: a directory cannot move under itself");
+		return err_set(r->exchange ? -EINVAL : -ENOTEMPTY,
+			       "ext3: rename: the target %.*s is above the source", (int)r->nl, r->nn);
+	if (!rc && r->t && !r->exchange && r->sdir != r->tdir)
+		rc = err_set(r->sdir ? -ENOTDIR : -EISDIR, "ext3: rename: %.*s is %sa directory",
+			     (int)r->nl, r->nn, r->tdir ? "" : "not ");
 	return rc;
 }
 
