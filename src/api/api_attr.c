@@ -187,8 +187,7 @@ struct xattr_op {
 	unsigned flags;    /* EXT3_XATTR_* */
 };
 
-/* The syscall's checks, made before the path is walked. */
-static int xattr_name_check(const char *name, size_t size)
+int api_xattr_name_check(const char *name, size_t size)
 {
 	size_t n = name ? strlen(name) : 0;
 	if (n == 0 || n > NOSTALL_NAME_MAX)
@@ -198,15 +197,35 @@ static int xattr_name_check(const char *name, size_t size)
 	return 0;
 }
 
-/* xattr_permission(): user.* only on regular files and directories. */
+int api_xattr_ns_check(struct ext3_inode *in, const char *name, bool write)
+{
+	static const struct {
+		const char *prefix;
+		bool whole; /* the prefix is the whole name */
+	} ns[] = {
+		{ "user.", false },  { "trusted.", false }, { "security.", false },
+		{ "system.posix_acl_access", true }, { "system.posix_acl_default", true },
+	};
+	for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+		size_t l = strlen(ns[i].prefix);
+		if (strncmp(name, ns[i].prefix, l) || (ns[i].whole && name[l]))
+			continue;
+		if (!ns[i].whole && !name[l])
+			return err_set(-EINVAL, "%s: an empty name in the namespace", name);
+		uint16_t t = api_type(in);
+		if (i == 0 && t != EXT3_S_IFREG && t != EXT3_S_IFDIR) /* xattr_permission() */
+			return write ? err_set(-EPERM, "%s: user.* only on files and directories", name)
+				     : err_set(-ENODATA, "%s: no such attribute", name);
+		return 0;
+	}
+	return err_set(-EOPNOTSUPP, "%s: unknown attribute namespace", name);
+}
+
 static int xattr_fn(struct nostall_fs *fs, struct ext3_inode *in, const void *ctx)
 {
 	const struct xattr_op *x = ctx;
-	uint16_t t = api_type(in);
-	if (!strncmp(x->name, "user.", 5) && t != EXT3_S_IFREG && t != EXT3_S_IFDIR)
-		return err_set(-EPERM, "%s: user.* attributes only on files and directories",
-			       x->name);
-	return ext3_xattr_change(in, x->name, x->value, x->size, x->flags);
+	int rc = api_xattr_ns_check(in, x->name, true);
+	return rc ? rc : ext3_xattr_change(in, x->name, x->value, x->size, x->flags);
 }
 
 static int xflags_of(unsigned xflags, unsigned *out)
@@ -224,14 +243,14 @@ int nostall_setxattr(struct nostall_fs *fs, const char *path, unsigned flags, co
 	struct xattr_op x = { .name = name, .value = value ? value : "", .size = size };
 	int rc = xflags_of(xflags, &x.flags);
 	if (!rc)
-		rc = xattr_name_check(name, size);
+		rc = api_xattr_name_check(name, size);
 	return rc ? rc : path_apply(fs, path, flags, "setxattr", xattr_fn, &x);
 }
 
 int nostall_removexattr(struct nostall_fs *fs, const char *path, unsigned flags, const char *name)
 {
 	struct xattr_op x = { .name = name };
-	int rc = xattr_name_check(name, 0);
+	int rc = api_xattr_name_check(name, 0);
 	return rc ? rc : path_apply(fs, path, flags, "removexattr", xattr_fn, &x);
 }
 
@@ -241,14 +260,14 @@ int nostall_setxattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name, 
 	struct xattr_op x = { .name = name, .value = value ? value : "", .size = size };
 	int rc = xflags_of(xflags, &x.flags);
 	if (!rc)
-		rc = xattr_name_check(name, size);
+		rc = api_xattr_name_check(name, size);
 	return rc ? rc : ino_apply(fs, ino, "setxattr", xattr_fn, &x);
 }
 
 int nostall_removexattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name)
 {
 	struct xattr_op x = { .name = name };
-	int rc = xattr_name_check(name, 0);
+	int rc = api_xattr_name_check(name, 0);
 	return rc ? rc : ino_apply(fs, ino, "removexattr", xattr_fn, &x);
 }
 

@@ -118,7 +118,11 @@ static ssize_t inode_op(struct nostall_fs *fs, uint64_t ino, enum inode_op_kind 
 		return rc;
 	switch (kind) {
 	case OP_READLINK: rc = ext3_symlink_read(fs->e, in, buf, size); break;
-	case OP_GETXATTR: rc = ext3_xattr_get(fs->e, in, name, buf, size); break;
+	case OP_GETXATTR:
+		rc = api_xattr_ns_check(in, name, false);
+		if (!rc)
+			rc = ext3_xattr_get(fs->e, in, name, buf, size);
+		break;
 	case OP_LISTXATTR: rc = ext3_xattr_list(fs->e, in, buf, size); break;
 	}
 	ext3_iput(in);
@@ -140,9 +144,8 @@ ssize_t nostall_readlink(struct nostall_fs *fs, const char *path, char *buf, siz
 ssize_t nostall_getxattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name, void *value,
 			     size_t size)
 {
-	if (!name || !*name)
-		return err_set(-EINVAL, "getxattr: empty name");
-	return inode_op(fs, ino, OP_GETXATTR, name, value, size);
+	int rc = api_xattr_name_check(name, 0);
+	return rc ? rc : inode_op(fs, ino, OP_GETXATTR, name, value, size);
 }
 
 ssize_t nostall_listxattr_ino(struct nostall_fs *fs, uint64_t ino, char *list, size_t size)
@@ -154,7 +157,9 @@ ssize_t nostall_getxattr(struct nostall_fs *fs, const char *path, unsigned flags
 			 const char *name, void *value, size_t size)
 {
 	uint64_t ino = 0;
-	int rc = api_path_ino(fs, path, flags, &ino);
+	int rc = api_xattr_name_check(name, 0);
+	if (!rc)
+		rc = api_path_ino(fs, path, flags, &ino);
 	return rc ? rc : nostall_getxattr_ino(fs, ino, name, value, size);
 }
 

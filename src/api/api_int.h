@@ -106,6 +106,11 @@ struct api_parent {
  * the root. Errors: -ENOENT (empty path or missing component), -ENOTDIR,
  * -ENAMETOOLONG (the path, or the last name), -ELOOP. */
 int api_parent_get(struct nostall_fs *fs, const char *path, struct api_parent *p);
+/* The same; with late_len the last name's length is not checked (rename
+ * looks the source up before it checks the target's name:
+ * api_parent_name_check). */
+int api_parent_walk(struct nostall_fs *fs, const char *path, bool late_len, struct api_parent *p);
+int api_parent_name_check(const struct api_parent *p);
 void api_parent_put(struct api_parent *p);
 /* The same for the *_at calls: directory dir_ino and one name (-ENOTDIR,
  * -EINVAL for an empty name or one with '/', -ENAMETOOLONG). */
@@ -124,6 +129,16 @@ int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, b
  * O_NOFOLLOW on a final symlink -ELOOP and lets a directory open read-only. */
 int api_open_path(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode,
 		  bool posix, struct nostall_file **out);
+
+/* ---- extended attributes (api_attr.c): the VFS's checks ---- */
+
+/* Before the path: -ERANGE for an empty name or one over 255 bytes, -E2BIG
+ * for a value over 64 KiB. */
+int api_xattr_name_check(const char *name, size_t size);
+/* After it: -EOPNOTSUPP for an unknown namespace, -EINVAL for an empty
+ * name in one, user.* only on regular files and directories (-EPERM to
+ * change, -ENODATA to read). */
+int api_xattr_ns_check(struct ext3_inode *in, const char *name, bool write);
 
 /* ---- lookup references (api_lookup.c) ---- */
 

@@ -302,8 +302,10 @@ static int rename_flags_check(unsigned flags)
 	return 0;
 }
 
-/* do_renameat2's checks of the last components, then ext3. */
-static int rename_in(struct api_parent *a, struct api_parent *b, unsigned flags)
+/* do_renameat2's checks of the last components (kinds; the source's name
+ * and existence before the target's name), then ext3. */
+static int rename_in(struct nostall_fs *fs, struct api_parent *a, struct api_parent *b,
+		     unsigned flags)
 {
 	if (a->kind != API_LAST_NAME)
 		return err_set(-EBUSY, "rename: the source is '.', '..' or '/'");
@@ -311,7 +313,14 @@ static int rename_in(struct api_parent *a, struct api_parent *b, unsigned flags)
 		return (flags & NOSTALL_RENAME_NOREPLACE) ?
 			       err_set(-EEXIST, "rename: the target exists") :
 			       err_set(-EBUSY, "rename: the target is '.', '..' or '/'");
-	return ext3_rename(a->dir, a->name, a->len, b->dir, b->name, b->len, flags);
+	struct ext3_inode *src = NULL;
+	int rc = api_parent_name_check(a);
+	if (!rc)
+		rc = api_parent_lookup(fs, a, &src);
+	ext3_iput(src);
+	if (!rc)
+		rc = api_parent_name_check(b);
+	return rc ? rc : ext3_rename(a->dir, a->name, a->len, b->dir, b->name, b->len, flags);
 }
 
 int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags)
@@ -321,12 +330,12 @@ int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsi
 		rc = api_check_rw(fs, "rename");
 	struct api_parent a, b;
 	if (!rc)
-		rc = api_parent_get(fs, from, &a);
+		rc = api_parent_walk(fs, from, true, &a);
 	if (rc)
 		return rc;
-	rc = api_parent_get(fs, to, &b);
+	rc = api_parent_walk(fs, to, true, &b);
 	if (!rc) {
-		rc = rename_in(&a, &b, flags);
+		rc = rename_in(fs, &a, &b, flags);
 		api_parent_put(&b);
 	}
 	api_parent_put(&a);
@@ -346,7 +355,7 @@ int nostall_rename_at(struct nostall_fs *fs, uint64_t olddir, const char *oldnam
 		return rc;
 	rc = api_at_parent(fs, newdir, newname, &b);
 	if (!rc) {
-		rc = rename_in(&a, &b, flags);
+		rc = rename_in(fs, &a, &b, flags);
 		api_parent_put(&b);
 	}
 	api_parent_put(&a);

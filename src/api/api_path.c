@@ -97,6 +97,11 @@ static enum api_last last_kind(const char *name, size_t len)
 
 int api_parent_get(struct nostall_fs *fs, const char *path, struct api_parent *p)
 {
+	return api_parent_walk(fs, path, false, p);
+}
+
+int api_parent_walk(struct nostall_fs *fs, const char *path, bool late_len, struct api_parent *p)
+{
 	memset(p, 0, sizeof *p);
 	if (!path)
 		return err_set(-EINVAL, "NULL path");
@@ -133,11 +138,17 @@ int api_parent_get(struct nostall_fs *fs, const char *path, struct api_parent *p
 		return err_set(-ENOTDIR, "%.*s: not a directory", (int)start, path);
 	}
 	p->kind = end == 0 ? API_LAST_ROOT : last_kind(p->name, p->len);
-	if (p->len > NOSTALL_NAME_MAX) {
+	int rc2 = late_len ? 0 : api_parent_name_check(p);
+	if (rc2)
 		api_parent_put(p);
+	return rc2;
+}
+
+int api_parent_name_check(const struct api_parent *p)
+{
+	if (p->len > NOSTALL_NAME_MAX)
 		return err_set(-ENAMETOOLONG, "name of %zu bytes (at most %d)", p->len,
 			       NOSTALL_NAME_MAX);
-	}
 	return 0;
 }
 
