@@ -12,7 +12,8 @@
  * (operations per combination, default 3000; 20000+ for a long run),
  * NOSTALL_FSCHECK=N, NOSTALL_FSWEIGHTS, NOSTALL_FSVERBOSE=1,
  * NOSTALL_FSREPLAY=FILE (replay a saved script on each combination),
- * NOSTALL_FSMINIMIZE=0 (no minimizing after a failure), NOSTALL_FSONLY=TEXT
+ * NOSTALL_FSMINIMIZE=N (replays the minimizer may spend after a failure,
+ * default 80; 0: none), NOSTALL_FSONLY=TEXT
  * (only the combinations whose "MODE-BLOCKSIZE" contains TEXT). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,8 +101,9 @@ static void run_combo(const struct combo *cb)
 	c.seed = seed;
 	c.nops = env_uint("NOSTALL_FSOPS", 3000);
 	c.check_every = env_uint("NOSTALL_FSCHECK", 300);
-	c.minimize = env_uint("NOSTALL_FSMINIMIZE", 1) != 0;
-	c.minimize_budget = 80; /* each replay makes a fresh image */
+	/* each replay makes a fresh image: a smaller budget than the model's */
+	c.minimize_budget = env_uint("NOSTALL_FSMINIMIZE", 80);
+	c.minimize = c.minimize_budget != 0;
 	c.out = stdout;
 	if (geteuid() == 0) {
 		c.at_end = kernel_end;

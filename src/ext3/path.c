@@ -105,14 +105,15 @@ int ext3_path_lookup(struct ext3_fs *fs, const char *path, bool follow, uint32_t
 			after++;
 		bool last = rest[after] == '\0';
 		bool trailing_slash = last && after > at;
-		if (clen > EXT3_NAME_LEN) {
-			rc = err_set(-ENAMETOOLONG, "path component of %zu bytes (at most %d)", clen,
-				     EXT3_NAME_LEN);
-			goto out;
-		}
+		/* a non-directory before the name counts first (as Linux walks) */
 		if ((ext3_inode_mode(cur) & EXT3_S_IFMT) != EXT3_S_IFDIR) {
 			rc = err_set(-ENOTDIR, "ext3: inode %u in the path is not a directory",
 				     cur->ino);
+			goto out;
+		}
+		if (clen > EXT3_NAME_LEN) {
+			rc = err_set(-ENAMETOOLONG, "path component of %zu bytes (at most %d)", clen,
+				     EXT3_NAME_LEN);
 			goto out;
 		}
 		if (clen == 1 && comp[0] == '.')
