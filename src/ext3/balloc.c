@@ -315,8 +315,11 @@ static uint32_t alloc_with_window(struct grp *g, struct ext3_inode *in, uint64_t
 			if (size < want)
 				size = want < g->nbits ? want : g->nbits;
 			in->rsv.goal_size = size;
-			if (!window_place(g, in, goal == NO_GOAL ? g->first : goal, size))
+			if (!window_place(g, in, goal == NO_GOAL ? g->first : goal, size)) {
+				free(me); /* out of the set: the inode has no window */
+				in->rsv.node = NULL;
 				return 0;
+			}
 			if (goal != NO_GOAL && !in_window(in, goal))
 				goal = NO_GOAL;
 		} else if (goal != NO_GOAL && in->rsv.end - goal + 1 < want) {
@@ -349,9 +352,11 @@ static bool has_free_blocks(struct ext3_fs *fs, bool root)
 	return free > 0 && (root || free > rsv);
 }
 
-static int bitmap_read(struct ext3_fs *fs, uint32_t g, struct buffer_head **bh)
+/* Group g's block bitmap with undo access (group lock held). */
+static int bitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
+		      struct buffer_head **bh)
 {
-	return ext3_bread(fs, fs->gd[g].bg_block_bitmap, "block bitmap", bh);
+	return ext3_journal_bread(h, fs, fs->gd[g].bg_block_bitmap, "block bitmap", true, bh);
 }
 
 /* Try group g: 1 with *first and *count set, 0 when nothing was found, or an
@@ -366,11 +371,8 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 		return 0;
 	}
 	struct buffer_head *bh;
-	int rc = bitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_undo_access(h, bh);
+	int rc = bitmap_get(h, fs, g, &bh);
 	if (rc) {
-		buf_put(bh);
 		pthread_mutex_unlock(&fs->group_locks[g]);
 		return rc;
 	}
@@ -469,11 +471,8 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 					     (unsigned long long)(first + i), g);
 	pthread_mutex_lock(&fs->group_locks[g]);
 	struct buffer_head *bh;
-	int rc = bitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_undo_access(h, bh);
+	int rc = bitmap_get(h, fs, g, &bh);
 	if (rc) {
-		buf_put(bh);
 		pthread_mutex_unlock(&fs->group_locks[g]);
 		return rc;
 	}

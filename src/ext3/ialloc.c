@@ -150,9 +150,11 @@ static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
 
 /* ---- the bitmap ---- */
 
-static int ibitmap_read(struct ext3_fs *fs, uint32_t g, struct buffer_head **bh)
+/* Group g's inode bitmap with write access (group lock held). */
+static int ibitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
+		       struct buffer_head **bh)
 {
-	return ext3_bread(fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", bh);
+	return ext3_journal_bread(h, fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", false, bh);
 }
 
 /* Claim a free inode in group g: its number, 0 when the group is full, or
@@ -164,9 +166,7 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 	struct buffer_head *bh = NULL;
 	if (!fs->gd[g].bg_free_inodes_count)
 		goto out;
-	int rc = ibitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_write_access(h, bh);
+	int rc = ibitmap_get(h, fs, g, &bh);
 	if (rc) {
 		ret = rc;
 		goto out;
@@ -203,9 +203,7 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 	uint32_t bit = ext3_geom_ino_index(&fs->g, ino);
 	pthread_mutex_lock(&fs->group_locks[g]);
 	struct buffer_head *bh;
-	int rc = ibitmap_read(fs, g, &bh);
-	if (!rc)
-		rc = ext3_journal_get_write_access(h, bh);
+	int rc = ibitmap_get(h, fs, g, &bh);
 	if (!rc) {
 		uint8_t *bm = buf_data(bh);
 		if (!(bm[bit >> 3] & (1u << (bit & 7)))) {
@@ -224,29 +222,11 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 
 /* ---- the new inode ---- */
 
-static void put16(uint8_t *raw, unsigned off, uint16_t v)
-{
-	v = cpu_to_le16(v);
-	memcpy(raw + off, &v, 2);
-}
-
-static void put32(uint8_t *raw, unsigned off, uint32_t v)
-{
-	v = cpu_to_le32(v);
-	memcpy(raw + off, &v, 4);
-}
-
-/* Extra time word: epoch bits (seconds >> 32) and nanoseconds << 2. */
-static uint32_t time_extra(int64_t sec, uint32_t nsec)
-{
-	return (uint32_t)(((uint64_t)sec >> 32) & 3u) | nsec << 2;
-}
-
-/* Fill in (held as writer) as a fresh inode and encode it into raw. */
+/* Fill in (held as writer) as a fresh inode. */
 static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, uint16_t mode,
 			   uint32_t uid, uint32_t gid)
 {
-	struct ext3_fs *fs = in->fs;
+	const struct ext3_fs *fs = in->fs;
 	ext3_rsv_discard(in); /* a stale cached copy of a freed inode may have one */
 	memset(&in->rsv, 0, sizeof in->rsv);
 	pthread_mutex_lock(&in->map_lock);
@@ -275,28 +255,9 @@ static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, 
 		a->atime_ns = a->mtime_ns = a->ctime_ns = a->crtime_ns = nsec;
 	}
 	in->i_size = in->i_disksize = 0;
-
-	uint8_t *raw = in->raw;
-	memset(raw, 0, in->raw_size);
-	put16(raw, offsetof(struct ext3_disk_inode, i_mode), mode);
-	put16(raw, offsetof(struct ext3_disk_inode, i_uid), (uint16_t)uid);
-	put16(raw, offsetof(struct ext3_disk_inode, i_uid_high), (uint16_t)(uid >> 16));
-	put16(raw, offsetof(struct ext3_disk_inode, i_gid), (uint16_t)gid);
-	put16(raw, offsetof(struct ext3_disk_inode, i_gid_high), (uint16_t)(gid >> 16));
-	put32(raw, offsetof(struct ext3_disk_inode, i_atime), (uint32_t)sec);
-	put32(raw, offsetof(struct ext3_disk_inode, i_mtime), (uint32_t)sec);
-	put32(raw, offsetof(struct ext3_disk_inode, i_ctime), (uint32_t)sec);
-	put32(raw, offsetof(struct ext3_disk_inode, i_flags), fl);
-	put32(raw, offsetof(struct ext3_disk_inode, i_generation), a->generation);
-	if (a->extra_isize) {
-		uint32_t x = time_extra(sec, nsec);
-		put16(raw, offsetof(struct ext3_disk_inode_large, i_extra_isize), a->extra_isize);
-		put32(raw, offsetof(struct ext3_disk_inode_large, i_ctime_extra), x);
-		put32(raw, offsetof(struct ext3_disk_inode_large, i_mtime_extra), x);
-		put32(raw, offsetof(struct ext3_disk_inode_large, i_atime_extra), x);
-		put32(raw, offsetof(struct ext3_disk_inode_large, i_crtime), (uint32_t)sec);
-		put32(raw, offsetof(struct ext3_disk_inode_large, i_crtime_extra), x);
-	}
+	/* ext3_mark_inode_dirty encodes every field of a; nothing of the old
+	 * inode (in-inode xattrs) survives. */
+	memset(in->raw, 0, in->raw_size);
 }
 
 int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, uint32_t uid,

@@ -121,6 +121,7 @@ int ext3_evict_inode(struct ext3_inode *in)
 {
 	struct ext3_fs *fs = in->fs;
 	pthread_rwlock_wrlock(&in->lock);
+	ext3_rsv_discard(in); /* leaving the cache: its window would stay reserved */
 	bool dead = in->a.links == 0 && in->a.mode != 0;
 	int rc = 0;
 	if (dead && ext3_fs_writable(fs)) {

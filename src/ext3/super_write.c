@@ -21,28 +21,17 @@
 #include <errno.h>
 #include <string.h>
 
-/* The buffer holding the superblock and the superblock's offset in it. */
-static int super_buffer(struct ext3_fs *fs, struct buffer_head **bh, unsigned *off)
-{
-	uint64_t blk = fs->g.block_size == EXT3_SUPERBLOCK_OFFSET ? 1 : 0;
-	*off = blk ? 0 : EXT3_SUPERBLOCK_OFFSET;
-	return ext3_bread(fs, blk, "superblock", bh);
-}
-
 /* Journal fs->sb; adjust the live free counts by the deltas first. */
 static int super_journal(struct jbd_handle *h, struct ext3_fs *fs, int64_t dblocks,
 			 int64_t dinodes)
 {
+	/* The block holding the superblock, and its offset there. */
+	uint64_t blk = fs->g.block_size == EXT3_SUPERBLOCK_OFFSET ? 1 : 0;
+	unsigned off = blk ? 0 : EXT3_SUPERBLOCK_OFFSET;
 	struct buffer_head *bh;
-	unsigned off;
-	int rc = super_buffer(fs, &bh, &off);
+	int rc = ext3_journal_bread(h, fs, blk, "superblock", false, &bh);
 	if (rc)
 		return rc;
-	rc = ext3_journal_get_write_access(h, bh);
-	if (rc) {
-		buf_put(bh);
-		return rc;
-	}
 	pthread_mutex_lock(&fs->sb_lock);
 	fs->free_blocks = (uint64_t)((int64_t)fs->free_blocks + dblocks);
 	fs->free_inodes = (uint64_t)((int64_t)fs->free_inodes + dinodes);
@@ -84,14 +73,9 @@ int ext3_group_adjust(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, int3
 				     d->bg_used_dirs_count, dblocks, dinodes, ddirs);
 	uint64_t blk = (uint64_t)fs->sb_block + 1 + g / fs->g.desc_per_block;
 	struct buffer_head *bh;
-	int rc = ext3_bread(fs, blk, "group descriptor", &bh);
+	int rc = ext3_journal_bread(h, fs, blk, "group descriptor", false, &bh);
 	if (rc)
 		return rc;
-	rc = ext3_journal_get_write_access(h, bh);
-	if (rc) {
-		buf_put(bh);
-		return rc;
-	}
 	__atomic_store_n(&d->bg_free_blocks_count, (uint16_t)fb, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->bg_free_inodes_count, (uint16_t)fi, __ATOMIC_RELAXED);
 	__atomic_store_n(&d->bg_used_dirs_count, (uint16_t)nd, __ATOMIC_RELAXED);

@@ -143,28 +143,46 @@ static int journal_failed(int rc, const char *what, struct buffer_head *bh)
 	return rc;
 }
 
+/* Call a jbd buffer operation; its failure aborts the journal. */
+static int journal_call(int (*op)(struct jbd_handle *, struct buffer_head *), struct jbd_handle *h,
+			struct buffer_head *bh, const char *what)
+{
+	int rc = op(h, bh);
+	return rc ? journal_failed(rc, what, bh) : 0;
+}
+
 int ext3_journal_get_write_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	int rc = jbd_get_write_access(h, bh);
-	return rc ? journal_failed(rc, "write access", bh) : 0;
+	return journal_call(jbd_get_write_access, h, bh, "write access");
 }
 
 int ext3_journal_get_create_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	int rc = jbd_get_create_access(h, bh);
-	return rc ? journal_failed(rc, "create access", bh) : 0;
+	return journal_call(jbd_get_create_access, h, bh, "create access");
 }
 
 int ext3_journal_get_undo_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	int rc = jbd_get_undo_access(h, bh);
-	return rc ? journal_failed(rc, "undo access", bh) : 0;
+	return journal_call(jbd_get_undo_access, h, bh, "undo access");
 }
 
 int ext3_journal_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
 {
-	int rc = jbd_dirty_metadata(h, bh);
-	return rc ? journal_failed(rc, "dirtying", bh) : 0;
+	return journal_call(jbd_dirty_metadata, h, bh, "dirtying");
+}
+
+int ext3_journal_bread(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, const char *what,
+		       bool undo, struct buffer_head **out)
+{
+	int rc = ext3_bread(fs, blk, what, out);
+	if (rc)
+		return rc;
+	rc = undo ? ext3_journal_get_undo_access(h, *out) : ext3_journal_get_write_access(h, *out);
+	if (rc) {
+		buf_put(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block)

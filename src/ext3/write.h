@@ -60,6 +60,10 @@ int ext3_journal_get_write_access(struct jbd_handle *h, struct buffer_head *bh);
 int ext3_journal_get_create_access(struct jbd_handle *h, struct buffer_head *bh);
 int ext3_journal_get_undo_access(struct jbd_handle *h, struct buffer_head *bh);
 int ext3_journal_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh);
+/* ext3_bread of a metadata block + write access (undo access with undo);
+ * on failure nothing is held. */
+int ext3_journal_bread(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, const char *what,
+		       bool undo, struct buffer_head **out);
 /* A freed metadata (or data=journal data) block: revoke it and forget its
  * buffer if cached (so a stale copy is never written over a reused block). */
 int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block);
