@@ -74,8 +74,8 @@ static void mkimg(char *img, size_t cap, const char *tag, unsigned bs, const cha
 		  const char *alg)
 {
 	snprintf(img, cap, "%s/%s_%u.img", tmpdir, tag, bs);
-	assert_int_equal(run("mke2fs -q -t ext3 -F -b %u %s '%s' 32M >/dev/null 2>&1", bs, extra, img),
-			 0);
+	assert_int_equal(run("mke2fs -q -t ext3 -F -b %u %s '%s' %s >/dev/null 2>&1", bs, extra, img,
+			     strstr(tag, "full") ? "64M" : "32M"), 0);
 	if (alg)
 		assert_int_equal(run("debugfs -w -R 'ssv def_hash_version %s' '%s' >/dev/null 2>&1",
 				     alg, img), 0);
@@ -454,6 +454,52 @@ static void test_img_two_levels(void **state)
 		    200);
 }
 
+/* 255-byte names at 1 KiB until the two-level index is full: -ENOSPC
+ * ("directory index full", the kernel's limit), the tree intact. */
+static void test_img_index_full(void **state)
+{
+	(void)state;
+	if (!have_e2fs)
+		skip();
+	char img[400];
+	mkimg(img, sizeof img, "indexfull", 1024, "-N 2048", "tea");
+	struct wfs w;
+	wmount(img, &w);
+	struct ext3_inode *d = mkdir_in(w.fs, w.root, "full");
+	struct ext3_inode *files[4];
+	char name[300];
+	for (unsigned f = 0; f < 4; f++) {
+		snprintf(name, sizeof name, "file%u", f);
+		files[f] = mkfile(w.fs, w.root, name);
+	}
+	unsigned n = 0;
+	int rc = 0;
+	for (; n < 120000 && rc == 0; n++) {
+		memset(name, 'a' + (int)(n % 26), 255);
+		int tl = snprintf(name, 16, "%u_", n);
+		name[tl] = 'x';
+		rc = link_name(w.fs, d, name, 255, files[n % 4]);
+	}
+	n--; /* names added */
+	printf("index full after %u 255-byte names (%llu blocks)\n", n,
+	       (unsigned long long)(d->i_size / 1024));
+	assert_int_equal(rc, -ENOSPC);
+	assert_non_null(strstr(err_last(rc), "index full"));
+	assert_true(n > 20000);
+	for (unsigned i = 0; i < n; i += 97) {
+		memset(name, 'a' + (int)(i % 26), 255);
+		int tl = snprintf(name, 16, "%u_", i);
+		name[tl] = 'x';
+		expect_lookup(w.fs, d, name, 255, files[i % 4]->ino);
+	}
+	put_all(files, 4);
+	ext3_iput(d);
+	wumount(&w);
+	fsck_clean(img);
+	assert_int_equal(cmd_count("Indirect levels: 1",
+				   "debugfs -R 'htree_dump /full' '%s' 2>/dev/null", img), 1);
+}
+
 /* ---- hash collisions ---- */
 
 struct hname {
@@ -654,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_img_linear),
 		cmocka_unit_test(test_img_htree_hashes),
 		cmocka_unit_test(test_img_two_levels),
+		cmocka_unit_test(test_img_index_full),
 		cmocka_unit_test(test_img_collisions),
 		cmocka_unit_test(test_img_corrupt),
 	};
