@@ -164,8 +164,10 @@ static int alloc_range(struct ext3_inode *in, uint64_t lblk, uint32_t n, uint64_
 		struct jbd_handle *h;
 		uint32_t want = n - (uint32_t)done > 64 ? 64 : n - (uint32_t)done;
 		rc = ext3_journal_start(fs, ext3_credits_data(fs, want), &h);
-		if (rc)
+		if (rc) {
+			print_message("journal start: %s\n", err_last(rc));
 			break;
+		}
 		pthread_rwlock_wrlock(&in->lock);
 		uint64_t phys;
 		uint32_t cnt;
@@ -184,6 +186,9 @@ static int alloc_range(struct ext3_inode *in, uint64_t lblk, uint32_t n, uint64_
 			}
 		}
 		pthread_rwlock_unlock(&in->lock);
+		if (rc && rc != -ENOSPC)
+			print_message("get_blocks at %llu: %s\n", (unsigned long long)(lblk + done),
+				      err_last(rc));
 		int src = ext3_journal_stop(h);
 		if (!rc)
 			rc = src;

@@ -399,10 +399,9 @@ static int init_indirect(struct jbd_handle *h, struct ext3_inode *in, const stru
 		if (!bh)
 			return err_wrap(err ? err : -ENOMEM, "ext3: indirect block %llu",
 					(unsigned long long)nb->ind[k]);
-		/* The access call takes the buffer lock itself: lock after it. */
 		int rc = ext3_journal_get_create_access(h, bh);
 		if (!rc) {
-			buf_lock(bh);
+			buf_lock(bh); /* (jbd takes it inside its access calls) */
 			uint32_t *p = buf_data(bh);
 			memset(p, 0, fs->g.block_size);
 			/* this block is level found+1+k of the path */
@@ -455,7 +454,7 @@ int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, 
 	if (max == 0)
 		return 0;
 	uint32_t off[4];
-	int depth = 0, found = 0;
+	int depth, found;
 	int rc = ext3_block_to_path(fs, in->ino, lblk, off, &depth);
 	if (rc)
 		return rc;
@@ -466,6 +465,8 @@ int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, 
 	uint32_t room = leaf_room(fs, off, depth);
 	if (max > room)
 		max = room;
+	if (lblk + max > ext3_max_blocks(fs)) /* the last leaf may end early */
+		max = (uint32_t)(ext3_max_blocks(fs) - lblk);
 	if (found == depth) { /* mapped: count the contiguous run in the leaf */
 		struct branch *leaf = &chain[depth - 1];
 		uint32_t c = 1;
