@@ -5,6 +5,9 @@
  * ea_list / ea_get; ea_set and set_inode_field to prepare cases), and the
  * read path after a remount. Images: mke2fs, 1 KiB and 4 KiB blocks, 128-
  * and 256-byte inodes.
+ *
+ * nostall-test: concurrent (threads rename, link and remove across shared
+ * directories)
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,12 +22,14 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -109,8 +114,8 @@ static void fx_mkfs(struct fx *f, struct geo g, const char *tag)
 	memset(f, 0, sizeof *f);
 	f->g = g;
 	snprintf(f->img, sizeof f->img, "%s/%s-%u-%u.img", tmpdir, tag, g.bs, g.isz);
-	assert_int_equal(run("mke2fs -q -t ext3 -F -b %u -I %u -N 256 '%s' 16M", g.bs, g.isz,
-			     f->img), 0);
+	assert_int_equal(run("mke2fs -q -t ext3 -F -b %u -I %u -N 256 '%s' 16M >/dev/null 2>&1", g.bs,
+			     g.isz, f->img), 0);
 }
 
 static void fx_open(struct fx *f, struct geo g, const char *tag)
@@ -227,7 +232,7 @@ static void test_create_kinds(void **state)
 		assert_int_equal(ino_of(in, "."), ext3_inode_ino(in));
 		ext3_iput(in);
 		/* 59 bytes: fast; 60: slow; block size - 1: the longest. */
-		char t[4096];
+		char t[8192];
 		memset(t, 'x', sizeof t);
 		t[59] = '\0';
 		assert_int_equal(ext3_symlink(f.root, N("fast"), t, &cred, &in), 0);
@@ -440,6 +445,39 @@ static void test_emlink(void **state)
 			     "e2fsck -fn '%s' >/dev/null 2>&1", f.img, f.img, f.img), 0);
 }
 
+/* ---- immutable and append-only inodes ---- */
+
+static void test_frozen(void **state)
+{
+	(void)state;
+	NEED_E2FS();
+	struct fx f;
+	fx_mkfs(&f, geos[1], "frozen");
+	assert_int_equal(run("cd '%s' && for c in 'mkdir app' 'write /dev/null imm' "
+			     "'write /dev/null app/old' 'sif imm flags 0x10' 'sif app flags 0x20'; "
+			     "do debugfs -w -R \"$c\" '%s' >/dev/null 2>&1 || exit 1; done",
+			     tmpdir, f.img), 0);
+	fx_mount(&f);
+	struct ext3_inode *imm = get(&f, f.root, "imm"), *app = get(&f, f.root, "app");
+	struct ext3_inode *in = NULL;
+	struct ext3_setattr sa = {.valid = EXT3_SET_MODE, .mode = 0600};
+	assert_int_equal(ext3_setattr(imm, &sa), -EPERM);
+	assert_int_equal(ext3_xattr_change(imm, "user.x", "1", 1, 0), -EPERM);
+	assert_int_equal(ext3_unlink(f.root, N("imm")), -EPERM);
+	assert_int_equal(ext3_link(imm, f.root, N("imm2")), -EPERM);
+	assert_int_equal(ext3_rename(f.root, N("imm"), f.root, N("imm3"), 0), -EPERM);
+	/* An append-only directory takes new names but gives none up. */
+	assert_int_equal(ext3_create(app, N("new"), 0644, 0, &cred, &in), 0);
+	ext3_iput(in);
+	assert_int_equal(ext3_unlink(app, N("old")), -EPERM);
+	assert_int_equal(ext3_rename(app, N("new"), f.root, N("out"), 0), -EPERM);
+	assert_int_equal(ino_of(app, "old") != 0, true);
+	ext3_iput(imm);
+	ext3_iput(app);
+	fx_umount(&f);
+	dbg_has(&f, "ls /app", "new");
+}
+
 /* ---- rename ---- */
 
 static void test_rename(void **state)
@@ -555,6 +593,10 @@ static void test_setattr(void **state)
 		struct ext3_inode *fi = get(&f, f.root, "f"), *gi_ = get(&f, f.root, "g"),
 				  *di = get(&f, f.root, "d");
 		assert_int_equal(attr(fi).mode, EXT3_S_IFREG | 06755);
+		/* mkdir drops setuid/setgid (Linux); chmod sets them. */
+		assert_int_equal(attr(di).mode, EXT3_S_IFDIR | 0755);
+		struct ext3_setattr sm = {.valid = EXT3_SET_MODE, .mode = 06755};
+		assert_int_equal(ext3_setattr(di, &sm), 0);
 		struct ext3_setattr sa = {.valid = EXT3_SET_UID | EXT3_SET_GID, .uid = 42,
 					  .gid = (uint32_t)-1};
 		assert_int_equal(ext3_setattr(fi, &sa), 0);
@@ -568,6 +610,11 @@ static void test_setattr(void **state)
 		sa = (struct ext3_setattr){.valid = EXT3_SET_MODE, .mode = 0170600};
 		assert_int_equal(ext3_setattr(fi, &sa), 0);
 		assert_int_equal(attr(fi).mode, EXT3_S_IFREG | 0600);
+		sa = (struct ext3_setattr){.valid = EXT3_SET_SIZE, .size = 5};
+		assert_int_equal(ext3_setattr(di, &sa), -EISDIR);
+		assert_int_equal(ext3_setattr(fi, &sa), 0);
+		assert_int_equal(attr(fi).size, 5);
+		assert_true(attr(fi).mtime > 1500000000); /* truncate sets mtime */
 		sa = (struct ext3_setattr){.valid = EXT3_SET_ATIME | EXT3_SET_MTIME | EXT3_SET_CTIME,
 					   .atime = 1000000000, .mtime = 1100000000,
 					   .ctime = 1200000000, .mtime_ns = 5000};
@@ -580,10 +627,6 @@ static void test_setattr(void **state)
 		sa = (struct ext3_setattr){.valid = EXT3_SET_MODE, .mode = 0644};
 		assert_int_equal(ext3_setattr(gi_, &sa), 0);
 		assert_true(attr(gi_).ctime > 1500000000);
-		sa = (struct ext3_setattr){.valid = EXT3_SET_SIZE, .size = 5};
-		assert_int_equal(ext3_setattr(di, &sa), -EISDIR);
-		assert_int_equal(ext3_setattr(fi, &sa), 0);
-		assert_int_equal(attr(fi).size, 5);
 		ext3_iput(fi);
 		ext3_iput(gi_);
 		ext3_iput(di);
@@ -659,7 +702,27 @@ static void test_xattr(void **state)
 		}
 		assert_int_equal(xget(&f, in, "user.small", buf, sizeof buf), 8);
 		assert_memory_equal(buf, "replaced", 8);
+		/* A value that outgrows the inode body moves to the block. */
+		memset(buf, 'M', 100);
+		assert_int_equal(ext3_xattr_change(in, "user.small", buf, 100, 0), 0);
+		memset(buf, 0, 100);
+		assert_int_equal(xget(&f, in, "user.small", buf, sizeof buf), 100);
+		assert_int_equal(buf[99], 'M');
+		assert_int_equal(ext3_xattr_change(in, "user.small", "replaced", 8, 0), 0);
 		ext3_iput(in);
+		/* A fast symlink with an xattr block stays a fast symlink. */
+		assert_int_equal(ext3_symlink(f.root, N("ln"), "target", &cred, &in), 0);
+		memset(buf, 'L', 150);
+		assert_int_equal(ext3_xattr_change(in, "user.l", buf, 150, 0), 0);
+		assert_true(ext3_inode_is_fast_symlink(f.fs, in));
+		assert_int_equal(ext3_symlink_read(f.fs, in, buf, sizeof buf), 6);
+		ext3_iput(in);
+		/* A removed file's block is freed with it (e2fsck counts). */
+		mk(f.root, "gone", EXT3_S_IFREG | 0644);
+		in = get(&f, f.root, "gone");
+		assert_int_equal(ext3_xattr_change(in, "trusted.big", buf, 150, 0), 0);
+		ext3_iput(in);
+		assert_int_equal(ext3_unlink(f.root, N("gone")), 0);
 		/* An attribute set by debugfs is changed here; the last removal
 		 * frees the block. */
 		in = get(&f, f.root, "g");
@@ -707,6 +770,7 @@ static void test_xattr_shared(void **state)
 		fx_open(&f, geos[gi], "xshared");
 		mk(f.root, "a", EXT3_S_IFREG | 0644);
 		mk(f.root, "b", EXT3_S_IFREG | 0644);
+		mk(f.root, "c", EXT3_S_IFREG | 0644);
 		struct ext3_inode *in = get(&f, f.root, "a");
 		char v[200];
 		memset(v, 's', sizeof v);
@@ -715,10 +779,10 @@ static void test_xattr_shared(void **state)
 		assert_int_not_equal(blk, 0);
 		ext3_iput(in);
 		fx_umount(&f);
-		/* Make b share a's block: i_file_acl, i_blocks and h_refcount 2. */
-		assert_int_equal(run("debugfs -w -R 'sif b file_acl %u' '%s' >/dev/null 2>&1 && "
-				     "debugfs -w -R 'sif b blocks %u' '%s' >/dev/null 2>&1 && "
-				     "printf '\\002' | dd of='%s' bs=1 seek=%llu conv=notrunc "
+		/* Make b and c share a's block: i_file_acl, i_blocks, h_refcount 3. */
+		assert_int_equal(run("for i in b c; do debugfs -w -R \"sif $i file_acl %u\" '%s' && "
+				     "debugfs -w -R \"sif $i blocks %u\" '%s'; done >/dev/null 2>&1 && "
+				     "printf '\\003' | dd of='%s' bs=1 seek=%llu conv=notrunc "
 				     "status=none",
 				     blk, f.img, f.g.bs / 512, f.img, f.img,
 				     (unsigned long long)blk * f.g.bs + 4), 0);
@@ -736,13 +800,153 @@ static void test_xattr_shared(void **state)
 		assert_int_equal(ext3_xattr_get(f.fs, in, "user.shared", buf, sizeof buf), 200);
 		assert_int_equal(attr(in).file_acl, blk);
 		ext3_iput(in);
+		/* a goes (its reference with it: refcount 1); c, the last user,
+		 * then changes the block in place. */
+		assert_int_equal(ext3_unlink(f.root, N("a")), 0);
+		in = get(&f, f.root, "c");
+		assert_int_equal(ext3_xattr_change(in, "user.c", "cc", 2, 0), 0);
+		assert_int_equal(attr(in).file_acl, blk);
+		assert_int_equal(attr(in).blocks, f.g.bs / 512);
+		ext3_iput(in);
 		fx_umount(&f);
+		dbg_has(&f, "ea_list /c", "user.c (2) = \"cc\"");
+		dbg_has(&f, "ea_list /c", "user.shared (200)");
 		char req[64];
 		snprintf(req, sizeof req, "bd %u", blk);
 		/* Refcount back to 1 (little-endian at offset 4). */
 		dbg_has(&f, req, "0000  0000 02ea 0100 0000");
 		dbg_has(&f, "ea_list /b", "user.shared (200)");
 		dbg_has(&f, "ea_list /b", "user.mine (1) = \"b\"");
+	}
+}
+
+/* ---- concurrent namespace changes ---- */
+
+#define CONC_THREADS 4
+#define CONC_DIRS 4
+#define CONC_OPS 400
+
+struct conc {
+	struct fx *f;
+	struct ext3_inode *dirs[CONC_DIRS];
+	unsigned seed;
+	int bad;          /* an unexpected errno */
+	unsigned done;    /* operations that succeeded */
+	char what[128];
+};
+
+static unsigned conc_rand(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return *s >> 8;
+}
+
+/* Expected refusals of a random operation on a shared tree. */
+static bool conc_ok(int rc)
+{
+	return rc == 0 || rc == -ENOENT || rc == -EEXIST || rc == -ENOTEMPTY || rc == -EISDIR ||
+	       rc == -ENOTDIR || rc == -EINVAL;
+}
+
+static void *conc_worker(void *arg)
+{
+	struct conc *c = arg;
+	unsigned s = c->seed;
+	for (int i = 0; i < CONC_OPS && !c->bad; i++) {
+		struct ext3_inode *d = c->dirs[conc_rand(&s) % CONC_DIRS];
+		struct ext3_inode *d2 = c->dirs[conc_rand(&s) % CONC_DIRS];
+		char n1[16], n2[16];
+		snprintf(n1, sizeof n1, "n%u", conc_rand(&s) % 6);
+		snprintf(n2, sizeof n2, "n%u", conc_rand(&s) % 6);
+		struct ext3_inode *in = NULL, *sub = NULL;
+		int rc = 0, op = (int)(conc_rand(&s) % 8);
+		switch (op) {
+		case 0:
+			rc = ext3_create(d, N(n1), 0644, 0, &cred, &in);
+			break;
+		case 1:
+			rc = ext3_mkdir(d, N(n1), 0755, &cred, &in);
+			break;
+		case 2:
+			rc = ext3_unlink(d, N(n1));
+			break;
+		case 3:
+			rc = ext3_rmdir(d, N(n1));
+			break;
+		case 4:
+		case 5:
+			rc = ext3_rename(d, N(n1), d2, N(n2), conc_rand(&s) % 4 == 0
+								   ? EXT3_RENAME_EXCHANGE : 0);
+			break;
+		case 6: { /* into (or out of) a subdirectory: moves under itself fail */
+			uint32_t ino = ino_of(d2, n2);
+			if (ino && ext3_iget(d2->fs, ino, &sub) == 0) {
+				if ((ext3_inode_mode(sub) & EXT3_S_IFMT) == EXT3_S_IFDIR)
+					rc = conc_rand(&s) % 2 ? ext3_rename(d, N(n1), sub, N(n2), 0)
+							       : ext3_rename(sub, N(n1), d, N(n2), 0);
+				ext3_iput(sub);
+			}
+			break;
+		}
+		default: {
+			uint32_t ino = ino_of(d, n1);
+			if (ino && ext3_iget(d->fs, ino, &sub) == 0) {
+				rc = ext3_link(sub, d2, N(n2));
+				if (rc == -EPERM) /* a directory */
+					rc = 0;
+				ext3_iput(sub);
+			}
+			break;
+		}
+		}
+		ext3_iput(in);
+		c->done += rc == 0;
+		if (!conc_ok(rc)) {
+			c->bad = rc;
+			snprintf(c->what, sizeof c->what, "op %d %s -> %s: %s", op, n1, n2, err_last(rc));
+		}
+	}
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	(void)state;
+	NEED_E2FS();
+	unsigned seed = (unsigned)time(NULL);
+	if (getenv("NOSTALL_SEED"))
+		seed = (unsigned)strtoul(getenv("NOSTALL_SEED"), NULL, 0);
+	print_message("seed %u (NOSTALL_SEED)\n", seed);
+	for (size_t gi = 0; gi < NGEOS; gi += 3) {
+		struct fx f;
+		fx_open(&f, geos[gi], "conc");
+		struct conc c[CONC_THREADS];
+		struct ext3_inode *dirs[CONC_DIRS];
+		for (int k = 0; k < CONC_DIRS; k++) {
+			char n[16];
+			snprintf(n, sizeof n, "D%d", k);
+			mk(f.root, n, EXT3_S_IFDIR | 0755);
+			dirs[k] = get(&f, f.root, n);
+		}
+		pthread_t t[CONC_THREADS];
+		for (int k = 0; k < CONC_THREADS; k++) {
+			c[k] = (struct conc){.f = &f, .seed = seed + (unsigned)k * 7919u};
+			memcpy(c[k].dirs, dirs, sizeof dirs);
+			assert_int_equal(pthread_create(&t[k], NULL, conc_worker, &c[k]), 0);
+		}
+		for (int k = 0; k < CONC_THREADS; k++)
+			pthread_join(t[k], NULL);
+		for (int k = 0; k < CONC_DIRS; k++)
+			ext3_iput(dirs[k]);
+		unsigned done = 0;
+		for (int k = 0; k < CONC_THREADS; k++) {
+			if (c[k].bad)
+				fail_msg("thread %d: %s", k, c[k].what);
+			done += c[k].done;
+		}
+		print_message("%u of %u operations succeeded\n", done, CONC_THREADS * CONC_OPS);
+		assert_true(done > CONC_THREADS * CONC_OPS / 8);
+		fx_umount(&f);
 	}
 }
 
@@ -772,10 +976,12 @@ int main(void)
 		cmocka_unit_test(test_name_errors),
 		cmocka_unit_test(test_link_unlink),
 		cmocka_unit_test(test_emlink),
+		cmocka_unit_test(test_frozen),
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_setattr),
 		cmocka_unit_test(test_xattr),
 		cmocka_unit_test(test_xattr_shared),
+		cmocka_unit_test(test_concurrent),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

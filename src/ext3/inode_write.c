@@ -454,7 +454,7 @@ int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, 
 	if (max == 0)
 		return 0;
 	uint32_t off[4];
-	int depth, found;
+	int depth, found = 0;
 	int rc = ext3_block_to_path(fs, in->ino, lblk, off, &depth);
 	if (rc)
 		return rc;

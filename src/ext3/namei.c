@@ -9,7 +9,8 @@
  * Locking (write.h's order): fs->rename_lock for a cross-directory rename,
  * then the directories involved as writers in inode-number order, then the
  * other inodes (victims, the inode linked) in inode-number order, then the
- * handle. The names are looked up first without locks (to learn which
+ * handle (all but the first of a set only tried, with a back-off: see
+ * lockset_lock). The names are looked up first without locks (to learn which
  * inodes to lock), then again under the locks; if the answer changed in
  * between, everything is dropped and the operation starts over. An inode
  * allocated here is locked after the handle started: nobody else can see it
@@ -140,8 +141,25 @@ static void lockset_lock(struct lockset *ls)
 			ls->dir[j - 1] = td;
 		}
 	}
-	for (unsigned i = 0; i < ls->n; i++)
+	/* The first lock is waited for holding nothing; the others are only
+	 * tried. A thread allocating an inode holds its directory and then
+	 * locks the new inode, whose number may be lower than the directory's
+	 * and may still be known to another thread from a stale lookup (the
+	 * number was freed and reused): waiting for the others in order could
+	 * then close a cycle. On a busy lock, let go of everything, wait for
+	 * that one alone and start over. */
+	for (;;) {
+		pthread_rwlock_wrlock(&ls->v[0]->lock);
+		unsigned i = 1;
+		while (i < ls->n && pthread_rwlock_trywrlock(&ls->v[i]->lock) == 0)
+			i++;
+		if (i == ls->n)
+			return;
+		for (unsigned k = i; k > 0; k--)
+			pthread_rwlock_unlock(&ls->v[k - 1]->lock);
 		pthread_rwlock_wrlock(&ls->v[i]->lock);
+		pthread_rwlock_unlock(&ls->v[i]->lock);
+	}
 }
 
 static void lockset_unlock(struct lockset *ls)
@@ -281,13 +299,13 @@ static int namei_new(struct ext3_inode *dir, const char *name, size_t len,
 	/* A setgid directory gives its group to new inodes, and its setgid bit
 	 * to new directories (BSD group semantics). */
 	uint16_t mode = sp->mode;
-	uint32_t gid = cr->gid;
+	uint32_t uid = cr ? cr->uid : 0, gid = cr ? cr->gid : 0;
 	if (dir->a.mode & 02000) {
 		gid = dir->a.gid;
 		if (mkdir)
 			mode |= 02000;
 	}
-	rc = ext3_new_inode(h, dir, mode, cr->uid, gid, &in);
+	rc = ext3_new_inode(h, dir, mode, uid, gid, &in);
 	if (rc)
 		goto out_stop;
 	rc = new_init(h, dir, in, sp);

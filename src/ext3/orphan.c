@@ -102,7 +102,10 @@ int ext3_inode_bitmap_test(struct ext3_fs *fs, uint32_t ino, bool *in_use)
 	if (rc)
 		return rc;
 	const uint8_t *bits = buf_data(bh);
+	/* The allocator changes the bitmap under the group lock. */
+	pthread_mutex_lock(&fs->group_locks[g]);
 	*in_use = (bits[idx / 8] >> (idx % 8)) & 1;
+	pthread_mutex_unlock(&fs->group_locks[g]);
 	buf_put(bh);
 	return 0;
 }

@@ -320,18 +320,28 @@ static int block_load(struct ext3_inode *in, struct xa_list *l)
 	return rc;
 }
 
+/* Read xattr block blk with write access in h. */
+static int block_get_writable(struct jbd_handle *h, struct ext3_inode *in, uint64_t blk,
+			      struct buffer_head **out)
+{
+	int rc = ext3_bread(in->fs, blk, "xattr", out);
+	if (rc)
+		return rc;
+	rc = ext3_journal_get_write_access(h, *out);
+	if (rc) {
+		buf_put(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 /* Drop one reference on block blk (free it with the last). */
 static int block_release(struct jbd_handle *h, struct ext3_inode *in, uint64_t blk)
 {
 	struct buffer_head *bh;
-	int rc = ext3_bread(in->fs, blk, "xattr", &bh);
+	int rc = block_get_writable(h, in, blk, &bh);
 	if (rc)
 		return rc;
-	rc = ext3_journal_get_write_access(h, bh);
-	if (rc) {
-		buf_put(bh);
-		return rc;
-	}
 	buf_lock(bh);
 	struct ext3_xattr_header *hd = buf_data(bh);
 	uint32_t refs = le32_to_cpu(hd->h_refcount);
@@ -362,14 +372,9 @@ static int block_rewrite(struct jbd_handle *h, struct ext3_inode *in, const stru
 {
 	struct ext3_fs *fs = in->fs;
 	struct buffer_head *bh;
-	int rc = ext3_bread(fs, in->a.file_acl, "xattr", &bh);
+	int rc = block_get_writable(h, in, in->a.file_acl, &bh);
 	if (rc)
 		return rc;
-	rc = ext3_journal_get_write_access(h, bh);
-	if (rc) {
-		buf_put(bh);
-		return rc;
-	}
 	buf_lock(bh);
 	uint8_t *b = buf_data(bh);
 	struct ext3_xattr_header hd;
