@@ -368,14 +368,15 @@ static void test_hdd_ncq_beats_serial(void **state)
 /* Completion times of a queued batch (model clock), from done(). */
 static struct dev *batch_dev;
 static uint64_t batch_end[64];
-static atomic_int batch_n;
+static atomic_int batch_slot, batch_n;
 static void batch_done(struct dev_io *io, int err)
 {
 	(void)io;
 	assert_int_equal(err, 0);
 	struct dev_sim_stats st;
 	assert_int_equal(dev_sim_stats(batch_dev, &st), 0); /* done() runs with the last_* of its command */
-	batch_end[atomic_fetch_add(&batch_n, 1)] = st.last_end_ns;
+	batch_end[atomic_fetch_add(&batch_slot, 1)] = st.last_end_ns;
+	atomic_fetch_add(&batch_n, 1); /* publishes the slot */
 }
 
 /* Queue n commands of nr sectors from `sector` (sequential) while the clock
@@ -387,6 +388,7 @@ static uint64_t queued_batch(struct dev *d, enum dev_op op, uint64_t sector, uin
 	struct dev_io ios[64];
 	batch_dev = d;
 	atomic_store(&batch_n, 0);
+	atomic_store(&batch_slot, 0);
 	assert_int_equal(dev_sim_freeze(d, true), 0);
 	for (unsigned i = 0; i < n; i++) {
 		ios[i] = (struct dev_io){ .op = op, .sector = sector + i * stride, .nr_sectors = nr, .buf = buf,
