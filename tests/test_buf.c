@@ -303,8 +303,7 @@ static void test_readahead_merges(void **state)
 	struct blk_stats q1 = qstats(e.q);
 	assert_int_equal(q1.bios - q0.bios, 33);
 	assert_int_equal(q1.device_requests[1] - q0.device_requests[1], 1);
-	assert_int_equal(q1.unplugs_timer - q0.unplugs_timer, 0);
-	assert_true(dt < 500 * NS_PER_MS);
+	assert_int_equal(q1.unplugs_timer - q0.unplugs_timer, 0); /* not the 1 s timer */
 	printf("readahead: 33 blocks in %" PRIu64 " request(s), %.2f ms\n",
 	       q1.device_requests[1] - q0.device_requests[1], dt / 1e6);
 	env_close(&e);
@@ -367,15 +366,12 @@ static void test_wait_unplugs(void **state)
 	buf_ll_rw_block(BLK_READ, 1, &bh); /* READ: no UNPLUG flag */
 	assert_true(buf_locked(bh));
 	assert_true(blk_queue_plugged(e.q));
-	uint64_t t0 = clock_now_ns();
 	buf_wait(bh);
-	uint64_t dt = clock_now_ns() - t0;
 	struct blk_stats q1 = qstats(e.q);
 	assert_false(buf_locked(bh));
 	assert_true(buf_uptodate(bh));
 	assert_int_equal(q1.unplugs_wait - q0.unplugs_wait, 1);
-	assert_int_equal(q1.unplugs_timer - q0.unplugs_timer, 0);
-	assert_true(dt < 500 * NS_PER_MS);
+	assert_int_equal(q1.unplugs_timer - q0.unplugs_timer, 0); /* not the 1 s timer */
 	/* Waiting on an unlocked buffer does nothing. */
 	buf_wait(bh);
 	assert_int_equal(qstats(e.q).unplugs_wait, q1.unplugs_wait);

@@ -106,11 +106,8 @@ static void test_fsync_list_two_queues(void **state)
 		bhs[8 + i] = dirty_block(b.c, 500 + (uint64_t)i, 8);
 	}
 	struct blk_stats a0 = qstats(a.q), b0 = qstats(b.q);
-	uint64_t t0 = clock_now_ns();
 	assert_int_equal(buf_fsync_list(16, bhs), 0);
-	uint64_t dt = clock_now_ns() - t0;
 	struct blk_stats a1 = qstats(a.q), b1 = qstats(b.q);
-	assert_true(dt < 500 * NS_PER_MS);
 	assert_int_equal(a1.device_requests[1] - a0.device_requests[1], 1);
 	assert_int_equal(b1.device_requests[1] - b0.device_requests[1], 1);
 	assert_int_equal(a1.unplugs_timer - a0.unplugs_timer, 0);
