@@ -1,49 +1,95 @@
 #!/usr/bin/env bash
 # Runs every test binary and CLI test script in each build variant and prints
-# one summary line "N passed, N failed" at the end (counting cmocka test cases
-# and CLI scripts). A binary that crashes or times out counts its unreported
-# cases as failed.
+# one summary line "N passed, N failed, N skipped" at the end (counting cmocka
+# test cases and CLI scripts), then the reason for each skip. A binary that
+# crashes or times out counts its unreported cases as failed.
 #   variants: release (build/), asan (build/asan: ASan+UBSan, all tests),
 #             tsan (build/tsan: tests marked "nostall-test: concurrent")
+#   A variant or a test binary that is not built is reported as a skip.
+# Skips:
+#   cmocka: skip() ("[  SKIPPED ] name"); the reason is the "[  SKIP    ] ..."
+#     line the test printed before it, if any.
+#   CLI scripts: exit 77 with "SKIP: reason" on stderr (the whole script is
+#     skipped); a passing script may also print "SKIP: reason" lines for the
+#     parts it could not check (each counts as one skip).
+# Oracles: e2fsck, debugfs, dumpe2fs and mke2fs (e2fsprogs) must be on PATH:
+# without them the run fails (the checks that need them skip, loudly), unless
+# NOSTALL_ALLOW_SKIP=1. Scripts that need root for kernel loop mounts fail
+# when run as root without them, and skip that part when not root.
 # Usage: tests/run.sh [FILTER]   (FILTER: substring of the test name)
 set -u
 cd "$(dirname "$0")/.."
 filter=${1:-}
 pass=0
 fail=0
+skip=0
 failed_names=()
+skip_reasons=()
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+export NOSTALL_ALLOW_SKIP=${NOSTALL_ALLOW_SKIP:-0}
 timeout_s=${NOSTALL_TEST_TIMEOUT:-600}
 
+add_skip() { # reason
+	skip=$((skip + 1))
+	skip_reasons+=("$1")
+}
+
+# Sum the N of every line "PREFIX N test(s)" in $out.
+count() { printf '%s\n' "$out" | sed -n "s/^$1 \([0-9]*\) test(s).*/\1/p" | awk '{s+=$1} END {print s+0}'; }
+
 run_cmocka() { # variant binary
-	local variant=$1 bin=$2 name out rc total passed failed
+	local variant=$1 bin=$2 name out rc total passed failed skipped line
 	name="$variant/$(basename "$bin")"
 	out=$(timeout "$timeout_s" "$bin" 2>&1)
 	rc=$?
-	total=$(printf '%s\n' "$out" | sed -n 's/^\[==========\] Running \([0-9]*\) test(s)\./\1/p' | awk '{s+=$1} END {print s+0}')
-	passed=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' | awk '{s+=$1} END {print s+0}')
-	failed=$((total - passed))
+	total=$(count '\[==========\] Running')
+	passed=$(count '\[  PASSED  \]')
+	skipped=$(count '\[  SKIPPED \]')
+	failed=$((total - passed - skipped))
 	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 	pass=$((pass + passed))
 	fail=$((fail + failed))
+	# One reason per skipped case, from its own block of output.
+	while IFS= read -r line; do
+		[ -n "$line" ] && add_skip "$name: $line"
+	done < <(printf '%s\n' "$out" | awk '
+		/^\[ RUN      \] / { reason = ""; next }
+		/^\[  SKIP    \] / { reason = substr($0, 14); next }
+		/^\[  SKIPPED \] [0-9]+ test\(s\)/ { listing = 1; next }
+		/^\[  SKIPPED \] / && !listing {
+			print substr($0, 14) ": " (reason != "" ? reason : "(no reason printed)")
+		}')
 	if [ "$failed" -ne 0 ]; then
 		failed_names+=("$name (exit $rc)")
 		printf '%s\n' "$out" | tail -n 40
 		echo "FAIL $name: $passed passed, $failed failed (exit $rc)"
+	elif [ "$skipped" -ne 0 ]; then
+		echo "ok   $name: $passed passed, $skipped skipped"
 	else
 		echo "ok   $name: $passed passed"
 	fi
 }
 
 run_script() { # variant nostall-binary script
-	local variant=$1 bin=$2 script=$3 name out rc
+	local variant=$1 bin=$2 script=$3 name out rc reasons r
 	name="$variant/$(basename "$script")"
 	out=$(NOSTALL="$bin" timeout "$timeout_s" bash "$script" 2>&1)
 	rc=$?
-	if [ "$rc" -eq 0 ]; then
-		pass=$((pass + 1)); echo "ok   $name"
+	reasons=$(printf '%s\n' "$out" | sed -n 's/^SKIP: //p')
+	if [ "$rc" -eq 77 ]; then
+		[ -n "$reasons" ] || reasons=$(printf '%s\n' "$out" | tail -n 1)
+		add_skip "$name: ${reasons//$'\n'/; }"
+		echo "skip $name: ${reasons//$'\n'/; }"
+	elif [ "$rc" -eq 0 ]; then
+		pass=$((pass + 1))
+		if [ -n "$reasons" ]; then
+			while IFS= read -r r; do add_skip "$name (part): $r"; done <<<"$reasons"
+			echo "ok   $name (parts skipped: ${reasons//$'\n'/; })"
+		else
+			echo "ok   $name"
+		fi
 	else
 		fail=$((fail + 1)); failed_names+=("$name (exit $rc)")
 		printf '%s\n' "$out" | tail -n 40
@@ -51,25 +97,54 @@ run_script() { # variant nostall-binary script
 	fi
 }
 
+# Required oracles, looked up on PATH as the C tests do.
+for tool in e2fsck debugfs dumpe2fs mke2fs; do
+	command -v "$tool" >/dev/null 2>&1 && continue
+	if [ "$NOSTALL_ALLOW_SKIP" = 1 ]; then
+		add_skip "oracle: $tool not on PATH (allowed by NOSTALL_ALLOW_SKIP=1)"
+		echo "skip oracle: $tool not on PATH (NOSTALL_ALLOW_SKIP=1)"
+	else
+		fail=$((fail + 1))
+		failed_names+=("oracle: $tool not on PATH (install e2fsprogs or add its directory to PATH; NOSTALL_ALLOW_SKIP=1 to allow)")
+		echo "FAIL oracle: $tool not on PATH: the checks that need it are skipped (NOSTALL_ALLOW_SKIP=1 allows this)"
+	fi
+done
+
 for variant in release asan tsan; do
 	case $variant in
 	release) dir=build ;;
 	*) dir=build/$variant ;;
 	esac
-	for bin in "$dir"/tests/test_*; do
-		[ -x "$bin" ] || continue
-		case $bin in *"$filter"*) ;; *) continue ;; esac
-		if [ "$variant" = tsan ] && ! grep -q 'nostall-test: concurrent' "tests/$(basename "$bin").c"; then
+	built=0
+	for src in tests/test_*.c; do
+		t=$(basename "$src" .c)
+		case $t in *"$filter"*) ;; *) continue ;; esac
+		if [ "$variant" = tsan ] && ! grep -q 'nostall-test: concurrent' "$src"; then
 			continue
 		fi
+		bin=$dir/tests/$t
+		if [ ! -x "$bin" ]; then
+			[ -d "$dir/tests" ] && add_skip "$variant/$t: not built"
+			continue
+		fi
+		built=1
 		run_cmocka "$variant" "$bin"
 	done
-	if [ "$variant" != tsan ] && [ -x "$dir/nostall" ]; then
+	if [ "$variant" != tsan ]; then
 		for script in tests/cli/*.sh; do
 			[ -f "$script" ] || continue
 			case $script in *"$filter"*) ;; *) continue ;; esac
+			if [ ! -x "$dir/nostall" ]; then
+				[ -d "$dir" ] && add_skip "$variant/$(basename "$script"): $dir/nostall not built"
+				continue
+			fi
+			built=1
 			run_script "$variant" "$PWD/$dir/nostall" "$script"
 		done
+	fi
+	if [ "$built" -eq 0 ] && [ ! -d "$dir/tests" ]; then
+		add_skip "variant $variant: not built (make VARIANT=$variant tests)"
+		echo "skip variant $variant: not built ($dir/tests missing)"
 	fi
 done
 
@@ -77,5 +152,9 @@ if [ "${#failed_names[@]}" -ne 0 ]; then
 	echo "failed:"
 	printf '  %s\n' "${failed_names[@]}"
 fi
-echo "$pass passed, $fail failed"
+if [ "${#skip_reasons[@]}" -ne 0 ]; then
+	echo "skipped:"
+	printf '  %s\n' "${skip_reasons[@]}"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

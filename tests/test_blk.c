@@ -269,7 +269,8 @@ static void test_pool_thresholds_and_cap(void **state)
  * (the one that filled it included) within 20 ms before sleeping, well
  * under the cap. The submissions run in a thread so that a slow machine
  * (sanitizers) that runs out of batching time sleeps instead of hanging the
- * test; the exact count is only asserted when the batch took under 15 ms. */
+ * test. How many of the 32 it gets depends on the host's speed against the
+ * 20 ms window, so only the bounds are asserted (no wall-clock gate). */
 struct batch_arg {
 	struct blk_queue *q;
 	int total;
@@ -302,11 +303,10 @@ static void test_pool_batching(void **state)
 	int count = pool(f.q, 0).count;
 	uint64_t took = atomic_load(&ba.t_last) - atomic_load(&ba.t_full);
 	assert_true(pool(f.q, 0).full);
-	if (took < 15 * NS_PER_MS)
-		assert_int_equal(count, 128 + 31);
-	else
-		fprintf(stderr, "note: batch took %.1f ms (slow machine): %d allocated\n", (double)took / 1e6, count);
-	assert_true(count >= 128 && count <= 128 + 31);
+	printf("batch: %d allocated in %.1f ms\n", count, (double)took / 1e6);
+	/* Past the full pool by at most the batch (32, the one that filled it
+	 * included), and the batcher did get past it. */
+	assert_true(count > 128 && count <= 128 + 31);
 	/* A different context is not a batcher: it sleeps too. */
 	struct sub_arg b;
 	sub_start(&b, f.q, 64 * 1001, BLK_WRITE);

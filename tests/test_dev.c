@@ -52,6 +52,8 @@ static void test_bad_specs(void **state)
 	expect_open_fails("sim:hdd,bogus=1", -EINVAL, "bogus");
 	expect_open_fails("sim:ssd,size=12Q", -EINVAL, "12Q");
 	expect_open_fails("sim:hdd,scale=-1", -EINVAL, "scale");
+	expect_open_fails("sim:hdd,size=2G,capacity=1G", -EINVAL, "exceeds capacity");
+	expect_open_fails("sim:hdd,aging=0", -EINVAL, "aging");
 	expect_open_fails("log:mem:1M", -EINVAL, "to=");
 	expect_open_fails("log:mem:1M,to=/nonexistent/dir/x.log", -ENOENT, "/nonexistent/dir/x.log");
 	expect_open_fails("log:floppy:1,to=/tmp/x", -EINVAL, "unknown kind 'floppy'");

@@ -130,11 +130,20 @@ struct dev_sim_stats {
 	uint64_t last_service_ns; /* start of service to completion */
 	uint64_t last_seek_ns, last_rotate_ns, last_transfer_ns;
 	uint64_t last_wait_ns;    /* arrival to start of service (queueing) */
+	uint64_t last_arrive_ns, last_end_ns; /* its arrival and completion (model clock) */
 };
 /* Looks through log: and fault: wrappers; -EINVAL if there is no sim: device. */
 int dev_sim_stats(const struct dev *d, struct dev_sim_stats *out);
 /* stats.modelled_ns, or 0 for a device that is not (or wraps no) sim:. */
 uint64_t dev_sim_modelled_ns(const struct dev *d);
+/* Freeze (true) or thaw (false) the model clock: while frozen nothing
+ * completes and every command submitted arrives at the same model time, so a
+ * test can queue a batch that the drive sees at once, whatever the host's
+ * speed. Looks through wrappers; -EINVAL if there is no sim: device. */
+int dev_sim_freeze(struct dev *d, bool freeze);
+/* The configured media transfer rate at `sector` in bytes/s (hdd: its zone;
+ * ssd, ssd-nq: the link). */
+int dev_sim_media_bps(const struct dev *d, uint64_t sector, double *bps);
 
 /* ---- fault: accounting ---- */
 /* Commands failed so far by the outermost fault: device at or under d

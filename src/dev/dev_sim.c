@@ -1,111 +1,47 @@
-/* sim:hdd|ssd|ssd-nq[,size=..][,scale=..][,depth=..][,wcache=0|1][,file=PATH]
+/* sim:hdd|ssd|ssd-nq[,size=..][,capacity=..][,scale=..][,depth=..][,wcache=0|1]
+ *     [,aging=MS][,file=PATH]
  *
  * Modelled devices. Data lives in a sparse store (RAM or file=); timing comes
  * from a discrete-event model run by one device thread per device, which
  * sleeps on the real monotonic clock until each modelled completion time
  * (model time x scale), then moves the data and calls dev_complete(). The
- * model and its constants are documented in docs/devices.md.
- *
- * Locking: sim->lock protects every field below "protected by lock"; it is
- * dropped around dev_complete() (done() may submit again).
+ * model and its constants are documented in docs/devices.md; the disk's
+ * mechanics are in dev_sim_hdd.c, the shared state in dev_sim_impl.h.
  */
-#include "dev/dev_impl.h"
-#include "util/clock.h"
+#include "dev/dev_sim_impl.h"
 #include "util/err.h"
-#include "util/list.h"
 #include "util/opts.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum sim_model { SIM_HDD, SIM_SSD, SIM_SSD_NQ };
-
-/* ---- model constants (see docs/devices.md) ---- */
-#define HDD_RPM 7200u
-#define HDD_REV_NS (60ull * NS_PER_SEC / HDD_RPM)   /* 8.33 ms */
-#define HDD_SPT 1600u                               /* sectors per track: ~98 MB/s */
-#define HDD_HEADS 4u
-#define HDD_SPC (HDD_SPT * HDD_HEADS)               /* sectors per cylinder */
-#define HDD_SEEK_MIN_NS 800000.0                    /* a + ... for d >= 1 */
-#define HDD_SEEK_SQRT_NS 11500000.0                 /* b * sqrt(d/ncyl) */
-#define HDD_SEEK_LIN_NS 4700000.0                   /* c * (d/ncyl) */
-#define HDD_CMD_NS (50 * NS_PER_US)                 /* controller overhead per command */
-#define HDD_BUS_BPS 300000000.0                     /* SATA 3 Gb/s */
-#define HDD_CACHE_BYTES (16ull << 20)
-#define HDD_FLUSH_NS (100 * NS_PER_US)
-#define HDD_AGING_NS (500 * NS_PER_MS)
-#define HDD_SPTF_WINDOW 64                          /* queued jobs examined per pick */
-#define HDD_DEPTH 31u
-
-#define SSD_LAT_NS (100 * NS_PER_US)
-#define SSD_LINK_BPS 250000000.0
-#define SSD_CHANNELS 4
+/* ---- ssd: a 2009 Intel X25-M (G2, 80 GB) ---- */
+#define SSD_READ_NS (40 * NS_PER_US)                /* flash page read, per channel */
+#define SSD_CMD_NS (12 * NS_PER_US)                 /* controller, per command (serial) */
+#define SSD_LINK_BPS 250000000.0                    /* sequential read rate */
+#define SSD_PROG_NS (96 * NS_PER_US)                /* program engine, per write */
+#define SSD_PROG_BPS 73800000.0                     /* ... + bytes at this rate */
+#define SSD_CHANNELS 10
 #define SSD_DEPTH 32u
 #define SSD_FLUSH_NS (50 * NS_PER_US)
 #define SSD_CACHE_BYTES (32ull << 20)
 
+/* ---- ssd-nq: a JMicron JMF602-era drive, no queuing ---- */
+#define SSDNQ_READ_NS (100 * NS_PER_US)
+#define SSDNQ_LINK_BPS 250000000.0
 #define SSDNQ_WRITE_NS NS_PER_MS                    /* per started 128 KiB of a write */
 #define SSDNQ_WRITE_UNIT (128u << 10)
 
 #define SIM_MAX_HW_SECTORS 1024u                    /* 512 KiB */
 #define SIM_DEFAULT_SIZE (64ull << 30)
 #define SIM_MAX_DEPTH 256u
-#define SIM_MAX_SERVERS 4
 
-struct sim_job {
-	struct list_node node;  /* arrivals, mediaq or inservice */
-	struct dev_io *io;      /* NULL for a destage */
-	enum dev_op op;
-	unsigned flags;
-	uint64_t sector;
-	uint32_t nr;
-	uint64_t arrive_ns;     /* model time */
-	uint64_t start_ns, end_ns;
-	int server;             /* index while on a server, -1 otherwise */
-	bool cached;            /* host write completing from the write cache */
-	uint64_t seek_ns, rot_ns, xfer_ns;
-};
-
-enum barrier_state { BAR_NONE, BAR_QUIET, BAR_DRAIN, BAR_FLUSHING };
-
-struct sim_dev {
-	struct dev dev; /* first */
-	enum sim_model model;
-	double scale;
-	bool wcache;
-	uint64_t t0_real;       /* real time of model time 0 */
-	uint64_t ncyl;
-	unsigned nservers;
-	uint64_t cache_bytes;
-	struct dev_store *store;
-	pthread_t thread;
-	pthread_cond_t cond;    /* new arrival, or stop */
-
-	/* Protected by lock. */
-	pthread_mutex_t lock;
-	bool stopping;
-	struct list_node arrivals;  /* host jobs, FIFO, not yet admitted */
-	struct list_node mediaq;    /* jobs waiting for a server, arrival order */
-	struct list_node inservice; /* jobs with an end time, sorted by end_ns */
-	struct sim_job *barrier;    /* FLUSH or PREFLUSH write being handled */
-	enum barrier_state bar_state;
-	bool srv_busy[SIM_MAX_SERVERS];
-	uint64_t srv_free_ns[SIM_MAX_SERVERS];
-	unsigned host_media;        /* host jobs on mediaq or on a server */
-	unsigned host_cached;       /* host writes in bus transfer */
-	unsigned destage_pending;   /* destage jobs on mediaq or on a server */
-	uint64_t cache_used;
-	uint64_t bus_free_ns;       /* hdd bus / ssd link */
-	uint64_t head_cyl;
-	uint64_t ra_next;           /* sector after the last media read (UINT64_MAX: none) */
-	uint64_t ra_end_ns;
-	struct dev_sim_stats st;
-};
-
+/* Model time now (under s->lock). Stands still while frozen. */
 static uint64_t model_now(const struct sim_dev *s)
 {
+	if (s->frozen)
+		return s->frozen_ns;
 	uint64_t r = clock_now_ns();
 	if (r <= s->t0_real)
 		return 0;
@@ -117,48 +53,9 @@ static uint64_t real_of(const struct sim_dev *s, uint64_t model_ns)
 	return s->t0_real + (uint64_t)((double)model_ns * s->scale);
 }
 
-static uint64_t xfer_ns(uint64_t bytes, double bps)
+uint64_t sim_xfer_ns(uint64_t bytes, double bps)
 {
 	return (uint64_t)((double)bytes * 1e9 / bps);
-}
-
-/* ---- hdd geometry ---- */
-
-static uint64_t hdd_seek_ns(const struct sim_dev *s, uint64_t dist)
-{
-	if (dist == 0)
-		return 0;
-	double x = (double)dist / (double)s->ncyl;
-	if (x > 1)
-		x = 1;
-	return (uint64_t)(HDD_SEEK_MIN_NS + HDD_SEEK_SQRT_NS * sqrt(x) + HDD_SEEK_LIN_NS * x);
-}
-
-/* Service components of job j on the actuator starting at `start`. Pure: does
- * not move the head. */
-static void hdd_cost(const struct sim_dev *s, const struct sim_job *j, uint64_t start, uint64_t *seek,
-		     uint64_t *rot, uint64_t *xfer)
-{
-	uint64_t full = (uint64_t)j->nr * HDD_REV_NS / HDD_SPT;
-	if (j->op == DEV_OP_DISCARD) {
-		*seek = *rot = *xfer = 0;
-		return;
-	}
-	if (j->op == DEV_OP_READ && j->sector == s->ra_next) {
-		/* Read-ahead: the drive kept reading after the previous read, the
-		 * sectors that passed under the head since are in its buffer. */
-		uint64_t ahead = start + HDD_CMD_NS > s->ra_end_ns ? start + HDD_CMD_NS - s->ra_end_ns : 0;
-		*seek = *rot = 0;
-		*xfer = full > ahead ? full - ahead : 0;
-		return;
-	}
-	uint64_t cyl = j->sector / HDD_SPC;
-	*seek = hdd_seek_ns(s, cyl > s->head_cyl ? cyl - s->head_cyl : s->head_cyl - cyl);
-	uint64_t arrive = start + HDD_CMD_NS + *seek;
-	uint64_t angle_now = arrive % HDD_REV_NS;
-	uint64_t target = (j->sector % HDD_SPT) * HDD_REV_NS / HDD_SPT;
-	*rot = target >= angle_now ? target - angle_now : target + HDD_REV_NS - angle_now;
-	*xfer = full;
 }
 
 /* ---- job bookkeeping (all under s->lock) ---- */
@@ -206,8 +103,10 @@ static void admit_one(struct sim_dev *s, struct sim_job *j, uint64_t now)
 		uint64_t start = s->bus_free_ns > j->arrive_ns ? s->bus_free_ns : j->arrive_ns;
 		j->cached = true;
 		j->start_ns = start;
-		j->xfer_ns = xfer_ns(bytes, bps);
-		j->end_ns = start + (s->model == SIM_HDD ? HDD_CMD_NS : 0) + j->xfer_ns;
+		j->xfer_ns = sim_xfer_ns(bytes, bps);
+		j->end_ns = start + (s->model == SIM_HDD ? HDD_CMD_NS : SSD_CMD_NS) + j->xfer_ns;
+		if (s->model == SIM_HDD)
+			hdd_segs_invalidate(s, j->sector, j->nr);
 		s->bus_free_ns = j->end_ns;
 		s->cache_used += bytes;
 		s->host_cached++;
@@ -224,8 +123,8 @@ static struct sim_job *pick(struct sim_dev *s, uint64_t now)
 	struct sim_job *first = list_entry(s->mediaq.next, struct sim_job, node);
 	if (s->model != SIM_HDD)
 		return first;
-	/* Aging: nothing waits longer than HDD_AGING_NS. */
-	if (now > first->arrive_ns + HDD_AGING_NS)
+	/* Aging (a firmware parameter): nothing waits longer than aging_ns. */
+	if (now > first->arrive_ns + s->aging_ns)
 		return first;
 	struct sim_job *best = NULL;
 	uint64_t best_pos = UINT64_MAX;
@@ -235,16 +134,35 @@ static struct sim_job *pick(struct sim_dev *s, uint64_t now)
 		if (n++ == HDD_SPTF_WINDOW)
 			break;
 		struct sim_job *j = list_entry(pos, struct sim_job, node);
-		uint64_t start = s->srv_free_ns[0] > j->arrive_ns ? s->srv_free_ns[0] : j->arrive_ns;
-		uint64_t seek, rot, xf;
-		hdd_cost(s, j, start, &seek, &rot, &xf);
-		uint64_t p = (start - s->srv_free_ns[0]) + seek + rot;
+		struct hdd_plan pl;
+		hdd_plan(s, j, s->srv_free_ns[0], &pl);
+		uint64_t p = (pl.ready - s->srv_free_ns[0]) + pl.seek + pl.rot;
 		if (p < best_pos) {
 			best_pos = p;
 			best = j;
 		}
 	}
 	return best;
+}
+
+/* X25-M: a read occupies its channel for the flash read, then the shared
+ * controller and link; a write crosses the controller and link, then the
+ * shared program engine (which sets the sustained write rate). */
+static uint64_t ssd_serve(struct sim_dev *s, struct sim_job *j, uint64_t start, uint64_t bytes)
+{
+	uint64_t link_ns = SSD_CMD_NS + (j->op == DEV_OP_DISCARD ? 0 : sim_xfer_ns(bytes, SSD_LINK_BPS));
+	if (!j->io)
+		link_ns = 0; /* a destage: the data crossed the link already */
+	uint64_t t = start + (j->op == DEV_OP_READ ? SSD_READ_NS : 0);
+	uint64_t link = t > s->bus_free_ns ? t : s->bus_free_ns;
+	j->rot_ns = link - t; /* waiting for the controller (not reported) */
+	s->bus_free_ns = link + link_ns;
+	j->xfer_ns = link_ns;
+	if (j->op != DEV_OP_WRITE)
+		return s->bus_free_ns;
+	uint64_t prog = s->bus_free_ns > s->engine_free_ns ? s->bus_free_ns : s->engine_free_ns;
+	s->engine_free_ns = prog + SSD_PROG_NS + sim_xfer_ns(bytes, SSD_PROG_BPS);
+	return s->engine_free_ns;
 }
 
 static void start_on_server(struct sim_dev *s, struct sim_job *j, int srv, uint64_t now)
@@ -256,37 +174,32 @@ static void start_on_server(struct sim_dev *s, struct sim_job *j, int srv, uint6
 	uint64_t end;
 	j->start_ns = start;
 	switch (s->model) {
-	case SIM_HDD:
-		hdd_cost(s, j, start, &j->seek_ns, &j->rot_ns, &j->xfer_ns);
-		end = start + HDD_CMD_NS + j->seek_ns + j->rot_ns + j->xfer_ns;
-		if (j->op != DEV_OP_DISCARD) {
-			s->head_cyl = (j->sector + j->nr - 1) / HDD_SPC;
-			s->ra_next = j->op == DEV_OP_READ ? j->sector + j->nr : UINT64_MAX;
-			s->ra_end_ns = end;
-		}
-		break;
-	case SIM_SSD: {
-		/* Channel latency, then the shared link. */
-		uint64_t ready = start + SSD_LAT_NS;
-		uint64_t link = ready > s->bus_free_ns ? ready : s->bus_free_ns;
-		j->xfer_ns = j->op == DEV_OP_DISCARD ? 0 : xfer_ns(bytes, SSD_LINK_BPS);
-		end = link + j->xfer_ns;
-		if (j->xfer_ns)
-			s->bus_free_ns = end;
-		j->rot_ns = link - ready; /* waiting for the link */
+	case SIM_HDD: {
+		/* The command overhead overlaps earlier work (plan.ready):
+		 * queued sequential commands stream at the media rate. */
+		struct hdd_plan pl;
+		hdd_plan(s, j, s->srv_free_ns[srv], &pl);
+		j->seek_ns = pl.seek;
+		j->rot_ns = pl.rot;
+		j->xfer_ns = pl.xfer;
+		end = pl.ready + pl.seek + pl.rot + pl.xfer;
+		hdd_apply(s, j, &pl, end);
 		break;
 	}
+	case SIM_SSD:
+		end = ssd_serve(s, j, start, bytes);
+		break;
 	case SIM_SSD_NQ:
 	default:
 		if (j->op == DEV_OP_WRITE) {
 			uint64_t units = (bytes + SSDNQ_WRITE_UNIT - 1) / SSDNQ_WRITE_UNIT;
-			j->xfer_ns = xfer_ns(bytes, SSD_LINK_BPS);
+			j->xfer_ns = sim_xfer_ns(bytes, SSDNQ_LINK_BPS);
 			end = start + units * SSDNQ_WRITE_NS + j->xfer_ns;
 		} else if (j->op == DEV_OP_READ) {
-			j->xfer_ns = xfer_ns(bytes, SSD_LINK_BPS);
-			end = start + SSD_LAT_NS + j->xfer_ns;
+			j->xfer_ns = sim_xfer_ns(bytes, SSDNQ_LINK_BPS);
+			end = start + SSDNQ_READ_NS + j->xfer_ns;
 		} else {
-			end = start + SSD_LAT_NS;
+			end = start + SSDNQ_READ_NS;
 		}
 		break;
 	}
@@ -369,6 +282,8 @@ static void finish_host(struct sim_dev *s, struct sim_job *j)
 	case DEV_OP_DISCARD: s->st.discards++; break;
 	}
 	s->st.last_service_ns = j->end_ns - j->start_ns;
+	s->st.last_arrive_ns = j->arrive_ns;
+	s->st.last_end_ns = j->end_ns;
 	s->st.last_wait_ns = j->start_ns > j->arrive_ns ? j->start_ns - j->arrive_ns : 0;
 	s->st.last_seek_ns = j->seek_ns;
 	s->st.last_rotate_ns = s->model == SIM_HDD ? j->rot_ns : 0;
@@ -443,7 +358,7 @@ static void *sim_thread(void *arg)
 		    !s->barrier)
 			break;
 		uint64_t deadline = 0;
-		if (!list_empty(&s->inservice))
+		if (!list_empty(&s->inservice) && !s->frozen)
 			deadline = real_of(s, list_entry(s->inservice.next, struct sim_job, node)->end_ns);
 		clock_cond_wait_until(&s->cond, &s->lock, deadline);
 	}
@@ -511,6 +426,34 @@ int dev_sim_stats(const struct dev *d, struct dev_sim_stats *out)
 	return 0;
 }
 
+int dev_sim_freeze(struct dev *d, bool freeze)
+{
+	struct sim_dev *s = (struct sim_dev *)find_sim(d);
+	if (!s)
+		return err_set(-EINVAL, "device '%s' is not a sim: device", dev_spec(d));
+	pthread_mutex_lock(&s->lock);
+	if (freeze && !s->frozen) {
+		s->frozen_ns = model_now(s);
+		s->frozen = true;
+	} else if (!freeze && s->frozen) {
+		/* Model time goes on from where it stood. */
+		s->t0_real = clock_now_ns() - (uint64_t)((double)s->frozen_ns * s->scale);
+		s->frozen = false;
+		pthread_cond_signal(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int dev_sim_media_bps(const struct dev *d, uint64_t sector, double *bps)
+{
+	const struct sim_dev *s = find_sim(d);
+	if (!s)
+		return err_set(-EINVAL, "device '%s' is not a sim: device", dev_spec(d));
+	*bps = s->model == SIM_HDD ? hdd_media_bps(&s->geom, sector) : SSD_LINK_BPS;
+	return 0;
+}
+
 uint64_t dev_sim_modelled_ns(const struct dev *d)
 {
 	struct dev_sim_stats st;
@@ -536,9 +479,11 @@ static const struct sim_dev *find_sim(const struct dev *d)
 
 struct sim_opts {
 	uint64_t size;
+	uint64_t capacity; /* bytes; 0: the model's (and at least size) */
 	double scale;
 	uint64_t depth; /* 0: model default */
-	bool wcache;
+	int wcache;     /* -1: model default */
+	uint64_t aging_ms;
 	char *file;
 };
 
@@ -556,9 +501,18 @@ static int sim_opt(void *ctx, const char *name, const char *value)
 	} else if (strcmp(name, "depth") == 0) {
 		if (opts_parse_u64(value, &o->depth) || o->depth < 1 || o->depth > SIM_MAX_DEPTH)
 			return err_set(-EINVAL, "sim: bad depth '%s' (1..%u)", value, SIM_MAX_DEPTH);
+	} else if (strcmp(name, "capacity") == 0) {
+		if (opts_parse_size(value, &o->capacity) || o->capacity < 1024 * 1024 ||
+		    o->capacity % DEV_SECTOR_SIZE)
+			return err_set(-EINVAL, "sim: bad capacity '%s' (a multiple of 512, at least 1M)", value);
+	} else if (strcmp(name, "aging") == 0) {
+		if (opts_parse_u64(value, &o->aging_ms) || o->aging_ms < 1 || o->aging_ms > 60000)
+			return err_set(-EINVAL, "sim: bad aging '%s' (milliseconds, 1..60000)", value);
 	} else if (strcmp(name, "wcache") == 0) {
-		if (opts_parse_bool(value, &o->wcache))
+		bool b;
+		if (opts_parse_bool(value, &b))
 			return err_set(-EINVAL, "sim: bad wcache '%s' (use 0 or 1)", value);
+		o->wcache = b;
 	} else if (strcmp(name, "file") == 0) {
 		if (!*value)
 			return err_set(-EINVAL, "sim: empty file=");
@@ -567,7 +521,7 @@ static int sim_opt(void *ctx, const char *name, const char *value)
 		if (!o->file)
 			return -ENOMEM;
 	} else {
-		return err_set(-EINVAL, "sim: unknown option '%s' (size, scale, depth, wcache, file)", name);
+		return err_set(-EINVAL, "sim: unknown option '%s' (size, capacity, scale, depth, wcache, aging, file)", name);
 	}
 	return 0;
 }
@@ -585,8 +539,12 @@ int dev_sim_open(const char *args, struct dev **out)
 		model = SIM_SSD_NQ;
 	else
 		return err_set(-EINVAL, "sim: unknown model '%.*s' (use hdd, ssd or ssd-nq)", (int)mlen, args);
-	struct sim_opts o = { .size = 0, .scale = 1.0, .depth = 0, .wcache = false, .file = NULL };
+	struct sim_opts o = { .size = 0, .scale = 1.0, .depth = 0, .wcache = -1, .aging_ms = 0, .file = NULL };
 	int rc = comma ? opts_parse(comma + 1, sim_opt, &o) : 0;
+	uint64_t size = o.size ? o.size : SIM_DEFAULT_SIZE;
+	if (!rc && o.capacity && model == SIM_HDD && size > o.capacity)
+		rc = err_set(-EINVAL, "sim: size %llu exceeds capacity %llu (the disk holds the device)",
+			     (unsigned long long)size, (unsigned long long)o.capacity);
 	if (rc) {
 		free(o.file);
 		return rc;
@@ -596,7 +554,6 @@ int dev_sim_open(const char *args, struct dev **out)
 		free(o.file);
 		return err_set(-ENOMEM, "out of memory");
 	}
-	uint64_t size = o.size ? o.size : SIM_DEFAULT_SIZE;
 	if (o.file) {
 		rc = dev_store_create_file(o.file, size, &s->store);
 		free(o.file);
@@ -609,11 +566,15 @@ int dev_sim_open(const char *args, struct dev **out)
 	}
 	s->model = model;
 	s->scale = o.scale;
-	s->wcache = o.wcache;
-	s->ncyl = (size / DEV_SECTOR_SIZE + HDD_SPC - 1) / HDD_SPC;
+	/* 2009 SATA disks shipped with the write cache on; the X25-M keeps no
+	 * user data in DRAM (docs/devices.md). */
+	s->wcache = o.wcache >= 0 ? o.wcache : model == SIM_HDD;
+	uint64_t cap = o.capacity ? o.capacity / DEV_SECTOR_SIZE : HDD_CAPACITY_SECTORS;
+	hdd_geom_init(&s->geom, cap > size / DEV_SECTOR_SIZE ? cap : size / DEV_SECTOR_SIZE);
+	s->aging_ns = o.aging_ms ? o.aging_ms * NS_PER_MS : HDD_AGING_NS;
 	s->nservers = model == SIM_SSD ? SSD_CHANNELS : 1;
 	s->cache_bytes = model == SIM_HDD ? HDD_CACHE_BYTES : SSD_CACHE_BYTES;
-	s->ra_next = UINT64_MAX;
+	s->live_seg = -1;
 	list_init(&s->arrivals);
 	list_init(&s->mediaq);
 	list_init(&s->inservice);
@@ -626,7 +587,7 @@ int dev_sim_open(const char *args, struct dev **out)
 		.queue_depth = o.depth ? (unsigned)o.depth : depth,
 		.max_hw_sectors = SIM_MAX_HW_SECTORS,
 		.logical_block_size = 512,
-		.has_write_cache = o.wcache,
+		.has_write_cache = s->wcache,
 	};
 	rc = dev_init(&s->dev, &sim_ops, &g);
 	if (rc)

@@ -17,20 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- endian helpers (ext3 is little-endian on disk) ---- */
+#include "util/endian.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-static inline uint16_t le16_to_cpu(uint16_t v) { return __builtin_bswap16(v); }
-static inline uint32_t le32_to_cpu(uint32_t v) { return __builtin_bswap32(v); }
-static inline uint64_t le64_to_cpu(uint64_t v) { return __builtin_bswap64(v); }
-#else
-static inline uint16_t le16_to_cpu(uint16_t v) { return v; }
-static inline uint32_t le32_to_cpu(uint32_t v) { return v; }
-static inline uint64_t le64_to_cpu(uint64_t v) { return v; }
-#endif
-static inline uint16_t cpu_to_le16(uint16_t v) { return le16_to_cpu(v); }
-static inline uint32_t cpu_to_le32(uint32_t v) { return le32_to_cpu(v); }
-static inline uint64_t cpu_to_le64(uint64_t v) { return le64_to_cpu(v); }
+/* Byte order: util/endian.h. */
 
 /* ---- geometry constants ---- */
 

@@ -54,6 +54,7 @@
 
 #include "blk/blk.h"
 #include "buf/buf.h"
+#include "util/array.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -172,14 +173,8 @@ static bool win_has(const struct fr_win *w, uint64_t pos)
 
 static int win_add_bio(struct fr_win *w, uint64_t sector, uint32_t size, void *data)
 {
-	if (w->nbios == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct bio *b = realloc(w->bios, cap * sizeof *b);
-		if (!b)
-			return -ENOMEM;
-		w->bios = b;
-		w->cap = cap;
-	}
+	if (array_grow(&w->bios, &w->cap, w->nbios, sizeof *w->bios, 16))
+		return -ENOMEM;
 	struct bio *b = &w->bios[w->nbios++];
 	memset(b, 0, sizeof *b);
 	b->sector = sector;

@@ -14,6 +14,7 @@
 
 #include "../buf/buf.h"
 #include "../util/clock.h"
+#include "../util/array.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -29,7 +30,7 @@ struct hent {
 
 struct hvec {
 	struct hent *v;
-	uint32_t n, cap;
+	size_t n, cap;
 };
 
 struct jbd_client {
@@ -123,14 +124,8 @@ static int record(struct jbd_client *c, uint64_t b, uint32_t tid, uint8_t kind)
 		h->v[h->n - 1].kind = kind;
 		return 0;
 	}
-	if (h->n == h->cap) {
-		uint32_t cap = h->cap ? h->cap * 2 : 4;
-		struct hent *nv = realloc(h->v, cap * sizeof *nv);
-		if (!nv)
-			return -ENOMEM;
-		h->v = nv;
-		h->cap = cap;
-	}
+	if (array_grow(&h->v, &h->cap, h->n, sizeof *h->v, 4))
+		return -ENOMEM;
 	h->v[h->n++] = (struct hent){ tid, kind };
 	return 0;
 }

@@ -22,20 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- endian helpers (big-endian on disk) ---- */
+#include "util/endian.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-static inline uint16_t be16_to_cpu(uint16_t v) { return v; }
-static inline uint32_t be32_to_cpu(uint32_t v) { return v; }
-static inline uint64_t be64_to_cpu(uint64_t v) { return v; }
-#else
-static inline uint16_t be16_to_cpu(uint16_t v) { return __builtin_bswap16(v); }
-static inline uint32_t be32_to_cpu(uint32_t v) { return __builtin_bswap32(v); }
-static inline uint64_t be64_to_cpu(uint64_t v) { return __builtin_bswap64(v); }
-#endif
-static inline uint16_t cpu_to_be16(uint16_t v) { return be16_to_cpu(v); }
-static inline uint32_t cpu_to_be32(uint32_t v) { return be32_to_cpu(v); }
-static inline uint64_t cpu_to_be64(uint64_t v) { return be64_to_cpu(v); }
+/* Byte order: util/endian.h. */
 
 #define JBD_MAGIC_NUMBER 0xC03B3998u
 #define JBD_MIN_JOURNAL_BLOCKS 1024

@@ -29,8 +29,8 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 for tool in mke2fs debugfs python3; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "SKIP: $tool not installed"
-		exit 0
+		echo "SKIP: $tool not installed" >&2
+		exit 77
 	fi
 done
 
@@ -105,8 +105,14 @@ if [ "$can_mount" -eq 1 ]; then
 		echo "checked: $what"
 		rm -f "$img" "$tmp/ref.json"
 	done
+elif [ -n "${NOSTALL_FS_DEBUGFS:-}" ]; then
+	echo "SKIP: kernel-built images (NOSTALL_FS_DEBUGFS set): debugfs-built only" >&2
+elif [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: kernel-built images need root (loop mounts): debugfs-built only" >&2
+elif [ "${NOSTALL_ALLOW_SKIP:-0}" = 1 ]; then
+	echo "SKIP: kernel-built images: running as root but the ext3 loop mount failed (NOSTALL_ALLOW_SKIP=1)" >&2
 else
-	echo "NOTE: not root or no loop mounts: kernel-built images skipped, debugfs-built only"
+	fail "running as root but the kernel cannot loop-mount ext3 here (NOSTALL_ALLOW_SKIP=1 to allow)"
 fi
 
 # ---- debugfs-built images (independent writer; the oracle is the source tree) ----

@@ -6,7 +6,7 @@
 # judge of the result.
 set -eu
 : "${NOSTALL:?path to the nostall binary}"
-command -v debugfs >/dev/null && command -v e2fsck >/dev/null || { echo "e2fsprogs missing: skipped"; exit 0; }
+command -v debugfs >/dev/null && command -v e2fsck >/dev/null || { echo "SKIP: e2fsprogs (debugfs, e2fsck) not installed" >&2; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"

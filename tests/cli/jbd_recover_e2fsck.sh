@@ -10,7 +10,7 @@
 set -eu
 : "${NOSTALL:?path to the nostall binary}"
 command -v debugfs >/dev/null && command -v e2fsck >/dev/null && command -v mke2fs >/dev/null || {
-	echo "e2fsprogs missing: skipped"; exit 0; }
+	echo "SKIP: e2fsprogs (debugfs, e2fsck, mke2fs) not installed" >&2; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

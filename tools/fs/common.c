@@ -2,6 +2,8 @@
  * unmount, error messages and exit statuses, formatting (common.h). */
 #include "common.h"
 
+#include "util/array.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -373,15 +375,5 @@ int cli_write_all(int fd, const void *buf, size_t n)
 
 int cli_array_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first)
 {
-	if (n < *cap)
-		return 0;
-	void *old;
-	memcpy(&old, v, sizeof old); /* v points at the caller's typed array pointer */
-	size_t ncap = *cap ? *cap * 2 : first;
-	void *nv = realloc(old, ncap * elem);
-	if (!nv)
-		return -ENOMEM;
-	memcpy(v, &nv, sizeof nv);
-	*cap = ncap;
-	return 0;
+	return array_grow(v, cap, n, elem, first);
 }
