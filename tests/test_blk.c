@@ -484,8 +484,8 @@ static void test_merge_rules(void **state)
 	submit(f.q, 108, 4096, BLK_WRITE);     /* back merge into A */
 	submit(f.q, 92, 4096, BLK_WRITE);      /* front merge into A: 92..116 */
 	submit(f.q, 116, 4096, BLK_READ);      /* other direction: own request */
-	submit(f.q, 116, 4096, BLK_WRITE_SYNC_PLUG); /* sync never into async: own request */
-	submit(f.q, 124, 4096, BLK_WRITE);     /* async may join the sync request */
+	submit(f.q, 116, 4096, BLK_WRITE_SYNC_PLUG); /* noop: sync joins async A (92..124) */
+	submit(f.q, 124, 4096, BLK_WRITE);     /* A is at 16 KiB: own request */
 	submit(f.q, 76, 8192, BLK_WRITE);      /* would make A 20 KiB > 16: own request */
 	blk_queue_stats_get(f.q, &st);
 	assert_int_equal(st.merges_back, 2);
@@ -513,6 +513,28 @@ static void test_merge_rules(void **state)
 	assert_int_equal(f.g->sizes[0], 24);
 	WAIT_FOR(atomic_load(&async_done) == 3);
 	close_q(&f);
+}
+
+/* A sync bio joins an async request under noop and deadline; only CFQ
+ * forbids it (2.6.30 cfq_allow_merge: its sync and async queues are
+ * separate). Before issue 12 the block core forbade it for everyone. */
+static void test_merge_sync_into_async_per_scheduler(void **state)
+{
+	(void)state;
+	static const struct { const char *opts; uint64_t requests; } cases[] = {
+		{ "scheduler=noop", 1 }, { "scheduler=deadline", 1 }, { "scheduler=cfq", 2 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct fixture f = open_q(true, 64, cases[i].opts);
+		blk_queue_stop(f.q);
+		submit(f.q, 0, 4096, BLK_WRITE);
+		submit(f.q, 8, 4096, BLK_WRITE_SYNC_PLUG);
+		struct blk_stats st;
+		blk_queue_stats_get(f.q, &st);
+		assert_int_equal(st.requests, cases[i].requests);
+		assert_int_equal(st.merges_back, cases[i].requests == 1 ? 1 : 0);
+		close_q(&f);
+	}
 }
 
 /* Bios larger than max_sectors_kb are split; the parent completes once,
@@ -814,6 +836,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_plug_threshold_flag_timer_wait),
 	cmocka_unit_test(test_plug_nonrot_exception),
 	cmocka_unit_test(test_merge_rules),
+	cmocka_unit_test(test_merge_sync_into_async_per_scheduler),
 	cmocka_unit_test(test_split),
 	cmocka_unit_test(test_tunables),
 	cmocka_unit_test(test_switch_live),

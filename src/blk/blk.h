@@ -103,6 +103,9 @@ const char *blk_ioprio_class_name(int ioprio_class);
 struct blk_ioc *blk_ioc_create(int ioprio_class, int level);
 void blk_ioc_get(struct blk_ioc *ioc);
 void blk_ioc_put(struct blk_ioc *ioc);
+/* References held on ioc right now (a scheduler that keeps per-context
+ * state frees it once it holds the last one: the context is gone). */
+int blk_ioc_refcount(const struct blk_ioc *ioc);
 uint64_t blk_ioc_id(const struct blk_ioc *ioc);
 int blk_ioc_class(const struct blk_ioc *ioc);
 int blk_ioc_level(const struct blk_ioc *ioc);
