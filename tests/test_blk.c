@@ -59,11 +59,14 @@ static void gate_close(struct dev *d)
 
 static const struct dev_ops gate_ops = { .kind = "gate", .submit = gate_submit, .close = gate_close };
 
+static bool gate_wcache; /* the next gate_open has a volatile write cache */
+
 static struct gate *gate_open(bool rotational, unsigned depth)
 {
 	struct gate *g = calloc(1, sizeof *g);
 	struct dev_geometry geo = { .size_bytes = 64ull << 20, .rotational = rotational, .queue_depth = depth,
-				    .max_hw_sectors = 2048, .logical_block_size = 512 };
+				    .max_hw_sectors = 2048, .logical_block_size = 512,
+				    .has_write_cache = gate_wcache };
 	assert_int_equal(dev_init(&g->d, &gate_ops, &geo), 0);
 	pthread_mutex_init(&g->m, NULL);
 	g->data = calloc(1, geo.size_bytes);
@@ -76,6 +79,17 @@ static int gate_held(struct gate *g)
 	int n = g->n;
 	pthread_mutex_unlock(&g->m);
 	return n;
+}
+
+/* The oldest held command (false if none). */
+static bool gate_head(struct gate *g, struct dev_io *out)
+{
+	pthread_mutex_lock(&g->m);
+	bool any = g->n > 0;
+	if (any)
+		*out = *g->held[0];
+	pthread_mutex_unlock(&g->m);
+	return any;
 }
 
 /* Complete the k oldest held commands with err. */
@@ -472,6 +486,147 @@ static void test_plug_nonrot_exception(void **state)
 	}
 }
 
+/* ---------------------------------------------------------- barriers */
+
+static atomic_int barrier_seen_async; /* async completions when the barrier completed */
+static atomic_int barrier_calls;
+static atomic_int barrier_err;
+
+static void barrier_end(struct bio *bio, int err)
+{
+	atomic_store(&barrier_seen_async, atomic_load(&async_done));
+	atomic_store(&barrier_err, err);
+	atomic_fetch_add(&barrier_calls, 1);
+	free(bio);
+}
+
+/* Release the head command after checking it is `op` with `flags` and,
+ * the queue being ordered, the only one at the device (a barrier step holds
+ * back everything else; after the barrier, only one write is left). */
+static void expect_head(struct gate *g, unsigned op, unsigned flags, uint64_t sector)
+{
+	WAIT_FOR(gate_held(g) >= 1);
+	struct dev_io io;
+	assert_int_equal(gate_held(g), 1);
+	assert_true(gate_head(g, &io));
+	assert_int_equal(io.op, op);
+	assert_int_equal(io.flags, flags);
+	if (op != DEV_OP_FLUSH)
+		assert_int_equal(io.sector, sector);
+	gate_release(g, 1);
+}
+
+/* Eight async writes at the device (held by the gate), then a barrier
+ * (FLUSH|FUA commit-like write), then one more async write. */
+static struct fixture barrier_setup(const char *opts, bool wcache)
+{
+	gate_wcache = wcache;
+	struct fixture f = open_q(true, 64, opts);
+	gate_wcache = false;
+	atomic_store(&barrier_calls, 0);
+	atomic_store(&barrier_seen_async, -1);
+	for (int i = 0; i < 8; i++)
+		submit(f.q, (uint64_t)i * 1000, 4096, BLK_WRITE);
+	blk_queue_unplug(f.q);
+	WAIT_FOR(gate_held(f.g) == 8);
+	struct bio *b = mkbio(50000, 4096, BLK_WRITE_SYNC | BLK_REQ_FLUSH | BLK_REQ_FUA);
+	b->end_io = barrier_end;
+	assert_int_equal(blk_submit_bio(f.q, b), 0);
+	submit(f.q, 60000, 4096, BLK_WRITE);
+	blk_queue_unplug(f.q);
+	return f;
+}
+
+/* 2.6.30's ordered barrier (preset 2.6.30: barrier_mode=drain): the eight
+ * writes queued ahead of it reach the device and complete first, while the
+ * one behind it waits; then pre-flush, the write (no FUA), post-flush; only
+ * then the later write. Counted: 8 requests drained. */
+static void test_barrier_drain_sequence(void **state)
+{
+	(void)state;
+	struct fixture f = barrier_setup("preset=2.6.30", true);
+	WAIT_FOR(gate_held(f.g) == 8);
+	struct dev_io io;
+	for (int i = 0; i < 8; i++) {
+		assert_true(gate_head(f.g, &io));
+		assert_int_equal(io.op, DEV_OP_WRITE);
+		assert_true(io.sector < 50000);
+		gate_release(f.g, 1);
+	}
+	expect_head(f.g, DEV_OP_FLUSH, 0, 0);
+	expect_head(f.g, DEV_OP_WRITE, 0, 50000);
+	expect_head(f.g, DEV_OP_FLUSH, 0, 0);
+	WAIT_FOR(atomic_load(&barrier_calls) == 1);
+	assert_int_equal(atomic_load(&barrier_seen_async), 8);
+	assert_int_equal(atomic_load(&barrier_err), 0);
+	expect_head(f.g, DEV_OP_WRITE, 0, 60000);
+	struct blk_stats st;
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.barriers, 1);
+	assert_int_equal(st.barrier_drained, 8);
+	assert_int_equal(st.barrier_wait.count, 1);
+	close_q(&f);
+
+	/* drain_fua: FUA on the write instead of the post-flush. */
+	f = barrier_setup("preset=2.6.30,barrier_mode=drain_fua", true);
+	WAIT_FOR(gate_held(f.g) == 8);
+	gate_release(f.g, 8);
+	expect_head(f.g, DEV_OP_FLUSH, 0, 0);
+	expect_head(f.g, DEV_OP_WRITE, DEV_IO_FUA, 50000);
+	WAIT_FOR(atomic_load(&barrier_calls) == 1);
+	assert_int_equal(atomic_load(&barrier_seen_async), 8);
+	expect_head(f.g, DEV_OP_WRITE, 0, 60000);
+	close_q(&f);
+
+	/* No write cache: the drain and the write, no flushes. */
+	f = barrier_setup("preset=2.6.29", false);
+	WAIT_FOR(gate_held(f.g) == 8);
+	gate_release(f.g, 8);
+	expect_head(f.g, DEV_OP_WRITE, 0, 50000);
+	WAIT_FOR(atomic_load(&barrier_calls) == 1);
+	assert_int_equal(atomic_load(&barrier_seen_async), 8);
+	close_q(&f);
+}
+
+/* modern (nostall's default): one PREFLUSH+FUA command, no drain: the
+ * barrier goes to the device while the writes before it are still there. */
+static void test_barrier_modern_no_drain(void **state)
+{
+	(void)state;
+	struct fixture f = barrier_setup(NULL, true);
+	/* The barrier reaches the device beside the eight writes. */
+	WAIT_FOR(gate_held(f.g) == 9);
+	struct dev_io io;
+	pthread_mutex_lock(&f.g->m);
+	io = *f.g->held[8];
+	pthread_mutex_unlock(&f.g->m);
+	assert_int_equal(io.sector, 50000);
+	assert_int_equal(io.flags, DEV_IO_PREFLUSH | DEV_IO_FUA);
+	gate_release(f.g, 9);
+	WAIT_FOR(atomic_load(&barrier_calls) == 1);
+	struct blk_stats st;
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.barriers, 0);
+	assert_int_equal(st.barrier_drained, 0);
+	close_q(&f);
+}
+
+/* A step that fails completes the barrier with that error and ends the
+ * sequence; the queue carries on. */
+static void test_barrier_step_error(void **state)
+{
+	(void)state;
+	struct fixture f = barrier_setup("preset=2.6.30", true);
+	WAIT_FOR(gate_held(f.g) == 8);
+	gate_release(f.g, 8);
+	WAIT_FOR(gate_held(f.g) == 1);
+	gate_release_err(f.g, 1, -EIO); /* the pre-flush */
+	WAIT_FOR(atomic_load(&barrier_calls) == 1);
+	assert_int_equal(atomic_load(&barrier_err), -EIO);
+	expect_head(f.g, DEV_OP_WRITE, 0, 60000);
+	close_q(&f);
+}
+
 /* ---------------------------------------------------------- merging */
 
 static void test_merge_rules(void **state)
@@ -598,7 +753,13 @@ static void test_tunables(void **state)
 	assert_int_equal(blk_queue_get(f.q, "scheduler", v, sizeof v), 0);
 	assert_string_equal(v, "cfq");
 	assert_int_equal(blk_queue_get(f.q, "preset", v, sizeof v), 0);
-	assert_string_equal(v, "2.6.30");
+	assert_string_equal(v, "nostall");
+	assert_int_equal(blk_queue_get(f.q, "barrier_mode", v, sizeof v), 0);
+	assert_string_equal(v, "modern");
+	assert_int_equal(blk_queue_set(f.q, "barrier_mode", "ordered"), -EINVAL);
+	assert_false(blk_preset_is_era("nostall"));
+	assert_true(blk_preset_is_era("2.6.29"));
+	assert_false(blk_preset_is_era("2.6.28"));
 	assert_int_equal(blk_queue_get(f.q, "sync_batch_op", v, sizeof v), 0);
 	assert_string_equal(v, "WRITE_SYNC_PLUG");
 	assert_int_equal(blk_queue_set(f.q, "no_such_thing", "1"), -ENOENT);
@@ -615,6 +776,8 @@ static void test_tunables(void **state)
 	assert_string_equal(v, "WRITE");
 	assert_int_equal(blk_queue_get(f.q, "sync_async_pools", v, sizeof v), 0);
 	assert_string_equal(v, "0");
+	assert_int_equal(blk_queue_get(f.q, "barrier_mode", v, sizeof v), 0);
+	assert_string_equal(v, "drain");
 	assert_int_equal(blk_queue_get(f.q, "nr_requests", v, sizeof v), 0);
 	assert_string_equal(v, "64");
 	assert_int_equal(blk_queue_set(f.q, "preset", "2.6.30-rc1"), 0);
@@ -837,6 +1000,9 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_plug_nonrot_exception),
 	cmocka_unit_test(test_merge_rules),
 	cmocka_unit_test(test_merge_sync_into_async_per_scheduler),
+	cmocka_unit_test(test_barrier_drain_sequence),
+	cmocka_unit_test(test_barrier_modern_no_drain),
+	cmocka_unit_test(test_barrier_step_error),
 	cmocka_unit_test(test_split),
 	cmocka_unit_test(test_tunables),
 	cmocka_unit_test(test_switch_live),
