@@ -136,8 +136,11 @@ static int run_one(struct jb *b, const char *spec, const char *preset, struct re
 	static const uint8_t uuid[16] = { 0x6e, 0x6f, 0x73, 0x74, 0x61, 0x6c, 0x6c, 0x21 };
 	struct jbd_stack_params sp;
 	jbd_stack_params_default(&sp);
-	sp.queue_opts = b->qopts[0] ? b->qopts : NULL;
-	sp.queue_preset = preset;
+	/* The preset and the user's queue options in one string: the preset
+	 * applies first, so -o barrier_mode=modern refines it. */
+	char qopts[1100];
+	snprintf(qopts, sizeof qopts, "preset=%s%s%s", preset, b->qopts[0] ? "," : "", b->qopts);
+	sp.queue_opts = qopts;
 	sp.loc = (struct jbd_location){ .block_size = JBS, .first_block = jstart, .nr_blocks = JBLOCKS };
 	sp.cfg = b->jcfg;
 	sp.create = true;
