@@ -30,6 +30,7 @@ void jbd_config_default(struct jbd_config *c)
 {
 	c->commit_interval_ms = 5000;
 	c->barrier = true;
+	c->barrier_set = false;
 	c->ioprio_class = BLK_IOPRIO_CLASS_BE;
 	c->ioprio_level = 4;
 	c->data_err_ignore = false;
