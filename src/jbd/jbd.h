@@ -86,6 +86,9 @@ int jbd_config_parse(struct jbd_config *c, const char *opts);
  * explicit option always wins, whatever the order). nostall's own default
  * (no preset, or preset=nostall) stays barrier=1. NULL: nothing. */
 void jbd_config_era_defaults(struct jbd_config *c, const char *preset);
+/* The same for the last preset= in a block-queue option string (a
+ * filesystem's mount options), if any. */
+void jbd_config_era_defaults_opts(struct jbd_config *c, const char *queue_opts);
 
 /* ---- create, load, destroy ---- */
 

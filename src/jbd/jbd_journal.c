@@ -104,6 +104,23 @@ void jbd_config_era_defaults(struct jbd_config *c, const char *preset)
 		c->barrier = false;
 }
 
+static int preset_cb(void *ctx, const char *name, const char *value)
+{
+	char *last = ctx;
+	if (!strcmp(name, "preset") && value)
+		snprintf(last, 32, "%s", value);
+	return 0;
+}
+
+void jbd_config_era_defaults_opts(struct jbd_config *c, const char *queue_opts)
+{
+	char last[32] = "";
+	if (queue_opts && *queue_opts)
+		(void)opts_parse(queue_opts, preset_cb, last); /* validated by the queue */
+	if (last[0])
+		jbd_config_era_defaults(c, last);
+}
+
 /* ------------------------------------------------------------ create */
 
 int jbd_journal_create(struct dev *dev, const struct jbd_location *loc, const uint8_t uuid[16])

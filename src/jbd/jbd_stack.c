@@ -41,35 +41,13 @@ void jbd_stack_params_default(struct jbd_stack_params *p)
 	jbd_config_default(&p->cfg);
 }
 
-/* The last preset= in a queue option string (NULL if none). */
-struct preset_seek {
-	char name[32];
-	bool found;
-};
-
-static int preset_cb(void *ctx, const char *name, const char *value)
-{
-	struct preset_seek *ps = ctx;
-	if (!strcmp(name, "preset") && value) {
-		snprintf(ps->name, sizeof ps->name, "%s", value);
-		ps->found = true;
-	}
-	return 0;
-}
-
 /* The era mount defaults follow the preset the queue was given (options,
  * then queue_preset), as a mount with preset=2.6.30 gets 2009's barrier=0. */
 static void stack_era_defaults(const struct jbd_stack_params *p, struct jbd_config *cfg)
 {
-	struct preset_seek ps = { .found = false };
-	if (p->queue_opts)
-		opts_parse(p->queue_opts, preset_cb, &ps);
-	if (p->queue_preset) {
-		snprintf(ps.name, sizeof ps.name, "%s", p->queue_preset);
-		ps.found = true;
-	}
-	if (ps.found)
-		jbd_config_era_defaults(cfg, ps.name);
+	jbd_config_era_defaults_opts(cfg, p->queue_opts);
+	if (p->queue_preset)
+		jbd_config_era_defaults(cfg, p->queue_preset);
 }
 
 static int stack_build(struct jbd_stack *s, const struct jbd_stack_params *p)
