@@ -1,220 +1,13 @@
 /* Block layer rules: request pools (congestion, full, batching, 3/2 cap,
  * one waiter per free), plugging triggers, the non-rotational+queuing
  * exception, merging, splitting, tunables, errors and a threaded data
- * round trip. nostall-test: concurrent
+ * round trip (barriers: test_blk_barrier.c). nostall-test: concurrent
  *
- * Most tests run on a "gate" device defined here through the device ops
- * table: it holds every command until the test releases it, so the tests
- * decide exactly when requests complete.
+ * Most tests run on the "gate" device of test_blk_env.h: it holds every
+ * command until the test releases it, so the tests decide exactly when
+ * requests complete.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-
-#include "blk/blk.h"
-#include "dev/dev_impl.h"
-#include "util/clock.h"
-#include "util/err.h"
-
-#include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-/* ------------------------------------------------------- gate device */
-
-#define GATE_MAX 1024
-
-struct gate {
-	struct dev d;
-	pthread_mutex_t m;
-	struct dev_io *held[GATE_MAX];
-	int n;
-	uint64_t served;
-	uint64_t sizes[GATE_MAX]; /* nr_sectors of each served command, in order */
-	unsigned char *data;
-};
-
-static int gate_submit(struct dev *d, struct dev_io *io)
-{
-	struct gate *g = (struct gate *)d;
-	pthread_mutex_lock(&g->m);
-	g->held[g->n++] = io;
-	pthread_mutex_unlock(&g->m);
-	return 0;
-}
-
-static void gate_close(struct dev *d)
-{
-	struct gate *g = (struct gate *)d;
-	pthread_mutex_destroy(&g->m);
-	free(g->data);
-	free(g);
-}
-
-static const struct dev_ops gate_ops = { .kind = "gate", .submit = gate_submit, .close = gate_close };
-
-static struct gate *gate_open(bool rotational, unsigned depth)
-{
-	struct gate *g = calloc(1, sizeof *g);
-	struct dev_geometry geo = { .size_bytes = 64ull << 20, .rotational = rotational, .queue_depth = depth,
-				    .max_hw_sectors = 2048, .logical_block_size = 512 };
-	assert_int_equal(dev_init(&g->d, &gate_ops, &geo), 0);
-	pthread_mutex_init(&g->m, NULL);
-	g->data = calloc(1, geo.size_bytes);
-	return g;
-}
-
-static int gate_held(struct gate *g)
-{
-	pthread_mutex_lock(&g->m);
-	int n = g->n;
-	pthread_mutex_unlock(&g->m);
-	return n;
-}
-
-/* Complete the k oldest held commands with err. */
-static void gate_release_err(struct gate *g, int k, int err)
-{
-	for (int i = 0; i < k; i++) {
-		pthread_mutex_lock(&g->m);
-		if (!g->n) {
-			pthread_mutex_unlock(&g->m);
-			return;
-		}
-		struct dev_io *io = g->held[0];
-		memmove(g->held, g->held + 1, sizeof g->held[0] * (size_t)--g->n);
-		if (g->served < GATE_MAX)
-			g->sizes[g->served] = io->nr_sectors;
-		g->served++;
-		pthread_mutex_unlock(&g->m);
-		size_t off = (size_t)io->sector * 512, len = (size_t)io->nr_sectors * 512;
-		if (!err && io->op == DEV_OP_WRITE)
-			memcpy(g->data + off, io->buf, len);
-		else if (!err && io->op == DEV_OP_READ)
-			memcpy(io->buf, g->data + off, len);
-		dev_complete(&g->d, io, err);
-	}
-}
-
-static void gate_release(struct gate *g, int k)
-{
-	gate_release_err(g, k, 0);
-}
-
-/* Poll until cond() holds (at most 5 s). */
-#define WAIT_FOR(cond)                                                  \
-	do {                                                            \
-		uint64_t deadline_ = clock_now_ns() + 5 * NS_PER_SEC;   \
-		while (!(cond) && clock_now_ns() < deadline_)           \
-			clock_sleep_ns(100 * NS_PER_US);                \
-		assert_true(cond);                                      \
-	} while (0)
-
-/* ------------------------------------------------------- bio helpers */
-
-static atomic_int async_done;
-static atomic_int async_err;
-
-static void async_end(struct bio *bio, int err)
-{
-	if (err)
-		atomic_store(&async_err, err);
-	atomic_fetch_add(&async_done, 1);
-	free(bio);
-}
-
-static char page[1 << 20];
-
-static struct bio *mkbio(uint64_t sector, uint32_t bytes, unsigned rw)
-{
-	struct bio *b = calloc(1, sizeof *b);
-	b->sector = sector;
-	b->size = bytes;
-	b->data = page;
-	b->rw = rw;
-	b->end_io = async_end;
-	return b;
-}
-
-static void submit(struct blk_queue *q, uint64_t sector, uint32_t bytes, unsigned rw)
-{
-	assert_int_equal(blk_submit_bio(q, mkbio(sector, bytes, rw)), 0);
-}
-
-struct fixture {
-	struct gate *g;
-	struct blk_queue *q;
-};
-
-static struct fixture open_q(bool rot, unsigned depth, const char *opts)
-{
-	struct fixture f;
-	f.g = gate_open(rot, depth);
-	int rc = blk_queue_create(&f.g->d, opts, &f.q);
-	if (rc)
-		fprintf(stderr, "blk_queue_create: %s\n", err_last(rc));
-	assert_int_equal(rc, 0);
-	atomic_store(&async_done, 0);
-	atomic_store(&async_err, 0);
-	return f;
-}
-
-static void close_q(struct fixture *f)
-{
-	/* Let everything through so that the queue drains. */
-	struct blk_queue *q = f->q;
-	blk_queue_start(q);
-	blk_queue_unplug(q);
-	unsigned queued, inflight;
-	do {
-		gate_release(f->g, GATE_MAX);
-		blk_queue_counts(q, &queued, &inflight);
-		clock_sleep_ns(50 * NS_PER_US);
-	} while (queued || inflight || gate_held(f->g));
-	blk_queue_destroy(q);
-	dev_close(&f->g->d);
-}
-
-static struct blk_pool_state pool(struct blk_queue *q, int i)
-{
-	struct blk_pool_state s;
-	blk_queue_pool_state(q, i, &s);
-	return s;
-}
-
-/* A thread that submits one bio (and may sleep in the pool). */
-struct sub_arg {
-	struct blk_queue *q;
-	uint64_t sector;
-	uint32_t bytes;
-	unsigned rw;
-	pthread_t tid;
-	atomic_bool returned;
-};
-
-static void *sub_thread(void *p)
-{
-	struct sub_arg *a = p;
-	submit(a->q, a->sector, a->bytes, a->rw);
-	atomic_store(&a->returned, true);
-	return NULL;
-}
-
-static void sub_start(struct sub_arg *a, struct blk_queue *q, uint64_t sector, unsigned rw)
-{
-	a->q = q;
-	a->sector = sector;
-	a->bytes = 4096;
-	a->rw = rw;
-	atomic_store(&a->returned, false);
-	assert_int_equal(pthread_create(&a->tid, NULL, sub_thread, a), 0);
-}
+#include "test_blk_env.h"
 
 /* ------------------------------------------------------------- pools */
 
@@ -484,8 +277,8 @@ static void test_merge_rules(void **state)
 	submit(f.q, 108, 4096, BLK_WRITE);     /* back merge into A */
 	submit(f.q, 92, 4096, BLK_WRITE);      /* front merge into A: 92..116 */
 	submit(f.q, 116, 4096, BLK_READ);      /* other direction: own request */
-	submit(f.q, 116, 4096, BLK_WRITE_SYNC_PLUG); /* sync never into async: own request */
-	submit(f.q, 124, 4096, BLK_WRITE);     /* async may join the sync request */
+	submit(f.q, 116, 4096, BLK_WRITE_SYNC_PLUG); /* noop: sync joins async A (92..124) */
+	submit(f.q, 124, 4096, BLK_WRITE);     /* A is at 16 KiB: own request */
 	submit(f.q, 76, 8192, BLK_WRITE);      /* would make A 20 KiB > 16: own request */
 	blk_queue_stats_get(f.q, &st);
 	assert_int_equal(st.merges_back, 2);
@@ -513,6 +306,28 @@ static void test_merge_rules(void **state)
 	assert_int_equal(f.g->sizes[0], 24);
 	WAIT_FOR(atomic_load(&async_done) == 3);
 	close_q(&f);
+}
+
+/* A sync bio joins an async request under noop and deadline; only CFQ
+ * forbids it (2.6.30 cfq_allow_merge: its sync and async queues are
+ * separate). Before issue 12 the block core forbade it for everyone. */
+static void test_merge_sync_into_async_per_scheduler(void **state)
+{
+	(void)state;
+	static const struct { const char *opts; uint64_t requests; } cases[] = {
+		{ "scheduler=noop", 1 }, { "scheduler=deadline", 1 }, { "scheduler=cfq", 2 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct fixture f = open_q(true, 64, cases[i].opts);
+		blk_queue_stop(f.q);
+		submit(f.q, 0, 4096, BLK_WRITE);
+		submit(f.q, 8, 4096, BLK_WRITE_SYNC_PLUG);
+		struct blk_stats st;
+		blk_queue_stats_get(f.q, &st);
+		assert_int_equal(st.requests, cases[i].requests);
+		assert_int_equal(st.merges_back, cases[i].requests == 1 ? 1 : 0);
+		close_q(&f);
+	}
 }
 
 /* Bios larger than max_sectors_kb are split; the parent completes once,
@@ -576,7 +391,13 @@ static void test_tunables(void **state)
 	assert_int_equal(blk_queue_get(f.q, "scheduler", v, sizeof v), 0);
 	assert_string_equal(v, "cfq");
 	assert_int_equal(blk_queue_get(f.q, "preset", v, sizeof v), 0);
-	assert_string_equal(v, "2.6.30");
+	assert_string_equal(v, "nostall");
+	assert_int_equal(blk_queue_get(f.q, "barrier_mode", v, sizeof v), 0);
+	assert_string_equal(v, "modern");
+	assert_int_equal(blk_queue_set(f.q, "barrier_mode", "ordered"), -EINVAL);
+	assert_false(blk_preset_is_era("nostall"));
+	assert_true(blk_preset_is_era("2.6.29"));
+	assert_false(blk_preset_is_era("2.6.28"));
 	assert_int_equal(blk_queue_get(f.q, "sync_batch_op", v, sizeof v), 0);
 	assert_string_equal(v, "WRITE_SYNC_PLUG");
 	assert_int_equal(blk_queue_set(f.q, "no_such_thing", "1"), -ENOENT);
@@ -593,6 +414,8 @@ static void test_tunables(void **state)
 	assert_string_equal(v, "WRITE");
 	assert_int_equal(blk_queue_get(f.q, "sync_async_pools", v, sizeof v), 0);
 	assert_string_equal(v, "0");
+	assert_int_equal(blk_queue_get(f.q, "barrier_mode", v, sizeof v), 0);
+	assert_string_equal(v, "drain");
 	assert_int_equal(blk_queue_get(f.q, "nr_requests", v, sizeof v), 0);
 	assert_string_equal(v, "64");
 	assert_int_equal(blk_queue_set(f.q, "preset", "2.6.30-rc1"), 0);
@@ -814,6 +637,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_plug_threshold_flag_timer_wait),
 	cmocka_unit_test(test_plug_nonrot_exception),
 	cmocka_unit_test(test_merge_rules),
+	cmocka_unit_test(test_merge_sync_into_async_per_scheduler),
 	cmocka_unit_test(test_split),
 	cmocka_unit_test(test_tunables),
 	cmocka_unit_test(test_switch_live),

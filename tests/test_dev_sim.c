@@ -413,9 +413,20 @@ static void test_hdd_queued_writes_media_rate(void **state)
 	uint64_t where[2] = { 1000000, 976773168ull - 31 * 1024 - 8 };
 	double rate[2];
 	for (int k = 0; k < 2; k++) {
-		uint64_t t = queued_batch(d, DEV_OP_WRITE, where[k], 1024, 31, 1024);
+		/* The model starts the next command when its thread gets to run, so
+		 * a late wake-up on a loaded host (TSan) adds a gap: host delays can
+		 * only lower the rate, never raise it. The best of up to eight batches is
+		 * what the model does when the host keeps up. */
 		double want;
 		assert_int_equal(dev_sim_media_bps(d, where[k], &want), 0);
+		uint64_t t = UINT64_MAX;
+		for (int attempt = 0; attempt < 8; attempt++) {
+			uint64_t ta = queued_batch(d, DEV_OP_WRITE, where[k], 1024, 31, 1024);
+			if (ta < t)
+				t = ta;
+			if (30.0 * 512 * 1024 / (t / 1e9) > want * 0.95)
+				break; /* the host kept up */
+		}
 		rate[k] = 30.0 * 512 * 1024 / (t / 1e9);
 		printf("31 queued 512 KiB writes at sector %" PRIu64 ": %.1f MB/s (media %.1f MB/s)\n", where[k],
 		       rate[k] / 1e6, want / 1e6);

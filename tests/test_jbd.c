@@ -13,6 +13,7 @@
 #include "test_jbd_env.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 
 /* ------------------------------------------------------------ tests */
 
@@ -40,6 +41,146 @@ static void test_config(void **state)
 	assert_int_equal(jbd_config_parse(&c, "data_err=abort"), 0);
 	assert_false(c.data_err_ignore);
 	assert_int_equal(jbd_config_parse(&c, "data_err=maybe"), -EINVAL);
+}
+
+/* Era mount defaults and their precedence: an era preset brings 2009's
+ * barrier=0, nostall's own default is barrier=1, and an explicit barrier=
+ * or nobarrier wins in any order, in the config and through the stack (read
+ * from the commit block's op). */
+static void test_barrier_era_defaults(void **state)
+{
+	(void)state;
+	struct jbd_config c;
+	jbd_config_default(&c);
+	jbd_config_era_defaults(&c, "nostall");
+	assert_true(c.barrier);
+	jbd_config_era_defaults(&c, "2.6.30");
+	assert_false(c.barrier);
+	jbd_config_default(&c);
+	assert_int_equal(jbd_config_parse(&c, "barrier=1"), 0);
+	jbd_config_era_defaults(&c, "2.6.29");
+	assert_true(c.barrier);
+	jbd_config_default(&c);
+	jbd_config_era_defaults(&c, "2.6.30-rc1");
+	assert_int_equal(jbd_config_parse(&c, "barrier=1"), 0);
+	assert_true(c.barrier);
+	jbd_config_default(&c);
+	assert_int_equal(jbd_config_parse(&c, "nobarrier"), 0);
+	jbd_config_era_defaults(&c, "nostall");
+	assert_false(c.barrier);
+
+	static const struct {
+		const char *q, *j;
+		bool barrier;
+	} cases[] = {
+		{ NULL, NULL, true },
+		{ "preset=nostall", NULL, true },
+		{ "preset=2.6.30", NULL, false },
+		{ "preset=2.6.29", NULL, false },
+		{ "preset=2.6.30", "barrier=1", true },
+		{ NULL, "barrier=0", false },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct env e;
+		env_open(&e, cases[i].q, cases[i].j);
+		uint64_t b[] = { DATA0 };
+		write_tx(&e, b, 1, 1, true);
+		struct jbd_stats st;
+		jbd_journal_stats(e.j, &st);
+		unsigned want = cases[i].barrier ? BLK_REQ_FLUSH | BLK_REQ_FUA : 0;
+		assert_int_equal(st.last_commit_op & (BLK_REQ_FLUSH | BLK_REQ_FUA), want);
+		assert_int_equal(env_close(&e), 0);
+	}
+}
+
+#define FLOOD_N 64
+static atomic_int flood_done;
+
+static void flood_end(struct bio *bio, int err)
+{
+	(void)err;
+	atomic_fetch_add(&flood_done, 1);
+	free(bio);
+}
+
+struct commit_arg {
+	struct env *e;
+	int rc;
+	int flood_seen; /* flood completions when the sync commit returned */
+};
+
+static void *commit_main(void *p)
+{
+	struct commit_arg *a = p;
+	struct jbd_handle *h;
+	a->rc = jbd_handle_start(a->e->j, 1, &h);
+	if (a->rc)
+		return NULL;
+	int err = 0;
+	struct buffer_head *bh = buf_get(a->e->c, DATA0, &err);
+	a->rc = bh ? jbd_get_create_access(h, bh) : (err ? err : -ENOMEM);
+	if (!a->rc) {
+		memset(buf_data(bh), 7, BS);
+		buf_set_uptodate(bh);
+		a->rc = jbd_dirty_metadata(h, bh);
+	}
+	buf_put(bh);
+	jbd_handle_set_sync(h, true);
+	int rc = jbd_handle_stop(h);
+	if (!a->rc)
+		a->rc = rc;
+	a->flood_seen = atomic_load(&flood_done);
+	return NULL;
+}
+
+/* barrier=1 beside an async flood queued ahead of the commit (sim:hdd,
+ * frozen while the flood and the log writes queue). Under the 2.6.30
+ * preset the commit block is an ordered barrier: every flood write queued
+ * before it completes before the sync commit returns, and the block layer
+ * counts them. Under nostall's modern barriers nothing is drained. */
+static int barrier_flood_case(const char *qopts, struct blk_stats *st)
+{
+	struct env e;
+	env_open_spec(&e, "sim:hdd,size=64M", qopts, "barrier=1", JLEN);
+	static char payload[256 * 1024];
+	atomic_store(&flood_done, 0);
+	assert_int_equal(dev_sim_freeze(e.d, true), 0);
+	blk_queue_stats_reset(e.q);
+	for (int i = 0; i < FLOOD_N; i++) {
+		struct bio *b = calloc(1, sizeof *b);
+		*b = (struct bio){ .sector = 40000 + (uint64_t)i * 512, .size = sizeof payload, .data = payload,
+				   .rw = BLK_WRITE, .end_io = flood_end };
+		assert_int_equal(blk_submit_bio(e.q, b), 0);
+	}
+	struct commit_arg a = { .e = &e };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, commit_main, &a), 0);
+	clock_sleep_ns(20 * NS_PER_MS); /* the log writes queue behind the frozen disk */
+	assert_int_equal(dev_sim_freeze(e.d, false), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.rc, 0);
+	blk_queue_stats_get(e.q, st);
+	blk_queue_unplug(e.q);
+	while (atomic_load(&flood_done) < FLOOD_N)
+		clock_sleep_ns(NS_PER_MS);
+	assert_int_equal(env_close(&e), 0);
+	return a.flood_seen;
+}
+
+static void test_barrier_drain_vs_modern(void **state)
+{
+	(void)state;
+	struct blk_stats st;
+	int seen = barrier_flood_case("preset=2.6.30", &st);
+	printf("drain: %d/%d flood writes done at commit return, %" PRIu64 " drained by %" PRIu64 " barriers\n",
+	       seen, FLOOD_N, st.barrier_drained, st.barriers);
+	assert_int_equal(seen, FLOOD_N);
+	assert_true(st.barriers >= 1);
+	assert_true(st.barrier_drained >= 1);
+	seen = barrier_flood_case(NULL, &st);
+	printf("modern: %d/%d flood writes done at commit return\n", seen, FLOOD_N);
+	assert_int_equal(st.barriers, 0);
+	assert_int_equal(st.barrier_drained, 0);
 }
 
 static void test_clean_cycle(void **state)
@@ -668,6 +809,8 @@ int main(void)
 		cmocka_unit_test(test_abort_sticky),
 		cmocka_unit_test(test_fault_aborts),
 		cmocka_unit_test(test_era_ops),
+		cmocka_unit_test(test_barrier_era_defaults),
+		cmocka_unit_test(test_barrier_drain_vs_modern),
 		cmocka_unit_test(test_journal_ioprio),
 		cmocka_unit_test(test_features_refused),
 		cmocka_unit_test(test_threads),

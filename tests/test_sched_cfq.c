@@ -407,8 +407,8 @@ static void test_idle_not_armed(void **state)
 	fx_free(f);
 }
 
-/* The request we idled for ends the window at once; the timer ends it
- * otherwise. idle_ns counts the window either way. */
+/* The request we idled for ends the window when it is dispatched; the
+ * timer ends it otherwise. idle_ns counts the window either way. */
 static void test_idle_end(void **state)
 {
 	(void)state;
@@ -420,10 +420,9 @@ static void test_idle_end(void **state)
 	assert_int_equal(f->e.ops->may_queue(&f->e, a, BLK_READ), ELV_MQUEUE_MAY);
 	assert_int_equal(f->e.ops->may_queue(&f->e, f->ioc[1], BLK_READ), ELV_MQUEUE_MAY);
 	struct request *ra = sub(f, a, 16, BLK_READ);
-	assert_int_equal(f->e.kick_ns, f->e.now_ns);
+	assert_ptr_equal(disp(f), ra);
 	assert_false(cfq_idling(&f->e));
 	assert_int_equal(f->e.idle_ns, 3 * MS);
-	assert_ptr_equal(disp(f), ra);
 	fx_free(f);
 
 	/* timer: at 9 ms the window closes and B gets the disk */
@@ -465,6 +464,109 @@ static void test_think_time(void **state)
 	/* the first three requests have too few samples to judge */
 	assert_int_equal(armed, 2);
 	assert_int_equal(f->e.idle_count, 2);
+	fx_free(f);
+}
+
+/* ---- 2.6.30 fidelity (issue 12): each of these failed before the fix */
+
+/* The request CFQ idles for sets must_dispatch but does not start the
+ * queue (2.6.30: plugging and merging decide; the idle timer kicks if
+ * nothing else does). The old code asked blk to run at once. */
+static void test_idled_request_waits_for_plug(void **state)
+{
+	(void)state;
+	struct blk_ioc *a;
+	struct fx *f = idle_setup(true, false, true, BLK_READ, &a);
+	at(f, 4);
+	struct request *ra = sub(f, a, 16, BLK_READ);
+	assert_true(f->e.kick_ns > f->e.now_ns);        /* no immediate run */
+	assert_int_equal(f->e.kick_ns, T0 + 9 * MS);     /* the timer still stands */
+	assert_true(cfq_idling(&f->e));
+	/* At the timer the slice is not expired under it: A's request goes,
+	 * not B's. */
+	at(f, 9);
+	f->e.kick_ns = 0;
+	assert_ptr_equal(disp(f), ra);
+	assert_false(cfq_idling(&f->e));
+	fx_free(f);
+}
+
+/* Without seek samples the active context has no mean seek distance, and
+ * nothing is "close" (2.6.30): a nearby request of another context does
+ * not preempt the idling queue. The old code used 8192 sectors instead. */
+static void test_rq_close_needs_samples(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, false);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct request *ra = sub(f, a, 1000, BLK_READ);
+	assert_ptr_equal(disp(f), ra);
+	at(f, 1);
+	done(f, ra);
+	assert_true(cfq_idling(&f->e));
+	at(f, 2);
+	sub(f, b, 1100, BLK_READ); /* 92 sectors from the head */
+	uint64_t id = 0;
+	assert_true(cfq_active_info(&f->e, &id, NULL, NULL));
+	assert_int_equal(id, blk_ioc_id(a));
+	assert_true(cfq_idling(&f->e));
+	assert_true(f->e.kick_ns > f->e.now_ns);
+	fx_free(f);
+}
+
+/* Think time and seek history belong to the io context and are fed by all
+ * its requests, async ones included: a process whose async writes seek
+ * all over the disk is seeky, and on a queuing device its sync queue gets
+ * no idle window. The old code learnt only from the sync queue's own
+ * requests (one sample here: not enough to judge, so it idled). */
+static void test_history_per_context(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	for (int i = 0; i < 4; i++)
+		sub(f, a, (uint64_t)i * 20000000, BLK_WRITE);
+	for (int i = 0; i < 4; i++)
+		assert_non_null(disp_done(f));
+	at(f, 1);
+	struct request *rs = sub(f, a, 90000000, BLK_READ);
+	assert_ptr_equal(disp(f), rs);
+	at(f, 2);
+	done(f, rs);
+	assert_false(cfq_idling(&f->e));
+	assert_int_equal(f->e.idle_count, 0);
+	fx_free(f);
+}
+
+/* The service-tree offset uses the queue's own slice (2.6.30
+ * cfq_slice_offset): an async BE/4 queue starts 140 ms per other busy
+ * queue later, not 80 ms like a sync BE/4 one. A sync BE/0 queue arriving
+ * 100 ms later (offset 0) is therefore served before it; with the old
+ * offset the async queue (key +80 ms) went first. */
+static void test_service_offset_own_slice(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, false);
+	set(f, "slice_idle", "0");
+	struct blk_ioc *x = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *w = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *s0 = mkioc(f, BLK_IOPRIO_CLASS_BE, 0);
+	struct request *x1 = sub(f, x, 0, BLK_READ);
+	sub(f, x, 8, BLK_READ);
+	assert_ptr_equal(disp(f), x1);            /* X active, one request left */
+	sub(f, w, 50000000, BLK_WRITE);           /* async BE/4, 2 busy queues */
+	at(f, 100);
+	sub(f, s0, 60000000, BLK_READ);           /* sync BE/0, 3 busy queues */
+	done(f, x1);
+	struct request *x2 = disp(f);
+	assert_int_equal(x2->sector, 8);
+	at(f, 101);
+	done(f, x2);
+	struct request *next = disp(f);
+	assert_non_null(next);
+	assert_int_equal(next->sector, 60000000);
+	assert_true(rq_is_sync(next));
 	fx_free(f);
 }
 
@@ -744,6 +846,10 @@ int main(void)
 		cmocka_unit_test(test_merge_bookkeeping),
 		cmocka_unit_test(test_front_merge),
 		cmocka_unit_test(test_slice_end_kick),
+		cmocka_unit_test(test_idled_request_waits_for_plug),
+		cmocka_unit_test(test_rq_close_needs_samples),
+		cmocka_unit_test(test_history_per_context),
+		cmocka_unit_test(test_service_offset_own_slice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

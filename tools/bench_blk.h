@@ -15,6 +15,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A p99 needs at least this many samples (below: "n/a (N samples)"); a
+ * latency run goes on past its time until it has them, up to its cap. */
+#define BENCH_MIN_SAMPLES 100
+
 #define KiB 1024ull
 #define MiB (1024ull * 1024)
 
@@ -22,7 +26,9 @@ struct bench {
 	const char *device;  /* spec given with --device, or NULL */
 	const char *opts;    /* user -o options, applied before each config */
 	bool json;
-	double seconds;      /* measurement time per run */
+	double seconds;      /* minimum measurement time per run */
+	double cap_factor;   /* a latency run stops at cap_factor * seconds even
+			      * without BENCH_MIN_SAMPLES samples */
 	double scale;        /* time multiplier for sleeps in the load (think times) */
 	int failures;
 };
@@ -117,8 +123,14 @@ int bench_flood_run_begin(struct bench *b, struct flood_run *fr, const char *spe
 /* Read the flood's throughput and the queue statistics, then tear down
  * (bench_flood_stop's result). */
 int bench_flood_run_end(struct flood_run *fr, int rc);
+/* Should a latency loop that started at t0 (ns) with `count` samples go
+ * on? At least `seconds`, then until BENCH_MIN_SAMPLES, at most the cap. */
+bool bench_more(const struct bench *b, double seconds, uint64_t t0, uint64_t count);
+/* The cap of a run of `seconds`, in seconds. */
+double bench_cap(const struct bench *b, double seconds);
+
 /* Repeat a single 4 KiB sync write (op) and wait, every period, for
- * `seconds`; latencies into h. */
+ * `seconds` (bench_more); latencies into h. */
 int bench_sync_write_loop(struct bench *b, struct env *e, unsigned op, double seconds, uint64_t period_ns,
 			  struct hist *h, uint64_t *count);
 /* A journal-like sync submitter: every `period`, a plugged batch of `n`

@@ -222,12 +222,25 @@ int bench_flood_run_end(struct flood_run *fr, int rc)
 
 /* Repeat a single 4 KiB sync write (op) and wait, every period, for
  * `seconds`; latencies into h. */
+double bench_cap(const struct bench *b, double seconds)
+{
+	return seconds * (b->cap_factor > 1 ? b->cap_factor : 1);
+}
+
+bool bench_more(const struct bench *b, double seconds, uint64_t t0, uint64_t count)
+{
+	double el = (double)(clock_now_ns() - t0) / 1e9;
+	if (el < seconds)
+		return true;
+	return count < BENCH_MIN_SAMPLES && el < bench_cap(b, seconds);
+}
+
 int bench_sync_write_loop(struct bench *b, struct env *e, unsigned op, double seconds, uint64_t period_ns,
 			  struct hist *h, uint64_t *count)
 {
-	uint64_t end = clock_now_ns() + (uint64_t)(seconds * 1e9);
+	uint64_t t0 = clock_now_ns();
 	uint64_t base = bench_region(e, 0.5);
-	while (clock_now_ns() < end) {
+	while (bench_more(b, seconds, t0, *count)) {
 		int64_t t = bench_sync_batch(e, op, base + (*count % 4096) * 8, 1, 4096, ~0u, 0);
 		if (t < 0)
 			return (int)t;
@@ -294,8 +307,8 @@ int bench_fsync_loop(struct bench *b, struct env *e, double seconds, unsigned n,
 	 * WRITE_SYNC otherwise. */
 	unsigned commit_op = op == BLK_WRITE ? BLK_WRITE : BLK_WRITE_SYNC;
 	uint64_t jbase = bench_region(e, 0.45), jlen = bench_span(e, 64 * MiB), jpos = 0;
-	uint64_t end = clock_now_ns() + (uint64_t)(seconds * 1e9);
-	while (clock_now_ns() < end) {
+	uint64_t t0 = clock_now_ns();
+	while (bench_more(b, seconds, t0, *count)) {
 		uint64_t start = clock_now_ns();
 		if (jpos + (n + 1) * 8 > jlen)
 			jpos = 0;

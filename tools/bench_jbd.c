@@ -11,8 +11,14 @@
  * commit) takes. The journal writes follow the preset: WRITE under 2.6.29,
  * WRITE_SYNC per buffer under 2.6.30-rc1, WRITE_SYNC_PLUG under 2.6.30.
  * Journal options in -o (commit=, barrier=, journal_ioprio=) go to the
- * journal; the default is barrier=0, 2009 ext3's default, as the presets
- * reproduce that era. Every figure printed is measured in this run.
+ * journal; the presets bring barrier=0, 2009 ext3's default
+ * (jbd_config_era_defaults), unless -o names barrier. With barrier=1 the
+ * commit block is an ordered barrier under the presets' barrier_mode=drain
+ * (the flood queued ahead of it is drained first; "drained" counts those
+ * requests); -o barrier_mode=modern shows the flush + FUA of later kernels.
+ * A run lasts --seconds, then goes on until 100 commits (a p99 needs them),
+ * at most three times --seconds; p99 prints n/a below 100 samples. Every
+ * figure printed is measured in this run.
  *
  * usage: nostall bench jbd [--device SPEC] [--seconds S] [--json] [-o OPTS]
  */
@@ -93,8 +99,15 @@ static void *flood_main(void *arg)
 struct result {
 	const char *config;
 	double p50, p99, max, mbps;
-	uint64_t commits;
+	uint64_t commits;       /* samples behind the latencies */
+	uint64_t drained;       /* requests drained ahead of barriers (barrier_mode=drain) */
+	bool barrier;           /* the journal's barrier= in effect */
 };
+
+/* A p99 needs this many samples; a run goes on past --seconds until it has
+ * them, up to CAP_FACTOR times --seconds. */
+#define MIN_SAMPLES 100
+#define CAP_FACTOR 3
 
 static int run_one(struct jb *b, const char *spec, const char *preset, struct result *res)
 {
@@ -123,8 +136,11 @@ static int run_one(struct jb *b, const char *spec, const char *preset, struct re
 	static const uint8_t uuid[16] = { 0x6e, 0x6f, 0x73, 0x74, 0x61, 0x6c, 0x6c, 0x21 };
 	struct jbd_stack_params sp;
 	jbd_stack_params_default(&sp);
-	sp.queue_opts = b->qopts[0] ? b->qopts : NULL;
-	sp.queue_preset = preset;
+	/* The preset and the user's queue options in one string: the preset
+	 * applies first, so -o barrier_mode=modern refines it. */
+	char qopts[1100];
+	snprintf(qopts, sizeof qopts, "preset=%s%s%s", preset, b->qopts[0] ? "," : "", b->qopts);
+	sp.queue_opts = qopts;
 	sp.loc = (struct jbd_location){ .block_size = JBS, .first_block = jstart, .nr_blocks = JBLOCKS };
 	sp.cfg = b->jcfg;
 	sp.create = true;
@@ -152,10 +168,15 @@ static int run_one(struct jb *b, const char *spec, const char *preset, struct re
 	flooding = true;
 	clock_sleep_ns(500 * NS_PER_MS); /* let the flood fill the queue */
 	atomic_store(&f.bytes, 0);
+	blk_queue_stats_reset(q);
 	struct hist h;
 	hist_init(&h);
-	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9), n = 0;
-	while (clock_now_ns() < end) {
+	uint64_t t0 = clock_now_ns(), n = 0;
+	uint64_t min_end = t0 + (uint64_t)(b->seconds * 1e9), cap_end = t0 + (uint64_t)(CAP_FACTOR * b->seconds * 1e9);
+	for (;;) {
+		uint64_t now = clock_now_ns();
+		if (now >= cap_end || (now >= min_end && n >= MIN_SAMPLES))
+			break;
 		uint64_t start = clock_now_ns(), ns = 0;
 		rc = jbd_client_step(cl, &ns);
 		if (rc < 0)
@@ -174,6 +195,12 @@ static int run_one(struct jb *b, const char *spec, const char *preset, struct re
 	res->max = (double)h.max / 1e6;
 	res->mbps = (double)abytes / MiB / ((double)(t1 - t0) / 1e9);
 	res->commits = n;
+	struct blk_stats bst;
+	blk_queue_stats_get(q, &bst);
+	res->drained = bst.barrier_drained;
+	struct jbd_stats jst;
+	jbd_journal_stats(jbd_stack_journal(stk), &jst);
+	res->barrier = (jst.last_commit_op & BLK_REQ_FLUSH) != 0;
 out:
 	if (flooding) {
 		atomic_store(&f.stop, true);
@@ -212,8 +239,10 @@ static void usage(FILE *out)
 		     "  sync (fsync-like) journal commits every 50 ms beside a 1 MiB async write flood,\n"
 		     "  per era preset (2.6.29, 2.6.30-rc1, 2.6.30)\n"
 		     "  --device SPEC   default sim:hdd\n"
-		     "  --seconds S     measurement time per preset (default 4)\n"
-		     "  -o OPTS         journal options (commit=, barrier= (default 0 here), journal_ioprio=)\n"
+		     "  --seconds S     minimum measurement time per preset (default 4); a run goes on\n"
+		     "                  until 100 commits, at most 3 times that\n"
+		     "  -o OPTS         journal options (commit=, barrier= (the presets' default: 0, 2009's\n"
+		     "                  ext3), journal_ioprio=) and queue tunables (barrier_mode=, ...)\n"
 		     "                  and queue/scheduler tunables\n");
 }
 
@@ -221,7 +250,6 @@ int bench_jbd(int argc, char **argv)
 {
 	struct jb b = { .seconds = 4.0 };
 	jbd_config_default(&b.jcfg);
-	b.jcfg.barrier = false;
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' }, { "json", no_argument, NULL, 'j' },
 		{ "seconds", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
@@ -276,19 +304,34 @@ int bench_jbd(int argc, char **argv)
 	fprintf(stderr, "\r%80s\r", "");
 	fflush(stderr);
 	if (b.json) {
-		for (int i = 0; i < 3; i++)
-			printf("{\"scenario\":\"sync-commit\",\"device\":\"%s\",\"config\":\"%s\",\"p50_ms\":%.2f,"
-			       "\"p99_ms\":%.2f,\"max_ms\":%.2f,\"async_mbps\":%.2f,\"commits\":%llu}\n",
-			       spec, res[i].config, res[i].p50, res[i].p99, res[i].max, res[i].mbps,
-			       (unsigned long long)res[i].commits);
+		for (int i = 0; i < 3; i++) {
+			printf("{\"scenario\":\"sync-commit\",\"device\":\"%s\",\"config\":\"%s\",\"p50_ms\":%.2f,", spec,
+			       res[i].config, res[i].p50);
+			if (res[i].commits >= MIN_SAMPLES)
+				printf("\"p99_ms\":%.2f,", res[i].p99);
+			else
+				printf("\"p99_ms\":null,");
+			printf("\"max_ms\":%.2f,\"async_mbps\":%.2f,\"commits\":%llu,\"barrier\":%d,\"drained\":%llu}\n",
+			       res[i].max, res[i].mbps, (unsigned long long)res[i].commits, res[i].barrier,
+			       (unsigned long long)res[i].drained);
+		}
 	} else {
-		printf("\nsync-commit on %s (barrier=%d, journal_ioprio=%s/%d)\n", spec, b.jcfg.barrier,
-		       blk_ioprio_class_name(b.jcfg.ioprio_class), b.jcfg.ioprio_level);
-		printf("  %-18s %18s %18s %18s %18s %18s\n", "config", "p50_ms", "p99_ms", "max_ms", "async_mbps",
-		       "commits");
-		for (int i = 0; i < 3; i++)
-			printf("  %-18s %18.2f %18.2f %18.2f %18.2f %18llu\n", res[i].config, res[i].p50, res[i].p99,
-			       res[i].max, res[i].mbps, (unsigned long long)res[i].commits);
+		printf("\nsync-commit on %s (journal_ioprio=%s/%d); runs of at least %g s, then until %d commits,"
+		       " at most %g s;\np99 only with %d samples or more; commits = the samples behind each figure\n",
+		       spec, blk_ioprio_class_name(b.jcfg.ioprio_class), b.jcfg.ioprio_level, b.seconds, MIN_SAMPLES,
+		       CAP_FACTOR * b.seconds, MIN_SAMPLES);
+		printf("  %-12s %8s %12s %18s %12s %12s %8s %8s\n", "config", "barrier", "p50_ms", "p99_ms", "max_ms",
+		       "async_mbps", "commits", "drained");
+		for (int i = 0; i < 3; i++) {
+			char p99[32];
+			if (res[i].commits >= MIN_SAMPLES)
+				snprintf(p99, sizeof p99, "%.2f", res[i].p99);
+			else
+				snprintf(p99, sizeof p99, "n/a (%llu samples)", (unsigned long long)res[i].commits);
+			printf("  %-12s %8d %12.2f %18s %12.2f %12.2f %8llu %8llu\n", res[i].config, res[i].barrier,
+			       res[i].p50, p99, res[i].max, res[i].mbps, (unsigned long long)res[i].commits,
+			       (unsigned long long)res[i].drained);
+		}
 	}
 	fflush(stdout);
 	return 0;

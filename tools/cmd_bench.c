@@ -22,12 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_FIELDS 8
+#define MAX_FIELDS 10
 
+/* A figure of a run. A percentile that needs more samples than it has
+ * (samples >= 0 and below BENCH_MIN_SAMPLES) prints "n/a (N samples)" in
+ * text and null in JSON. */
 struct field {
 	const char *name;
 	double value;
 	int decimals;
+	int64_t samples; /* -1: not a tail percentile */
 };
 
 struct run {
@@ -41,15 +45,29 @@ struct run {
 static void run_field(struct run *r, const char *name, double v, int decimals)
 {
 	if (r->nf < MAX_FIELDS)
-		r->f[r->nf++] = (struct field){ name, v, decimals };
+		r->f[r->nf++] = (struct field){ name, v, decimals, -1 };
 }
 
+/* A p99 of histogram h: shown only with BENCH_MIN_SAMPLES samples. */
+static void run_p99_field(struct run *r, const char *name, const struct hist *h, int decimals)
+{
+	if (r->nf < MAX_FIELDS)
+		r->f[r->nf++] = (struct field){ name, bench_ms(hist_quantile(h, 0.99)), decimals, (int64_t)h->count };
+}
+
+/* p50, p99, (max) and the number of samples behind them. */
 static void run_latency_fields(struct run *r, const struct hist *h, bool with_max)
 {
 	run_field(r, "p50_ms", bench_ms(hist_quantile(h, 0.5)), 2);
-	run_field(r, "p99_ms", bench_ms(hist_quantile(h, 0.99)), 2);
+	run_p99_field(r, "p99_ms", h, 2);
 	if (with_max)
 		run_field(r, "max_ms", bench_ms(h->max), 2);
+	run_field(r, "samples", (double)h->count, 0);
+}
+
+static bool field_na(const struct field *f)
+{
+	return f->samples >= 0 && f->samples < BENCH_MIN_SAMPLES;
 }
 
 /* ----------------------------------------------------------- output */
@@ -76,8 +94,12 @@ static void print_runs(struct bench *b, struct run *runs, int n)
 			struct run *r = &runs[i];
 			printf("{\"scenario\":\"%s\",\"device\":\"%s\",\"config\":\"%s\"", r->scenario, r->device,
 			       r->config);
-			for (int j = 0; j < r->nf; j++)
-				printf(",\"%s\":%.*f", r->f[j].name, r->f[j].decimals, r->f[j].value);
+			for (int j = 0; j < r->nf; j++) {
+				if (field_na(&r->f[j]))
+					printf(",\"%s\":null", r->f[j].name);
+				else
+					printf(",\"%s\":%.*f", r->f[j].name, r->f[j].decimals, r->f[j].value);
+			}
 			printf("}\n");
 		}
 		fflush(stdout);
@@ -90,8 +112,16 @@ static void print_runs(struct bench *b, struct run *runs, int n)
 	printf("\n");
 	for (int i = 0; i < n; i++) {
 		printf("  %-18s", runs[i].config);
-		for (int j = 0; j < runs[i].nf; j++)
-			printf(" %18.*f", runs[i].f[j].decimals, runs[i].f[j].value);
+		for (int j = 0; j < runs[i].nf; j++) {
+			const struct field *f = &runs[i].f[j];
+			if (field_na(f)) {
+				char na[32];
+				snprintf(na, sizeof na, "n/a (%lld samples)", (long long)f->samples);
+				printf(" %18s", na);
+			} else {
+				printf(" %18.*f", f->decimals, f->value);
+			}
+		}
 		printf("\n");
 	}
 	fflush(stdout);
@@ -116,10 +146,11 @@ static int sc_sync_alloc(struct bench *b, const char *spec, const struct config 
 		return rc;
 	rc = bench_sync_write_loop(b, &fr.e, BLK_WRITE_SYNC, b->seconds, 20 * NS_PER_MS, &fr.h, &fr.n);
 	rc = bench_flood_run_end(&fr, rc);
-	run_field(r, "alloc_wait_p99_ms", bench_ms(hist_quantile(&fr.st.alloc_wait[1], 0.99)), 3);
+	run_p99_field(r, "alloc_wait_p99_ms", &fr.st.alloc_wait[1], 3);
 	run_field(r, "alloc_wait_max_ms", bench_ms(fr.st.alloc_wait[1].max), 3);
+	run_field(r, "alloc_samples", (double)fr.st.alloc_wait[1].count, 0);
 	run_field(r, "async_service_p50_ms", bench_ms(hist_quantile(&fr.st.service_lat[0], 0.5)), 3);
-	run_field(r, "sync_writes", (double)fr.n, 0);
+	run_field(r, "service_samples", (double)fr.st.service_lat[0].count, 0);
 	return rc;
 }
 
@@ -137,8 +168,8 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 	hist_init(&h);
 	/* A fixed number of batches, so device_requests compare directly. */
 	int batches = 0, nbatches = (int)(b->seconds * 25);
-	if (nbatches < 10)
-		nbatches = 10;
+	if (nbatches < BENCH_MIN_SAMPLES)
+		nbatches = BENCH_MIN_SAMPLES;
 	uint64_t base = bench_region(&e, 0.25);
 	while (batches < nbatches) {
 		int64_t t = bench_sync_batch(&e, op, base + (uint64_t)batches * 1024, 64, 4096, ~0u, 0);
@@ -156,7 +187,7 @@ static int sc_sync_plug(struct bench *b, const char *spec, const struct config *
 	run_field(r, "device_requests", (double)reqs, 0);
 	run_field(r, "requests_per_batch", batches ? (double)reqs / batches : 0, 1);
 	run_field(r, "batch_ms", bench_ms((uint64_t)hist_mean(&h)), 3);
-	run_field(r, "batch_p99_ms", bench_ms(hist_quantile(&h, 0.99)), 3);
+	run_p99_field(r, "batch_p99_ms", &h, 3);
 	run_field(r, "batches", batches, 0);
 	return rc;
 }
@@ -176,11 +207,11 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 	clock_sleep_ns(bench_scaled(b, 200 * NS_PER_MS));
 	blk_queue_stats_reset(e.q);
 	uint64_t r0 = atomic_load(&rd.done_bytes);
-	uint64_t t0 = clock_now_ns(), end = t0 + (uint64_t)(b->seconds * 1e9);
+	uint64_t t0 = clock_now_ns();
 	struct hist h;
 	hist_init(&h);
 	uint64_t n = 0;
-	while (clock_now_ns() < end) {
+	while (bench_more(b, b->seconds, t0, n)) {
 		int64_t t = bench_sync_batch(&e, BLK_WRITE_SYNC_PLUG, bench_region(&e, 0.2) + (n % 4096) * 8, 1, 4096, ~0u, 0);
 		if (t < 0) {
 			rc = (int)t;
@@ -201,7 +232,7 @@ static int sc_noidle(struct bench *b, const char *spec, const struct config *c, 
 	run_field(r, "idle_ms", bench_ms(st.idle_ns), 1);
 	run_field(r, "reader_mbps", (double)rbytes / MiB / ((double)(t1 - t0) / 1e9), 2);
 	run_field(r, "writer_p50_ms", bench_ms(hist_quantile(&h, 0.5)), 3);
-	run_field(r, "writes", (double)n, 0);
+	run_field(r, "writes", (double)n, 0); /* the writer's samples */
 	return rc;
 }
 
@@ -259,7 +290,6 @@ static int sc_ioprio(struct bench *b, const char *spec, const struct config *c, 
 	rc = bench_flood_run_end(&fr, rc);
 	run_latency_fields(r, &fr.h, true);
 	run_field(r, "async_mbps", fr.mbps, 2);
-	run_field(r, "commits", (double)fr.n, 0);
 	return rc;
 }
 
@@ -275,7 +305,6 @@ static int sc_max_sectors(struct bench *b, const char *spec, const struct config
 	rc = bench_flood_run_end(&fr, rc);
 	run_latency_fields(r, &fr.h, false);
 	run_field(r, "async_mbps", fr.mbps, 2);
-	run_field(r, "sync_writes", (double)fr.n, 0);
 	return rc;
 }
 
@@ -287,14 +316,13 @@ static int sc_era(struct bench *b, const char *spec, const struct config *c, str
 	int rc = bench_flood_run_begin(b, &fr, spec, c->opts, 1, 1024 * KiB, false);
 	if (rc)
 		return rc;
-	/* Twice the time: under 2.6.29 one fsync takes seconds, and a p99 of
-	 * one or two samples says little. */
+	/* Twice the time: under 2.6.29 one fsync takes seconds; its p99 stays
+	 * n/a (the cap comes first), its p50 and max have a few samples. */
 	rc = bench_fsync_loop(b, &fr.e, 2 * b->seconds, 8, bench_scaled(b, 50 * NS_PER_MS), &fr.h, &fr.n);
 	rc = bench_flood_run_end(&fr, rc);
 	run_latency_fields(r, &fr.h, true);
 	run_field(r, "async_mbps", fr.mbps, 2);
 	run_field(r, "device_requests", (double)(fr.st.device_requests[0] + fr.st.device_requests[1]), 0);
-	run_field(r, "fsyncs", (double)fr.n, 0);
 	return rc;
 }
 
@@ -360,7 +388,8 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: nostall bench blk|jbd [--device SPEC] [--scenario NAME[,NAME..]] [--seconds S] [--json] [-o OPTS]\n"
 		"  --device SPEC   device spec (default sim:hdd; ssd-plug defaults to sim:ssd-nq)\n"
-		"  --seconds S     measurement time per run (default 4)\n"
+		"  --seconds S     minimum measurement time per run (default 4); latency runs go on\n"
+		"                  until 100 samples, at most twice that time\n"
 		"  -o OPTS         queue/scheduler tunables applied before each configuration\n"
 		"scenarios:\n");
 	for (size_t i = 0; i < NR_SCENARIOS; i++)
@@ -369,7 +398,7 @@ static void bench_usage(FILE *out)
 
 static int bench_blk(int argc, char **argv)
 {
-	struct bench b = { .seconds = 4.0, .scale = 1.0 };
+	struct bench b = { .seconds = 4.0, .scale = 1.0, .cap_factor = 2.0 };
 	const char *only = NULL;
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' }, { "scenario", required_argument, NULL, 's' },
@@ -434,6 +463,11 @@ static int bench_blk(int argc, char **argv)
 		}
 		dev_close(d);
 	}
+	if (!b.json)
+		printf("latency runs: at least %g s (era %g s), then until %d samples, at most %g s (era %g s);\n"
+		       "p99 only with %d samples or more, else n/a with the count\n",
+		       b.seconds, 2 * b.seconds, BENCH_MIN_SAMPLES, bench_cap(&b, b.seconds), bench_cap(&b, 2 * b.seconds),
+		       BENCH_MIN_SAMPLES);
 	for (size_t i = 0; i < NR_SCENARIOS; i++) {
 		if (!selected[i])
 			continue;

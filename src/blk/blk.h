@@ -9,7 +9,14 @@
  *   non-rotational queuing devices;
  * - back/front merging (hash of request ends/starts), sync never into async,
  *   results bounded by max_sectors_kb; bios larger than that are split;
- * - per-thread io contexts with ioprio class and level.
+ * - per-thread io contexts with ioprio class and level;
+ * - barriers (a write or empty bio with FLUSH or FUA): barrier_mode=modern
+ *   passes them to the device as one PREFLUSH+FUA command (Linux 2.6.37+,
+ *   nostall's own default); drain / drain_fua run 2.6.30's ordered sequence
+ *   (the era presets): everything queued before the barrier is dispatched
+ *   and completes, later requests wait, then pre-flush, the write, and a
+ *   post-flush (drain) or FUA on the write (drain_fua); without a write
+ *   cache only the drain.
  *
  * Threads: callers submit bios (they may sleep waiting for a request); one
  * dispatcher thread per queue moves requests from the elevator to the device
@@ -103,6 +110,9 @@ const char *blk_ioprio_class_name(int ioprio_class);
 struct blk_ioc *blk_ioc_create(int ioprio_class, int level);
 void blk_ioc_get(struct blk_ioc *ioc);
 void blk_ioc_put(struct blk_ioc *ioc);
+/* References held on ioc right now (a scheduler that keeps per-context
+ * state frees it once it holds the last one: the context is gone). */
+int blk_ioc_refcount(const struct blk_ioc *ioc);
 uint64_t blk_ioc_id(const struct blk_ioc *ioc);
 int blk_ioc_class(const struct blk_ioc *ioc);
 int blk_ioc_level(const struct blk_ioc *ioc);
@@ -119,8 +129,10 @@ void blk_queue_destroy(struct blk_queue *q);
 struct dev *blk_queue_dev(const struct blk_queue *q);
 
 /* Tunables by name, sysfs-like: queue ones (nr_requests, max_sectors_kb,
- * scheduler, preset, rq_pools, noidle, ssd_plug, sync_batch_op, unplug_thresh,
- * unplug_delay_ms) and those of the current scheduler (slice_idle, ...).
+ * scheduler, preset, rq_pools, noidle, ssd_plug, sync_batch_op, barrier_mode,
+ * unplug_thresh, unplug_delay_ms) and those of the current scheduler
+ * (slice_idle, ...). Presets: 2.6.29, 2.6.30-rc1, 2.6.30 (the eras) and
+ * nostall (the default: 2.6.30's block layer with modern barriers).
  * Unknown names and out of range values fail with a message (err_last()). */
 int blk_queue_set(struct blk_queue *q, const char *name, const char *value);
 /* "name=value,name=value"; "scheduler=" and "preset=" are applied first so
@@ -132,6 +144,10 @@ void blk_queue_print_tunables(struct blk_queue *q, FILE *out);
 /* Check an option string without a queue (for early CLI validation): each
  * name must be a queue tunable or a tunable of some scheduler. */
 int blk_opts_validate(const char *opts);
+/* Is `name` one of the era presets (2.6.29, 2.6.30-rc1, 2.6.30), whose
+ * mount defaults are 2009's (barrier=0)? False for "nostall" and unknown
+ * names. */
+bool blk_preset_is_era(const char *name);
 
 /* The op that upper layers use for a batch of sync writes a caller will wait
  * for (journal commit, fsync_buffers_list) under the current era:
@@ -199,6 +215,10 @@ struct blk_stats {
 	uint64_t plugs, unplugs_flag, unplugs_thresh, unplugs_timer, unplugs_wait, unplugs_alloc;
 	uint64_t alloc_sleeps;                /* callers that slept for a request */
 	uint64_t idle_ns, idle_count;         /* scheduler idling (anticipation) */
+	uint64_t barriers;                    /* barrier_mode=drain*: ordered sequences run */
+	uint64_t barrier_drained;             /* requests ahead of a barrier (queued or at the
+					       * device when it arrived) that completed first */
+	struct hist barrier_wait;             /* barrier arrival -> its pre-flush (the drain) */
 	uint64_t bytes[2];                    /* completed bytes: [0] read, [1] write */
 	/* latencies in ns, per pool kind: [0] async, [1] sync */
 	struct hist alloc_wait[2];            /* time to get a request */

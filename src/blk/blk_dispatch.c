@@ -73,7 +73,7 @@ static void bio_complete(struct bio *bio, int err)
 		parent->end_io(parent, __atomic_load_n(&parent->bi_error, __ATOMIC_ACQUIRE));
 }
 
-static void rq_done(struct dev_io *io, int err)
+void blk_rq_done(struct dev_io *io, int err)
 {
 	struct request *rq = io->priv;
 	struct blk_queue *q = rq->queue;
@@ -116,12 +116,12 @@ static void rq_done(struct dev_io *io, int err)
 
 /* Build the device command for a dispatched request. Requests whose bios
  * are not contiguous in memory go through a bounce buffer. */
-static int rq_prepare_io(struct request *rq)
+int blk_rq_prepare_io(struct request *rq)
 {
 	struct dev_io *io = &rq->io;
 	memset(io, 0, sizeof *io);
 	io->priv = rq;
-	io->done = rq_done;
+	io->done = blk_rq_done;
 	if (!rq->nr_sectors) {
 		io->op = DEV_OP_FLUSH;
 		return 0;
@@ -157,11 +157,25 @@ static int rq_prepare_io(struct request *rq)
 
 /* ------------------------------------------------------- dispatcher */
 
+/* A request leaves blk for the device: counters and the queue latency. */
+void blk_rq_account_dispatch(struct blk_queue *q, struct request *rq)
+{
+	bool sync = rq_is_sync(rq);
+	q->in_flight++;
+	q->elv.in_driver[sync]++;
+	rq->dispatch_ns = q->elv.now_ns;
+	q->st.dispatched++;
+	q->st.device_requests[sync]++;
+	q->st.class_requests[blk_ioc_class(rq->ioc) & 3]++;
+	hist_add(&q->st.queue_lat[sync], rq->dispatch_ns - rq->insert_ns);
+}
+
 /* Move requests from the elevator to the device while the queue is not
  * plugged or stopped and the device has room. Called with q->lock held;
  * drops it around dev_submit(). One thread runs the queue at a time, so the
  * device sees requests in dispatch order; a caller that finds it running
- * asks the runner for another pass instead. */
+ * asks the runner for another pass instead. While barriers are pending
+ * (blk_barrier.c) the ordered list is served instead of the elevator. */
 static void queue_run_locked(struct blk_queue *q)
 {
 	if (q->running) {
@@ -175,24 +189,20 @@ static void queue_run_locked(struct blk_queue *q)
 		struct list_node out;
 		list_init(&out);
 		unsigned n = 0;
-		if (!q->plugged && !q->stopped) {
+		blk_elv_sync_state(q);
+		if (!q->stopped &&
+		    !blk_barrier_dispatch_locked(q, &out, depth, &n) &&
+		    !q->plugged) {
 			bool force = q->draining || q->elv_switching;
 			while (q->in_flight < depth) {
 				blk_elv_sync_state(q);
 				struct request *rq = q->elv.ops->dispatch(&q->elv, force);
 				if (!rq)
 					break;
-				bool sync = rq_is_sync(rq);
 				rq->in_elv = false;
 				blk_rq_hash_del(rq);
 				q->queued--;
-				q->in_flight++;
-				q->elv.in_driver[sync]++;
-				rq->dispatch_ns = q->elv.now_ns;
-				q->st.dispatched++;
-				q->st.device_requests[sync]++;
-				q->st.class_requests[blk_ioc_class(rq->ioc) & 3]++;
-				hist_add(&q->st.queue_lat[sync], rq->dispatch_ns - rq->insert_ns);
+				blk_rq_account_dispatch(q, rq);
 				list_add_tail(&out, &rq->q_node);
 				n++;
 			}
@@ -206,11 +216,7 @@ static void queue_run_locked(struct blk_queue *q)
 		list_for_each_safe(it, tmp, &out) {
 			struct request *rq = list_entry(it, struct request, q_node);
 			list_del(&rq->q_node);
-			int rc = rq_prepare_io(rq);
-			if (!rc)
-				rc = dev_submit(q->dev, &rq->io);
-			if (rc < 0)
-				rq_done(&rq->io, rc);
+			blk_barrier_submit(q, rq);
 		}
 		pthread_mutex_lock(&q->lock);
 	}
@@ -244,7 +250,9 @@ void *blk_dispatcher_main(void *arg)
 		uint64_t deadline = 0;
 		if (q->plugged && !q->stopped)
 			deadline = q->plug_deadline_ns;
-		if (q->elv.kick_ns) {
+		/* While barriers are pending the elevator is not asked; their
+		 * steps' completions wake us instead of its timers. */
+		if (q->elv.kick_ns && !q->ord_barriers) {
 			uint64_t k = q->elv.kick_ns;
 			/* An elevator that asks to run "now" yet dispatched
 			 * nothing gets a short pause instead of a busy loop. */

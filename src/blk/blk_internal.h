@@ -8,6 +8,7 @@
  *   blk_dispatch.c  plugging, running the queue, the dispatcher thread,
  *                   completion
  *   blk_tunables.c  the tunable table, blk_queue_set/get, option strings
+ *   blk_barrier.c   barriers: 2.6.30's drain + pre/post-flush sequence
  *   blk_stats.c     statistics and state snapshots
  *   elevator.c      elevator registry, start/switch, shared sched helpers
  *   blk_ioc.c       io contexts
@@ -44,6 +45,13 @@ struct blk_ioc {
 	const void *batch_queue;
 	int nr_batch_requests;
 	uint64_t last_waited_ns;
+};
+
+/* barrier_mode (blk.h, "barriers"). */
+enum blk_barrier_mode {
+	BLK_BARRIER_MODERN = 0,    /* PREFLUSH+FUA in one command, no drain (2.6.37+) */
+	BLK_BARRIER_DRAIN = 1,     /* 2.6.30 QUEUE_ORDERED_DRAIN_FLUSH */
+	BLK_BARRIER_DRAIN_FUA = 2, /* 2.6.30 QUEUE_ORDERED_DRAIN_FUA */
 };
 
 #define RQ_HASH_BITS 8
@@ -83,6 +91,7 @@ struct blk_queue {
 	pthread_cond_t idle_cond; /* requests freed (drain, switch) */
 	struct blk_tunables t;
 	unsigned sync_batch_op;
+	unsigned barrier_mode;    /* enum blk_barrier_mode */
 	const char *preset;       /* last preset applied, or "custom" */
 
 	struct blk_pool pool[2];
@@ -99,6 +108,16 @@ struct blk_queue {
 	bool stopped;
 	bool draining;
 	bool dying;
+	/* Ordered barriers (blk_barrier.c): requests taken out of the
+	 * elevator ahead of a barrier, and the barriers, in dispatch order
+	 * (linked by q_node); barriers counts those listed or in their
+	 * sequence (ord_rq); while it is non-zero the elevator is not asked. */
+	struct list_node ord_list;
+	unsigned ord_len;
+	unsigned ord_barriers;
+	struct request *ord_rq;   /* the barrier whose sequence runs */
+	bool ord_step_ready;      /* ord_rq's next step may be issued */
+	int ord_err;
 	unsigned queued;    /* requests inside the elevator */
 	unsigned in_flight; /* requests at the device */
 	unsigned allocated; /* requests allocated, all pools */
@@ -138,6 +157,30 @@ void blk_queue_plug_locked(struct blk_queue *q, uint64_t now);
 void blk_queue_unplug_locked(struct blk_queue *q, uint64_t *counter);
 /* The dispatcher thread of a queue (started by blk_queue_create). */
 void *blk_dispatcher_main(void *arg);
+
+/* Build the device command for a dispatched request (bounce buffer when
+ * its bios are not contiguous). Without q->lock. */
+int blk_rq_prepare_io(struct request *rq);
+/* Count rq as sent to the device (in_flight, statistics). */
+void blk_rq_account_dispatch(struct blk_queue *q, struct request *rq);
+/* Complete a request at the device (its bios, statistics, the elevator).
+ * Without q->lock. */
+void blk_rq_done(struct dev_io *io, int err);
+
+/* ---- blk_barrier.c ---- */
+/* Is a bio with flags rw a barrier under the queue's barrier_mode? */
+bool blk_barrier_bio(const struct blk_queue *q, unsigned rw);
+/* rq (just added to the elevator) is a barrier: drain the elevator into
+ * q->ord_list ahead of it. */
+void blk_barrier_queue_locked(struct blk_queue *q, struct request *rq);
+/* Dispatch from the ordered list while barriers are pending: appends to
+ * `out` (bumping *n) what may go to the device now: a barrier's next step
+ * even when plugged, listed requests unless plugged. Returns true when the
+ * elevator must not be asked. */
+bool blk_barrier_dispatch_locked(struct blk_queue *q, struct list_node *out, unsigned depth, unsigned *n);
+/* Issue rq to the device: its next barrier step, or the request itself.
+ * Without q->lock. */
+void blk_barrier_submit(struct blk_queue *q, struct request *rq);
 
 /* ---- blk_queue.c ---- */
 /* Apply preset `name` (fails on an unknown name, or with -EBUSY when it

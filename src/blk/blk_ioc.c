@@ -60,6 +60,11 @@ void blk_ioc_get(struct blk_ioc *ioc)
 	atomic_fetch_add(&ioc->refs, 1);
 }
 
+int blk_ioc_refcount(const struct blk_ioc *ioc)
+{
+	return atomic_load(&((struct blk_ioc *)ioc)->refs);
+}
+
 void blk_ioc_put(struct blk_ioc *ioc)
 {
 	if (ioc && atomic_fetch_sub(&ioc->refs, 1) == 1)

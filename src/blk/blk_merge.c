@@ -2,8 +2,9 @@
  * that ends where it starts (back merge) or starts where it ends (front
  * merge), found through two hashes of the requests inside the elevator (by
  * end and by start sector). A request that grew may then touch its
- * neighbour, and the two become one. Never sync into async, never across
- * FLUSH/FUA, never past max_sectors_kb, and only where the elevator agrees.
+ * neighbour, and the two become one if both are sync or both async. Never across
+ * FLUSH/FUA, never past max_sectors_kb, and only where the elevator agrees
+ * (cfq: never a sync bio into an async request, only within one cfq queue).
  * Everything here runs under q->lock (blk_internal.h).
  */
 #include "blk.h"
@@ -51,17 +52,16 @@ static void rq_rehash(struct blk_queue *q, struct request *rq)
 	blk_rq_hash_add(q, rq);
 }
 
-/* May a bio with flags rw from ioc join rq? Same direction, never sync into
- * async, nothing with cache-control flags, bounded size, and the elevator
- * agrees (cfq: the same queue). */
+/* May a bio with flags rw from ioc join rq? Same direction, nothing with
+ * cache-control flags, bounded size, and the elevator agrees. A sync bio may
+ * join an async request here: as in 2.6.30, only CFQ's allow_merge forbids
+ * that (its sync and async queues are separate); noop and deadline merge. */
 static bool rq_merge_ok(struct blk_queue *q, struct request *rq, unsigned rw, struct blk_ioc *ioc,
 			uint64_t add_sectors)
 {
 	if (!rq->in_elv)
 		return false;
 	if ((rq->flags & BLK_RW_WRITE) != (rw & BLK_RW_WRITE))
-		return false;
-	if (blk_rw_is_sync(rw) && !rq_is_sync(rq))
 		return false;
 	if ((rq->flags | rw) & RQ_NOMERGE_FLAGS)
 		return false;

@@ -16,12 +16,18 @@ struct blk_preset {
 	const char *name;
 	bool sync_async_pools, noidle, ssd_plug;
 	unsigned sync_batch_op;
+	unsigned barrier_mode;
+	bool era; /* a 2009 kernel: its mount defaults too (barrier=0) */
 };
 
+/* The eras run barriers as 2.6.30 did (drain + flushes; libata shipped
+ * with FUA off). "nostall" is the default: 2.6.30's block layer with the
+ * barriers of later kernels (flush + FUA, no drain). */
 static const struct blk_preset presets[] = {
-	{ "2.6.29", false, false, false, BLK_WRITE },
-	{ "2.6.30-rc1", false, false, false, BLK_WRITE_SYNC },
-	{ "2.6.30", true, true, true, BLK_WRITE_SYNC_PLUG },
+	{ "2.6.29", false, false, false, BLK_WRITE, BLK_BARRIER_DRAIN, true },
+	{ "2.6.30-rc1", false, false, false, BLK_WRITE_SYNC, BLK_BARRIER_DRAIN, true },
+	{ "2.6.30", true, true, true, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_DRAIN, true },
+	{ "nostall", true, true, true, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_MODERN, false },
 };
 #define NR_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -36,8 +42,15 @@ static const struct blk_preset *preset_find(const char *name)
 int blk_preset_check(const char *name)
 {
 	if (!preset_find(name))
-		return err_set(-EINVAL, "preset: '%s' is unknown (2.6.29, 2.6.30-rc1, 2.6.30)", name ? name : "");
+		return err_set(-EINVAL, "preset: '%s' is unknown (2.6.29, 2.6.30-rc1, 2.6.30, nostall)",
+			       name ? name : "");
 	return 0;
+}
+
+bool blk_preset_is_era(const char *name)
+{
+	const struct blk_preset *p = preset_find(name);
+	return p && p->era;
 }
 
 int blk_queue_preset_apply(struct blk_queue *q, const char *name)
@@ -55,6 +68,7 @@ int blk_queue_preset_apply(struct blk_queue *q, const char *name)
 	q->t.noidle = p->noidle;
 	q->t.ssd_plug = p->ssd_plug;
 	q->sync_batch_op = p->sync_batch_op;
+	q->barrier_mode = p->barrier_mode;
 	q->preset = p->name;
 	pthread_mutex_unlock(&q->lock);
 	return 0;
@@ -86,7 +100,9 @@ int blk_queue_create(struct dev *dev, const char *opts, struct blk_queue **out)
 	if (q->t.max_sectors_kb > hw_kb)
 		q->t.max_sectors_kb = hw_kb;
 	q->sync_batch_op = BLK_WRITE_SYNC_PLUG;
-	q->preset = "2.6.30";
+	q->barrier_mode = BLK_BARRIER_MODERN;
+	q->preset = "nostall";
+	list_init(&q->ord_list);
 	pthread_mutex_init(&q->lock, NULL);
 	clock_cond_init(&q->kick);
 	pthread_cond_init(&q->idle_cond, NULL);

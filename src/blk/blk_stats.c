@@ -16,6 +16,7 @@ void blk_stats_clear(struct blk_stats *st)
 		hist_init(&st->service_lat[i]);
 		hist_init(&st->total_lat[i]);
 	}
+	hist_init(&st->barrier_wait);
 }
 
 void blk_queue_stats_get(struct blk_queue *q, struct blk_stats *out)
@@ -39,7 +40,7 @@ void blk_queue_stats_reset(struct blk_queue *q)
 void blk_queue_counts(struct blk_queue *q, unsigned *queued, unsigned *in_flight)
 {
 	pthread_mutex_lock(&q->lock);
-	*queued = q->queued;
+	*queued = q->queued + q->ord_len;
 	*in_flight = q->in_flight;
 	pthread_mutex_unlock(&q->lock);
 }
@@ -71,6 +72,10 @@ void blk_stats_print(const struct blk_stats *s, FILE *out)
 		"/%" PRIu64 " alloc sleeps %" PRIu64 " idled %.3f ms in %" PRIu64 " windows\n",
 		s->plugs, s->unplugs_flag, s->unplugs_thresh, s->unplugs_timer, s->unplugs_wait, s->unplugs_alloc,
 		s->alloc_sleeps, s->idle_ns / 1e6, s->idle_count);
+	if (s->barriers)
+		fprintf(out, "barriers %" PRIu64 " (ordered, drain): %" PRIu64 " requests drained ahead of them\n",
+			s->barriers, s->barrier_drained);
+	print_hist(out, "barrier/wait", &s->barrier_wait);
 	static const char *const kind[2] = { "async", "sync" };
 	for (int i = 0; i < 2; i++) {
 		char name[32];

@@ -44,13 +44,15 @@ static void make_request(struct blk_queue *q, struct bio *bio)
 	rq->bio = rq->biotail = bio;
 	/* A request into an empty elevator plugs the queue (2.6.30: unless
 	 * the device is non-rotational and queuing). */
-	if (!q->queued && queue_should_plug(q))
+	if (!q->queued && !q->ord_len && queue_should_plug(q))
 		blk_queue_plug_locked(q, q->elv.now_ns);
 	rq->insert_ns = q->elv.now_ns;
 	rq->in_elv = true;
 	q->elv.ops->add_request(&q->elv, rq);
 	q->queued++;
-	if (rq->nr_sectors)
+	if (blk_barrier_bio(q, bio->rw))
+		blk_barrier_queue_locked(q, rq); /* drains the elevator ahead of it */
+	else if (rq->nr_sectors)
 		blk_rq_hash_add(q, rq);
 	/* Enough pending behind the plug: unplug (unplug_thresh). */
 	if (q->plugged) {

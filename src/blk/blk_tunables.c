@@ -1,5 +1,5 @@
 /* Queue tunables (docs/block-layer.md, "tunables"): the table of numeric
- * ones, the string-valued scheduler / preset / sync_batch_op, blk_queue_set
+ * ones, the string-valued scheduler / preset / sync_batch_op / barrier_mode, blk_queue_set
  * and blk_queue_get by name, option strings and their validation without a
  * queue. Locking: see blk_internal.h.
  */
@@ -46,6 +46,19 @@ static int batch_op_parse(const char *v, unsigned *op)
 	return 0;
 }
 
+static const char *const barrier_mode_names[] = { "modern", "drain", "drain_fua" };
+
+static int barrier_mode_parse(const char *v, unsigned *mode)
+{
+	for (unsigned i = 0; v && i < 3; i++) {
+		if (!strcasecmp(v, barrier_mode_names[i])) {
+			*mode = i;
+			return 0;
+		}
+	}
+	return err_set(-EINVAL, "barrier_mode: '%s' is not modern, drain or drain_fua", v ? v : "");
+}
+
 static int scheduler_lookup(const char *v, const struct elv_ops **ops)
 {
 	*ops = v ? elv_find(v) : NULL;
@@ -70,6 +83,17 @@ int blk_queue_set(struct blk_queue *q, const char *name, const char *value)
 			return rc;
 		pthread_mutex_lock(&q->lock);
 		q->sync_batch_op = op;
+		q->preset = "custom";
+		pthread_mutex_unlock(&q->lock);
+		return 0;
+	}
+	if (!strcmp(name, "barrier_mode")) {
+		unsigned mode;
+		int rc = barrier_mode_parse(value, &mode);
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&q->lock);
+		q->barrier_mode = mode;
 		q->preset = "custom";
 		pthread_mutex_unlock(&q->lock);
 		return 0;
@@ -124,6 +148,8 @@ int blk_queue_get(struct blk_queue *q, const char *name, char *buf, size_t len)
 		snprintf(buf, len, "%s", q->preset);
 	} else if (!strcmp(name, "sync_batch_op")) {
 		blk_rw_name(q->sync_batch_op, buf, len);
+	} else if (!strcmp(name, "barrier_mode")) {
+		snprintf(buf, len, "%s", barrier_mode_names[q->barrier_mode % 3]);
 	} else if (!tunable_get(blk_queue_tunables, &q->t, name, &v) ||
 		   !tunable_get(q->elv.ops->tunables, q->elv.data, name, &v)) {
 		snprintf(buf, len, "%" PRIu64, v);
@@ -138,8 +164,9 @@ void blk_queue_print_tunables(struct blk_queue *q, FILE *out)
 {
 	char op[64];
 	pthread_mutex_lock(&q->lock);
-	fprintf(out, "%-20s %10s\n%-20s %10s\n%-20s %10s\n", "preset", q->preset, "scheduler", q->elv.ops->name,
-		"sync_batch_op", blk_rw_name(q->sync_batch_op, op, sizeof op));
+	fprintf(out, "%-20s %10s\n%-20s %10s\n%-20s %10s\n%-20s %10s\n", "preset", q->preset, "scheduler",
+		q->elv.ops->name, "sync_batch_op", blk_rw_name(q->sync_batch_op, op, sizeof op), "barrier_mode",
+		barrier_mode_names[q->barrier_mode % 3]);
 	tunable_print(blk_queue_tunables, &q->t, "", out);
 	tunable_print(q->elv.ops->tunables, q->elv.data, "", out);
 	pthread_mutex_unlock(&q->lock);
@@ -183,6 +210,10 @@ static int validate_opt(void *ctx, const char *name, const char *value)
 	if (!strcmp(name, "sync_batch_op")) {
 		unsigned op;
 		return batch_op_parse(value, &op);
+	}
+	if (!strcmp(name, "barrier_mode")) {
+		unsigned mode;
+		return barrier_mode_parse(value, &mode);
 	}
 	const struct tunable_desc *d = tunable_find(blk_queue_tunables, name);
 	if (d)

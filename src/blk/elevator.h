@@ -62,6 +62,8 @@ struct request {
 	bool pool_sync;             /* which pool it was allocated from */
 	void *buf;                  /* bounce buffer when bios are not contiguous */
 	bool in_elv;
+	bool barrier;               /* runs the ordered sequence (blk_barrier.c) */
+	int ord_stage;              /* its current step */
 	int err;
 };
 

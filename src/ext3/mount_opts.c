@@ -219,6 +219,10 @@ int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts)
 		if (rc)
 			rc = err_wrap(-EINVAL, "mount options");
 	}
+	/* An era preset brings its 2009 mount defaults (barrier=0) unless
+	 * barrier= was given, in any order. */
+	if (!rc)
+		jbd_config_era_defaults_opts(&o->jcfg, o->blk_opts);
 	return rc;
 }
 

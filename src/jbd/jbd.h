@@ -67,6 +67,7 @@ struct jbd_location {
 struct jbd_config {
 	unsigned commit_interval_ms; /* commit=N seconds (0 = default 5) */
 	bool barrier;                /* barrier=1: flush + FUA commit block (default) */
+	bool barrier_set;            /* barrier= / nobarrier given: era defaults keep out */
 	int ioprio_class, ioprio_level; /* commit thread's I/O priority (default BE/4) */
 	/* data_err=ignore: an ordered-data error (a jbd_inode op) is kept in the
 	 * jbd_inode and counted instead of aborting the journal; data_err=abort
@@ -80,6 +81,14 @@ void jbd_config_default(struct jbd_config *c);
 int jbd_config_set(struct jbd_config *c, const char *name, const char *value);
 /* Apply a whole option string; unknown names are errors. */
 int jbd_config_parse(struct jbd_config *c, const char *opts);
+/* The mount defaults of era preset `preset` (blk_preset_is_era): barrier=0,
+ * ext3's default until 2.6.38, unless barrier= or nobarrier was given (an
+ * explicit option always wins, whatever the order). nostall's own default
+ * (no preset, or preset=nostall) stays barrier=1. NULL: nothing. */
+void jbd_config_era_defaults(struct jbd_config *c, const char *preset);
+/* The same for the last preset= in a block-queue option string (a
+ * filesystem's mount options), if any. */
+void jbd_config_era_defaults_opts(struct jbd_config *c, const char *queue_opts);
 
 /* ---- create, load, destroy ---- */
 

@@ -22,9 +22,14 @@
  *   DATA_WAIT    each filed jbd_inode's wait op: the data is on disk before
  *                the commit block;
  *   LOG_WAIT     every log block done (the wait unplugs);
- *   COMMIT_BLOCK FLUSH -> COMMIT: with barrier=1 a cache flush first and FUA
- *                (a returned fsync survives power loss), with barrier=0
- *                plain;
+ *   COMMIT_BLOCK FLUSH -> COMMIT: with barrier=1 the commit block is a
+ *                barrier (FLUSH + FUA; a returned fsync survives power
+ *                loss), which the queue runs per its barrier_mode: under
+ *                the era presets 2.6.30's ordered sequence (everything
+ *                queued ahead, an async flood included, is drained first,
+ *                then pre-flush, write, post-flush), under nostall's default
+ *                one flush + FUA command (2.6.37+, no drain); with barrier=0
+ *                (2009's default, which the era presets bring) plain;
  *   FINISH       COMMIT -> FINISHED: buffers move to this transaction's
  *                checkpoint list, inodes to the running transaction or off
  *                the lists, statistics, waiters woken.

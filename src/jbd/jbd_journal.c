@@ -30,6 +30,7 @@ void jbd_config_default(struct jbd_config *c)
 {
 	c->commit_interval_ms = 5000;
 	c->barrier = true;
+	c->barrier_set = false;
 	c->ioprio_class = BLK_IOPRIO_CLASS_BE;
 	c->ioprio_level = 4;
 	c->data_err_ignore = false;
@@ -52,10 +53,12 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
 		if (value && opts_parse_bool(value, &v) < 0)
 			return err_set(-EINVAL, "jbd: barrier=%s: want 0 or 1", value);
 		c->barrier = v;
+		c->barrier_set = true;
 		return 0;
 	}
 	if (!strcmp(name, "nobarrier") && !value) {
 		c->barrier = false;
+		c->barrier_set = true;
 		return 0;
 	}
 	if (!strcmp(name, "journal_ioprio")) {
@@ -93,6 +96,29 @@ int jbd_config_parse(struct jbd_config *c, const char *opts)
 	if (!opts || !*opts)
 		return 0;
 	return opts_parse(opts, config_cb, c);
+}
+
+void jbd_config_era_defaults(struct jbd_config *c, const char *preset)
+{
+	if (preset && blk_preset_is_era(preset) && !c->barrier_set)
+		c->barrier = false;
+}
+
+static int preset_cb(void *ctx, const char *name, const char *value)
+{
+	char *last = ctx;
+	if (!strcmp(name, "preset") && value)
+		snprintf(last, 32, "%s", value);
+	return 0;
+}
+
+void jbd_config_era_defaults_opts(struct jbd_config *c, const char *queue_opts)
+{
+	char last[32] = "";
+	if (queue_opts && *queue_opts)
+		(void)opts_parse(queue_opts, preset_cb, last); /* validated by the queue */
+	if (last[0])
+		jbd_config_era_defaults(c, last);
 }
 
 /* ------------------------------------------------------------ create */

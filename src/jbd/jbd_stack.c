@@ -4,7 +4,8 @@
  * jbd`). A filesystem mount builds the same stack around its superblock.
  *
  * Open order: device (unless given), queue (queue_opts, then the preset if
- * any), cache (the journal's block size; no writeback thread unless asked:
+ * any; an era preset also brings 2009's mount default barrier=0 unless the
+ * journal options name barrier), cache (the journal's block size; no writeback thread unless asked:
  * the journal alone decides when its buffers go home), optionally a fresh
  * journal superblock, then jbd_journal_load (recovery if needed, commit
  * thread). Close reverses it: the journal's clean unmount, a cache sync,
@@ -19,6 +20,7 @@
 #include "../buf/buf.h"
 #include "../dev/dev.h"
 #include "../util/err.h"
+#include "../util/opts.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +39,15 @@ void jbd_stack_params_default(struct jbd_stack_params *p)
 {
 	memset(p, 0, sizeof *p);
 	jbd_config_default(&p->cfg);
+}
+
+/* The era mount defaults follow the preset the queue was given (options,
+ * then queue_preset), as a mount with preset=2.6.30 gets 2009's barrier=0. */
+static void stack_era_defaults(const struct jbd_stack_params *p, struct jbd_config *cfg)
+{
+	jbd_config_era_defaults_opts(cfg, p->queue_opts);
+	if (p->queue_preset)
+		jbd_config_era_defaults(cfg, p->queue_preset);
 }
 
 static int stack_build(struct jbd_stack *s, const struct jbd_stack_params *p)
@@ -65,6 +76,7 @@ static int stack_build(struct jbd_stack *s, const struct jbd_stack_params *p)
 	}
 	struct jbd_params jp = { .q = s->q, .cache = s->cache, .loc = p->loc, .cfg = p->cfg,
 				 .no_recovery = p->no_recovery };
+	stack_era_defaults(p, &jp.cfg);
 	rc = jbd_journal_load(&jp, &s->j);
 	if (rc < 0)
 		return err_wrap(rc, "jbd stack: loading the journal");

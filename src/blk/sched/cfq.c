@@ -167,15 +167,17 @@ static struct request *cfq_check_fifo(struct cfq_data *cd, struct cfq_queue *q)
 	return cd->e->now_ns < rq->elv_deadline_ns ? NULL : rq;
 }
 
-/* A request "close" to the head, as good as one from the active context. */
+/* A request "close" to the head, as good as one from the active context
+ * (2.6.30 cfq_rq_close): within the active context's mean seek distance.
+ * Without enough seek samples nothing is close. */
 static bool cfq_rq_close(const struct cfq_data *cd, const struct cfq_queue *active, const struct request *rq)
 {
-	uint64_t sdist = CFQ_SEEK_THR;
-	if (active->sync && CFQ_SAMPLE_VALID(active->seek_samples))
-		sdist = active->seek_mean;
+	const struct cfq_cic *cic = active->cic;
+	if (!cic || !CFQ_SAMPLE_VALID(cic->seek_samples))
+		return false;
 	uint64_t d = rq->sector > cd->last_position ? rq->sector - cd->last_position
 						    : cd->last_position - rq->sector;
-	return d <= sdist;
+	return d <= cic->seek_mean;
 }
 
 /* 2.6.30 cfq_should_preempt (plus the RT rule): may new_q's request rq
@@ -221,6 +223,7 @@ static int cfq_init(struct elevator *e)
 	tunable_defaults(cfq_tunables, cd);
 	cd->e = e;
 	list_init(&cd->queues);
+	list_init(&cd->cics);
 	list_init(&cd->service_tree);
 	return 0;
 }
@@ -232,6 +235,7 @@ static void cfq_exit(struct elevator *e)
 	struct list_node *pos, *tmp;
 	list_for_each_safe(pos, tmp, &cd->queues)
 		cfq_free_queue(cd, list_entry(pos, struct cfq_queue, all_node));
+	cfq_cic_free_all(cd);
 	elv_data_free(e);
 	e->kick_ns = 0;
 }
@@ -239,9 +243,14 @@ static void cfq_exit(struct elevator *e)
 static int cfq_set_request(struct elevator *e, struct request *rq)
 {
 	struct cfq_data *cd = e->data;
-	struct cfq_queue *q = cfq_get_queue(cd, rq->ioc, rq_is_sync(rq), true);
-	if (!q)
+	struct cfq_cic *cic = cfq_cic_lookup(cd, rq->ioc, true);
+	if (!cic)
 		return -ENOMEM;
+	struct cfq_queue *q = cfq_get_queue(cd, rq->ioc, rq_is_sync(rq), true);
+	if (!q) {
+		cfq_cic_put(cd, cic);
+		return -ENOMEM;
+	}
 	q->allocated++;
 	q->ref++;
 	rq->elv_priv = q;
@@ -257,6 +266,7 @@ static void cfq_put_request(struct elevator *e, struct request *rq)
 	q->allocated--;
 	rq->elv_priv = NULL;
 	cfq_put_queue(cd, q);
+	cfq_cic_put(cd, cfq_cic_lookup(cd, rq->ioc, false));
 }
 
 /* 2.6.30 cfq_may_queue: a context the scheduler is idling for may allocate
@@ -294,20 +304,24 @@ static void cfq_add_request(struct elevator *e, struct request *rq)
 	cd->rq_queued++;
 	if (rq_is_meta(rq))
 		q->meta_pending++;
-	if (q->sync) {
-		cfq_update_history(cd, q, rq);
-		cfq_update_idle_window(cd, q);
-		q->last_request_pos = rq_end(rq);
+	/* Every request of a process feeds its context's history (2.6.30
+	 * cfq_rq_enqueued); only a sync queue's idle window follows it. */
+	struct cfq_cic *cic = cfq_cic_lookup(cd, rq->ioc, false);
+	if (cic) {
+		cfq_update_history(cd, cic, rq);
+		cfq_update_idle_window(cd, q, cic);
 	}
 
 	bool kick_now = false;
 	if (q == cd->active_queue) {
-		/* The request we idled for: stop waiting, dispatch at once. */
-		if (q->wait_request) {
-			cfq_idle_end(cd);
+		/* The request we idled for (2.6.30): remember that it came
+		 * (must_dispatch: the slice is not expired under it) but do
+		 * not start the queue; plugging and merging decide when it
+		 * goes (an UNPLUG bio, the unplug threshold or timer), or the
+		 * idle timer, which now kicks instead of expiring. The window
+		 * ends when the request is dispatched. */
+		if (q->wait_request)
 			q->must_dispatch = true;
-			kick_now = true;
-		}
 	} else if (cfq_should_preempt(cd, q, rq)) {
 		cfq_preempt_queue(cd, q);
 		kick_now = true;
@@ -404,6 +418,9 @@ static struct request *cfq_dispatch(struct elevator *e, bool force)
 		if (q->dispatched >= 4 * (uint64_t)max_dispatch)
 			goto out;
 	}
+	/* Dispatching ends an idle window the queue's new request left
+	 * armed (see cfq_add_request). */
+	cfq_idle_end(cd);
 	rq = cfq_check_fifo(cd, q);
 	if (!rq)
 		rq = q->next_rq;
@@ -438,8 +455,11 @@ static void cfq_completed(struct elevator *e, struct request *rq)
 		cd->last_end_request = e->now_ns;
 		cd->any_end_request = true;
 	}
-	if (sync)
-		q->last_end_request = e->now_ns;
+	if (sync) {
+		struct cfq_cic *cic = cfq_cic_lookup(cd, rq->ioc, false);
+		if (cic)
+			cic->last_end_request = e->now_ns;
+	}
 	if (cd->active_queue == q) {
 		if (q->slice_new) {
 			cfq_set_prio_slice(cd, q);

@@ -21,6 +21,22 @@
 
 struct cfq_data;
 
+/* Per-context history, as 2.6.30's cfq_io_context: one per io context that
+ * submitted to this queue, fed by every request of the process (sync and
+ * async) and kept while the context lives, so that a process's think time
+ * and seek pattern survive its sync queue. It holds a reference on its
+ * blk_ioc; requests and the sync queue hold references on it. */
+struct cfq_cic {
+	struct list_node node;      /* cfqd->cics */
+	struct blk_ioc *ioc;        /* NULL for requests without a context */
+	uint64_t ioc_id;
+	unsigned refs;              /* requests allocated + the sync queue */
+	uint64_t last_end_request;  /* last sync completion */
+	uint64_t last_request_pos;  /* end of the last queued request */
+	uint64_t ttime_samples, ttime_total, ttime_mean; /* think time, ns */
+	uint64_t seek_samples, seek_total, seek_mean;    /* sectors */
+};
+
 struct cfq_queue {
 	struct cfq_data *cfqd;
 	int ref;
@@ -43,12 +59,7 @@ struct cfq_queue {
 	bool sync, on_rr, wait_request, must_dispatch, must_alloc_slice;
 	bool fifo_expire, idle_window, slice_new;
 
-	/* Per-context history (the kernel keeps it in the cfq_io_context; here
-	 * in the sync queue, so it lasts as long as the queue). */
-	uint64_t last_end_request;  /* last sync completion */
-	uint64_t last_request_pos;  /* end of the last queued request */
-	uint64_t ttime_samples, ttime_total, ttime_mean; /* think time, ns */
-	uint64_t seek_samples, seek_total, seek_mean;    /* sectors */
+	struct cfq_cic *cic;        /* sync queues: the owner's history */
 };
 
 struct cfq_data {
@@ -65,6 +76,7 @@ struct cfq_data {
 
 	struct elevator *e;
 	struct list_node queues;       /* every cfq_queue */
+	struct list_node cics;         /* every cfq_cic */
 	struct list_node service_tree; /* busy queues, in service order */
 	unsigned nr_queues;
 	unsigned busy_queues;
@@ -113,10 +125,23 @@ void cfq_update_prio(struct cfq_data *cd, struct cfq_queue *q, const struct blk_
 void cfq_idle_end(struct cfq_data *cd);
 /* Arm the idle window for the active queue if it is worth waiting. */
 void cfq_arm_slice_timer(struct cfq_data *cd);
-/* Think time and seek distance of q's context, per sync request. */
-void cfq_update_history(struct cfq_data *cd, struct cfq_queue *q, const struct request *rq);
-/* Decide from the history whether q's context is worth idling for. */
-void cfq_update_idle_window(struct cfq_data *cd, struct cfq_queue *q);
+/* Think time and seek distance of a context, per request (sync or async). */
+void cfq_update_history(struct cfq_data *cd, struct cfq_cic *cic, const struct request *rq);
+/* Decide from its context's history whether sync queue q is worth idling for. */
+void cfq_update_idle_window(struct cfq_data *cd, struct cfq_queue *q, const struct cfq_cic *cic);
+/* Is the history of cic seeky (enough samples, mean seek beyond CFQ_SEEK_THR)? */
+bool cfq_cic_seeky(const struct cfq_cic *cic);
+
+/* ---- cfq_queue.c: per-context history objects ---- */
+/* The history of context ioc (created with create), or NULL. A new one
+ * takes a reference on ioc. */
+struct cfq_cic *cfq_cic_lookup(struct cfq_data *cd, struct blk_ioc *ioc, bool create);
+/* Drop a reference; a history nobody references is freed once its context
+ * is gone (only the history still holds it), and every such history is
+ * pruned here too. */
+void cfq_cic_put(struct cfq_data *cd, struct cfq_cic *cic);
+/* Free every history (exit). */
+void cfq_cic_free_all(struct cfq_data *cd);
 /* End the active queue's slice (timed_out: keep what was left of it). */
 void cfq_slice_expired(struct cfq_data *cd, bool timed_out);
 /* The queue to dispatch from now, or NULL (none, or waiting). */

@@ -66,9 +66,11 @@ void cfq_service_tree_add(struct cfq_data *cd, struct cfq_queue *q, bool add_fro
 				key += last->rb_key;
 		}
 	} else if (!add_front) {
-		/* A rough fairness offset: lower priorities start later. */
+		/* 2.6.30 cfq_slice_offset: a queue starts later by what its own
+		 * slice falls short of the longest sync slice, once per other
+		 * busy queue (async BE/4: 140 ms each, sync BE/4: 80 ms). */
 		int64_t off = (int64_t)(cd->busy_queues ? cd->busy_queues - 1 : 0) *
-			      (cfq_prio_slice(cd, true, 0) - cfq_prio_slice(cd, true, q->ioprio));
+			      (cfq_prio_slice(cd, true, 0) - cfq_prio_slice(cd, q->sync, q->ioprio));
 		key = off + (int64_t)cd->e->now_ns + q->slice_resid;
 		q->slice_resid = 0;
 	} else {
@@ -118,7 +120,6 @@ static struct cfq_queue *cfq_alloc_queue(struct cfq_data *cd, bool sync, uint64_
 	q->ioprio_class = cls;
 	q->ioprio = level;
 	q->idle_window = sync && cls != BLK_IOPRIO_CLASS_IDLE;
-	q->last_end_request = cd->e->now_ns;
 	list_add_tail(&cd->queues, &q->all_node);
 	cd->nr_queues++;
 	return q;
@@ -126,6 +127,8 @@ static struct cfq_queue *cfq_alloc_queue(struct cfq_data *cd, bool sync, uint64_
 
 void cfq_free_queue(struct cfq_data *cd, struct cfq_queue *q)
 {
+	if (q->cic)
+		cfq_cic_put(cd, q->cic);
 	list_del(&q->all_node);
 	cd->nr_queues--;
 	free(q);
@@ -167,8 +170,19 @@ struct cfq_queue *cfq_get_queue(struct cfq_data *cd, struct blk_ioc *ioc, bool s
 	if (sync) {
 		uint64_t id = ioc ? blk_ioc_id(ioc) : 0;
 		struct cfq_queue *q = cfq_find_sync(cd, id);
-		if (!q && create)
+		if (!q && create) {
+			struct cfq_cic *cic = cfq_cic_lookup(cd, ioc, true);
+			if (!cic)
+				return NULL;
 			q = cfq_alloc_queue(cd, true, id, cls, level);
+			if (!q) {
+				cfq_cic_put(cd, cic);
+				return NULL;
+			}
+			cic->refs++;
+			q->cic = cic;
+			cfq_cic_put(cd, cic); /* drop the lookup's own */
+		}
 		return q;
 	}
 	struct cfq_queue **slot = cfq_async_slot(cd, cls, level);
@@ -231,7 +245,7 @@ void cfq_arm_slice_timer(struct cfq_data *cd)
 		return;
 	uint64_t sl = ms_ns(cd->slice_idle);
 	/* A seeky context gets only a short grace to submit its next request. */
-	if (CFQ_SAMPLE_VALID(q->seek_samples) && q->seek_mean > CFQ_SEEK_THR && sl > CFQ_MIN_TT_NS)
+	if (cfq_cic_seeky(q->cic) && sl > CFQ_MIN_TT_NS)
 		sl = CFQ_MIN_TT_NS;
 	q->wait_request = true;
 	cd->idle_start_ns = e->now_ns;
@@ -239,47 +253,113 @@ void cfq_arm_slice_timer(struct cfq_data *cd)
 	e->idle_count++;
 }
 
-/* Think time and seek distance of a context, updated per sync request
- * (2.6.30 cfq_update_io_thinktime / cfq_update_io_seektime: decaying
- * averages with weight 7/8, fixed point 256). */
-void cfq_update_history(struct cfq_data *cd, struct cfq_queue *q, const struct request *rq)
+/* Think time and seek distance of a context, updated per request, sync or
+ * async (2.6.30 cfq_update_io_thinktime / cfq_update_io_seektime from
+ * cfq_rq_enqueued: decaying averages with weight 7/8, fixed point 256). */
+void cfq_update_history(struct cfq_data *cd, struct cfq_cic *cic, const struct request *rq)
 {
 	uint64_t now = cd->e->now_ns;
-	uint64_t elapsed = now > q->last_end_request ? now - q->last_end_request : 0;
+	uint64_t elapsed = now > cic->last_end_request ? now - cic->last_end_request : 0;
 	uint64_t cap = 2 * ms_ns(cd->slice_idle);
 	uint64_t ttime = elapsed < cap ? elapsed : cap;
-	q->ttime_samples = (7 * q->ttime_samples + 256) / 8;
-	q->ttime_total = (7 * q->ttime_total + 256 * ttime) / 8;
-	q->ttime_mean = (q->ttime_total + 128) / q->ttime_samples;
+	cic->ttime_samples = (7 * cic->ttime_samples + 256) / 8;
+	cic->ttime_total = (7 * cic->ttime_total + 256 * ttime) / 8;
+	cic->ttime_mean = (cic->ttime_total + 128) / cic->ttime_samples;
 
-	uint64_t sdist = rq->sector > q->last_request_pos ? rq->sector - q->last_request_pos
-							   : q->last_request_pos - rq->sector;
-	if (q->seek_samples == 0) {
+	uint64_t sdist = rq->sector > cic->last_request_pos ? rq->sector - cic->last_request_pos
+							    : cic->last_request_pos - rq->sector;
+	if (cic->seek_samples == 0) {
 		sdist = 0; /* no previous position yet */
 	} else {
-		uint64_t lim = q->seek_mean * 4 + (q->seek_samples <= 60 ? 2 * 1024 * 1024 : 2 * 1024 * 64);
+		uint64_t lim = cic->seek_mean * 4 + (cic->seek_samples <= 60 ? 2 * 1024 * 1024 : 2 * 1024 * 64);
 		if (sdist > lim)
 			sdist = lim;
 	}
-	q->seek_samples = (7 * q->seek_samples + 256) / 8;
-	q->seek_total = (7 * q->seek_total + 256 * sdist) / 8;
-	q->seek_mean = (q->seek_total + q->seek_samples / 2) / q->seek_samples;
+	cic->seek_samples = (7 * cic->seek_samples + 256) / 8;
+	cic->seek_total = (7 * cic->seek_total + 256 * sdist) / 8;
+	cic->seek_mean = (cic->seek_total + cic->seek_samples / 2) / cic->seek_samples;
+	cic->last_request_pos = rq_end(rq);
+}
+
+bool cfq_cic_seeky(const struct cfq_cic *cic)
+{
+	return cic && CFQ_SAMPLE_VALID(cic->seek_samples) && cic->seek_mean > CFQ_SEEK_THR;
 }
 
 /* 2.6.30 cfq_update_idle_window: idle for a context whose think time is
  * below slice_idle; never for async or IDLE queues, never with slice_idle
  * 0, never for seeky contexts on a queuing device. */
-void cfq_update_idle_window(struct cfq_data *cd, struct cfq_queue *q)
+void cfq_update_idle_window(struct cfq_data *cd, struct cfq_queue *q, const struct cfq_cic *cic)
 {
-	if (!q->sync || cfqq_class_idle(q))
+	if (!q->sync || cfqq_class_idle(q) || !cic)
 		return;
 	bool enable = q->idle_window;
-	bool seeky = CFQ_SAMPLE_VALID(q->seek_samples) && q->seek_mean > CFQ_SEEK_THR;
-	if (!cd->slice_idle || (cd->e->queuing && seeky))
+	if (!cd->slice_idle || (cd->e->queuing && cfq_cic_seeky(cic)))
 		enable = false;
-	else if (CFQ_SAMPLE_VALID(q->ttime_samples))
-		enable = q->ttime_mean <= ms_ns(cd->slice_idle);
+	else if (CFQ_SAMPLE_VALID(cic->ttime_samples))
+		enable = cic->ttime_mean <= ms_ns(cd->slice_idle);
 	q->idle_window = enable;
+}
+
+/* ------------------------------------------------- context histories */
+
+struct cfq_cic *cfq_cic_lookup(struct cfq_data *cd, struct blk_ioc *ioc, bool create)
+{
+	uint64_t id = ioc ? blk_ioc_id(ioc) : 0;
+	struct list_node *pos;
+	list_for_each(pos, &cd->cics) {
+		struct cfq_cic *c = list_entry(pos, struct cfq_cic, node);
+		if (c->ioc_id == id) {
+			if (create)
+				c->refs++;
+			return c;
+		}
+	}
+	if (!create)
+		return NULL;
+	struct cfq_cic *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->ioc = ioc;
+	c->ioc_id = id;
+	c->refs = 1;
+	c->last_end_request = cd->e->now_ns;
+	if (ioc)
+		blk_ioc_get(ioc);
+	list_add_tail(&cd->cics, &c->node);
+	return c;
+}
+
+static void cic_free(struct cfq_cic *c)
+{
+	list_del(&c->node);
+	blk_ioc_put(c->ioc);
+	free(c);
+}
+
+/* A history is worth keeping while its context may submit again. */
+static bool cic_dead(const struct cfq_cic *c)
+{
+	return !c->refs && (!c->ioc || blk_ioc_refcount(c->ioc) == 1);
+}
+
+void cfq_cic_put(struct cfq_data *cd, struct cfq_cic *cic)
+{
+	if (cic && cic->refs)
+		cic->refs--;
+	struct list_node *pos, *tmp;
+	list_for_each_safe(pos, tmp, &cd->cics) {
+		struct cfq_cic *c = list_entry(pos, struct cfq_cic, node);
+		if (cic_dead(c))
+			cic_free(c);
+	}
+}
+
+void cfq_cic_free_all(struct cfq_data *cd)
+{
+	struct list_node *pos, *tmp;
+	list_for_each_safe(pos, tmp, &cd->cics)
+		cic_free(list_entry(pos, struct cfq_cic, node));
 }
 
 /* ---------------------------------------------------- slices */
