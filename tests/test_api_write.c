@@ -89,6 +89,13 @@ static void test_readonly_refuses(void **state)
 	assert_int_equal(info.read_only, 0);
 	assert_int_equal(nostall_umount(fs), 0);
 	assert_clean();
+	/* an unknown ro_compat feature (bit 14) refuses a read-write mount */
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "debugfs -w -R 'feature FEATURE_R14' %s >/dev/null 2>&1", img);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(nostall_mount(img, NULL, 0, &fs), -EROFS);
+	assert_int_equal(nostall_mount(img, NULL, NOSTALL_MOUNT_RDONLY, &fs), 0);
+	assert_int_equal(nostall_umount(fs), 0);
 }
 
 static void test_fd_table(void **state)

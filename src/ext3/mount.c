@@ -335,6 +335,12 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned fla
 			return rc;
 		}
 	}
+	if ((flags & EXT3_MOUNT_JOURNAL) && fs->unknown_ro_compat) {
+		/* as Linux: unknown ro_compat features refuse a writable mount
+		 * before anything is written */
+		fs_free(fs);
+		return err_set(-EROFS, "ext3: unknown ro_compat features: mount read-only (-o ro)");
+	}
 	if (flags & EXT3_MOUNT_JOURNAL) {
 		rc = journal_start(fs);
 		if (!rc) {
