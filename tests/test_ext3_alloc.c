@@ -97,43 +97,63 @@ static void mkimg(char *img, size_t len, const char *name, unsigned bs, const ch
 			     size), 0);
 }
 
-struct mnt {
+/* A test's image, writable mount (mount.c brings the write side up) and
+ * root inode. */
+struct fx {
+	char img[300];
 	struct dev *dev;
 	struct ext3_fs *fs;
+	struct ext3_inode *root;
 };
 
-static int mnt_open(struct mnt *m, const char *img, const char *opts)
+static int fx_mount_rc(struct fx *x, const char *opts)
 {
 	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
-	int rc = dev_open(spec, &m->dev);
+	snprintf(spec, sizeof spec, "file:%s", x->img);
+	int rc = dev_open(spec, &x->dev);
 	if (rc)
 		return rc;
 	struct ext3_mount_opts o;
 	ext3_mount_opts_init(&o);
-	if (opts)
-		assert_int_equal(ext3_mount_opts_parse(&o, opts), 0);
-	rc = ext3_fs_mount(m->dev, &o, EXT3_MOUNT_JOURNAL, &m->fs);
-	ext3_mount_opts_release(&o);
+	rc = opts ? ext3_mount_opts_parse(&o, opts) : 0;
 	if (!rc)
-		rc = ext3_write_init(m->fs); /* idempotent: mount.c may have done it */
-	return rc;
+		rc = ext3_fs_mount(x->dev, &o, EXT3_MOUNT_JOURNAL, &x->fs);
+	ext3_mount_opts_release(&o);
+	return rc ? rc : ext3_iget(x->fs, EXT3_ROOT_INO, &x->root);
 }
 
-static void mnt_mount(struct mnt *m, const char *img, const char *opts)
+static void fx_mount(struct fx *x, const char *opts)
 {
-	int rc = mnt_open(m, img, opts);
+	int rc = fx_mount_rc(x, opts);
 	if (rc)
-		fail_msg("mount %s: %s", img, err_last(rc));
+		fail_msg("mount %s: %s", x->img, err_last(rc));
 }
 
-static void mnt_umount(struct mnt *m)
+static bool fx_open(struct fx *x, const char *name, unsigned bs, const char *mkopts,
+		    const char *size, const char *mopts)
 {
-	ext3_write_shutdown(m->fs); /* idempotent */
-	assert_int_equal(ext3_fs_unmount(m->fs), 0);
-	dev_close(m->dev);
-	m->fs = NULL;
-	m->dev = NULL;
+	if (!have_e2fs)
+		return false;
+	mkimg(x->img, sizeof x->img, name, bs, mkopts, size);
+	fx_mount(x, mopts);
+	return true;
+}
+
+static void fx_close(struct fx *x, bool fsck)
+{
+	ext3_iput(x->root);
+	assert_int_equal(ext3_fs_unmount(x->fs), 0);
+	dev_close(x->dev);
+	if (fsck)
+		fsck_clean(x->img);
+}
+
+/* Does dumpe2fs say the filesystem has errors? */
+static bool has_errors(const char *img)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", img);
+	return cmd_has(cmd, "with errors");
 }
 
 static struct jbd_handle *hstart(struct ext3_fs *fs, int credits)
@@ -147,19 +167,16 @@ static struct jbd_handle *hstart(struct ext3_fs *fs, int credits)
 
 static void hstop(struct jbd_handle *h) { assert_int_equal(ext3_journal_stop(h), 0); }
 
-static uint64_t gd_sum_free_blocks(struct ext3_fs *fs)
+/* A 16-bit descriptor count summed over the groups. */
+#define GD_SUM(fs, field) gd_sum(fs, offsetof(struct ext3_group_desc, field))
+static uint64_t gd_sum(struct ext3_fs *fs, size_t off)
 {
 	uint64_t s = 0;
-	for (uint32_t g = 0; g < fs->g.groups; g++)
-		s += fs->gd[g].bg_free_blocks_count;
-	return s;
-}
-
-static uint64_t gd_sum_free_inodes(struct ext3_fs *fs)
-{
-	uint64_t s = 0;
-	for (uint32_t g = 0; g < fs->g.groups; g++)
-		s += fs->gd[g].bg_free_inodes_count;
+	for (uint32_t g = 0; g < fs->g.groups; g++) {
+		uint16_t v;
+		memcpy(&v, (const char *)&fs->gd[g] + off, sizeof v);
+		s += v;
+	}
 	return s;
 }
 
@@ -237,13 +254,10 @@ static struct ext3_inode *iget(struct ext3_fs *fs, uint32_t ino)
 static void test_credits(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, "cred", 1024, "", "16M", NULL))
 		skip();
-	char img[300];
-	mkimg(img, sizeof img, "cred", 1024, "", "16M");
-	struct mnt m;
-	mnt_mount(&m, img, NULL);
-	struct ext3_fs *fs = m.fs;
+	struct ext3_fs *fs = x.fs;
 	/* One block: 3 indirect levels; the 4 new blocks may be in both groups
 	 * (2 bitmaps), 1 descriptor block, the inode, the superblock. */
 	assert_int_equal(fs->g.groups, 2);
@@ -255,10 +269,10 @@ static void test_credits(void **state)
 	assert_true(ext3_credits_truncate(fs) > 64);
 	assert_true(ext3_credits_xattr(fs) >= 6);
 	assert_true(ext3_fs_writable(fs));
-	mnt_umount(&m);
+	fx_close(&x, false);
 	/* Read-only mounts refuse handles. */
 	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
+	snprintf(spec, sizeof spec, "file:%s", x.img);
 	struct dev *d;
 	assert_int_equal(dev_open(spec, &d), 0);
 	assert_int_equal(ext3_fs_mount(d, NULL, 0, &fs), 0);
@@ -270,34 +284,6 @@ static void test_credits(void **state)
 }
 
 /* ---- allocate, make reachable, check with the e2fsprogs, free ---- */
-
-/* Write a directory block with "." and ".." for dir (block blk). */
-static void dir_block_write(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, uint32_t self,
-			    uint32_t parent)
-{
-	struct buffer_head *bh = buf_get(fs->cache, blk, NULL);
-	assert_non_null(bh);
-	assert_int_equal(ext3_journal_get_create_access(h, bh), 0);
-	uint8_t *p = buf_data(bh);
-	memset(p, 0, fs->g.block_size);
-	uint32_t v32 = cpu_to_le32(self);
-	uint16_t v16 = cpu_to_le16(12);
-	memcpy(p, &v32, 4);
-	memcpy(p + 4, &v16, 2);
-	p[6] = 1;
-	p[7] = EXT3_FT_DIR;
-	p[8] = '.';
-	v32 = cpu_to_le32(parent);
-	v16 = cpu_to_le16((uint16_t)(fs->g.block_size - 12));
-	memcpy(p + 12, &v32, 4);
-	memcpy(p + 16, &v16, 2);
-	p[18] = 2;
-	p[19] = EXT3_FT_DIR;
-	p[20] = p[21] = '.';
-	buf_set_uptodate(bh);
-	assert_int_equal(ext3_journal_dirty_metadata(h, bh), 0);
-	buf_put(bh);
-}
 
 static void check_testb(const char *img, uint64_t first, uint32_t n, bool used)
 {
@@ -311,25 +297,29 @@ static void check_testb(const char *img, uint64_t first, uint32_t n, bool used)
 	}
 }
 
+/* debugfs -w CMD on img must succeed. */
+static void debugfs_w(const char *img, const char *cmd)
+{
+	assert_int_equal(run("debugfs -w -R '%s' '%s' >/dev/null 2>&1", cmd, img), 0);
+}
+
 static void basic(unsigned bs)
 {
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, bs == 4096 ? "basic4k" : "basic1k", bs, bs == 4096 ? "-g 4096 -I 128" : "",
+		     bs == 4096 ? "64M" : "32M", NULL))
 		skip();
-	char img[300], name[32];
-	snprintf(name, sizeof name, "basic%u", bs);
-	mkimg(img, sizeof img, name, bs, bs == 4096 ? "-g 4096 -I 128" : "", bs == 4096 ? "64M" : "32M");
-	unsigned long long free0 = dumpe2fs_num(img, "Free blocks:");
-	unsigned long long ifree0 = dumpe2fs_num(img, "Free inodes:");
-	struct mnt m;
-	mnt_mount(&m, img, NULL);
-	struct ext3_fs *fs = m.fs;
+	struct ext3_fs *fs = x.fs;
+	struct ext3_inode *root = x.root;
+	unsigned long long free0 = dumpe2fs_num(x.img, "Free blocks:");
+	unsigned long long ifree0 = dumpe2fs_num(x.img, "Free inodes:");
 	assert_int_equal(fs->free_blocks, free0);
 	assert_int_equal(fs->free_inodes, ifree0);
-	assert_int_equal(gd_sum_free_blocks(fs), free0);
+	assert_int_equal(GD_SUM(fs, bg_free_blocks_count), free0);
 	assert_true(fs->g.groups >= 4);
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
 
-	/* A regular file with 12 direct blocks, a directory with one block. */
+	/* A regular file with up to 12 direct blocks, a directory with one
+	 * block (ext3_dir_make allocates it through ext3_get_blocks). */
 	struct jbd_handle *h = hstart(fs, 2 * ext3_credits_dirop(fs));
 	struct ext3_inode *f, *d;
 	pthread_rwlock_wrlock(&root->lock);
@@ -341,27 +331,23 @@ static void basic(unsigned bs)
 	assert_int_equal(f->a.links, 0);
 	assert_true(f->a.ctime > 0);
 	assert_int_not_equal(f->a.generation, d->a.generation);
-	uint64_t fb, db;
-	uint32_t fc = 12, dc = 1;
+	uint64_t fb;
+	uint32_t fc = 12;
 	assert_int_equal(ext3_new_blocks(h, f, 0, &fc, &fb), 0);
 	assert_true(fc >= 1 && fc <= 12);
-	assert_int_equal(ext3_new_blocks(h, d, 0, &dc, &db), 0);
-	assert_int_equal(dc, 1);
 	for (uint32_t i = 0; i < fc; i++) {
 		assert_false(is_meta(fs, fb + i));
 		f->a.block[i] = (uint32_t)(fb + i);
 	}
-	assert_false(is_meta(fs, db));
-	assert_true(db < fb || db >= fb + fc);
 	f->a.links = 1;
 	f->i_size = f->i_disksize = (uint64_t)fc * bs;
 	f->a.blocks = fc * (bs / 512);
 	assert_int_equal(ext3_mark_inode_dirty(h, f), 0);
+	assert_int_equal(ext3_dir_make(h, d, EXT3_ROOT_INO), 0);
+	uint64_t db = d->a.block[0];
+	assert_false(is_meta(fs, db));
+	assert_true(db < fb || db >= fb + fc);
 	d->a.links = 2;
-	d->a.block[0] = (uint32_t)db;
-	d->i_size = d->i_disksize = bs;
-	d->a.blocks = bs / 512;
-	dir_block_write(h, fs, db, d->ino, EXT3_ROOT_INO);
 	assert_int_equal(ext3_mark_inode_dirty(h, d), 0);
 	root->a.links++;
 	assert_int_equal(ext3_mark_inode_dirty(h, root), 0);
@@ -373,35 +359,36 @@ static void basic(unsigned bs)
 	uint32_t dgroup = ext3_geom_group_of_ino(&fs->g, dino);
 	assert_int_equal(fs->free_blocks, free0 - fc - 1);
 	assert_int_equal(fs->free_inodes, ifree0 - 2);
-	assert_int_equal(gd_sum_free_blocks(fs), free0 - fc - 1);
-	assert_int_equal(gd_sum_free_inodes(fs), ifree0 - 2);
+	assert_int_equal(GD_SUM(fs, bg_free_blocks_count), free0 - fc - 1);
+	assert_int_equal(GD_SUM(fs, bg_free_inodes_count), ifree0 - 2);
 	assert_int_equal(fs->gd[dgroup].bg_used_dirs_count, dgroup == 0 ? 3 : 1);
-	ext3_iput(f);
-	ext3_iput(d);
-	ext3_iput(root);
 
 	/* Everything home: the e2fsprogs see the allocation while mounted. */
 	assert_int_equal(jbd_journal_flush(ext3_fs_journal(fs)), 0);
-	check_testb(img, fb, fc, true);
-	check_testb(img, db, 1, true);
+	check_testb(x.img, fb, fc, true);
+	check_testb(x.img, db, 1, true);
 	char cmd[600];
-	snprintf(cmd, sizeof cmd, "debugfs -R 'testi <%u>' '%s' 2>/dev/null", fino, img);
+	snprintf(cmd, sizeof cmd, "debugfs -R 'testi <%u>' '%s' 2>/dev/null", fino, x.img);
 	assert_true(cmd_has(cmd, "marked in use"));
 	if (fs->g.inode_size > 128) {
-		snprintf(cmd, sizeof cmd, "debugfs -R 'stat <%u>' '%s' 2>/dev/null", fino, img);
+		snprintf(cmd, sizeof cmd, "debugfs -R 'stat <%u>' '%s' 2>/dev/null", fino, x.img);
 		assert_true(cmd_has(cmd, "Size of extra inode fields: 28"));
 	}
-	mnt_umount(&m);
-	assert_int_equal(dumpe2fs_num(img, "Free blocks:"), free0 - fc - 1);
-	assert_int_equal(dumpe2fs_num(img, "Free inodes:"), ifree0 - 2);
-	assert_int_equal(run("debugfs -w -R 'link <%u> /f1' '%s' >/dev/null 2>&1", fino, img), 0);
-	assert_int_equal(run("debugfs -w -R 'link <%u> /d1' '%s' >/dev/null 2>&1", dino, img), 0);
-	fsck_clean(img);
+	ext3_iput(f);
+	ext3_iput(d);
+	fx_close(&x, false);
+	assert_int_equal(dumpe2fs_num(x.img, "Free blocks:"), free0 - fc - 1);
+	assert_int_equal(dumpe2fs_num(x.img, "Free inodes:"), ifree0 - 2);
+	snprintf(cmd, sizeof cmd, "link <%u> /f1", fino);
+	debugfs_w(x.img, cmd);
+	snprintf(cmd, sizeof cmd, "link <%u> /d1", dino);
+	debugfs_w(x.img, cmd);
+	fsck_clean(x.img);
 
 	/* Free it all again. */
-	mnt_mount(&m, img, NULL);
-	fs = m.fs;
-	root = iget(fs, EXT3_ROOT_INO);
+	fx_mount(&x, NULL);
+	fs = x.fs;
+	root = x.root;
 	f = iget(fs, fino);
 	d = iget(fs, dino);
 	h = hstart(fs, 2 * ext3_credits_dirop(fs) + 2 * ext3_credits_data(fs, 12));
@@ -429,15 +416,14 @@ static void basic(unsigned bs)
 	assert_int_equal(fs->gd[dgroup].bg_used_dirs_count, dgroup == 0 ? 2 : 0);
 	ext3_iput(f);
 	ext3_iput(d);
-	ext3_iput(root);
 	assert_int_equal(jbd_journal_flush(ext3_fs_journal(fs)), 0);
-	check_testb(img, fb, fc, false);
-	mnt_umount(&m);
-	assert_int_equal(run("debugfs -w -R 'unlink /f1' '%s' >/dev/null 2>&1", img), 0);
-	assert_int_equal(run("debugfs -w -R 'unlink /d1' '%s' >/dev/null 2>&1", img), 0);
-	fsck_clean(img);
-	assert_int_equal(dumpe2fs_num(img, "Free blocks:"), free0);
-	assert_int_equal(dumpe2fs_num(img, "Free inodes:"), ifree0);
+	check_testb(x.img, fb, fc, false);
+	fx_close(&x, false);
+	debugfs_w(x.img, "unlink /f1");
+	debugfs_w(x.img, "unlink /d1");
+	fsck_clean(x.img);
+	assert_int_equal(dumpe2fs_num(x.img, "Free blocks:"), free0);
+	assert_int_equal(dumpe2fs_num(x.img, "Free inodes:"), ifree0);
 }
 
 static void test_basic_1k(void **state) { (void)state; basic(1024); }
@@ -452,18 +438,14 @@ struct run_rec {
 
 static void fill(unsigned bs)
 {
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, bs == 4096 ? "fill4k" : "fill1k", bs, bs == 4096 ? "-g 1024 -N 256" :
+		     "-g 2048 -N 256", bs == 4096 ? "16M" : "8M", NULL))
 		skip();
-	char img[300], name[32];
-	snprintf(name, sizeof name, "fill%u", bs);
-	mkimg(img, sizeof img, name, bs, bs == 4096 ? "-g 1024 -N 256" : "-g 2048 -N 256",
-	      bs == 4096 ? "16M" : "8M");
-	struct mnt m;
-	mnt_mount(&m, img, NULL);
-	struct ext3_fs *fs = m.fs;
+	struct ext3_fs *fs = x.fs;
+	struct ext3_inode *root = x.root;
 	uint64_t free0 = fs->free_blocks, ifree0 = fs->free_inodes;
 	assert_true(fs->g.groups >= 4);
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
 	struct ext3_inode *f = new_inode(fs, root, EXT3_S_IFREG | 0600);
 	uint8_t *seen = calloc(fs->g.blocks_count, 1);
 	struct run_rec *runs = calloc(free0 + 1, sizeof *runs);
@@ -490,7 +472,7 @@ static void fill(unsigned bs)
 	}
 	assert_int_equal(total, free0);
 	assert_int_equal(fs->free_blocks, 0);
-	assert_int_equal(gd_sum_free_blocks(fs), 0);
+	assert_int_equal(GD_SUM(fs, bg_free_blocks_count), 0);
 	/* Inodes too (f already took one). */
 	struct ext3_inode **inos = calloc(ifree0, sizeof *inos);
 	assert_non_null(inos);
@@ -511,7 +493,7 @@ static void fill(unsigned bs)
 	}
 	assert_int_equal(ninos, ifree0 - 1);
 	assert_int_equal(fs->free_inodes, 0);
-	assert_int_equal(gd_sum_free_inodes(fs), 0);
+	assert_int_equal(GD_SUM(fs, bg_free_inodes_count), 0);
 	for (size_t i = 0; i < ninos; i++)
 		free_inode(fs, inos[i]);
 	for (size_t i = 0; i < nruns; i++)
@@ -519,12 +501,10 @@ static void fill(unsigned bs)
 	free_inode(fs, f);
 	assert_int_equal(fs->free_blocks, free0);
 	assert_int_equal(fs->free_inodes, ifree0);
-	assert_int_equal(gd_sum_free_blocks(fs), free0);
-	ext3_iput(root);
-	mnt_umount(&m);
-	fsck_clean(img);
-	assert_int_equal(dumpe2fs_num(img, "Free blocks:"), free0);
-	assert_int_equal(dumpe2fs_num(img, "Free inodes:"), ifree0);
+	assert_int_equal(GD_SUM(fs, bg_free_blocks_count), free0);
+	fx_close(&x, true);
+	assert_int_equal(dumpe2fs_num(x.img, "Free blocks:"), free0);
+	assert_int_equal(dumpe2fs_num(x.img, "Free inodes:"), ifree0);
 	free(seen);
 	free(runs);
 	free(inos);
@@ -538,15 +518,12 @@ static void test_fill_4k(void **state) { (void)state; fill(4096); }
 static void test_freed_not_reused_before_commit(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, "undo", 1024, "", "16M", NULL))
 		skip();
-	char img[300];
-	mkimg(img, sizeof img, "undo", 1024, "", "16M");
-	struct mnt m;
-	mnt_mount(&m, img, NULL);
-	struct ext3_fs *fs = m.fs;
+	struct ext3_fs *fs = x.fs;
 	uint64_t free0 = fs->free_blocks;
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
+	struct ext3_inode *root = x.root;
 	/* A directory: no reservation window, the goal is taken as it is. */
 	struct ext3_inode *d = new_inode(fs, root, EXT3_S_IFDIR | 0700);
 	struct ext3_inode *f = new_inode(fs, root, EXT3_S_IFREG | 0600);
@@ -585,9 +562,7 @@ static void test_freed_not_reused_before_commit(void **state)
 	free_inode(fs, d);
 	free_inode(fs, f);
 	assert_int_equal(fs->free_blocks, free0);
-	ext3_iput(root);
-	mnt_umount(&m);
-	fsck_clean(img);
+	fx_close(&x, true);
 }
 
 /* ---- reservation windows ---- */
@@ -618,15 +593,12 @@ static void interleave(struct ext3_fs *fs, struct ext3_inode *a, struct ext3_ino
 static void test_reservation_interleaved(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, "rsv", 1024, "", "32M", NULL))
 		skip();
-	char img[300];
-	mkimg(img, sizeof img, "rsv", 1024, "", "32M");
-	struct mnt m;
-	mnt_mount(&m, img, NULL);
-	struct ext3_fs *fs = m.fs;
+	struct ext3_fs *fs = x.fs;
 	uint64_t free0 = fs->free_blocks;
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
+	struct ext3_inode *root = x.root;
 	enum { N = 1500 };
 	uint64_t *ba = calloc(N, sizeof *ba), *bb = calloc(N, sizeof *bb);
 	uint64_t *ca = calloc(N / 10, sizeof *ca), *cb = calloc(N / 10, sizeof *cb);
@@ -662,9 +634,7 @@ static void test_reservation_interleaved(void **state)
 	free_inode(fs, da);
 	free_inode(fs, db);
 	assert_int_equal(fs->free_blocks, free0);
-	ext3_iput(root);
-	mnt_umount(&m);
-	fsck_clean(img);
+	fx_close(&x, true);
 	free(ba);
 	free(bb);
 	free(ca);
@@ -676,15 +646,12 @@ static void test_reservation_interleaved(void **state)
 static void test_orlov(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, "orlov", 1024, "", "32M", NULL))
 		skip();
-	char img[300];
-	mkimg(img, sizeof img, "orlov", 1024, "", "32M");
-	struct mnt m;
-	mnt_mount(&m, img, NULL);
-	struct ext3_fs *fs = m.fs;
+	struct ext3_fs *fs = x.fs;
 	uint64_t ifree0 = fs->free_inodes;
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
+	struct ext3_inode *root = x.root;
 	enum { TOP = 8 };
 	struct ext3_inode *top[TOP], *sub[TOP], *file[TOP];
 	bool used[64] = {false};
@@ -706,40 +673,22 @@ static void test_orlov(void **state)
 		assert_int_equal(ext3_geom_group_of_ino(&fs->g, sub[i]->ino), g);
 		assert_int_equal(ext3_geom_group_of_ino(&fs->g, file[i]->ino), g);
 	}
-	uint64_t dirs = 0;
-	for (uint32_t g = 0; g < fs->g.groups; g++)
-		dirs += fs->gd[g].bg_used_dirs_count;
-	assert_int_equal(dirs, 2 + 2 * TOP);
+	assert_int_equal(GD_SUM(fs, bg_used_dirs_count), 2 + 2 * TOP);
 	for (int i = 0; i < TOP; i++) {
 		free_inode(fs, file[i]);
 		free_inode(fs, sub[i]);
 		free_inode(fs, top[i]);
 	}
-	dirs = 0;
-	for (uint32_t g = 0; g < fs->g.groups; g++)
-		dirs += fs->gd[g].bg_used_dirs_count;
-	assert_int_equal(dirs, 2);
+	assert_int_equal(GD_SUM(fs, bg_used_dirs_count), 2);
 	assert_int_equal(fs->free_inodes, ifree0);
-	ext3_iput(root);
-	mnt_umount(&m);
-	fsck_clean(img);
+	fx_close(&x, true);
 }
 
 /* ---- errors= ---- */
 
-/* A double free with errors=continue / remount-ro. */
-static void test_errors_policy(void **state)
+/* A directory's block allocated and freed, then freed again (-EUCLEAN). */
+static struct ext3_inode *double_free(struct ext3_fs *fs, struct ext3_inode *root)
 {
-	(void)state;
-	if (!have_e2fs)
-		skip();
-	char img[300];
-	mkimg(img, sizeof img, "errs", 1024, "", "16M");
-	struct mnt m;
-	mnt_mount(&m, img, "errors=continue");
-	struct ext3_fs *fs = m.fs;
-	uint64_t free0 = fs->free_blocks;
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
 	struct ext3_inode *d = new_inode(fs, root, EXT3_S_IFDIR | 0700);
 	uint64_t b;
 	uint32_t n;
@@ -748,98 +697,85 @@ static void test_errors_policy(void **state)
 	struct jbd_handle *h = hstart(fs, 8);
 	assert_int_equal(ext3_free_blocks(h, d, b, 1, false), -EUCLEAN);
 	/* Freeing metadata (a block bitmap) is refused too. */
-	assert_int_equal(ext3_free_blocks(h, d, fs->gd[1].bg_block_bitmap, 1, false), -EUCLEAN);
+	if (ext3_fs_writable(fs))
+		assert_int_equal(ext3_free_blocks(h, d, fs->gd[1].bg_block_bitmap, 1, false),
+				 -EUCLEAN);
 	hstop(h);
-	assert_int_equal(fs->free_blocks, free0);
-	assert_true(le16_to_cpu(fs->sb.s_state) & EXT3_ERROR_FS);
-	assert_true(ext3_fs_writable(fs)); /* continue */
-	free_inode(fs, d);
-	ext3_iput(root);
-	mnt_umount(&m);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", img);
-	assert_true(cmd_has(cmd, "with errors"));
-
-	mkimg(img, sizeof img, "errs_ro", 1024, "", "16M");
-	mnt_mount(&m, img, "errors=remount-ro");
-	fs = m.fs;
-	root = iget(fs, EXT3_ROOT_INO);
-	d = new_inode(fs, root, EXT3_S_IFDIR | 0700);
-	assert_int_equal(alloc(fs, d, 0, 1, &b, &n), 0);
-	free_run(fs, d, b, 1);
-	h = hstart(fs, 8);
-	assert_int_equal(ext3_free_blocks(h, d, b, 1, false), -EUCLEAN);
-	hstop(h);
-	assert_false(ext3_fs_writable(fs));
-	assert_int_equal(ext3_journal_start(fs, 1, &h), -EROFS);
-	ext3_iput(d);
-	ext3_iput(root);
-	mnt_umount(&m);
-	snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", img);
-	assert_true(cmd_has(cmd, "with errors"));
+	return d;
 }
 
-static struct mnt panic_mnt; /* reachable at the child's exit */
+static void test_errors_policy(void **state)
+{
+	(void)state;
+	struct fx x;
+	if (!fx_open(&x, "errs", 1024, "", "16M", "errors=continue"))
+		skip();
+	uint64_t free0 = x.fs->free_blocks;
+	struct ext3_inode *d = double_free(x.fs, x.root);
+	assert_int_equal(x.fs->free_blocks, free0);
+	assert_true(le16_to_cpu(x.fs->sb.s_state) & EXT3_ERROR_FS);
+	assert_true(ext3_fs_writable(x.fs)); /* continue */
+	free_inode(x.fs, d);
+	fx_close(&x, false);
+	assert_true(has_errors(x.img));
+
+	assert_true(fx_open(&x, "errs_ro", 1024, "", "16M", "errors=remount-ro"));
+	d = double_free(x.fs, x.root);
+	assert_false(ext3_fs_writable(x.fs));
+	struct jbd_handle *h;
+	assert_int_equal(ext3_journal_start(x.fs, 1, &h), -EROFS);
+	ext3_iput(d);
+	fx_close(&x, false);
+	assert_true(has_errors(x.img));
+}
+
+static struct fx panic_fx; /* reachable at the child's exit */
 
 static void test_errors_panic(void **state)
 {
 	(void)state;
 	if (!have_e2fs)
 		skip();
-	char img[300];
-	mkimg(img, sizeof img, "errs_panic", 1024, "", "16M");
+	mkimg(panic_fx.img, sizeof panic_fx.img, "errs_panic", 1024, "", "16M");
 	fflush(NULL);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		if (mnt_open(&panic_mnt, img, "errors=panic"))
-			_exit(2);
-		struct ext3_fs *fs = panic_mnt.fs;
-		struct ext3_inode *root;
 		struct jbd_handle *h;
-		if (ext3_iget(fs, EXT3_ROOT_INO, &root) || ext3_journal_start(fs, 8, &h))
-			_exit(3);
+		if (fx_mount_rc(&panic_fx, "errors=panic") || ext3_journal_start(panic_fx.fs, 8, &h))
+			_exit(2);
 		/* The last block is free on a fresh image: freeing it panics. */
-		(void)ext3_free_blocks(h, root, fs->g.blocks_count - 1, 1, false);
+		(void)ext3_free_blocks(h, panic_fx.root, panic_fx.fs->g.blocks_count - 1, 1, false);
 		_exit(4);
 	}
 	int st;
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 70);
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", img);
-	assert_true(cmd_has(cmd, "with errors"));
+	assert_true(has_errors(panic_fx.img));
 }
 
 /* A block bitmap that claims its own block free: never handed out. */
 static void test_metadata_claimed_free(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, "metafree", 1024, "", "16M", "errors=continue"))
 		skip();
-	char img[300];
-	mkimg(img, sizeof img, "metafree", 1024, "", "16M");
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "dumpe2fs '%s' 2>/dev/null | grep -m1 'Block bitmap at'", img);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	unsigned long long bb = 0;
-	assert_int_equal(fscanf(p, " Block bitmap at %llu", &bb), 1);
-	pclose(p);
-	assert_int_equal(run("debugfs -w -R 'freeb %llu' '%s' >/dev/null 2>&1", bb, img), 0);
-	struct mnt m;
-	mnt_mount(&m, img, "errors=continue");
-	struct ext3_fs *fs = m.fs;
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
-	struct ext3_inode *d = new_inode(fs, root, EXT3_S_IFDIR | 0700);
+	uint64_t bb = x.fs->gd[0].bg_block_bitmap;
+	fx_close(&x, false);
+	char cmd[100];
+	snprintf(cmd, sizeof cmd, "freeb %llu", (unsigned long long)bb);
+	debugfs_w(x.img, cmd);
+	fx_mount(&x, "errors=continue");
+	struct ext3_fs *fs = x.fs;
+	struct ext3_inode *d = new_inode(fs, x.root, EXT3_S_IFDIR | 0700);
 	uint64_t b;
 	uint32_t n;
 	assert_int_equal(alloc(fs, d, bb, 1, &b, &n), -EUCLEAN);
 	assert_true(le16_to_cpu(fs->sb.s_state) & EXT3_ERROR_FS);
 	free_inode(fs, d);
-	ext3_iput(root);
-	mnt_umount(&m);
+	fx_close(&x, false);
 }
 
 /* ---- threads ---- */
@@ -852,75 +788,58 @@ struct worker {
 	int err;
 };
 
+enum { OP_ALLOC, OP_FREE, OP_INODE };
+
+/* One handle of a worker: allocate a run, free run k (the last when
+ * draining), or create an inode and free it again. */
+static int worker_step(struct worker *w, int op, unsigned r, struct run_rec *runs, size_t *nruns)
+{
+	struct ext3_fs *fs = w->fs;
+	struct ext3_inode *locked = op == OP_INODE ? w->root : w->in, *in = NULL;
+	struct jbd_handle *h;
+	pthread_rwlock_wrlock(&locked->lock);
+	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs) + ext3_credits_data(fs, 16), &h);
+	if (!rc) {
+		if (op == OP_INODE) {
+			uint16_t mode = (r & 16 ? EXT3_S_IFDIR : EXT3_S_IFREG) | 0600;
+			rc = ext3_new_inode(h, w->root, mode, 0, 0, &in);
+			if (!rc) {
+				rc = ext3_free_inode(h, in);
+				pthread_rwlock_unlock(&in->lock);
+			}
+		} else if (op == OP_FREE) {
+			size_t k = (r >> 4) % *nruns;
+			rc = ext3_free_blocks(h, w->in, runs[k].first, runs[k].n, r & 32);
+			runs[k] = runs[--*nruns];
+		} else {
+			uint32_t n = 1 + (r >> 8) % 16;
+			uint64_t first;
+			rc = ext3_new_blocks(h, w->in, 0, &n, &first);
+			if (!rc)
+				runs[(*nruns)++] = (struct run_rec){first, n};
+		}
+		int src = ext3_journal_stop(h);
+		rc = rc ? rc : src;
+	}
+	pthread_rwlock_unlock(&locked->lock);
+	ext3_iput(in);
+	return rc;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	struct ext3_fs *fs = w->fs;
 	struct run_rec runs[64];
 	size_t nruns = 0;
 	for (int it = 0; it < w->iters && !w->err; it++) {
 		unsigned r = (unsigned)rand_r(&w->seed);
-		struct jbd_handle *h;
-		if (r % 8 == 0) {
-			/* An inode born and freed. */
-			struct ext3_inode *in;
-			pthread_rwlock_wrlock(&w->root->lock);
-			int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
-			if (!rc) {
-				rc = ext3_new_inode(h, w->root, (r & 16 ? EXT3_S_IFDIR : EXT3_S_IFREG) | 0600,
-						    0, 0, &in);
-				int src = ext3_journal_stop(h);
-				rc = rc ? rc : src;
-			}
-			pthread_rwlock_unlock(&w->root->lock);
-			if (rc) {
-				w->err = rc;
-				break;
-			}
-			rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
-			if (!rc) {
-				rc = ext3_free_inode(h, in);
-				int src = ext3_journal_stop(h);
-				rc = rc ? rc : src;
-			}
-			pthread_rwlock_unlock(&in->lock);
-			ext3_iput(in);
-			w->err = rc;
-			continue;
-		}
-		pthread_rwlock_wrlock(&w->in->lock);
-		int rc = ext3_journal_start(fs, ext3_credits_data(fs, 16), &h);
-		if (!rc) {
-			if (nruns == 64 || (nruns && r % 3 == 0)) {
-				size_t k = (r >> 4) % nruns;
-				rc = ext3_free_blocks(h, w->in, runs[k].first, runs[k].n, r & 32);
-				runs[k] = runs[--nruns];
-			} else {
-				uint32_t n = 1 + (r >> 8) % 16;
-				uint64_t first;
-				rc = ext3_new_blocks(h, w->in, 0, &n, &first);
-				if (!rc)
-					runs[nruns++] = (struct run_rec){first, n};
-			}
-			int src = ext3_journal_stop(h);
-			rc = rc ? rc : src;
-		}
-		pthread_rwlock_unlock(&w->in->lock);
-		w->err = rc;
+		int op = r % 8 == 0 ? OP_INODE : nruns == 64 || (nruns && r % 3 == 0) ? OP_FREE
+										: OP_ALLOC;
+		w->err = worker_step(w, op, r, runs, &nruns);
 	}
-	/* Give everything back. */
+	while (nruns && !w->err) /* give everything back */
+		w->err = worker_step(w, OP_FREE, (unsigned)(nruns - 1) << 4, runs, &nruns);
 	pthread_rwlock_wrlock(&w->in->lock);
-	while (nruns && !w->err) {
-		struct jbd_handle *h;
-		int rc = ext3_journal_start(fs, ext3_credits_data(fs, 16), &h);
-		if (!rc) {
-			nruns--;
-			rc = ext3_free_blocks(h, w->in, runs[nruns].first, runs[nruns].n, false);
-			int src = ext3_journal_stop(h);
-			rc = rc ? rc : src;
-		}
-		w->err = rc;
-	}
 	ext3_rsv_discard(w->in);
 	pthread_rwlock_unlock(&w->in->lock);
 	return NULL;
@@ -929,15 +848,12 @@ static void *worker_main(void *arg)
 static void test_threads(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
+	struct fx x;
+	if (!fx_open(&x, "threads", 1024, "-g 2048", "16M", NULL))
 		skip();
-	char img[300];
-	mkimg(img, sizeof img, "threads", 1024, "-g 2048", "16M");
-	struct mnt m;
-	mnt_mount(&m, img, NULL);
-	struct ext3_fs *fs = m.fs;
+	struct ext3_fs *fs = x.fs;
 	uint64_t free0 = fs->free_blocks, ifree0 = fs->free_inodes;
-	struct ext3_inode *root = iget(fs, EXT3_ROOT_INO);
+	struct ext3_inode *root = x.root;
 	enum { T = 4 };
 	struct worker w[T];
 	pthread_t tid[T];
@@ -958,12 +874,10 @@ static void test_threads(void **state)
 		free_inode(fs, w[i].in);
 	assert_int_equal(fs->free_blocks, free0);
 	assert_int_equal(fs->free_inodes, ifree0);
-	assert_int_equal(gd_sum_free_blocks(fs), free0);
-	assert_int_equal(gd_sum_free_inodes(fs), ifree0);
-	ext3_iput(root);
-	mnt_umount(&m);
-	fsck_clean(img);
-	assert_int_equal(dumpe2fs_num(img, "Free blocks:"), free0);
+	assert_int_equal(GD_SUM(fs, bg_free_blocks_count), free0);
+	assert_int_equal(GD_SUM(fs, bg_free_inodes_count), ifree0);
+	fx_close(&x, true);
+	assert_int_equal(dumpe2fs_num(x.img, "Free blocks:"), free0);
 }
 
 static int setup(void **state)

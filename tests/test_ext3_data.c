@@ -639,6 +639,38 @@ static void test_concurrent(void **state)
 	}
 }
 
+/* ---- atime: relatime updates once after a write, noatime never ---- */
+
+static void test_atime(void **state)
+{
+	(void)state;
+	char img[300];
+	tmpname(img, sizeof img, "atime.img");
+	for (int noatime = 0; noatime < 2; noatime++) {
+		mkimg(img, 1024, 16, 1);
+		struct dev *d;
+		struct ext3_fs *fs = mount_rw(img, noatime ? "noatime" : "relatime", &d);
+		struct ext3_inode *f = get(fs, "/f1");
+		uint8_t b[100];
+		fill(b, sizeof b, 41);
+		wr(f, b, sizeof b, 0);
+		struct ext3_inode_attr a0, a1;
+		ext3_inode_attr_get(f, &a0);
+		/* Pretend the file was last read long ago, before the write. */
+		pthread_rwlock_wrlock(&f->lock);
+		f->a.atime = a0.mtime - 1;
+		pthread_rwlock_unlock(&f->lock);
+		check_read(f, b, sizeof b, 0);
+		ext3_inode_attr_get(f, &a1);
+		if (noatime)
+			assert_int_equal(a1.atime, a0.mtime - 1);
+		else
+			assert_true(a1.atime >= a0.mtime);
+		ext3_iput(f);
+		umount_ok(fs, d);
+	}
+}
+
 /* ---- setup ---- */
 
 static int group_setup(void **state)
@@ -665,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_fsync_durable),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_atime),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

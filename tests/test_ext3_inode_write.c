@@ -5,7 +5,9 @@
  * Oracles: debugfs (stat, bmap, ea_get), dumpe2fs (free counts, features,
  * the orphan head), e2fsck -fn (clean after our unmount or our recovery),
  * and nostall's own read path after a remount. Crashes are images copied
- * while mounted, after a forced commit.
+ * while mounted, after a forced commit, or crash points of a log: device.
+ *
+ * nostall-test: concurrent (a thread forces commits during a truncate)
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,8 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -600,6 +604,107 @@ static void orphans(unsigned bs)
 static void test_orphans_1k(void **s) { (void)s; orphans(1024); }
 static void test_orphans_4k(void **s) { (void)s; orphans(4096); }
 
+struct committer {
+	struct jbd_journal *j;
+	atomic_bool stop;
+};
+
+static void *committer_main(void *arg)
+{
+	struct committer *c = arg;
+	while (!atomic_load(&c->stop))
+		(void)jbd_journal_force_commit(c->j);
+	return NULL;
+}
+
+/* A truncate cut short by a crash: a big file truncated to 0 on a log:
+ * device (a 1 MiB journal, so the truncate spans several commits); every
+ * crash point inside the truncate, replayed onto the image as it was,
+ * mounts clean: the orphan cleanup finishes the truncate. */
+static void test_truncate_crash(void **s)
+{
+	(void)s;
+	char img[300], base[400], logf[400], copy[400];
+	mkimg(img, sizeof img, "tcrash", 1024, 160, 128, "-J size=1", 1);
+	struct mnt m;
+	mnt_open(&m, img, true);
+	struct ext3_inode *in = file_get(m.fs, "/f0");
+	uint32_t ino = in->ino;
+	assert_int_equal(alloc_range(in, 0, 120000, NULL), 0);
+	ext3_iput(in);
+	mnt_close(&m);
+	long long full = free_blocks(img);
+	snprintf(base, sizeof base, "%s.base", img);
+	snprintf(logf, sizeof logf, "%s.log", img);
+	snprintf(copy, sizeof copy, "%s.copy", img);
+	assert_int_equal(run("cp --sparse=always '%s' '%s'", img, base), 0);
+
+	char spec[1000];
+	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, logf);
+	assert_int_equal(dev_open(spec, &m.dev), 0);
+	assert_int_equal(ext3_fs_mount(m.dev, NULL, EXT3_MOUNT_JOURNAL, &m.fs), 0);
+	assert_int_equal(ext3_iget(m.fs, ino, &in), 0);
+	/* Restarts only ask for a commit; a second thread forcing commits
+	 * makes them land between the truncate's steps. */
+	struct committer c = {.j = ext3_fs_journal(m.fs)};
+	pthread_t th;
+	assert_int_equal(dev_mark(m.dev, "truncate"), 0);
+	assert_int_equal(pthread_create(&th, NULL, committer_main, &c), 0);
+	assert_int_equal(do_truncate(in, 0), 0);
+	atomic_store(&c.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(dev_mark(m.dev, "truncated"), 0);
+	ext3_iput(in);
+	mnt_close(&m);
+	fsck_clean(img);
+	long long empty = free_blocks(img);
+	assert_true(empty > full + 120000);
+
+	uint64_t *pts;
+	size_t npts;
+	assert_int_equal(dev_log_crash_points(logf, &pts, &npts), 0);
+	/* The marks' indices: the entries carrying them. */
+	struct dev_log_reader *r;
+	assert_int_equal(dev_log_reader_open(logf, &r), 0);
+	struct dev_log_entry e;
+	uint64_t m0 = 0, m1 = 0;
+	while (dev_log_reader_next(r, &e) == 1)
+		if (e.flags & DEV_LOG_MARK)
+			*(m0 ? &m1 : &m0) = e.index;
+	dev_log_reader_close(r);
+	assert_true(m0 && m1 > m0);
+	unsigned tried = 0, cut = 0;
+	for (size_t i = 0; i < npts; i++) {
+		if (pts[i] <= m0 || pts[i] > m1)
+			continue;
+		assert_int_equal(run("cp --sparse=always '%s' '%s'", base, copy), 0);
+		snprintf(spec, sizeof spec, "file:%s", copy);
+		struct dev *d;
+		assert_int_equal(dev_open(spec, &d), 0);
+		assert_int_equal(dev_log_replay(logf, pts[i], d), 0);
+		assert_int_equal(ext3_journal_recover(d, 0, NULL, NULL), 0);
+		dev_close(d);
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", copy);
+		bool orphan = cmd_has(cmd, "First orphan inode:");
+		long long f = free_blocks(copy);
+		if (orphan && f > full && f < empty)
+			cut++; /* a truncate committed part of the way */
+		mnt_open(&m, copy, true);
+		assert_null(m.fs->orphans);
+		mnt_close(&m);
+		fsck_clean(copy);
+		f = free_blocks(copy);
+		assert_true(f == full || f == empty);
+		if (orphan)
+			assert_int_equal(f, empty);
+		tried++;
+	}
+	free(pts);
+	print_message("truncate crash: %u crash points, %u inside the truncate\n", tried, cut);
+	assert_true(cut > 0);
+}
+
 static int setup(void **s)
 {
 	(void)s;
@@ -630,7 +735,7 @@ int main(void)
 		cmocka_unit_test(test_efbig_4k),    cmocka_unit_test(test_truncate_1k),
 		cmocka_unit_test(test_truncate_4k), cmocka_unit_test(test_enospc_1k),
 		cmocka_unit_test(test_enospc_4k),   cmocka_unit_test(test_orphans_1k),
-		cmocka_unit_test(test_orphans_4k),
+		cmocka_unit_test(test_orphans_4k),  cmocka_unit_test(test_truncate_crash),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

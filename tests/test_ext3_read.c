@@ -576,7 +576,8 @@ static void test_mkfs_image(void **state)
 	for (size_t c = 0; c < 3; c++) {
 		struct dev *d = mkfs_mem(cfg[c][0] * MIB, cfg[c][1], cfg[c][2]);
 		struct nostall_fs *fs = NULL;
-		assert_int_equal(nostall_mount_dev(d, NULL, 0, &fs), -EROFS);
+		/* read-write mounts exist now; noload still needs a read-only one */
+		assert_int_equal(nostall_mount_dev(d, "noload", 0, &fs), -EINVAL);
 		int rc = nostall_mount_dev(d, "ro,cache=1M,readahead=8", 0, &fs);
 		if (rc)
 			fail_msg("mount: %s", nostall_errmsg(rc));
@@ -641,7 +642,8 @@ static void test_mkfs_image(void **state)
 		nostall_closedir(dir);
 		struct nostall_file *f = NULL;
 		assert_int_equal(nostall_open(fs, "/", 0, &f), -EISDIR);
-		assert_int_equal(nostall_open(fs, "/lost+found", 0x40 /* O_CREAT-ish */, &f), -EROFS);
+		assert_int_equal(nostall_open(fs, "/lost+found/x", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, &f),
+				 -EROFS); /* a read-only mount */
 		assert_int_equal(nostall_umount(fs), 0);
 		dev_close(d);
 	}
@@ -821,7 +823,8 @@ static void test_xattrs(void **state)
 	assert_int_equal(nostall_getxattr(fs, "f2", 0, "trusted.t1", v, sizeof v), 13);
 	assert_memory_equal(v, "trusted-value", 13);
 	assert_int_equal(nostall_getxattr(fs, "f2", 0, "user.nope", v, sizeof v), -ENODATA);
-	assert_int_equal(nostall_getxattr(fs, "f2", 0, "small", v, sizeof v), -ENODATA);
+	/* no namespace: the VFS finds no handler (Linux's EOPNOTSUPP) */
+	assert_int_equal(nostall_getxattr(fs, "f2", 0, "small", v, sizeof v), -EOPNOTSUPP);
 	/* the 700-byte value lives in the xattr block */
 	size_t blen;
 	char host[512];

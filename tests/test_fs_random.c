@@ -118,34 +118,14 @@ static void run_combo(const struct combo *cb)
 	unlink(nf.image);
 }
 
-static void test_journal_1k(void **state)
-{
-	run_combo(&(struct combo){ "journal", 1024 });
-}
+static const struct combo combos[] = {
+	{ "journal", 1024 },   { "journal", 4096 },   { "ordered", 1024 },
+	{ "ordered", 4096 },   { "writeback", 1024 }, { "writeback", 4096 },
+};
 
-static void test_journal_4k(void **state)
+static void test_combo(void **state)
 {
-	run_combo(&(struct combo){ "journal", 4096 });
-}
-
-static void test_ordered_1k(void **state)
-{
-	run_combo(&(struct combo){ "ordered", 1024 });
-}
-
-static void test_ordered_4k(void **state)
-{
-	run_combo(&(struct combo){ "ordered", 4096 });
-}
-
-static void test_writeback_1k(void **state)
-{
-	run_combo(&(struct combo){ "writeback", 1024 });
-}
-
-static void test_writeback_4k(void **state)
-{
-	run_combo(&(struct combo){ "writeback", 4096 });
+	run_combo(*state);
 }
 
 int main(void)
@@ -157,12 +137,13 @@ int main(void)
 	}
 	printf("fs_random: seed %llu (rerun: NOSTALL_SEED=%llu)%s\n", (unsigned long long)seed,
 	       (unsigned long long)seed, geteuid() ? "; not root: no kernel compare, no chown" : "");
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_journal_1k),   cmocka_unit_test(test_journal_4k),
-		cmocka_unit_test(test_ordered_1k),   cmocka_unit_test(test_ordered_4k),
-		cmocka_unit_test(test_writeback_1k), cmocka_unit_test(test_writeback_4k),
-	};
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	static const char *const names[] = { "journal_1k", "journal_4k", "ordered_1k",
+					     "ordered_4k", "writeback_1k", "writeback_4k" };
+	struct CMUnitTest tests[sizeof combos / sizeof combos[0]];
+	for (size_t i = 0; i < sizeof combos / sizeof combos[0]; i++)
+		tests[i] = (struct CMUnitTest){ .name = names[i], .test_func = test_combo,
+						.initial_state = (void *)&combos[i] };
+	int rc = _cmocka_run_group_tests("test_fs_random", tests, sizeof tests / sizeof tests[0], NULL, NULL);
 	rmdir(tmpdir);
 	return rc;
 }

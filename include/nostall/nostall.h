@@ -375,7 +375,8 @@ const char *nostall_feature_name(int which, uint32_t bit);
  * to: default_permissions); it does enforce ext3's rules (name length, link
  * count, directory emptiness, read-only mounts) and the VFS's (a directory
  * into its own subtree, user.* xattrs only on files and directories). The
- * reserved blocks are kept for uid 0 credentials.
+ * allocator does not see credentials yet: every caller may use the
+ * reserved blocks (s_r_blocks_count), as root could.
  *
  * Path calls resolve every component but the last (following symlinks), then
  * act on the last name in that directory; "/" or an empty last component,

@@ -139,9 +139,11 @@ int nostall_fsync(struct nostall_file *f, int datasync)
  * work (the truncate safeguard, the pending error) happens now. */
 int nostall_flush(struct nostall_file *f)
 {
-	if (!f->writer)
-		return 0;
 	pthread_mutex_lock(&f->lock);
+	if (!f->writer) {
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
 	int rc = ext3_file_release(f->in, EXT3_OPEN_WRITE);
 	int orc = ext3_file_open(f->in, EXT3_OPEN_WRITE);
 	if (orc) {

@@ -323,17 +323,30 @@ static int rename_in(struct nostall_fs *fs, struct api_parent *a, struct api_par
 	return rc ? rc : ext3_rename(a->dir, a->name, a->len, b->dir, b->name, b->len, flags);
 }
 
-int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags)
+/* One side of a rename: a path, or a directory number and a name. */
+struct rn_side {
+	const char *path;
+	uint64_t dir;
+	const char *name;
+};
+
+static int rn_side_get(struct nostall_fs *fs, const struct rn_side *x, struct api_parent *p)
+{
+	return x->path ? api_parent_walk(fs, x->path, true, p) : api_at_parent(fs, x->dir, x->name, p);
+}
+
+static int rename_sides(struct nostall_fs *fs, const struct rn_side *from, const struct rn_side *to,
+			unsigned flags)
 {
 	int rc = rename_flags_check(flags);
 	if (!rc)
 		rc = api_check_rw(fs, "rename");
 	struct api_parent a, b;
 	if (!rc)
-		rc = api_parent_walk(fs, from, true, &a);
+		rc = rn_side_get(fs, from, &a);
 	if (rc)
 		return rc;
-	rc = api_parent_walk(fs, to, true, &b);
+	rc = rn_side_get(fs, to, &b);
 	if (!rc) {
 		rc = rename_in(fs, &a, &b, flags);
 		api_parent_put(&b);
@@ -342,22 +355,17 @@ int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsi
 	return rc;
 }
 
+int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags)
+{
+	if (!from || !to)
+		return err_set(-EINVAL, "rename: NULL path");
+	return rename_sides(fs, &(struct rn_side){ .path = from }, &(struct rn_side){ .path = to },
+			    flags);
+}
+
 int nostall_rename_at(struct nostall_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
 		      const char *newname, unsigned flags)
 {
-	int rc = rename_flags_check(flags);
-	if (!rc)
-		rc = api_check_rw(fs, "rename");
-	struct api_parent a, b;
-	if (!rc)
-		rc = api_at_parent(fs, olddir, oldname, &a);
-	if (rc)
-		return rc;
-	rc = api_at_parent(fs, newdir, newname, &b);
-	if (!rc) {
-		rc = rename_in(fs, &a, &b, flags);
-		api_parent_put(&b);
-	}
-	api_parent_put(&a);
-	return rc;
+	return rename_sides(fs, &(struct rn_side){ .dir = olddir, .name = oldname },
+			    &(struct rn_side){ .dir = newdir, .name = newname }, flags);
 }

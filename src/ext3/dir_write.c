@@ -65,20 +65,13 @@ int ext3_dir_append(struct jbd_handle *h, struct ext3_inode *dir, uint64_t *lblk
 	int rc = ext3_get_blocks(h, dir, l, 1, true, &phys, &count, &is_new);
 	if (rc)
 		return err_wrap(rc, "ext3: growing directory inode %u", dir->ino);
-	struct buffer_head *bh;
-	if (is_new) {
-		bh = buf_get(fs->cache, phys, &rc);
-		if (!bh)
-			return err_set(rc ? rc : -ENOMEM, "ext3: directory block %llu: no buffer",
-				       (unsigned long long)phys);
-		rc = ext3_journal_get_create_access(h, bh);
-	} else {
-		/* a block already mapped past i_size (left by a crash): reuse it */
-		rc = ext3_bread(fs, phys, "directory", &bh);
-		if (rc)
-			return rc;
-		rc = ext3_journal_get_write_access(h, bh);
-	}
+	/* The block is overwritten whole, so it is not read even when it was
+	 * already mapped past i_size (left by a failed grow). */
+	struct buffer_head *bh = buf_get(fs->cache, phys, &rc);
+	if (!bh)
+		return err_set(rc ? rc : -ENOMEM, "ext3: directory block %llu: no buffer",
+			       (unsigned long long)phys);
+	rc = is_new ? ext3_journal_get_create_access(h, bh) : ext3_journal_get_write_access(h, bh);
 	if (rc) {
 		buf_put(bh);
 		return rc;
@@ -213,9 +206,10 @@ int ext3_dir_add(struct jbd_handle *h, struct ext3_inode *dir, const char *name,
 	return dir_touch(h, dir);
 }
 
-/* The block holding name, read and checked, and the entry's place in it. */
-static int dir_find_entry(struct ext3_inode *dir, const char *name, size_t len,
-			  struct buffer_head **out, unsigned *off, unsigned *prev)
+/* The entry for name, under write access: its block (checked) and the
+ * entry's place in it. */
+static int dir_entry_for_write(struct jbd_handle *h, struct ext3_inode *dir, const char *name,
+			       size_t len, struct buffer_head **out, unsigned *off, unsigned *prev)
 {
 	struct ext3_fs *fs = dir->fs;
 	*out = NULL;
@@ -235,13 +229,24 @@ static int dir_find_entry(struct ext3_inode *dir, const char *name, size_t len,
 	rc = ext3_dir_read_checked(fs, dir, lblk, out);
 	if (rc)
 		return rc;
-	if (ext3_dirblk_find(buf_data(*out), fs->g.block_size, name, len, off, prev)) {
+	if (ext3_dirblk_find(buf_data(*out), fs->g.block_size, name, len, off, prev))
+		rc = err_set(-ENOENT, "ext3: directory inode %u: \"%.*s\" vanished", dir->ino,
+			     (int)len, name);
+	else
+		rc = ext3_journal_get_write_access(h, *out);
+	if (rc) {
 		buf_put(*out);
 		*out = NULL;
-		return err_set(-ENOENT, "ext3: directory inode %u: \"%.*s\" vanished", dir->ino,
-			       (int)len, name);
 	}
-	return 0;
+	return rc;
+}
+
+/* The entry's block changed: journal it, release it, touch the directory. */
+static int dir_entry_done(struct jbd_handle *h, struct ext3_inode *dir, struct buffer_head *bh)
+{
+	int rc = ext3_journal_dirty_metadata(h, bh);
+	buf_put(bh);
+	return rc ? rc : dir_touch(h, dir);
 }
 
 int ext3_dir_remove(struct jbd_handle *h, struct ext3_inode *dir, const char *name, size_t len,
@@ -249,18 +254,13 @@ int ext3_dir_remove(struct jbd_handle *h, struct ext3_inode *dir, const char *na
 {
 	struct buffer_head *bh;
 	unsigned off, prev;
-	int rc = dir_find_entry(dir, name, len, &bh, &off, &prev);
+	int rc = dir_entry_for_write(h, dir, name, len, &bh, &off, &prev);
 	if (rc)
 		return rc;
-	rc = ext3_journal_get_write_access(h, bh);
-	if (rc == 0) {
-		uint8_t *b = buf_data(bh);
-		*ino = le32_to_cpu(((const struct ext3_dir_entry_2 *)(b + off))->inode);
-		ext3_dirblk_del(b, off, prev);
-		rc = ext3_journal_dirty_metadata(h, bh);
-	}
-	buf_put(bh);
-	return rc ? rc : dir_touch(h, dir);
+	uint8_t *b = buf_data(bh);
+	*ino = le32_to_cpu(((const struct ext3_dir_entry_2 *)(b + off))->inode);
+	ext3_dirblk_del(b, off, prev);
+	return dir_entry_done(h, dir, bh);
 }
 
 int ext3_dir_retarget(struct jbd_handle *h, struct ext3_inode *dir, const char *name, size_t len,
@@ -271,18 +271,13 @@ int ext3_dir_retarget(struct jbd_handle *h, struct ext3_inode *dir, const char *
 		return err_set(-EINVAL, "ext3: inode %u out of range", ino);
 	struct buffer_head *bh;
 	unsigned off, prev;
-	int rc = dir_find_entry(dir, name, len, &bh, &off, &prev);
+	int rc = dir_entry_for_write(h, dir, name, len, &bh, &off, &prev);
 	if (rc)
 		return rc;
-	rc = ext3_journal_get_write_access(h, bh);
-	if (rc == 0) {
-		struct ext3_dir_entry_2 *e = (struct ext3_dir_entry_2 *)((uint8_t *)buf_data(bh) + off);
-		e->inode = cpu_to_le32(ino);
-		e->file_type = fs->has_filetype ? ext3_mode_to_ft(mode) : 0;
-		rc = ext3_journal_dirty_metadata(h, bh);
-	}
-	buf_put(bh);
-	return rc ? rc : dir_touch(h, dir);
+	struct ext3_dir_entry_2 *e = (struct ext3_dir_entry_2 *)((uint8_t *)buf_data(bh) + off);
+	e->inode = cpu_to_le32(ino);
+	e->file_type = fs->has_filetype ? ext3_mode_to_ft(mode) : 0;
+	return dir_entry_done(h, dir, bh);
 }
 
 int ext3_dir_make(struct jbd_handle *h, struct ext3_inode *dir, uint32_t parent_ino)

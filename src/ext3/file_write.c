@@ -318,8 +318,15 @@ static int setsize_locked(struct ext3_inode *in, uint64_t size)
 	if (size < old) {
 		/* ext3_truncate drops the pages (and zeroes the partial page);
 		 * data=journal's partial block is a journaled buffer instead. */
-		if (!ext3_data_paged(fs))
+		if (!ext3_data_paged(fs)) {
 			rc = journal_zero_tail(in, size);
+		} else if (size % fs->g.block_size) {
+			/* the partial block's tail is zeroed through the page
+			 * cache: the mapping must exist even if nothing was
+			 * read or written since the mount */
+			struct page_mapping *m;
+			rc = ext3_data_mapping(in, &m);
+		}
 		if (!rc)
 			rc = ext3_truncate(in, size);
 		if (rc)

@@ -318,7 +318,13 @@ int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in)
 	ext3_now(&sec, &nsec);
 	in->a.dtime = (uint32_t)sec;
 	int rc = ext3_mark_inode_dirty(h, in);
-	if (rc)
-		return rc;
-	return ino_release(h, fs, in->ino, is_dir);
+	if (!rc)
+		rc = ino_release(h, fs, in->ino, is_dir);
+	/* The number may be claimed again at once: the cached copy reads as
+	 * free from now on (mode 0, in memory only; the disk keeps the mode as
+	 * the kernel leaves it), so dropping a stale reference to it never
+	 * frees the number a second time. */
+	if (!rc)
+		in->a.mode = 0;
+	return rc;
 }

@@ -113,14 +113,16 @@ static int large_file_note(struct jbd_handle *h, struct ext3_fs *fs, const struc
 	return need ? ext3_super_dirty(h, fs) : 0;
 }
 
-int ext3_inode_write_raw(struct jbd_handle *h, struct ext3_inode *in, bool orphan_locked)
+/* The inode-table block holding in, with write access in h; *slot = the
+ * inode's bytes in it. */
+static int itable_access(struct jbd_handle *h, struct ext3_inode *in, struct buffer_head **out,
+			 uint8_t **slot)
 {
-	struct ext3_fs *fs = in->fs;
 	uint64_t blk;
 	unsigned off;
-	ext3_fs_inode_loc(fs, in->ino, &blk, &off);
+	ext3_fs_inode_loc(in->fs, in->ino, &blk, &off);
 	struct buffer_head *bh;
-	int rc = ext3_bread(fs, blk, "inode table", &bh);
+	int rc = ext3_bread(in->fs, blk, "inode table", &bh);
 	if (rc)
 		return err_wrap(rc, "ext3: writing inode %u", in->ino);
 	rc = ext3_journal_get_write_access(h, bh);
@@ -128,12 +130,25 @@ int ext3_inode_write_raw(struct jbd_handle *h, struct ext3_inode *in, bool orpha
 		buf_put(bh);
 		return rc;
 	}
+	*out = bh;
+	*slot = (uint8_t *)buf_data(bh) + off;
+	return 0;
+}
+
+int ext3_inode_write_raw(struct jbd_handle *h, struct ext3_inode *in, bool orphan_locked)
+{
+	struct ext3_fs *fs = in->fs;
+	struct buffer_head *bh;
+	uint8_t *slot;
+	int rc = itable_access(h, in, &bh, &slot);
+	if (rc)
+		return rc;
 	/* Orphans: i_dtime may be rewritten by orphan.c meanwhile. */
 	bool lock = in->on_orphan && !orphan_locked;
 	if (lock)
 		pthread_mutex_lock(&fs->orphan_lock);
 	inode_encode(fs, in);
-	memcpy((uint8_t *)buf_data(bh) + off, in->raw, fs->g.inode_size);
+	memcpy(slot, in->raw, fs->g.inode_size);
 	if (lock)
 		pthread_mutex_unlock(&fs->orphan_lock);
 	rc = ext3_journal_dirty_metadata(h, bh);
@@ -143,22 +158,13 @@ int ext3_inode_write_raw(struct jbd_handle *h, struct ext3_inode *in, bool orpha
 
 int ext3_inode_write_orphan_next(struct jbd_handle *h, struct ext3_inode *in)
 {
-	uint32_t dtime = in->orphan_next ? in->orphan_next->ino : 0;
-	struct ext3_fs *fs = in->fs;
-	uint64_t blk;
-	unsigned off;
-	ext3_fs_inode_loc(fs, in->ino, &blk, &off);
 	struct buffer_head *bh;
-	int rc = ext3_bread(fs, blk, "inode table", &bh);
+	uint8_t *slot;
+	int rc = itable_access(h, in, &bh, &slot);
 	if (rc)
-		return err_wrap(rc, "ext3: writing inode %u", in->ino);
-	rc = ext3_journal_get_write_access(h, bh);
-	if (rc) {
-		buf_put(bh);
 		return rc;
-	}
-	put_le32(in->raw + 0x14, dtime);
-	memcpy((uint8_t *)buf_data(bh) + off + 0x14, in->raw + 0x14, 4);
+	put_le32(in->raw + 0x14, in->orphan_next ? in->orphan_next->ino : 0);
+	memcpy(slot + 0x14, in->raw + 0x14, 4);
 	rc = ext3_journal_dirty_metadata(h, bh);
 	buf_put(bh);
 	return rc;

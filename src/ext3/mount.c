@@ -19,6 +19,14 @@
  * written through the queue (flush + FUA) from fs->sb; nothing reads the
  * superblock's block through the buffer cache, so no cached copy goes stale.
  *
+ * The writable mount (EXT3_MOUNT_JOURNAL) then brings up the write side
+ * (docs/write-inode.md, "Mount"): s_mnt_count and s_mtime written,
+ * ext3_write_init, ext3_data_init, the orphan cleanup. Unmount takes it down
+ * in reverse: sync, every cached inode evicted (unlinked ones freed),
+ * ext3_data_shutdown, ext3_write_shutdown, then the journal. As 2.6.30's
+ * ext3, s_state keeps VALID_FS while mounted (needs_recovery is what marks
+ * a mounted or crashed filesystem); errors recorded meanwhile stay in it.
+ *
  * Threads: mount and unmount are single-threaded; after ext3_fs_mount
  * returns, everything in struct ext3_fs set here is read-only.
  */
@@ -329,6 +337,12 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned fla
 			fs_free(fs);
 			return rc;
 		}
+	}
+	if ((flags & EXT3_MOUNT_JOURNAL) && fs->unknown_ro_compat) {
+		/* as Linux: unknown ro_compat features refuse a writable mount
+		 * before anything is written */
+		fs_free(fs);
+		return err_set(-EROFS, "ext3: unknown ro_compat features: mount read-only (-o ro)");
 	}
 	if (flags & EXT3_MOUNT_JOURNAL) {
 		rc = journal_start(fs);

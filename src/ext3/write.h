@@ -146,7 +146,8 @@ int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, 
 /* Free the inode number (bitmap, counts); the inode's blocks and xattrs are
  * already freed. Sets dtime and writes the inode. The caller holds in->lock
  * as writer and has taken the inode off the orphan list first (i_dtime is
- * the orphan link). */
+ * the orphan link). Afterwards the in-memory inode reads as free (mode 0):
+ * the number may already belong to a new inode. */
 int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in);
 
 /* ==== inodes: writing, the block map, truncate, orphans (inode_write.c,

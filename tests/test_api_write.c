@@ -1,0 +1,415 @@
+/* The public write API call by call (include/nostall/nostall.h,
+ * docs/api.md): read-only refusals, the descriptor table, FUSE lookup
+ * counts and unlinked-but-referenced inodes, -EBUSY at umount, per-thread
+ * credentials, O_CREAT through a dangling symlink, live statfs, the *_at
+ * calls, setattr, a clean image after umount, and threads sharing one
+ * mount and one descriptor table.
+ *
+ * nostall-test: concurrent */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "nostall/nostall.h"
+#include "lib/fstarget_nostall.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char img[64];
+
+static int setup(void **state)
+{
+	strcpy(img, "/tmp/api_write-XXXXXX");
+	int fd = mkstemp(img);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return fst_nostall_mkfs(img, 1024, 64u << 20) ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(img);
+	return 0;
+}
+
+static struct nostall_fs *mount_rw(void)
+{
+	struct nostall_fs *fs = NULL;
+	int rc = nostall_mount(img, NULL, 0, &fs);
+	if (rc)
+		fail_msg("mount %s: %s", img, nostall_errmsg(rc));
+	return fs;
+}
+
+/* e2fsck -fn finds nothing and needs_recovery is off. */
+static void assert_clean(void)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "e2fsck -fn %s >/dev/null 2>&1", img);
+	int st = system(cmd);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(cmd, sizeof cmd, "dumpe2fs -h %s 2>/dev/null | grep -q needs_recovery", img);
+	st = system(cmd);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+}
+
+static void test_readonly_refuses(void **state)
+{
+	struct nostall_fs *fs;
+	struct nostall_info info;
+	assert_int_equal(nostall_mount(img, NULL, NOSTALL_MOUNT_RDONLY, &fs), 0);
+	assert_int_equal(nostall_info(fs, &info), 0);
+	assert_int_equal(info.read_only, 1);
+	assert_int_equal(nostall_mkdir(fs, "/x", 0755), -EROFS);
+	assert_int_equal(nostall_unlink(fs, "/lost+found"), -EROFS);
+	assert_int_equal(nostall_chmod(fs, "/", 0, 0700), -EROFS);
+	struct nostall_file *f;
+	assert_int_equal(nostall_create(fs, "/x", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f),
+			 -EROFS);
+	assert_int_equal(nostall_fd_open(fs, "/x", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644), -EROFS);
+	assert_int_equal(nostall_sync(fs), 0);
+	assert_int_equal(nostall_umount(fs), 0);
+	/* -o ro is the same; noload needs a read-only mount */
+	assert_int_equal(nostall_mount(img, "ro", 0, &fs), 0);
+	assert_int_equal(nostall_mkdir(fs, "/x", 0755), -EROFS);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_int_equal(nostall_mount(img, "noload", 0, &fs), -EINVAL);
+	fs = mount_rw();
+	assert_int_equal(nostall_info(fs, &info), 0);
+	assert_int_equal(info.read_only, 0);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+	/* an unknown ro_compat feature (bit 14) refuses a read-write mount */
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "debugfs -w -R 'feature FEATURE_R14' %s >/dev/null 2>&1", img);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(nostall_mount(img, NULL, 0, &fs), -EROFS);
+	assert_int_equal(nostall_mount(img, NULL, NOSTALL_MOUNT_RDONLY, &fs), 0);
+	assert_int_equal(nostall_umount(fs), 0);
+}
+
+static void test_fd_table(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	unsigned rw = NOSTALL_O_RDWR | NOSTALL_O_CREAT;
+	assert_int_equal(nostall_fd_open(fs, "/a", rw, 0644), 0);
+	assert_int_equal(nostall_fd_open(fs, "/b", rw, 0644), 1);
+	assert_int_equal(nostall_fd_open(fs, "/c", rw, 0644), 2);
+	assert_int_equal(nostall_fd_close(fs, 1), 0);
+	assert_int_equal(nostall_fd_close(fs, 1), -EBADF);
+	assert_int_equal(nostall_fd_open(fs, "/b", NOSTALL_O_RDONLY, 0), 1); /* lowest free */
+	assert_int_equal(nostall_fd_write(fs, 1, "x", 1), -EBADF);          /* read-only */
+	assert_int_equal(nostall_fd_read(fs, 7, (char[4]){ 0 }, 4), -EBADF);
+	assert_int_equal(nostall_fd_read(fs, -1, (char[4]){ 0 }, 4), -EBADF);
+	assert_int_equal(nostall_fd_ftruncate(fs, 1, 0), -EINVAL);
+	/* write, position, append, pread */
+	assert_int_equal(nostall_fd_write(fs, 0, "hello", 5), 5);
+	assert_int_equal(nostall_fd_lseek(fs, 0, 0, SEEK_CUR), 5);
+	assert_int_equal(nostall_fd_pwrite(fs, 0, "J", 1, 0), 1);
+	char buf[16] = { 0 };
+	assert_int_equal(nostall_fd_pread(fs, 0, buf, sizeof buf, 0), 5);
+	assert_memory_equal(buf, "Jello", 5);
+	int ap = nostall_fd_open(fs, "/a", NOSTALL_O_WRONLY | NOSTALL_O_APPEND, 0);
+	assert_int_equal(ap, 3);
+	assert_int_equal(nostall_fd_pwrite(fs, ap, "!", 1, 0), 1); /* O_APPEND: at the end */
+	struct nostall_stat st;
+	assert_int_equal(nostall_fd_fstat(fs, 0, &st), 0);
+	assert_int_equal(st.size, 6);
+	assert_int_equal(nostall_fd_fsync(fs, 0, 1), 0);
+	/* a directory opens read-only through the table, reads are EISDIR */
+	int d = nostall_fd_open(fs, "/lost+found", NOSTALL_O_RDONLY, 0);
+	assert_true(d >= 0);
+	assert_int_equal(nostall_fd_read(fs, d, buf, 4), -EISDIR);
+	assert_int_equal(nostall_fd_open(fs, "/lost+found", NOSTALL_O_RDWR, 0), -EISDIR);
+	assert_int_equal(nostall_umount(fs), -EBUSY);
+	for (int i = 0; i <= 4; i++)
+		assert_int_equal(nostall_fd_close(fs, i), 0);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+static void test_symlinks_and_create(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	assert_int_equal(nostall_mkdir(fs, "/s", 0755), 0);
+	assert_int_equal(nostall_mkdir(fs, "/s/a", 0755), 0);
+	assert_int_equal(nostall_symlink(fs, "a/new", "/s/d"), 0);
+	/* O_CREAT through a dangling link creates its target, relative to the link */
+	int fd = nostall_fd_open(fs, "/s/d", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	struct nostall_stat st;
+	assert_int_equal(nostall_stat(fs, "/s/a/new", 0, &st), 0);
+	assert_int_equal(st.mode, S_IFREG | 0600);
+	assert_int_equal(nostall_fd_open(fs, "/s/d", NOSTALL_O_WRONLY | NOSTALL_O_CREAT |
+							     NOSTALL_O_EXCL, 0600),
+			 -EEXIST);
+	assert_int_equal(nostall_fd_open(fs, "/s/d", NOSTALL_O_RDONLY | NOSTALL_O_NOFOLLOW, 0), -ELOOP);
+	/* the library's own open reads the link itself with O_NOFOLLOW */
+	struct nostall_file *f;
+	assert_int_equal(nostall_open(fs, "/s/d", NOSTALL_O_NOFOLLOW, &f), 0);
+	char buf[16];
+	assert_int_equal(nostall_read(f, buf, sizeof buf), 5);
+	assert_memory_equal(buf, "a/new", 5);
+	nostall_close(f);
+	assert_int_equal(nostall_create(fs, "/s/d", NOSTALL_O_RDWR | NOSTALL_O_NOFOLLOW, 0, &f), -ELOOP);
+	/* O_TRUNC, O_DIRECTORY, both access modes */
+	assert_int_equal(nostall_create(fs, "/s/a/new", NOSTALL_O_WRONLY, 0, &f), 0);
+	assert_int_equal(nostall_write(f, "abc", 3), 3);
+	nostall_close(f);
+	assert_int_equal(nostall_create(fs, "/s/a/new", NOSTALL_O_RDONLY | NOSTALL_O_TRUNC, 0, &f), 0);
+	assert_int_equal(nostall_fstat(f, &st), 0);
+	assert_int_equal(st.size, 0);
+	nostall_close(f);
+	assert_int_equal(nostall_open(fs, "/s/a/new", NOSTALL_O_DIRECTORY, &f), -ENOTDIR);
+	assert_int_equal(nostall_open(fs, "/s/a", NOSTALL_O_DIRECTORY, &f), 0);
+	nostall_close(f);
+	assert_int_equal(nostall_open(fs, "/s/a", 0, &f), -EISDIR);
+	assert_int_equal(nostall_open(fs, "/s/a/new", NOSTALL_O_WRONLY | NOSTALL_O_RDWR, &f), -EINVAL);
+	/* the VFS's answers for "/", "." and ".." */
+	assert_int_equal(nostall_mkdir(fs, "/", 0755), -EEXIST);
+	assert_int_equal(nostall_mkdir(fs, "/s/.", 0755), -EEXIST);
+	assert_int_equal(nostall_rmdir(fs, "/"), -EBUSY);
+	assert_int_equal(nostall_rmdir(fs, "/s/a/."), -EINVAL);
+	assert_int_equal(nostall_rmdir(fs, "/s/a/.."), -ENOTEMPTY);
+	assert_int_equal(nostall_unlink(fs, "/s/.."), -EISDIR);
+	assert_int_equal(nostall_rename(fs, "/s/.", "/t", 0), -EBUSY);
+	assert_int_equal(nostall_create(fs, "/", NOSTALL_O_RDONLY | NOSTALL_O_CREAT, 0, &f), -EISDIR);
+	assert_int_equal(nostall_symlink(fs, "", "/e"), -ENOENT);
+	assert_int_equal(nostall_link(fs, "/s", "/s2"), -EPERM);
+	assert_int_equal(nostall_link(fs, "/s", "/s/a"), -EEXIST);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+static void test_lookup_refs(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	struct nostall_stat st, d;
+	assert_int_equal(nostall_mkdir_at(fs, NOSTALL_ROOT_INO, "L", 0755, &d), 0);
+	assert_true(S_ISDIR(d.mode));
+	struct nostall_file *f;
+	assert_int_equal(nostall_create_at(fs, d.ino, "f", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644,
+					   &st, &f),
+			 0);
+	assert_int_equal(nostall_pwrite(f, "data", 4, 0), 4);
+	nostall_close(f);
+	uint64_t ino = st.ino;
+	assert_int_equal(nostall_lookup_ref(fs, d.ino, "f", &st), 0);
+	assert_int_equal(st.ino, ino);
+	assert_int_equal(nostall_lookup_ref(fs, d.ino, "nope", &st), -ENOENT);
+	/* unlinked while the kernel still knows it (two lookup references):
+	 * the inode stays allocated until the last forget */
+	struct nostall_statfs s0, s1;
+	assert_int_equal(nostall_statfs(fs, &s0), 0);
+	assert_int_equal(nostall_unlink_at(fs, d.ino, "f"), 0);
+	assert_int_equal(nostall_stat_ino(fs, ino, &st), -ENOENT); /* no links: not "in use" */
+	nostall_forget(fs, ino, 1);
+	assert_int_equal(nostall_statfs(fs, &s1), 0);
+	assert_int_equal(s1.files_free, s0.files_free);
+	nostall_forget(fs, ino, 5);    /* more than held: down to none, the inode goes */
+	nostall_forget(fs, 999999, 1); /* unknown: ignored */
+	assert_int_equal(nostall_statfs(fs, &s1), 0);
+	assert_int_equal(s1.files_free, s0.files_free + 1);
+	/* setattr by number */
+	struct nostall_setattr sa = { .valid = NOSTALL_SET_MODE | NOSTALL_SET_MTIME,
+				      .mode = 0700, .mtime = { 1000000000, 5 } };
+	assert_int_equal(nostall_setattr_ino(fs, d.ino, &sa, &st), 0);
+	assert_int_equal(st.mode, S_IFDIR | 0700);
+	assert_int_equal(st.mtime.sec, 1000000000);
+	sa = (struct nostall_setattr){ .valid = NOSTALL_SET_SIZE, .size = 1 };
+	assert_int_equal(nostall_setattr_ino(fs, d.ino, &sa, &st), -EISDIR);
+	assert_int_equal(nostall_symlink_at(fs, d.ino, "sl", "target", &st), 0);
+	assert_true(S_ISLNK(st.mode));
+	assert_int_equal(nostall_mknod_at(fs, d.ino, "p", S_IFIFO | 0600, 0, &st), 0);
+	assert_int_equal(nostall_link_at(fs, st.ino, d.ino, "p2", &st), 0);
+	assert_int_equal(st.nlink, 2);
+	assert_int_equal(nostall_rename_at(fs, d.ino, "p2", NOSTALL_ROOT_INO, "p3", 0), 0);
+	assert_int_equal(nostall_mkdir_at(fs, d.ino, "a/b", 0755, &st), -EINVAL);
+	assert_int_equal(nostall_rmdir_at(fs, NOSTALL_ROOT_INO, "L"), -ENOTEMPTY);
+	assert_int_equal(nostall_setxattr_ino(fs, d.ino, "user.k", "v", 1, NOSTALL_XATTR_CREATE), 0);
+	assert_int_equal(nostall_setxattr_ino(fs, d.ino, "user.k", "v", 1, NOSTALL_XATTR_CREATE),
+			 -EEXIST);
+	assert_int_equal(nostall_removexattr_ino(fs, d.ino, "user.k"), 0);
+	assert_int_equal(nostall_fsync_ino(fs, d.ino, 0), 0);
+	/* lookup references left at umount are dropped there */
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+/* An open handle keeps an unlinked file alive: readable and writable. */
+static void test_unlinked_open(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	int fd = nostall_fd_open(fs, "/u", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(nostall_fd_write(fs, fd, "12345", 5), 5);
+	assert_int_equal(nostall_unlink(fs, "/u"), 0);
+	assert_int_equal(nostall_fd_pwrite(fs, fd, "6", 1, 5), 1);
+	char buf[8];
+	assert_int_equal(nostall_fd_pread(fs, fd, buf, sizeof buf, 0), 6);
+	assert_memory_equal(buf, "123456", 6);
+	struct nostall_stat st;
+	assert_int_equal(nostall_fd_fstat(fs, fd, &st), 0);
+	assert_int_equal(st.nlink, 0);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+struct cred_arg {
+	struct nostall_fs *fs;
+	struct nostall_stat st;
+	int rc;
+};
+
+static void *cred_thread(void *p)
+{
+	struct cred_arg *a = p;
+	nostall_cred_set(1234, 5678, NULL, 0);
+	a->rc = nostall_mkdir(a->fs, "/owned", 0755);
+	if (!a->rc)
+		a->rc = nostall_stat(a->fs, "/owned", 0, &a->st);
+	nostall_cred_reset();
+	return NULL;
+}
+
+static void test_credentials(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	struct cred_arg a = { .fs = fs };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, cred_thread, &a), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(a.st.uid, 1234);
+	assert_int_equal(a.st.gid, 5678);
+	/* this thread: the process's ids; a setgid parent passes its group */
+	struct nostall_stat st;
+	assert_int_equal(nostall_mkdir(fs, "/mine", 0755), 0);
+	assert_int_equal(nostall_stat(fs, "/mine", 0, &st), 0);
+	assert_int_equal(st.uid, geteuid());
+	assert_int_equal(nostall_chmod(fs, "/owned", 0, 02775), 0);
+	assert_int_equal(nostall_mkdir(fs, "/owned/sub", 0755), 0);
+	assert_int_equal(nostall_stat(fs, "/owned/sub", 0, &st), 0);
+	assert_int_equal(st.gid, 5678);
+	assert_true(st.mode & S_ISGID);
+	/* chown of one id keeps the other; a chown clears setuid of a file */
+	int fd = nostall_fd_open(fs, "/owned/x", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 04755);
+	assert_true(fd >= 0);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	assert_int_equal(nostall_chmod(fs, "/owned/x", 0, 04755), 0);
+	assert_int_equal(nostall_chown(fs, "/owned/x", 0, 42, (uint32_t)-1), 0);
+	assert_int_equal(nostall_stat(fs, "/owned/x", 0, &st), 0);
+	assert_int_equal(st.uid, 42);
+	assert_int_equal(st.gid, 5678);
+	assert_false(st.mode & S_ISUID);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+static void test_statfs_and_xattr_checks(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	struct nostall_statfs s0, s1;
+	assert_int_equal(nostall_statfs(fs, &s0), 0);
+	int fd = nostall_fd_open(fs, "/big", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644);
+	static char buf[1 << 20];
+	memset(buf, 7, sizeof buf);
+	assert_int_equal(nostall_fd_write(fs, fd, buf, sizeof buf), (ssize_t)sizeof buf);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	assert_int_equal(nostall_statfs(fs, &s1), 0);
+	assert_true(s1.blocks_free + 1024 <= s0.blocks_free); /* live counts, before any umount */
+	assert_int_equal(s1.files_free + 1, s0.files_free);
+	/* the VFS's xattr checks: name before the path, namespace after it */
+	assert_int_equal(nostall_setxattr(fs, "/nope", 0, "", "v", 1, 0), -ERANGE);
+	assert_int_equal(nostall_setxattr(fs, "/nope", 0, "user.a", "v", 70000, 0), -E2BIG);
+	assert_int_equal(nostall_setxattr(fs, "/nope", 0, "user.a", "v", 1, 0), -ENOENT);
+	assert_int_equal(nostall_setxattr(fs, "/big", 0, "bogus.a", "v", 1, 0), -EOPNOTSUPP);
+	assert_int_equal(nostall_setxattr(fs, "/big", 0, "user.", "v", 1, 0), -EINVAL);
+	assert_int_equal(nostall_getxattr(fs, "/big", 0, "bogus.a", NULL, 0), -EOPNOTSUPP);
+	assert_int_equal(nostall_getxattr(fs, "/big", 0, "", NULL, 0), -ERANGE);
+	assert_int_equal(nostall_mknod(fs, "/fifo", S_IFIFO | 0644, 0), 0);
+	assert_int_equal(nostall_setxattr(fs, "/fifo", 0, "user.a", "v", 1, 0), -EPERM);
+	assert_int_equal(nostall_getxattr(fs, "/fifo", 0, "user.a", NULL, 0), -ENODATA);
+	assert_int_equal(nostall_setxattr(fs, "/fifo", 0, "trusted.a", "v", 1, 0), 0);
+	assert_int_equal(nostall_truncate(fs, "/fifo", 0), -EINVAL);
+	assert_int_equal(nostall_truncate(fs, "/", 0), -EISDIR);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+/* Threads on one mount: each its own files through the shared descriptor
+ * table, plus renames in and out of a shared directory. */
+#define NTHREADS 4
+#define NITER 60
+
+static void *worker(void *p)
+{
+	struct cred_arg *a = p;
+	struct nostall_fs *fs = a->fs;
+	int id = a->rc;
+	a->rc = 0;
+	char dir[32], path[64], to[64], buf[512], back[512];
+	snprintf(dir, sizeof dir, "/w%d", id);
+	if (nostall_mkdir(fs, dir, 0755))
+		a->rc = -1;
+	for (int i = 0; i < NITER && !a->rc; i++) {
+		snprintf(path, sizeof path, "%s/f%d", dir, i % 7);
+		memset(buf, 'a' + (i + id) % 26, sizeof buf);
+		int fd = nostall_fd_open(fs, path, NOSTALL_O_RDWR | NOSTALL_O_CREAT | NOSTALL_O_TRUNC,
+					 0644);
+		if (fd < 0 || nostall_fd_pwrite(fs, fd, buf, sizeof buf, (uint64_t)i * 700) != sizeof buf ||
+		    nostall_fd_pread(fs, fd, back, sizeof back, (uint64_t)i * 700) != sizeof back ||
+		    memcmp(buf, back, sizeof buf) || nostall_fd_close(fs, fd)) {
+			a->rc = -2;
+			break;
+		}
+		snprintf(to, sizeof to, "/shared-%d-%d", id, i % 3);
+		if (nostall_rename(fs, path, to, 0) || nostall_unlink(fs, to))
+			a->rc = -3;
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	pthread_t t[NTHREADS];
+	struct cred_arg a[NTHREADS];
+	for (int i = 0; i < NTHREADS; i++) {
+		a[i] = (struct cred_arg){ .fs = fs, .rc = i };
+		assert_int_equal(pthread_create(&t[i], NULL, worker, &a[i]), 0);
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(a[i].rc, 0);
+	}
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_readonly_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fd_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlinks_and_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_refs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlinked_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_credentials, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_statfs_and_xattr_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
