@@ -11,7 +11,7 @@
  *   e2fsck -fn clean. That the orphan list was really set is checked on the
  *   crash state (dumpe2fs after the journal replay alone: e2fsck -E
  *   journal_only would process the orphan list too).
- * - a truncate cut short: a sparse file with hundreds of indirect blocks is
+ * - a truncate cut short: a sparse file with 2,000 indirect blocks is
  *   truncated; its truncate spans several transactions (the handle
  *   restarts), and every crash point inside it recovers, by nostall's mount
  *   and by e2fsck -y, to a clean image where the file has its old or its new
@@ -351,7 +351,7 @@ static void test_orphan_unlinked_4k(void **state)
 
 /* ------------------------------------------------------------ truncate */
 
-#define NIND 300u  /* indirect blocks of the sparse file */
+#define NIND 2000u  /* indirect blocks of the sparse file */
 #define KEEP 4u    /* blocks kept by the truncate (direct blocks) */
 
 /* Commits forced from another thread while the truncate runs: its handle
@@ -369,7 +369,6 @@ static void *committer_run(void *arg)
 	while (!atomic_load(&c->stop)) {
 		if (nostall_fsync_ino(c->fs, NOSTALL_ROOT_INO, 0) == 0)
 			c->commits++;
-		usleep(200);
 	}
 	return NULL;
 }
@@ -468,13 +467,13 @@ static unsigned truncate_attempt(unsigned bs, const char *mode)
 }
 
 /* Commit timing decides whether a crash point falls inside the truncate:
- * up to 3 recordings until one does (each is fully checked). */
+ * up to 5 recordings until one does (each is fully checked). */
 static void truncate_case(unsigned bs, const char *mode)
 {
-	for (int attempt = 0; attempt < 3; attempt++)
+	for (int attempt = 0; attempt < 5; attempt++)
 		if (truncate_attempt(bs, mode) > 0)
 			return;
-	fail_msg("bs %u data=%s: no crash point inside the truncate in 3 recordings", bs, mode);
+	fail_msg("bs %u data=%s: no crash point inside the truncate in 5 recordings", bs, mode);
 }
 
 static void test_truncate_cut_1k(void **state)
