@@ -352,6 +352,13 @@ static bool has_free_blocks(struct ext3_fs *fs, bool root)
 	return free > 0 && (root || free > rsv);
 }
 
+bool ext3_should_retry_alloc(struct ext3_fs *fs, int *retries)
+{
+	if (!fs->journal || !has_free_blocks(fs, true) || (*retries)++ >= 3)
+		return false;
+	return jbd_journal_force_commit(fs->journal) == 0;
+}
+
 /* Group g's block bitmap with undo access (group lock held). */
 static int bitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		      struct buffer_head **bh)

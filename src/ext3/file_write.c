@@ -241,6 +241,7 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 	const uint8_t *src = buf;
 	size_t done = 0;
 	ssize_t n = 0;
+	int retries = 0;
 	while (done < len) {
 		uint64_t pos = off + done;
 		/* Up to CHUNK_BLOCKS blocks, ending on a block boundary. */
@@ -248,10 +249,14 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 		size_t chunk = len - done < lim ? len - done : (size_t)lim;
 		n = m ? write_chunk_paged(in, m, src + done, chunk, pos, done == 0)
 		      : write_chunk_journal(in, src + done, chunk, pos, done == 0);
+		/* Out of space (the chunk's handle is stopped): blocks freed by
+		 * an uncommitted transaction come back after a commit. */
+		if (n == -ENOSPC && ext3_should_retry_alloc(fs, &retries))
+			continue;
 		if (n <= 0)
 			break;
 		done += (size_t)n;
-		if ((size_t)n < chunk) {
+		if ((size_t)n < chunk && !ext3_should_retry_alloc(fs, &retries)) {
 			n = 0;
 			break;
 		}

@@ -227,6 +227,9 @@ static int journal_start(struct ext3_fs *fs)
 	if (rc)
 		return rc;
 	struct jbd_params jp = {.q = fs->q, .cache = fs->cache, .cfg = fs->opts.jcfg};
+	/* data_err= is ext3's option (default ignore, as 2.6.30): an ordered
+	 * data write error aborts the journal only with data_err=abort. */
+	jp.cfg.data_err_ignore = fs->opts.data_err != EXT3_DATA_ERR_ABORT;
 	ext3_journal_location(fs->jmap, &jp.loc);
 	rc = jbd_journal_load(&jp, &fs->journal);
 	if (rc) {

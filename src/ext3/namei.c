@@ -263,8 +263,8 @@ static int new_init(struct jbd_handle *h, struct ext3_inode *dir, struct ext3_in
 	return 0;
 }
 
-/* The common part of create, mkdir and symlink. */
-static int namei_new(struct ext3_inode *dir, const char *name, size_t len,
+/* The common part of create, mkdir and symlink: one try. */
+static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 		     const struct newspec *sp, const struct ext3_cred *cr, struct ext3_inode **out)
 {
 	*out = NULL;
@@ -336,6 +336,18 @@ out:
 	return rc;
 }
 
+/* namei_new, tried again after a commit when blocks freed by an
+ * uncommitted transaction may be what is missing (ext3_should_retry_alloc). */
+static int namei_new(struct ext3_inode *dir, const char *name, size_t len,
+		     const struct newspec *sp, const struct ext3_cred *cr, struct ext3_inode **out)
+{
+	int retries = 0, rc;
+	do
+		rc = namei_new_once(dir, name, len, sp, cr, out);
+	while (rc == -ENOSPC && ext3_should_retry_alloc(dir->fs, &retries));
+	return rc;
+}
+
 int ext3_create(struct ext3_inode *dir, const char *name, size_t len, uint16_t mode, uint64_t rdev,
 		const struct ext3_cred *cr, struct ext3_inode **out)
 {
@@ -379,7 +391,7 @@ int ext3_symlink(struct ext3_inode *dir, const char *name, size_t len, const cha
 
 /* ---- link ---- */
 
-int ext3_link(struct ext3_inode *in, struct ext3_inode *dir, const char *name, size_t len)
+static int link_once(struct ext3_inode *in, struct ext3_inode *dir, const char *name, size_t len)
 {
 	int rc = name_check(name, len);
 	if (rc)
@@ -421,6 +433,15 @@ int ext3_link(struct ext3_inode *in, struct ext3_inode *dir, const char *name, s
 		rc = stop(h, rc);
 	}
 	lockset_unlock(&ls);
+	return rc;
+}
+
+int ext3_link(struct ext3_inode *in, struct ext3_inode *dir, const char *name, size_t len)
+{
+	int retries = 0, rc;
+	do
+		rc = link_once(in, dir, name, len);
+	while (rc == -ENOSPC && ext3_should_retry_alloc(dir->fs, &retries));
 	return rc;
 }
 

@@ -110,6 +110,13 @@ int ext3_super_dirty(struct jbd_handle *h, struct ext3_fs *fs);
  * touch the inode (the caller adds to i_blocks). */
 int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, uint32_t *count,
 		    uint64_t *first);
+/* After an allocation failed with -ENOSPC, with no journal handle held:
+ * true when blocks are counted free that the allocator could not take
+ * (freed by a transaction that has not committed: the committed bitmap
+ * still holds them) and *retries (start at 0) allows another try (3); the
+ * running transaction has then been committed, so retrying can succeed
+ * (ext3_should_retry_alloc). */
+bool ext3_should_retry_alloc(struct ext3_fs *fs, int *retries);
 /* Free count blocks starting at first (all in one group, or split here).
  * metadata: also ext3_journal_forget_block each (indirect, directory, xattr
  * and data=journal blocks). A block already free is corruption

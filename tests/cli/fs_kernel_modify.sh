@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# nostall modifies images the Linux kernel wrote, and the kernel (and
+# e2fsck) accept the result (issue 8: "An image the kernel wrote (a varied
+# tree, plus a kernel-made 10,000-entry htree directory) is modified by
+# nostall (renames, deletes, appends, new entries in the htree directory)
+# and stays e2fsck -fn clean; the kernel then sees those changes").
+#
+# For 1 KiB blocks (128-byte inodes) and 4 KiB blocks (256-byte inodes):
+#   1. mke2fs -t ext3, loop mount, tests/lib/fs_mktree.py --small fills it
+#      (every file type, block-map boundaries, sparse files, hard links,
+#      xattrs, odd modes and owners, and /bigdir: 10,000 entries, an htree);
+#      the kernel's tree is copied (cp -a) to a host reference; unmount.
+#   2. The same changes are made by the nostall CLI on the image and by
+#      coreutils on the reference: mv (a file over another, a directory
+#      across directories, a hard link), rm and rm -r (files, a subtree,
+#      500 htree entries in one call), write (appends to existing files,
+#      new files, an overwrite inside a sparse file), mkdir -p, ln, ln -s,
+#      truncate, chmod, touch, and new htree entries (put -r of 2,000
+#      files merged into /bigdir, put and write of single ones).
+#   3. e2fsck -fn is clean, /bigdir still has its index, then the kernel
+#      mounts the image and its tree must equal the reference (type, mode,
+#      owner, size, link count, device numbers, contents, symlink targets,
+#      xattrs, hard-link groups; times excluded: the two sides change them
+#      at different moments). The kernel then writes to it once more and
+#      e2fsck stays clean.
+# Needs root and loop mounts: exits 77 with the reason otherwise.
+# Run by tests/run.sh with $NOSTALL = the nostall binary.
+set -u
+NOSTALL=${NOSTALL:-build/nostall}
+case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
+lib=$(cd "$(dirname "$0")/../lib" && pwd)
+export TZ=UTC PATH="$PATH:/sbin:/usr/sbin"
+umask 022
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+for tool in mke2fs e2fsck debugfs python3; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "SKIP: $tool not installed"
+		exit 77
+	fi
+done
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: not root (the kernel must write and mount the images)"
+	exit 77
+fi
+
+tmp=$(mktemp -d /tmp/nostall-fsmod.XXXXXX)
+mnt="$tmp/mnt"
+mkdir -p "$mnt"
+mounted=""
+cleanup() {
+	if [ -n "$mounted" ]; then umount "$mounted" 2>/dev/null; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+truncate -s 8M "$tmp/probe.img"
+if ! mke2fs -q -F -t ext3 "$tmp/probe.img" || ! mount -o loop -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
+	echo "SKIP: the kernel cannot loop-mount ext3 here"
+	exit 77
+fi
+umount "$mnt"
+rm -f "$tmp/probe.img"
+
+ns() { # nostall command, must succeed
+	local out
+	if ! out=$("$NOSTALL" "$@" 2>&1); then
+		fail "nostall $*: $out"
+		return 1
+	fi
+	return 0
+}
+
+fsck_clean() { # image what
+	local out
+	if ! out=$(e2fsck -fn "$1" 2>&1); then
+		fail "$2: e2fsck -fn is not clean"
+		printf '%s\n' "$out" | head -30
+	fi
+}
+
+# Host files to put and append.
+mkdir -p "$tmp/host/newents" "$tmp/host/tree/sub"
+chmod 0755 "$tmp/host/newents"
+python3 - "$tmp/host" <<'EOF'
+import os, sys
+h = sys.argv[1]
+for i in range(2000):
+    with open(os.path.join(h, "newents", "nostall-new-%05d" % i), "wb") as f:
+        f.write(b"new entry %d\n" % i * (i % 7))
+with open(os.path.join(h, "single"), "wb") as f:
+    f.write(bytes(range(256)) * 40)
+with open(os.path.join(h, "append"), "wb") as f:
+    f.write(b"appended by nostall\n" * 300)
+with open(os.path.join(h, "tree", "sub", "leaf"), "wb") as f:
+    f.write(b"leaf\n")
+EOF
+
+# Apply one change to the reference tree $ref and the image $img.
+modify() { # image ref bs
+	local img=$1 ref=$2 bs=$3 sz
+	# renames: a file over another, a directory across directories, a hard link
+	ns mv "$img" /names/.hidden /names/-leading-dash && mv "$ref/names/.hidden" "$ref/names/-leading-dash"
+	ns mv "$img" /many/d01 /deep/level00/d01-moved && mv "$ref/many/d01" "$ref/deep/level00/d01-moved"
+	ns mv "$img" /hard/link1 /hard/sub/link1-moved && mv "$ref/hard/link1" "$ref/hard/sub/link1-moved"
+	ns mv "$img" /bigdir/entry-with-a-longish-name-000007 /bigdir/renamed-inside-the-htree &&
+		mv "$ref/bigdir/entry-with-a-longish-name-000007" "$ref/bigdir/renamed-inside-the-htree"
+	ns mv "$img" /bigdir/entry-with-a-longish-name-000008 /moved-out-of-bigdir &&
+		mv "$ref/bigdir/entry-with-a-longish-name-000008" "$ref/moved-out-of-bigdir"
+	# deletes: files, a subtree, 500 htree entries in one call
+	ns rm "$img" /hard/orig /links/dangling && rm "$ref/hard/orig" "$ref/links/dangling"
+	ns rm -r "$img" /many/d02 && rm -r "$ref/many/d02"
+	local del=()
+	for i in $(seq 100 2 1098); do del+=("/bigdir/entry-with-a-longish-name-$(printf %06d "$i")"); done
+	ns rm "$img" "${del[@]}" && (cd "$ref" && rm "${del[@]/#\//}")
+	# appends (at the current size) and new files
+	for f in /hard/sub/link2 /sizes/f00000011 "/names/with space and éè utf8"; do
+		[ -e "$ref$f" ] || { fail "reference lacks $f"; continue; }
+		sz=$(stat -c %s "$ref$f")
+		ns write "$img" "$f" "$sz" <"$tmp/host/append" && cat "$tmp/host/append" >>"$ref$f"
+	done
+	ns write "$img" /new-by-write 0 <"$tmp/host/single" && cat "$tmp/host/single" >"$ref/new-by-write"
+	# an overwrite inside a sparse file's hole region, not past its end
+	if [ -f "$ref/sparse/30M" ]; then
+		ns write "$img" /sparse/30M 5000000 <"$tmp/host/append" &&
+			dd if="$tmp/host/append" of="$ref/sparse/30M" bs=1 seek=5000000 conv=notrunc status=none
+	fi
+	# directories, links, attributes
+	ns mkdir -p "$img" /new/a/b/c && mkdir -p "$ref/new/a/b/c"
+	ns mkdir -m 700 "$img" /new/private && mkdir -m 700 "$ref/new/private"
+	ns ln "$img" /hard/sub/link2 /new/a/hardlink && ln "$ref/hard/sub/link2" "$ref/new/a/hardlink"
+	ns ln -s "$img" ../../names /new/a/symlink && ln -s ../../names "$ref/new/a/symlink"
+	ns truncate "$img" /hard/empty 5000 && truncate -s 5000 "$ref/hard/empty"
+	ns truncate "$img" /new-by-write 777 && truncate -s 777 "$ref/new-by-write"
+	ns chmod "$img" 640 /new-by-write && chmod 640 "$ref/new-by-write"
+	ns chown "$img" 1234:56 /new/a/b && chown 1234:56 "$ref/new/a/b"
+	ns touch "$img" /new/touched && touch "$ref/new/touched"
+	ns xattr "$img" set /new-by-write user.who nostall &&
+		python3 -c 'import os,sys; os.setxattr(sys.argv[1], "user.who", b"nostall")' "$ref/new-by-write"
+	# new entries in the htree directory: a merge of 2,000, single ones
+	ns put -r "$img" "$tmp/host/newents" /bigdir && cp -a "$tmp/host/newents/." "$ref/bigdir/"
+	ns put "$img" "$tmp/host/single" /bigdir/zz-single && cp -a "$tmp/host/single" "$ref/bigdir/zz-single"
+	ns put -r "$img" "$tmp/host/tree" /bigdir/a-tree && cp -a "$tmp/host/tree" "$ref/bigdir/a-tree"
+	ns write "$img" /bigdir/written-entry 0 <"$tmp/host/append" && cat "$tmp/host/append" >"$ref/bigdir/written-entry"
+}
+
+fields=type,mode,uid,gid,size,nlink,rdev,data,link,xattr,hlink
+
+for cfg in "1024 128" "4096 256"; do
+	set -- $cfg
+	bs=$1 isz=$2
+	img="$tmp/img-$bs"
+	ref="$tmp/ref-$bs"
+	truncate -s 128M "$img"
+	mke2fs -q -F -t ext3 -b "$bs" -I "$isz" "$img" 2>/dev/null || { fail "mke2fs -b $bs"; continue; }
+	if ! mount -o loop -t ext3 "$img" "$mnt"; then
+		fail "bs $bs: the kernel cannot mount a fresh image"
+		continue
+	fi
+	mounted=$mnt
+	python3 "$lib/fs_mktree.py" --small "$bs" "$mnt" >/dev/null || fail "bs $bs: fs_mktree.py"
+	cp -a "$mnt/." "$ref/" || fail "bs $bs: cp -a of the kernel's tree"
+	umount "$mnt" && mounted=""
+	fsck_clean "$img" "bs $bs: the kernel's image"
+	debugfs -R "stat /bigdir" "$img" 2>/dev/null | grep -q "Flags: 0x1000" ||
+		fail "bs $bs: the kernel's /bigdir has no htree index"
+	n0=$(ls -f "$ref/bigdir" | wc -l)
+
+	modify "$img" "$ref" "$bs"
+
+	fsck_clean "$img" "bs $bs: after nostall's changes"
+	dumpe2fs -h "$img" 2>/dev/null | grep -q needs_recovery && fail "bs $bs: image left with needs_recovery"
+	debugfs -R "stat /bigdir" "$img" 2>/dev/null | grep -q "Flags: 0x1000" ||
+		fail "bs $bs: /bigdir lost its htree index"
+	n1=$(ls -f "$ref/bigdir" | wc -l)
+	[ "$n1" -gt "$n0" ] || fail "bs $bs: the reference's bigdir did not grow ($n0 -> $n1)"
+
+	python3 "$lib/fs_compare.py" record "$ref" "$tmp/ref.json" >/dev/null || fail "bs $bs: record"
+	if mount -o loop,ro,noatime -t ext3 "$img" "$mnt"; then
+		mounted=$mnt
+		python3 "$lib/fs_compare.py" tree "$tmp/ref.json" "$mnt" --fields=$fields ||
+			fail "bs $bs: the kernel's view differs from the reference"
+		n2=$(ls -f "$mnt/bigdir" | wc -l)
+		[ "$n2" -eq "$n1" ] || fail "bs $bs: the kernel lists $n2 entries in /bigdir, want $n1"
+		umount "$mnt" && mounted=""
+	else
+		fail "bs $bs: the kernel refuses to mount nostall's image"
+	fi
+	# the kernel writes again on top of nostall's changes
+	if mount -o loop -t ext3 "$img" "$mnt"; then
+		mounted=$mnt
+		rm -rf "$mnt/bigdir/a-tree" "$mnt/new/a"
+		for i in $(seq 0 99); do echo "$i" >"$mnt/bigdir/kernel-again-$i"; done
+		mv "$mnt/new-by-write" "$mnt/bigdir/"
+		umount "$mnt" && mounted=""
+		fsck_clean "$img" "bs $bs: the kernel's changes after nostall's"
+		"$NOSTALL" stat "$img" /bigdir/kernel-again-99 >/dev/null 2>&1 ||
+			fail "bs $bs: nostall does not see the kernel's new entry"
+	else
+		fail "bs $bs: the kernel refuses a read-write mount of nostall's image"
+	fi
+	rm -rf "$ref" "$img" "$tmp/ref.json"
+done
+
+if [ "$fails" -ne 0 ]; then
+	echo "fs_kernel_modify: $fails failure(s)"
+	exit 1
+fi
+echo "fs_kernel_modify: ok"
