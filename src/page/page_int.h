@@ -48,7 +48,8 @@ struct page {
 	struct page_mapping *m;  /* fixed while the page belongs to m */
 	uint64_t index;          /* pc (changes only on reuse, count 0) */
 	uint64_t block;          /* pc; PAGE_NO_BLOCK until mapped */
-	void *data;              /* page lock */
+	void *data;              /* page lock; blockmem of data_size bytes */
+	unsigned data_size;      /* fixed at allocation */
 	unsigned flags;          /* pc */
 	int count;               /* pc */
 	uint64_t dirty_ns;       /* pc: when it became dirty */
