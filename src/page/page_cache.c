@@ -532,6 +532,7 @@ void page_cache_destroy(struct page_cache *pc)
 	page_threads_stop(pc);
 	if (!list_empty(&pc->mappings) || pc->nr_pages)
 		fprintf(stderr, "nostall: page_cache_destroy: mappings or %" PRIu64 " pages left\n", pc->nr_pages);
+	page_run_bufs_drop(pc);
 	free(pc->hash);
 	pthread_cond_destroy(&pc->flusher_cond);
 	pthread_cond_destroy(&pc->worker_cond);
