@@ -141,9 +141,12 @@ int blk_rq_prepare_io(struct request *rq)
 		io->buf = rq->bio->data;
 		return 0;
 	}
-	rq->buf = malloc((size_t)rq->nr_sectors << DEV_SECTOR_SHIFT);
-	if (!rq->buf)
+	/* 4 KiB aligned, so an O_DIRECT device does not copy it once more
+	 * through a bounce buffer. */
+	void *buf = NULL;
+	if (posix_memalign(&buf, 4096, (size_t)rq->nr_sectors << DEV_SECTOR_SHIFT))
 		return -ENOMEM;
+	rq->buf = buf;
 	if (rq_is_write(rq)) {
 		size_t off = 0;
 		for (struct bio *b = rq->bio; b; b = b->bi_next) {

@@ -8,6 +8,7 @@
 
 #include "dev/dev.h"
 #include "util/clock.h"
+#include "util/blockmem.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -173,7 +174,10 @@ static void bh_free(struct buffer_head *bh)
 {
 	pthread_cond_destroy(&bh->wcond);
 	pthread_mutex_destroy(&bh->wlock);
-	free(bh->data);
+	if (bh->cache->block_size >= BUF_DATA_ALIGN)
+		blockmem_free(bh->data, bh->cache->block_size);
+	else
+		free(bh->data);
 	free(bh);
 }
 
@@ -182,8 +186,14 @@ static struct buffer_head *bh_alloc(struct buf_cache *c)
 	struct buffer_head *bh = calloc(1, sizeof *bh);
 	if (!bh)
 		return NULL;
-	size_t align = c->block_size > BUF_DATA_ALIGN ? c->block_size : BUF_DATA_ALIGN;
-	if (posix_memalign(&bh->data, align, c->block_size)) {
+	/* Blocks of at least BUF_DATA_ALIGN come from blockmem (aligned to their
+	 * size, without posix_memalign's per-block slack); smaller ones still
+	 * need BUF_DATA_ALIGN alignment. */
+	if (c->block_size >= BUF_DATA_ALIGN)
+		bh->data = blockmem_alloc(c->block_size);
+	else if (posix_memalign(&bh->data, BUF_DATA_ALIGN, c->block_size))
+		bh->data = NULL;
+	if (!bh->data) {
 		free(bh);
 		return NULL;
 	}

@@ -52,6 +52,7 @@
 #include "../blk/blk.h"
 #include "../buf/buf.h"
 #include "../util/clock.h"
+#include "../util/blockmem.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -127,7 +128,12 @@ static struct jbd_logblk *blk_new(struct jbd_commit *c)
 	struct jbd_logblk *b = calloc(1, sizeof *b);
 	if (!b)
 		return NULL;
-	if (posix_memalign(&b->data, 4096, c->j->bs)) {
+	/* 4 KiB blocks from blockmem (no posix_memalign slack per block). */
+	if (c->j->bs >= 4096)
+		b->data = blockmem_alloc(c->j->bs);
+	else if (posix_memalign(&b->data, 4096, c->j->bs))
+		b->data = NULL;
+	if (!b->data) {
 		free(b);
 		return NULL;
 	}
@@ -139,7 +145,10 @@ static struct jbd_logblk *blk_new(struct jbd_commit *c)
 static void commit_free(struct jbd_commit *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
-		free(c->blks[i]->data);
+		if (c->j->bs >= 4096)
+			blockmem_free(c->blks[i]->data, c->j->bs);
+		else
+			free(c->blks[i]->data);
 		free(c->blks[i]);
 	}
 	free(c->blks);

@@ -8,6 +8,7 @@
 
 #include "dev/dev.h"
 #include "util/clock.h"
+#include "util/blockmem.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -139,7 +140,7 @@ void page_free(struct page *pg)
 {
 	if (!pg)
 		return;
-	free(pg->data);
+	blockmem_free(pg->data, pg->data_size);
 	free(pg);
 }
 
@@ -193,10 +194,12 @@ static struct page *page_alloc(struct page_cache *pc)
 	struct page *pg = calloc(1, sizeof *pg);
 	if (!pg)
 		return NULL;
-	if (posix_memalign(&pg->data, pc->page_size, pc->page_size)) {
+	pg->data = blockmem_alloc(pc->page_size);
+	if (!pg->data) {
 		free(pg);
 		return NULL;
 	}
+	pg->data_size = pc->page_size;
 	return pg;
 }
 
@@ -529,6 +532,7 @@ void page_cache_destroy(struct page_cache *pc)
 	page_threads_stop(pc);
 	if (!list_empty(&pc->mappings) || pc->nr_pages)
 		fprintf(stderr, "nostall: page_cache_destroy: mappings or %" PRIu64 " pages left\n", pc->nr_pages);
+	page_run_bufs_drop(pc);
 	free(pc->hash);
 	pthread_cond_destroy(&pc->flusher_cond);
 	pthread_cond_destroy(&pc->worker_cond);

@@ -48,7 +48,8 @@ struct page {
 	struct page_mapping *m;  /* fixed while the page belongs to m */
 	uint64_t index;          /* pc (changes only on reuse, count 0) */
 	uint64_t block;          /* pc; PAGE_NO_BLOCK until mapped */
-	void *data;              /* page lock */
+	void *data;              /* page lock; blockmem of data_size bytes */
+	unsigned data_size;      /* fixed at allocation */
 	unsigned flags;          /* pc */
 	int count;               /* pc */
 	uint64_t dirty_ns;       /* pc: when it became dirty */
@@ -75,6 +76,9 @@ struct page_mapping {
 };
 
 /* A writeback run: one bio over consecutive pages and blocks. */
+/* Run buffers kept for reuse (at most PAGE_RUN_BUFS x max_run_kb). */
+#define PAGE_RUN_BUFS 8
+
 struct page_run {
 	struct bio bio;
 	struct page_mapping *m;
@@ -82,7 +86,9 @@ struct page_run {
 	size_t n, cap;
 	int err;
 	struct list_node link;   /* pc: on pc->done, waiting for the worker */
-	void *buf;               /* cap pages, 4 KiB aligned */
+	struct page_cache *pc;
+	void *buf;               /* buf_bytes (>= cap pages), 4 KiB aligned */
+	size_t buf_bytes;
 	struct page *pages[];
 };
 
@@ -117,6 +123,11 @@ struct page_cache {
 	pthread_cond_t flusher_cond;
 
 	struct page_stats st;     /* pc: counters (the "now" fields are filled on read) */
+
+	/* pc: freed run buffers kept for the next runs (fresh 512 KiB buffers
+	 * cost page faults and zeroing on every run). */
+	struct { void *buf; size_t bytes; } run_bufs[PAGE_RUN_BUFS];
+	unsigned nr_run_bufs;
 };
 
 /* ---- page_cache.c ---- */
@@ -149,6 +160,9 @@ void page_limits_locked(struct page_cache *pc);
 int page_read_io(struct page_cache *pc, struct page *pg);
 
 /* ---- page_writeback.c ---- */
+
+/* Free the run buffers kept for reuse (destroy, no runs in flight). */
+void page_run_bufs_drop(struct page_cache *pc);
 
 /* Write the referenced pages v[0..n) (sorted by mapping, then index), then
  * put them. Returns pages submitted in *submitted; 0 or -ENOMEM. */

@@ -15,10 +15,26 @@
 
 /* --------------------------------------------------------------- runs */
 
+/* Keep the buffer for the next run if there is room, else free it. */
 static void run_free(struct page_run *r)
 {
+	struct page_cache *pc = r->pc;
+	pthread_mutex_lock(&pc->lock);
+	if (pc->nr_run_bufs < PAGE_RUN_BUFS) {
+		pc->run_bufs[pc->nr_run_bufs].buf = r->buf;
+		pc->run_bufs[pc->nr_run_bufs++].bytes = r->buf_bytes;
+		r->buf = NULL;
+	}
+	pthread_mutex_unlock(&pc->lock);
 	free(r->buf);
 	free(r);
+}
+
+/* Free the kept run buffers (page_cache_destroy). */
+void page_run_bufs_drop(struct page_cache *pc)
+{
+	while (pc->nr_run_bufs)
+		free(pc->run_bufs[--pc->nr_run_bufs].buf);
 }
 
 /* A run of up to cap pages of m starting at pg. pc->lock held (counts the
@@ -28,10 +44,25 @@ static struct page_run *run_alloc_locked(struct page_cache *pc, struct page *pg,
 	struct page_run *r = calloc(1, sizeof *r + cap * sizeof r->pages[0]);
 	if (!r)
 		return NULL;
-	if (posix_memalign(&r->buf, 4096, cap * pc->page_size)) {
-		free(r);
-		return NULL;
+	size_t want = cap * pc->page_size;
+	for (unsigned i = pc->nr_run_bufs; i-- > 0;) {
+		if (pc->run_bufs[i].bytes >= want) {
+			r->buf = pc->run_bufs[i].buf;
+			r->buf_bytes = pc->run_bufs[i].bytes;
+			pc->run_bufs[i] = pc->run_bufs[--pc->nr_run_bufs];
+			break;
+		}
 	}
+	if (!r->buf) {
+		/* At least max_run pages, so the buffer fits any later run. */
+		size_t bytes = want > pc->max_run * pc->page_size ? want : pc->max_run * pc->page_size;
+		if (posix_memalign(&r->buf, 4096, bytes)) {
+			free(r);
+			return NULL;
+		}
+		r->buf_bytes = bytes;
+	}
+	r->pc = pc;
 	r->m = pg->m;
 	r->first = pg->index;
 	r->block = pg->block;

@@ -1,0 +1,88 @@
+/* nostall bench fs: filesystem workloads through the library API
+ * (include/nostall/nostall.h), each beside a floor measured on the raw
+ * device in the same run (docs/bench-fs.md).
+ *
+ * bench_fs.c holds the front-end, the device and mount of each run and the
+ * output; bench_fs_load.c the workloads and the raw-device floors.
+ */
+#ifndef NOSTALL_TOOLS_BENCH_FS_H
+#define NOSTALL_TOOLS_BENCH_FS_H
+
+#include <nostall/nostall.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FSB_MiB (1024ull * 1024)
+#define FSB_MAX_FIELDS 14
+
+/* What a run measures, scaled to the device (fsb_sizes_pick). */
+struct fsb_sizes {
+	unsigned jens_n;          /* open/append/fsync/close iterations */
+	uint64_t stream_bytes;    /* the streamed file */
+	unsigned creates_n;       /* small files */
+	unsigned creates_dirs;    /* spread over this many directories */
+	unsigned creates_bytes;   /* each file's size */
+	unsigned fus_idle;        /* fsyncs measured without the streamer */
+	double fus_seconds;       /* fsync-under-stream measurement time */
+	uint64_t fus_file_bytes;  /* the streamer wraps inside a file this big */
+	uint64_t fs_bytes;        /* filesystem size made by mkfs */
+};
+
+struct fsb {
+	const char *spec;         /* device spec of every run */
+	const char *user_opts;    /* -o as given (may be NULL) */
+	bool json, quick, sim;
+	uint64_t dev_bytes;
+	uint64_t cache_bytes;     /* the mount's cache= (default 64 MiB) */
+	struct fsb_sizes sz;
+};
+
+/* One figure; NAN prints as n/a (null in JSON). */
+struct fsb_field {
+	const char *name;
+	double value;
+	int decimals;
+};
+
+struct fsb_run {
+	const char *workload;
+	const char *config;       /* data mode */
+	struct fsb_field f[FSB_MAX_FIELDS];
+	int nf;
+	char note[160];           /* printed under the table (counts, sizes) */
+};
+
+void fsb_field(struct fsb_run *r, const char *name, double v, int decimals);
+
+/* A run's device and mounted filesystem: fresh mkfs, then mounted with
+ * data=MODE plus the user's -o. The device is opened per run and closed by
+ * fsb_env_close, so raw floors can use it after the unmount. */
+struct fsb_env {
+	struct fsb *b;
+	struct dev *dev;
+	struct nostall_fs *fs;
+	char opts[512];
+};
+int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e);
+/* Unmount and mount again (the library's caches start cold). */
+int fsb_env_remount(struct fsb_env *e);
+/* Unmount (if mounted). Returns rc if already an error, else the unmount's. */
+int fsb_env_unmount(struct fsb_env *e, int rc);
+void fsb_env_close(struct fsb_env *e);
+
+/* Progress on stderr (overwritten in place). */
+void fsb_progress(const struct fsb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- workloads (bench_fs_load.c): each fills r, 0 or a negative errno */
+int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r);
+int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r);
+int fsb_creates(struct fsb *b, const char *mode, struct fsb_run *r);
+int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r);
+
+/* Peak resident set (VmHWM) in bytes since the last fsb_rss_reset, 0 if
+ * /proc is unavailable; the reset uses /proc/self/clear_refs ("5"). */
+void fsb_rss_reset(void);
+uint64_t fsb_rss_peak(void);
+
+#endif

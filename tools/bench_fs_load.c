@@ -1,0 +1,608 @@
+/* nostall bench fs: the workloads (through the library API) and the raw
+ * device floors they are printed beside (docs/bench-fs.md).
+ *
+ * Each workload runs on a fresh filesystem (fsb_env_open), unmounts, then
+ * measures its floor on the same open device: the raw writes land on the
+ * filesystem's blocks, which is why they come after the unmount (a fresh
+ * mkfs follows in the next run). Raw I/O goes straight to dev_submit,
+ * without the block layer: the best the device does, not what our queue
+ * makes of it.
+ */
+#include "bench_fs.h"
+
+#include "dev/dev.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RAW_DEPTH 4u                 /* raw sequential commands in flight */
+#define RAW_CHUNK (1024u * 1024)     /* at most; capped at max_hw_sectors */
+#define IO_CHUNK (1024u * 1024)      /* the workloads' read/write size */
+#define FUS_PERIOD_NS (50 * NS_PER_MS)
+#define FUS_APPEND 4096u
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+static double mibps(uint64_t bytes, uint64_t ns)
+{
+	return ns ? (double)bytes / FSB_MiB / secs(ns) : 0;
+}
+
+static double pct(double a, double b)
+{
+	return b > 0 ? 100.0 * a / b : NAN;
+}
+
+/* ------------------------------------------------------------ memory */
+
+void fsb_rss_reset(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
+
+uint64_t fsb_rss_peak(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* ------------------------------------------------------------ raw floors */
+
+struct raw_slot {
+	struct dev_io io;
+	struct raw_ctx *c;
+	bool busy;
+};
+
+struct raw_ctx {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int err;
+};
+
+static void raw_done(struct dev_io *io, int err)
+{
+	struct raw_slot *s = io->priv;
+	pthread_mutex_lock(&s->c->m);
+	if (err && !s->c->err)
+		s->c->err = err;
+	s->busy = false;
+	pthread_cond_broadcast(&s->c->cv);
+	pthread_mutex_unlock(&s->c->m);
+}
+
+/* Wait for a free slot and claim it (mark it busy), or with want_all for
+ * every slot to be free; returns the slot's index. */
+static unsigned raw_wait(struct raw_ctx *c, struct raw_slot *slots, unsigned n, bool want_all)
+{
+	pthread_mutex_lock(&c->m);
+	for (;;) {
+		unsigned free_at = n, nbusy = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (slots[i].busy)
+				nbusy++;
+			else if (free_at == n)
+				free_at = i;
+		}
+		if (want_all ? nbusy == 0 : free_at < n) {
+			if (!want_all)
+				slots[free_at].busy = true;
+			pthread_mutex_unlock(&c->m);
+			return free_at;
+		}
+		pthread_cond_wait(&c->cv, &c->m);
+	}
+}
+
+/* Sequential O_DIRECT-style transfer of `bytes` from `sector` with
+ * RAW_DEPTH commands in flight; a write ends with a cache flush (the
+ * filesystem's figure ends with an fsync). Elapsed ns, or a negative errno. */
+static int64_t raw_seq(struct dev *d, enum dev_op op, uint64_t sector, uint64_t bytes)
+{
+	struct dev_geometry g;
+	dev_geometry_get(d, &g);
+	uint32_t chunk = RAW_CHUNK;
+	if (chunk > g.max_hw_sectors * DEV_SECTOR_SIZE)
+		chunk = g.max_hw_sectors * DEV_SECTOR_SIZE;
+	unsigned depth = g.queue_depth < RAW_DEPTH ? g.queue_depth : RAW_DEPTH;
+	struct raw_ctx c = { .err = 0 };
+	pthread_mutex_init(&c.m, NULL);
+	pthread_cond_init(&c.cv, NULL);
+	struct raw_slot slots[RAW_DEPTH] = { 0 };
+	void *buf = NULL;
+	if (posix_memalign(&buf, 4096, (size_t)chunk * depth))
+		return err_set(-ENOMEM, "out of memory");
+	memset(buf, 0x5a, (size_t)chunk * depth);
+	int rc = 0;
+	uint64_t t0 = clock_now_ns();
+	for (uint64_t done = 0; done < bytes && !rc;) {
+		unsigned i = raw_wait(&c, slots, depth, false);
+		uint32_t len = bytes - done < chunk ? (uint32_t)(bytes - done) : chunk;
+		slots[i].c = &c;
+		slots[i].io = (struct dev_io){ .op = op, .sector = sector + done / DEV_SECTOR_SIZE,
+					      .nr_sectors = len / DEV_SECTOR_SIZE,
+					      .buf = (char *)buf + (size_t)i * chunk, .done = raw_done, .priv = &slots[i] };
+		rc = dev_submit(d, &slots[i].io);
+		if (rc < 0) {
+			pthread_mutex_lock(&c.m);
+			slots[i].busy = false;
+			pthread_mutex_unlock(&c.m);
+		}
+		done += len;
+	}
+	raw_wait(&c, slots, depth, true);
+	if (!rc)
+		rc = c.err;
+	if (!rc && op == DEV_OP_WRITE)
+		rc = dev_flush_sync(d);
+	uint64_t t1 = clock_now_ns();
+	free(buf);
+	pthread_mutex_destroy(&c.m);
+	pthread_cond_destroy(&c.cv);
+	if (rc < 0)
+		return err_wrap(rc, "raw %s: ", op == DEV_OP_WRITE ? "write" : "read");
+	return (int64_t)(t1 - t0);
+}
+
+/* n round trips of a 4 KiB write then a cache flush, alternating between two
+ * regions (an fsync writes data and then the journal). Elapsed ns. */
+static int64_t raw_roundtrips(struct dev *d, unsigned n, uint64_t dev_bytes)
+{
+	void *buf = NULL;
+	if (posix_memalign(&buf, 4096, 4096))
+		return err_set(-ENOMEM, "out of memory");
+	memset(buf, 0xa5, 4096);
+	uint64_t region[2] = { dev_bytes / 8 / DEV_SECTOR_SIZE & ~7ull, dev_bytes / 2 / DEV_SECTOR_SIZE & ~7ull };
+	int rc = 0;
+	uint64_t t0 = clock_now_ns();
+	for (unsigned i = 0; i < n && !rc; i++) {
+		rc = dev_rw_sync(d, DEV_OP_WRITE, region[i & 1] + (i / 2 % 1024) * 8, 8, buf, 0);
+		if (!rc)
+			rc = dev_flush_sync(d);
+	}
+	uint64_t t1 = clock_now_ns();
+	free(buf);
+	return rc < 0 ? err_wrap(rc, "raw write+flush: ") : (int64_t)(t1 - t0);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int api_err(int rc, const char *what, const char *path)
+{
+	return err_set(rc, "%s %s: %s", what, path, nostall_errmsg(rc));
+}
+
+/* Write `bytes` of buf (IO_CHUNK long) to f in IO_CHUNK pieces. */
+static int write_all(struct nostall_file *f, const char *buf, uint64_t bytes, const char *path)
+{
+	for (uint64_t done = 0; done < bytes;) {
+		size_t len = bytes - done < IO_CHUNK ? (size_t)(bytes - done) : IO_CHUNK;
+		ssize_t n = nostall_write(f, buf, len);
+		if (n < 0)
+			return api_err((int)n, "write", path);
+		done += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int close_file(struct nostall_file *f, const char *path)
+{
+	int rc = nostall_flush(f);
+	nostall_close(f);
+	return rc < 0 ? api_err(rc, "close", path) : 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Quantile q of n sorted samples in ms (nearest rank). */
+static double quantile_ms(const uint64_t *v, unsigned n, double q)
+{
+	if (!n)
+		return NAN;
+	unsigned i = (unsigned)ceil(q * n);
+	return (double)v[i ? i - 1 : 0] / 1e6;
+}
+
+/* ------------------------------------------------------------ jens */
+
+/* The seed's loop (Jens Axboe, April 2009): fopen, fprintf a line, fsync,
+ * fclose, 2,000 times. "a" mode: O_CREAT|O_WRONLY|O_APPEND. */
+int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
+{
+	struct fsb_env e;
+	int rc = fsb_env_open(b, mode, &e);
+	if (rc < 0)
+		return rc;
+	static const char line[] = "Some data here\n";
+	const char *path = "/jens.txt";
+	unsigned n = b->sz.jens_n;
+	uint64_t t0 = clock_now_ns();
+	for (unsigned i = 0; i < n && !rc; i++) {
+		struct nostall_file *f;
+		rc = nostall_create(e.fs, path, NOSTALL_O_CREAT | NOSTALL_O_WRONLY | NOSTALL_O_APPEND, 0644, &f);
+		if (rc < 0) {
+			rc = api_err(rc, "open", path);
+			break;
+		}
+		ssize_t w = nostall_write(f, line, sizeof line - 1);
+		rc = w < 0 ? api_err((int)w, "write", path) : nostall_fsync(f, 0);
+		if (rc < 0 && w >= 0)
+			rc = api_err(rc, "fsync", path);
+		int crc = close_file(f, path);
+		if (!rc)
+			rc = crc;
+		if (i % 100 == 99)
+			fsb_progress(b, "jens (data=%s): %u/%u fsyncs", mode, i + 1, n);
+	}
+	uint64_t total = clock_now_ns() - t0;
+	rc = fsb_env_unmount(&e, rc);
+	int64_t floor = 0;
+	if (!rc) {
+		fsb_progress(b, "jens (data=%s): floor, %u write+flush round trips", mode, 2 * n);
+		floor = raw_roundtrips(e.dev, 2 * n, b->dev_bytes);
+		if (floor < 0)
+			rc = (int)floor;
+	}
+	fsb_env_close(&e);
+	if (rc < 0)
+		return rc;
+	fsb_field(r, "total_s", secs(total), 3);
+	fsb_field(r, "floor_s", secs((uint64_t)floor), 3);
+	fsb_field(r, "x_floor", (double)total / (double)floor, 2);
+	fsb_field(r, "ms_per_fsync", (double)total / 1e6 / n, 3);
+	fsb_field(r, "fsyncs", n, 0);
+	snprintf(r->note, sizeof r->note, "floor = %u x (4 KiB write + flush) on the raw device", 2 * n);
+	return 0;
+}
+
+/* ------------------------------------------------------------ stream */
+
+/* Read `path` to its end in IO_CHUNK reads; bytes read into *got. */
+static int read_all(struct nostall_fs *fs, const char *path, char *buf, uint64_t *got)
+{
+	struct nostall_file *f;
+	int rc = nostall_open(fs, path, NOSTALL_O_RDONLY, &f);
+	if (rc < 0)
+		return api_err(rc, "open", path);
+	*got = 0;
+	for (;;) {
+		ssize_t n = nostall_read(f, buf, IO_CHUNK);
+		if (n <= 0) {
+			rc = n < 0 ? api_err((int)n, "read", path) : 0;
+			break;
+		}
+		*got += (uint64_t)n;
+	}
+	nostall_close(f);
+	return rc;
+}
+
+int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
+{
+	struct fsb_env e;
+	int rc = fsb_env_open(b, mode, &e);
+	if (rc < 0)
+		return rc;
+	const char *path = "/stream";
+	uint64_t bytes = b->sz.stream_bytes, got = 0, tw = 0, tr = 0, rss = 0;
+	char *buf = malloc(IO_CHUNK);
+	if (!buf) {
+		fsb_env_close(&e);
+		return err_set(-ENOMEM, "out of memory");
+	}
+	for (unsigned i = 0; i < IO_CHUNK; i++)
+		buf[i] = (char)('a' + i % 26);
+	fsb_progress(b, "stream (data=%s): writing %llu MiB", mode, (unsigned long long)(bytes / FSB_MiB));
+	fsb_rss_reset();
+	uint64_t t0 = clock_now_ns();
+	struct nostall_file *f;
+	rc = nostall_create(e.fs, path, NOSTALL_O_CREAT | NOSTALL_O_WRONLY | NOSTALL_O_TRUNC, 0644, &f);
+	if (rc < 0) {
+		rc = api_err(rc, "create", path);
+	} else {
+		rc = write_all(f, buf, bytes, path);
+		int frc = rc ? 0 : nostall_fsync(f, 0);
+		if (frc < 0)
+			rc = api_err(frc, "fsync", path);
+		frc = close_file(f, path);
+		if (!rc)
+			rc = frc;
+	}
+	tw = clock_now_ns() - t0;
+	rss = fsb_rss_peak();
+	if (!rc)
+		rc = fsb_env_remount(&e);
+	if (!rc) {
+		fsb_progress(b, "stream (data=%s): reading back", mode);
+		t0 = clock_now_ns();
+		rc = read_all(e.fs, path, buf, &got);
+		tr = clock_now_ns() - t0;
+		if (!rc && got != bytes)
+			rc = err_set(-EIO, "read back %llu bytes of %llu", (unsigned long long)got,
+				     (unsigned long long)bytes);
+	}
+	free(buf);
+	rc = fsb_env_unmount(&e, rc);
+	int64_t rw = 0, rr = 0;
+	uint64_t sector = (b->sz.fs_bytes - bytes) / 2 / DEV_SECTOR_SIZE & ~2047ull;
+	if (!rc) {
+		fsb_progress(b, "stream (data=%s): raw device write and read", mode);
+		rw = raw_seq(e.dev, DEV_OP_WRITE, sector, bytes);
+		rr = rw < 0 ? rw : raw_seq(e.dev, DEV_OP_READ, sector, bytes);
+		rc = rr < 0 ? (int)rr : 0;
+	}
+	fsb_env_close(&e);
+	if (rc < 0)
+		return rc;
+	double w = mibps(bytes, tw), raw_w = mibps(bytes, (uint64_t)rw);
+	double rd = mibps(bytes, tr), raw_r = mibps(bytes, (uint64_t)rr);
+	fsb_field(r, "write_mbps", w, 1);
+	fsb_field(r, "raw_write_mbps", raw_w, 1);
+	fsb_field(r, "write_pct", pct(w, raw_w), 1);
+	fsb_field(r, "read_mbps", rd, 1);
+	fsb_field(r, "raw_read_mbps", raw_r, 1);
+	fsb_field(r, "read_pct", pct(rd, raw_r), 1);
+	fsb_field(r, "rss_peak_mib", rss ? (double)rss / FSB_MiB : NAN, 1);
+	fsb_field(r, "rss_bound_mib", (double)(b->cache_bytes + 64 * FSB_MiB) / FSB_MiB, 0);
+	snprintf(r->note, sizeof r->note, "%llu MiB file, cache=%lluM; MiB/s; rss_peak = VmHWM while writing%s",
+		 (unsigned long long)(bytes / FSB_MiB), (unsigned long long)(b->cache_bytes / FSB_MiB),
+		 b->sim ? " (includes the simulated disk's in-memory store)" : "");
+	return 0;
+}
+
+/* ------------------------------------------------------------ creates */
+
+static void file_path(char *p, size_t n, const struct fsb *b, unsigned i)
+{
+	snprintf(p, n, "/d%u/f%u", i % b->sz.creates_dirs, i);
+}
+
+static int creates_phase(struct fsb *b, struct fsb_env *e, int phase, const char *buf)
+{
+	unsigned n = b->sz.creates_n;
+	char path[64];
+	struct nostall_stat st;
+	for (unsigned i = 0; i < n; i++) {
+		file_path(path, sizeof path, b, i);
+		int rc;
+		if (phase == 0) {
+			struct nostall_file *f;
+			rc = nostall_create(e->fs, path, NOSTALL_O_CREAT | NOSTALL_O_EXCL | NOSTALL_O_WRONLY, 0644, &f);
+			if (rc < 0)
+				return api_err(rc, "create", path);
+			rc = write_all(f, buf, b->sz.creates_bytes, path);
+			int crc = close_file(f, path);
+			rc = rc ? rc : crc;
+		} else if (phase == 1) {
+			rc = nostall_stat(e->fs, path, 0, &st);
+			if (!rc && st.size != b->sz.creates_bytes)
+				rc = err_set(-EIO, "stat %s: size %llu", path, (unsigned long long)st.size);
+			else if (rc < 0)
+				rc = api_err(rc, "stat", path);
+		} else {
+			rc = nostall_unlink(e->fs, path);
+			if (rc < 0)
+				rc = api_err(rc, "unlink", path);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	if (phase != 1) {
+		int rc = nostall_sync(e->fs);
+		if (rc < 0)
+			return api_err(rc, "sync", "");
+	}
+	return 0;
+}
+
+int fsb_creates(struct fsb *b, const char *mode, struct fsb_run *r)
+{
+	struct fsb_env e;
+	int rc = fsb_env_open(b, mode, &e);
+	if (rc < 0)
+		return rc;
+	char buf[4096];
+	memset(buf, 'c', sizeof buf);
+	for (unsigned d = 0; d < b->sz.creates_dirs && !rc; d++) {
+		char path[32];
+		snprintf(path, sizeof path, "/d%u", d);
+		rc = nostall_mkdir(e.fs, path, 0755);
+		if (rc < 0)
+			rc = api_err(rc, "mkdir", path);
+	}
+	static const char *const what[] = { "create", "stat", "unlink" };
+	uint64_t t[3] = { 0 };
+	for (int phase = 0; phase < 3 && !rc; phase++) {
+		fsb_progress(b, "creates (data=%s): %s %u files", mode, what[phase], b->sz.creates_n);
+		if (phase == 1)
+			rc = fsb_env_remount(&e); /* stat from a cold cache */
+		uint64_t t0 = clock_now_ns();
+		if (!rc)
+			rc = creates_phase(b, &e, phase, buf);
+		t[phase] = clock_now_ns() - t0;
+	}
+	rc = fsb_env_unmount(&e, rc);
+	fsb_env_close(&e);
+	if (rc < 0)
+		return rc;
+	fsb_field(r, "creates_per_s", b->sz.creates_n / secs(t[0]), 0);
+	fsb_field(r, "stats_per_s", b->sz.creates_n / secs(t[1]), 0);
+	fsb_field(r, "unlinks_per_s", b->sz.creates_n / secs(t[2]), 0);
+	fsb_field(r, "files", b->sz.creates_n, 0);
+	snprintf(r->note, sizeof r->note,
+		 "%u x %u B files in %u directories; create and unlink end with a sync, stat after a remount",
+		 b->sz.creates_n, b->sz.creates_bytes, b->sz.creates_dirs);
+	return 0;
+}
+
+/* ------------------------------------------------------------ fsync-under-stream */
+
+struct streamer {
+	struct nostall_fs *fs;
+	struct fsb *b;
+	pthread_t tid;
+	atomic_bool stop;
+	atomic_uint_fast64_t bytes;
+	int rc;
+};
+
+/* Sequential 1 MiB writes, wrapping inside a file of fus_file_bytes. */
+static void *streamer_main(void *arg)
+{
+	struct streamer *s = arg;
+	const char *path = "/streamer";
+	char *buf = malloc(IO_CHUNK);
+	struct nostall_file *f = NULL;
+	if (!buf) {
+		s->rc = err_set(-ENOMEM, "out of memory");
+		return NULL;
+	}
+	memset(buf, 's', IO_CHUNK);
+	int rc = nostall_create(s->fs, path, NOSTALL_O_CREAT | NOSTALL_O_WRONLY, 0644, &f);
+	if (rc < 0)
+		rc = api_err(rc, "create", path);
+	for (uint64_t off = 0; !rc && !atomic_load(&s->stop);) {
+		ssize_t n = nostall_pwrite(f, buf, IO_CHUNK, off);
+		if (n < 0) {
+			rc = api_err((int)n, "write", path);
+			break;
+		}
+		atomic_fetch_add(&s->bytes, (uint64_t)n);
+		off += (uint64_t)n;
+		if (off >= s->b->sz.fus_file_bytes)
+			off = 0;
+	}
+	if (f) {
+		int crc = close_file(f, path);
+		rc = rc ? rc : crc;
+	}
+	free(buf);
+	s->rc = rc;
+	return NULL;
+}
+
+/* One sample per period: append 4 KiB and fsync, timed; until `n` samples
+ * or `until` (whichever comes first; until 0 = no deadline). */
+static int fsync_samples(struct nostall_file *f, const char *buf, uint64_t *v, unsigned max, unsigned *n,
+			 uint64_t until)
+{
+	uint64_t next = clock_now_ns();
+	*n = 0;
+	while (*n < max && (!until || clock_now_ns() < until)) {
+		clock_sleep_until_ns(next);
+		uint64_t t0 = clock_now_ns();
+		ssize_t w = nostall_write(f, buf, FUS_APPEND);
+		if (w < 0)
+			return api_err((int)w, "write", "/fsyncer");
+		int rc = nostall_fsync(f, 0);
+		if (rc < 0)
+			return api_err(rc, "fsync", "/fsyncer");
+		uint64_t t1 = clock_now_ns();
+		v[(*n)++] = t1 - t0;
+		next += FUS_PERIOD_NS;
+		if (next < t1)
+			next = t1;
+	}
+	return 0;
+}
+
+int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r)
+{
+	struct fsb_env e;
+	int rc = fsb_env_open(b, mode, &e);
+	if (rc < 0)
+		return rc;
+	unsigned max = (unsigned)(b->sz.fus_seconds * 1e9 / FUS_PERIOD_NS) + 16, nidle = 0, n = 0;
+	if (max < b->sz.fus_idle)
+		max = b->sz.fus_idle;
+	uint64_t *idle = calloc(max, sizeof *idle), *v = calloc(max, sizeof *v);
+	char buf[FUS_APPEND];
+	memset(buf, 'f', sizeof buf);
+	struct nostall_file *f = NULL;
+	struct streamer s = { .fs = e.fs, .b = b };
+	uint64_t b0 = 0, b1 = 0, t0 = 0, t1 = 0;
+	if (!idle || !v)
+		rc = err_set(-ENOMEM, "out of memory");
+	if (!rc) {
+		rc = nostall_create(e.fs, "/fsyncer", NOSTALL_O_CREAT | NOSTALL_O_WRONLY | NOSTALL_O_APPEND, 0644, &f);
+		if (rc < 0)
+			rc = api_err(rc, "create", "/fsyncer");
+	}
+	if (!rc) {
+		fsb_progress(b, "fsync-under-stream (data=%s): %u idle fsyncs", mode, b->sz.fus_idle);
+		rc = fsync_samples(f, buf, idle, b->sz.fus_idle, &nidle, 0);
+	}
+	if (!rc) {
+		fsb_progress(b, "fsync-under-stream (data=%s): %.0f s beside a streamer", mode, b->sz.fus_seconds);
+		atomic_init(&s.stop, false);
+		atomic_init(&s.bytes, 0);
+		if (pthread_create(&s.tid, NULL, streamer_main, &s)) {
+			rc = err_set(-EAGAIN, "pthread_create failed");
+		} else {
+			/* Let the streamer fill the cache before measuring. */
+			clock_sleep_ns((uint64_t)(b->sz.fus_seconds * 1e9 / 10));
+			b0 = atomic_load(&s.bytes);
+			t0 = clock_now_ns();
+			rc = fsync_samples(f, buf, v, max, &n, t0 + (uint64_t)(b->sz.fus_seconds * 1e9));
+			t1 = clock_now_ns();
+			b1 = atomic_load(&s.bytes);
+			atomic_store(&s.stop, true);
+			pthread_join(s.tid, NULL);
+			rc = rc ? rc : s.rc;
+		}
+	}
+	if (f) {
+		int crc = close_file(f, "/fsyncer");
+		rc = rc ? rc : crc;
+	}
+	fsb_progress(b, "fsync-under-stream (data=%s): unmount", mode);
+	rc = fsb_env_unmount(&e, rc);
+	int64_t floor = 0;
+	if (!rc) {
+		floor = raw_roundtrips(e.dev, 2 * 20, b->dev_bytes);
+		rc = floor < 0 ? (int)floor : 0;
+	}
+	fsb_env_close(&e);
+	if (!rc) {
+		qsort(idle, nidle, sizeof *idle, cmp_u64);
+		qsort(v, n, sizeof *v, cmp_u64);
+		fsb_field(r, "floor_ms", (double)floor / 1e6 / 20, 2);
+		fsb_field(r, "idle_p50_ms", quantile_ms(idle, nidle, 0.5), 2);
+		fsb_field(r, "p50_ms", quantile_ms(v, n, 0.5), 2);
+		fsb_field(r, "p99_ms", n >= 100 ? quantile_ms(v, n, 0.99) : NAN, 2);
+		fsb_field(r, "max_ms", n ? (double)v[n - 1] / 1e6 : NAN, 2);
+		fsb_field(r, "samples", n, 0);
+		fsb_field(r, "stream_mbps", mibps(b1 - b0, t1 - t0), 1);
+		snprintf(r->note, sizeof r->note,
+			 "4 KiB append + fsync every 50 ms; floor = 2 raw write+flush; p99 n/a under 100 samples");
+	}
+	free(idle);
+	free(v);
+	return rc;
+}
