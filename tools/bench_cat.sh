@@ -4,8 +4,10 @@
 # kernel loop mount), then, each from a cold cache (drop_caches before each):
 #   nostall cat IMAGE /file > /dev/null
 #   cat MOUNT/file > /dev/null         (kernel ext3 on a read-only loop mount)
-# Prints both rates in MB/s (10^6 bytes per second). Needs root.
-#   tools/bench_cat.sh [NOSTALL-BINARY] [SIZE-MiB] [-- nostall cat options, e.g. -o readahead=64]
+# Prints both rates in MB/s (10^6 bytes per second). RUNS=N (default 3)
+# repeats the pair, alternating, and prints each run and the medians (a busy
+# machine varies a lot between runs). Needs root.
+#   tools/bench_cat.sh [NOSTALL-BINARY] [SIZE-MiB] [-- nostall cat options, e.g. -o file_readahead=16M]
 set -eu
 nostall=${1:-build/nostall}
 mib=${2:-1024}
@@ -40,13 +42,23 @@ timed() { # command... -> seconds on stdout
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
 }
+runs=${RUNS:-3}
 nsum=$(sha256sum < <("$nostall" cat "${extra[@]}" "$img" /file) | cut -c1-16)
-t_n=$(timed "$nostall" cat "${extra[@]}" "$img" /file)
 mount -o loop,ro -t ext3 "$img" "$mnt"
 ksum=$(sha256sum <"$mnt/file" | cut -c1-16)
-t_k=$(timed cat "$mnt/file")
-umount "$mnt"
 [ "$nsum" = "$ksum" ] || echo "WARNING: contents differ (nostall $nsum, kernel $ksum)" >&2
-printf 'cold sequential read of a %d MiB file (ext3, 4 KiB blocks, image %s)\n' "$mib" "$img"
-printf '  nostall cat %-14s %6s s  %6s MB/s\n' "${extra[*]:-}" "$t_n" "$(rate "$t_n")"
-printf '  kernel loop mount cat  %6s s  %6s MB/s\n' "$t_k" "$(rate "$t_k")"
+printf 'cold sequential read of a %d MiB file (ext3, 4 KiB blocks, image %s), %d runs\n' "$mib" "$img" "$runs"
+ns=() ks=()
+for ((i = 1; i <= runs; i++)); do
+	umount "$mnt"
+	t_n=$(timed "$nostall" cat "${extra[@]}" "$img" /file)
+	mount -o loop,ro -t ext3 "$img" "$mnt"
+	t_k=$(timed cat "$mnt/file")
+	ns+=("$(rate "$t_n")") ks+=("$(rate "$t_k")")
+	printf '  run %d: nostall cat %s %6s MB/s   kernel cat %6s MB/s\n' "$i" "${extra[*]:-}" "${ns[-1]}" "${ks[-1]}"
+done
+umount "$mnt"
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mn=$(median "${ns[@]}") mk=$(median "${ks[@]}")
+printf '  median: nostall cat %s %6s MB/s   kernel loop mount cat %6s MB/s   (%s x)\n' "${extra[*]:-}" "$mn" "$mk" \
+	"$(awk -v a="$mn" -v b="$mk" 'BEGIN { printf "%.2f", a / b }')"

@@ -15,6 +15,7 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,6 +48,10 @@ static double pct(double a, double b)
 
 void fsb_rss_reset(void)
 {
+	/* Give the heap's free memory back first (earlier runs' caches are
+	 * freed but glibc keeps their pages): the peak then measures this
+	 * run, not the allocator's history. */
+	malloc_trim(0);
 	FILE *f = fopen("/proc/self/clear_refs", "w");
 	if (f) {
 		fputs("5", f);
@@ -167,14 +172,15 @@ static int64_t raw_seq(struct dev *d, enum dev_op op, uint64_t sector, uint64_t 
 }
 
 /* n round trips of a 4 KiB write then a cache flush, alternating between two
- * regions (an fsync writes data and then the journal). Elapsed ns. */
-static int64_t raw_roundtrips(struct dev *d, unsigned n, uint64_t dev_bytes)
+ * regions of the filesystem's span (an fsync writes data and then the
+ * journal). Elapsed ns. */
+static int64_t raw_roundtrips(struct dev *d, unsigned n, uint64_t span)
 {
 	void *buf = NULL;
 	if (posix_memalign(&buf, 4096, 4096))
 		return err_set(-ENOMEM, "out of memory");
 	memset(buf, 0xa5, 4096);
-	uint64_t region[2] = { dev_bytes / 8 / DEV_SECTOR_SIZE & ~7ull, dev_bytes / 2 / DEV_SECTOR_SIZE & ~7ull };
+	uint64_t region[2] = { span / 8 / DEV_SECTOR_SIZE & ~7ull, span / 2 / DEV_SECTOR_SIZE & ~7ull };
 	int rc = 0;
 	uint64_t t0 = clock_now_ns();
 	for (unsigned i = 0; i < n && !rc; i++) {
@@ -265,7 +271,7 @@ int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
 	int64_t floor = 0;
 	if (!rc) {
 		fsb_progress(b, "jens (data=%s): floor, %u write+flush round trips", mode, 2 * n);
-		floor = raw_roundtrips(e.dev, 2 * n, b->dev_bytes);
+		floor = raw_roundtrips(e.dev, 2 * n, b->sz.fs_bytes);
 		if (floor < 0)
 			rc = (int)floor;
 	}
@@ -585,7 +591,7 @@ int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	rc = fsb_env_unmount(&e, rc);
 	int64_t floor = 0;
 	if (!rc) {
-		floor = raw_roundtrips(e.dev, 2 * 20, b->dev_bytes);
+		floor = raw_roundtrips(e.dev, 2 * 20, b->sz.fs_bytes);
 		rc = floor < 0 ? (int)floor : 0;
 	}
 	fsb_env_close(&e);

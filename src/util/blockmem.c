@@ -2,7 +2,9 @@
 #include "util/blockmem.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #define BM_CHUNK (256u * 1024)
 #define BM_MIN_SHIFT 9
@@ -22,6 +24,12 @@ struct bm_free {
 
 static pthread_mutex_t bm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct bm_free *bm_lists[BM_CLASSES]; /* bm_lock */
+static size_t bm_nfree[BM_CLASSES];          /* bm_lock: blocks on each list */
+
+/* Free blocks kept resident per class; past it a freed page-sized block
+ * is given back to the kernel (MADV_DONTNEED: no longer resident, reads
+ * as zeroes when reused), so unmounting a full cache lowers the RSS. */
+#define BM_KEEP_BYTES (4u << 20)
 
 static int bm_class(size_t size)
 {
@@ -45,9 +53,12 @@ void *blockmem_alloc(size_t size)
 	}
 	pthread_mutex_lock(&bm_lock);
 	if (!bm_lists[c]) {
-		/* A new chunk, cut into blocks of this class. */
-		char *chunk = aligned_alloc(4096, BM_CHUNK);
-		if (!chunk) {
+		/* A new chunk, cut into blocks of this class. mmap, not malloc:
+		 * long-lived blocks in the heap would pin it around the
+		 * transient buffers allocated between them (glibc's dynamic
+		 * mmap threshold puts even MiB-sized ones there). */
+		char *chunk = mmap(NULL, BM_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (chunk == MAP_FAILED) {
 			pthread_mutex_unlock(&bm_lock);
 			return NULL;
 		}
@@ -55,10 +66,12 @@ void *blockmem_alloc(size_t size)
 			struct bm_free *f = (struct bm_free *)(chunk + off - size);
 			f->next = bm_lists[c];
 			bm_lists[c] = f;
+			bm_nfree[c]++;
 		}
 	}
 	struct bm_free *f = bm_lists[c];
 	bm_lists[c] = f->next;
+	bm_nfree[c]--;
 	pthread_mutex_unlock(&bm_lock);
 	return f;
 }
@@ -74,7 +87,14 @@ void blockmem_free(void *p, size_t size)
 	}
 	struct bm_free *f = p;
 	pthread_mutex_lock(&bm_lock);
+	bool release = size >= 4096 && bm_nfree[c] * size >= BM_KEEP_BYTES;
+	pthread_mutex_unlock(&bm_lock);
+	/* Before it is on the list (the next word is written after). */
+	if (release)
+		madvise(p, size, MADV_DONTNEED);
+	pthread_mutex_lock(&bm_lock);
 	f->next = bm_lists[c];
 	bm_lists[c] = f;
+	bm_nfree[c]++;
 	pthread_mutex_unlock(&bm_lock);
 }

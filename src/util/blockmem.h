@@ -1,14 +1,15 @@
 /* Aligned block memory for caches (page cache pages, buffer cache data,
  * journal log copies): blocks of 512..4096 bytes (a power of two), aligned
- * to their size, carved from 256 KiB chunks.
+ * to their size, carved from 256 KiB chunks mapped with mmap.
  *
  * Why: posix_memalign(4096, 4096) from glibc takes about twice the block
  * from the heap (the alignment slack is returned as a small free fragment
  * that block-sized requests cannot reuse), so a cache of N blocks had an
  * RSS near 2N. Here a freed block goes on its size's free list and is the
- * next one handed out; chunks are never returned (the caches' budgets bound
- * how many blocks are live at once, so the pool stays at that high-water
- * mark). Under AddressSanitizer the plain allocator is used, so
+ * next one handed out; chunks are never unmapped (the caches' budgets bound
+ * how many blocks are live at once), but past 4 MiB of free blocks of a
+ * size, freed 4 KiB blocks are handed back to the kernel (MADV_DONTNEED),
+ * so the RSS falls when a cache is destroyed. Under AddressSanitizer the plain allocator is used, so
  * use-after-free is still caught.
  *
  * Thread-safe (one mutex). blockmem_free takes the size given to
