@@ -21,6 +21,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/oracles.h"
+
 #include "nostall/nostall.h"
 
 #include <errno.h>
@@ -299,11 +301,10 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	if (run("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null && "
-		"command -v debugfs >/dev/null")) {
-		printf("test_fs_bigdir: e2fsprogs not installed: skipped\n");
+	int orc = oracles_check("test_fs_bigdir", "mke2fs e2fsck debugfs");
+	if (orc >= 0) {
 		rmdir(tmpdir);
-		return 0;
+		return orc;
 	}
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_bigdir) };
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

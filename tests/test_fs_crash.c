@@ -35,6 +35,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/oracles.h"
+
 #include "dev/dev.h"
 #include "ext3/ext3.h"
 #include "jbd/jbd.h"
@@ -671,11 +673,10 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	if (run("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null && "
-		"command -v dumpe2fs >/dev/null")) {
-		printf("test_fs_crash: e2fsprogs not installed: skipped\n");
+	int orc = oracles_check("test_fs_crash", "mke2fs e2fsck dumpe2fs");
+	if (orc >= 0) {
 		rmdir(tmpdir);
-		return 0;
+		return orc;
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orphan_unlinked_1k), cmocka_unit_test(test_orphan_unlinked_4k),

@@ -25,6 +25,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/oracles.h"
+
 #include "nostall/nostall.h"
 
 #include <errno.h>
@@ -640,10 +642,10 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	if (run("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null")) {
-		printf("test_fs_enospc: mke2fs/e2fsck not installed: skipped\n");
+	int orc = oracles_check("test_fs_enospc", "mke2fs e2fsck");
+	if (orc >= 0) {
 		rmdir(tmpdir);
-		return 0;
+		return orc;
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_blocks_1k_ordered), cmocka_unit_test(test_blocks_4k_ordered),

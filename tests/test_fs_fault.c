@@ -28,6 +28,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/oracles.h"
+
 #include "dev/dev.h"
 #include "nostall/nostall.h"
 #include "util/err.h"
@@ -391,11 +393,10 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	if (run("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null && "
-		"command -v debugfs >/dev/null")) {
-		printf("test_fs_fault: e2fsprogs not installed: skipped\n");
+	int orc = oracles_check("test_fs_fault", "mke2fs e2fsck debugfs");
+	if (orc >= 0) {
 		rmdir(tmpdir);
-		return 0;
+		return orc;
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_data_ordered_1k),    cmocka_unit_test(test_data_ordered_4k),
