@@ -47,6 +47,15 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+# daemons leave the terminal once mounted: sanitizer reports go to files
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}log_path=$tmp/san"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}${UBSAN_OPTIONS:+:}log_path=$tmp/san"
+san_check() {
+	if ls "$tmp"/san.* >/dev/null 2>&1; then
+		cat "$tmp"/san.*
+		fail "sanitizer reports (above)"
+	fi
+}
 
 mkimg() { truncate -s 0 "$1"; mke2fs -q -F -t ext3 -I 256 "$1" "${2:-64M}" >/dev/null 2>&1; }
 fsck_clean() { # image what
@@ -145,7 +154,7 @@ bgpid=$!
 wait_mount "$m" || fail "foreground mount (SIGKILL case) never appeared"
 head -c 1000000 /dev/urandom >"$tmp/keep"
 cp "$tmp/keep" "$m/keep" && python3 -c "import os; fd=os.open('$m/keep', os.O_RDONLY); os.fsync(fd)" || fail "fsync before SIGKILL"
-( for i in $(seq 1 2000); do head -c 20000 /dev/zero >"$m/w$i" 2>/dev/null || break; done ) &
+( for i in $(seq 1 2000); do head -c 20000 /dev/zero >"$m/w$i" || break; done ) 2>/dev/null &
 writer=$!
 sleep 0.5
 kill -KILL "$bgpid"
@@ -229,5 +238,6 @@ if [ -n "$user" ]; then
 	fsck_clean "$img" "allow_other"
 fi
 
+san_check
 [ "$fails" -eq 0 ] && echo "fuse_basic: all passed"
 [ "$fails" -eq 0 ]

@@ -31,6 +31,15 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+# daemons leave the terminal once mounted: sanitizer reports go to files
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}log_path=$tmp/san"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}${UBSAN_OPTIONS:+:}log_path=$tmp/san"
+san_check() {
+	if ls "$tmp"/san.* >/dev/null 2>&1; then
+		cat "$tmp"/san.*
+		fail "sanitizer reports (above)"
+	fi
+}
 cc -O1 -Wall -Wextra -Werror -o "$tmp/conform" "$src/conform.c" || { fail "conform.c does not build"; exit 1; }
 
 truncate -s 8M "$tmp/probe.img"
@@ -86,5 +95,6 @@ umount "$tmp/k"
 cmp -s "$tmp/facl2" "$tmp/kacl2" || { diff "$tmp/facl2" "$tmp/kacl2"; fail "FUSE-set ACLs differ under the kernel"; }
 grep -q 'user:1001:rwx' "$tmp/kacl2" || fail "the inherited ACL is missing under the kernel"
 
+san_check
 [ "$fails" -eq 0 ] && echo "fuse_conform: all passed"
 [ "$fails" -eq 0 ]

@@ -142,6 +142,7 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 	char *argv[] = { "nostall", "-o", nf->o.fuse, "-d", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(nf->o.debug ? 4 : 3, argv);
 	nf->se = fuse_session_new(&args, &ops, sizeof ops, nf);
+	fuse_opt_free_args(&args); /* libfuse may have copied argv */
 	if (!nf->se) {
 		say("cannot start the FUSE session (options %s)", nf->o.fuse);
 		return -EINVAL;
