@@ -53,6 +53,23 @@ static int free_port(void)
 	return ntohs(a.sin_port);
 }
 
+/* Servers started and not yet stopped: a failed assertion jumps out of
+ * the test (its struct srv is gone), so the teardown kills them by pid. */
+static pid_t live[8];
+
+static void srv_register(pid_t pid, bool on)
+{
+	for (size_t i = 0; i < sizeof live / sizeof live[0]; i++) {
+		if (on && !live[i]) {
+			live[i] = pid;
+			return;
+		}
+		if (!on && live[i] == pid)
+			live[i] = 0;
+	}
+	assert_false(on); /* more than 8 servers at once */
+}
+
 static void sun_set(struct sockaddr_un *a, const char *path)
 {
 	size_t n = strlen(path);
@@ -60,39 +77,22 @@ static void sun_set(struct sockaddr_un *a, const char *path)
 	memcpy(a->sun_path, path, n + 1);
 }
 
-/* Does the server accept connections yet? */
-static bool srv_listening(const struct srv *s)
-{
-	int fd;
-	int ok;
-	if (s->tcp) {
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)s->port),
-					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	} else {
-		struct sockaddr_un a = { .sun_family = AF_UNIX };
-		sun_set(&a, s->sock);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-	}
-	close(fd);
-	return ok;
-}
-
 /* Start `nbdkit -f --exit-with-parent` (Unix socket in tmpdir or TCP on a
  * free localhost port) with the NULL-terminated tail (filters, -r, plugin,
- * parameters) and wait until it listens. A TCP port taken meanwhile by
- * someone else makes nbdkit exit: then another port is tried. */
+ * parameters) and wait until it listens: nbdkit writes its pidfile once it
+ * accepts connections. A TCP port taken meanwhile by someone else makes
+ * nbdkit exit: then another port is tried. */
 static void srv_start(struct srv *s, bool tcp, const char *name, const char *const *tail)
 {
 	static atomic_int seq;
 	memset(s, 0, sizeof *s);
 	s->tcp = tcp;
 	for (int attempt = 0; attempt < 5; attempt++) {
-		const char *argv[48] = { "nbdkit", "-f", "--exit-with-parent" };
-		int n = 3;
-		char port[16];
+		int id = atomic_fetch_add(&seq, 1);
+		char pidfile[256], port[16];
+		snprintf(pidfile, sizeof pidfile, "%s/%s-%d.pid", tmpdir, name, id);
+		const char *argv[48] = { "nbdkit", "-f", "--exit-with-parent", "-P", pidfile };
+		int n = 5;
 		if (tcp) {
 			s->port = free_port();
 			snprintf(port, sizeof port, "%d", s->port);
@@ -102,7 +102,7 @@ static void srv_start(struct srv *s, bool tcp, const char *name, const char *con
 			argv[n++] = port;
 			snprintf(s->spec, sizeof s->spec, "nbd:nbd://127.0.0.1:%d/", s->port);
 		} else {
-			snprintf(s->sock, sizeof s->sock, "%s/%s-%d.sock", tmpdir, name, atomic_fetch_add(&seq, 1));
+			snprintf(s->sock, sizeof s->sock, "%s/%s-%d.sock", tmpdir, name, id);
 			argv[n++] = "-U";
 			argv[n++] = s->sock;
 			snprintf(s->spec, sizeof s->spec, "nbd:nbd+unix:///?socket=%s", s->sock);
@@ -120,8 +120,10 @@ static void srv_start(struct srv *s, bool tcp, const char *name, const char *con
 				s->pid = 0;
 				break;
 			}
-			if (srv_listening(s))
+			if (access(pidfile, F_OK) == 0) {
+				srv_register(s->pid, true);
 				return;
+			}
 			usleep(10000);
 		}
 		if (s->pid) {
@@ -138,7 +140,7 @@ static void srv_start(struct srv *s, bool tcp, const char *name, const char *con
 static void srv_stop(struct srv *s)
 {
 	if (s->pid > 0) {
-		kill(s->pid, SIGCONT);
+		srv_register(s->pid, false);
 		kill(s->pid, SIGTERM);
 		waitpid(s->pid, NULL, 0);
 	}
@@ -147,14 +149,26 @@ static void srv_stop(struct srv *s)
 		unlink(s->sock);
 }
 
-static void srv_kill(struct srv *s, int sig)
+static int srv_teardown(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof live / sizeof live[0]; i++) {
+		if (live[i]) {
+			kill(live[i], SIGKILL);
+			waitpid(live[i], NULL, 0);
+			live[i] = 0;
+		}
+	}
+	return 0;
+}
+
+static void srv_kill(struct srv *s)
 {
 	assert_true(s->pid > 0);
-	kill(s->pid, sig);
-	if (sig == SIGKILL) {
-		waitpid(s->pid, NULL, 0);
-		s->pid = 0;
-	}
+	srv_register(s->pid, false);
+	kill(s->pid, SIGKILL);
+	waitpid(s->pid, NULL, 0);
+	s->pid = 0;
 }
 
 static struct dev *open_ok(const char *spec)
@@ -523,7 +537,7 @@ static void test_depth_in_flight(void **state)
 
 static void kill_server(void *arg)
 {
-	srv_kill(arg, SIGKILL);
+	srv_kill(arg);
 }
 
 /* nbdkit killed with writes in flight (the delay filter holds them): each
@@ -547,20 +561,20 @@ static void test_server_killed(void **state)
 	srv_stop(&s);
 }
 
-/* A server that stops answering (SIGSTOP): the command fails with -EIO
- * once the timeout has passed; the device stays failed; close returns. */
+/* A server that stops answering (the delay filter holds reads for a
+ * minute): the read fails with -EIO once the timeout has passed, the device
+ * stays failed, close returns. */
 static void test_timeout(void **state)
 {
 	(void)state;
 	struct srv s;
-	srv_start(&s, false, "stop", (const char *const[]){ "memory", "16M", NULL });
+	srv_start(&s, false, "stall", (const char *const[]){ "--filter=delay", "memory", "16M", "delay-read=60", NULL });
 	char spec[600];
-	snprintf(spec, sizeof spec, "%s,timeout=0.3", s.spec);
+	snprintf(spec, sizeof spec, "%s,timeout=1.5", s.spec);
 	struct dev *d = open_ok(spec);
 	char b[4096];
 	fill(b, sizeof b, 2);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 0, 8, b, 0), 0);
-	srv_kill(&s, SIGSTOP);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 0, 8, b, 0), -EIO);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 0, 8, b, 0), -EIO);
 	dev_close(d);
@@ -757,7 +771,7 @@ static void test_fs_server_killed(void **state)
 	if (rc)
 		fail_msg("mount: %s", nostall_errmsg(rc));
 	put_file(fs, "/a", "before\n", 0);
-	srv_kill(&s, SIGKILL);
+	srv_kill(&s);
 	struct nostall_file *f;
 	rc = nostall_create(fs, "/b", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f);
 	if (!rc) {
@@ -793,19 +807,19 @@ int main(void)
 		return 1;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_memory_unix),
-		cmocka_unit_test(test_file_tcp),
-		cmocka_unit_test(test_flush_fua_trim),
-		cmocka_unit_test(test_read_only),
-		cmocka_unit_test(test_bad_specs),
-		cmocka_unit_test(test_depth_in_flight),
-		cmocka_unit_test(test_server_killed),
-		cmocka_unit_test(test_timeout),
-		cmocka_unit_test(test_journal),
-		cmocka_unit_test(test_journal_write_error),
-		cmocka_unit_test(test_fs_random),
-		cmocka_unit_test(test_fs_write_errors),
-		cmocka_unit_test(test_fs_server_killed),
+		cmocka_unit_test_teardown(test_memory_unix, srv_teardown),
+		cmocka_unit_test_teardown(test_file_tcp, srv_teardown),
+		cmocka_unit_test_teardown(test_flush_fua_trim, srv_teardown),
+		cmocka_unit_test_teardown(test_read_only, srv_teardown),
+		cmocka_unit_test_teardown(test_bad_specs, srv_teardown),
+		cmocka_unit_test_teardown(test_depth_in_flight, srv_teardown),
+		cmocka_unit_test_teardown(test_server_killed, srv_teardown),
+		cmocka_unit_test_teardown(test_timeout, srv_teardown),
+		cmocka_unit_test_teardown(test_journal, srv_teardown),
+		cmocka_unit_test_teardown(test_journal_write_error, srv_teardown),
+		cmocka_unit_test_teardown(test_fs_random, srv_teardown),
+		cmocka_unit_test_teardown(test_fs_write_errors, srv_teardown),
+		cmocka_unit_test_teardown(test_fs_server_killed, srv_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	teardown_dir();
