@@ -281,8 +281,7 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* File plugin over TCP: data reaches the file; depth=; four threads on
- * four connections (the file plugin says multi-conn is safe). */
+/* File plugin over TCP: data reaches the file; depth=. */
 static void test_file_tcp(void **state)
 {
 	(void)state;
@@ -308,9 +307,47 @@ static void test_file_tcp(void **state)
 	assert_int_equal(pread(fd, r, sizeof r, 1000 * 512), (ssize_t)sizeof r);
 	close(fd);
 	assert_memory_equal(w, r, sizeof r);
+	srv_stop(&s);
+}
 
+/* Connections nbdkit's log filter saw: opened, and carrying writes. */
+static void log_conns(const char *path, int *opened, int *writing)
+{
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	char line[1024];
+	bool wrote[64] = { false };
+	*opened = *writing = 0;
+	while (fgets(line, sizeof line, fp)) {
+		const char *p = strstr(line, "connection=");
+		if (!p)
+			continue;
+		int id = atoi(p + 11);
+		if (strstr(p, " Connect "))
+			(*opened)++;
+		else if (strstr(p, " Write ") && id >= 0 && id < 64 && !wrote[id])
+			wrote[id] = true, (*writing)++;
+	}
+	fclose(fp);
+}
+
+/* conns=4 on a server that says multi-conn is safe (the file plugin):
+ * four connections, four threads, every connection carries writes. A
+ * server that does not say so (multi-conn filter) gets one. */
+static void test_multi_conn(void **state)
+{
+	(void)state;
+	char img[256], arg[300], log[256], larg[300];
+	tmp_path(img, sizeof img, "mc.img");
+	make_sparse(img, 16u << 20);
+	snprintf(arg, sizeof arg, "file=%s", img);
+	tmp_path(log, sizeof log, "mc.log");
+	snprintf(larg, sizeof larg, "logfile=%s", log);
+	struct srv s;
+	srv_start(&s, true, "mc", (const char *const[]){ "--filter=log", "file", arg, larg, NULL });
+	char spec[600];
 	snprintf(spec, sizeof spec, "%s,conns=4,depth=16", s.spec);
-	d = open_ok(spec);
+	struct dev *d = open_ok(spec);
 	pthread_t t[4];
 	struct writer wr[4];
 	for (unsigned i = 0; i < 4; i++) {
@@ -324,6 +361,23 @@ static void test_file_tcp(void **state)
 	assert_int_equal(dev_flush_sync(d), 0);
 	dev_close(d);
 	srv_stop(&s);
+	int opened, writing;
+	log_conns(log, &opened, &writing);
+	assert_int_equal(opened, 4);
+	assert_int_equal(writing, 4);
+
+	tmp_path(log, sizeof log, "mc1.log");
+	snprintf(larg, sizeof larg, "logfile=%s", log);
+	srv_start(&s, false, "mc1",
+		  (const char *const[]){ "--filter=log", "--filter=multi-conn", "memory", "16M", larg,
+					 "multi-conn-mode=disable", NULL });
+	snprintf(spec, sizeof spec, "%s,conns=4", s.spec);
+	d = open_ok(spec);
+	roundtrip(d, 16u << 20);
+	dev_close(d);
+	srv_stop(&s);
+	log_conns(log, &opened, &writing);
+	assert_int_equal(opened, 1);
 }
 
 /* The commands nbdkit's log filter saw, one letter each: W (write), F
@@ -809,6 +863,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_memory_unix, srv_teardown),
 		cmocka_unit_test_teardown(test_file_tcp, srv_teardown),
+		cmocka_unit_test_teardown(test_multi_conn, srv_teardown),
 		cmocka_unit_test_teardown(test_flush_fua_trim, srv_teardown),
 		cmocka_unit_test_teardown(test_read_only, srv_teardown),
 		cmocka_unit_test_teardown(test_bad_specs, srv_teardown),

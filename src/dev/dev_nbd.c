@@ -340,8 +340,8 @@ static void *nbd_loop_thread(void *arg)
 			rc = nbd_aio_notify_read(c->h);
 		else if ((ev & (POLLOUT | POLLHUP | POLLERR)) && (dir & LIBNBD_AIO_DIRECTION_WRITE))
 			rc = nbd_aio_notify_write(c->h);
-		if (rc < 0 || (ev && (nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h))))
-			nbd_note_lost(c->nd, nbd_get_error() ? nbd_get_error() : "connection lost");
+		if ((rc < 0 || ev) && (nbd_aio_is_dead(c->h) || nbd_aio_is_closed(c->h)))
+			nbd_note_lost(c->nd, rc < 0 && nbd_get_error() ? nbd_get_error() : "connection lost");
 		nbd_conn_check_timeout(c);
 		pthread_mutex_unlock(&c->lock);
 	}
