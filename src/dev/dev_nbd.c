@@ -17,8 +17,11 @@
  *   thread but in a submitter when a send finds the connection dead: it only
  *   queues the command on conn->done for the loop thread.
  * - Timeout: every command on the wire has a deadline (issue time + timeout);
- *   they sit on conn->wire in issue order, so the head has the earliest. When
- *   it passes, the loop thread shuts the socket down: libnbd then sees the
+ *   they sit on conn->wire in issue order, so the head has the earliest. The
+ *   loop polls until that deadline, or a quarter timeout when nothing is on
+ *   the wire (so submitters need not wake it to arm a deadline: no extra
+ *   context switch per command). When a deadline passes, the loop thread
+ *   shuts the socket down: libnbd then sees the
  *   connection die and fails every outstanding command through its callback
  *   (ENOTCONN), which becomes -EIO here. A command is only ever completed
  *   from libnbd's answer, so nothing the server did not acknowledge is
@@ -51,6 +54,7 @@
 #define NBD_MAX_CONNS 16u
 #define NBD_MAX_BYTES (1u << 20)   /* largest READ/WRITE we send */
 #define NBD_TRIM_PIECE (1ull << 30) /* NBD lengths are 32-bit: trim in pieces */
+#define NBD_IDLE_SLICES 4u /* the loop wakes at least this often per timeout */
 
 enum nbd_stage { NS_PREFLUSH, NS_DATA, NS_FUA, NS_FLUSH, NS_TRIM };
 
@@ -191,9 +195,10 @@ static int nbd_stage_issue(struct nbd_dev *nd, struct nbd_cmd *cmd)
 			nbd_note_lost(nd, "connection lost");
 	} else if (nbd_aio_get_direction(c->h) & LIBNBD_AIO_DIRECTION_WRITE) {
 		conn_wake(c); /* the request is partly sent: the loop must poll for POLLOUT */
-	} else if (c->wire.next == &cmd->wire_node) {
-		conn_wake(c); /* the first on the wire: the loop must arm its timeout */
 	}
+	/* No wake-up otherwise, even for the first command on the wire: an
+	 * idle loop polls at most NBD_IDLE_SLICES times per timeout, so it
+	 * sees the new deadline long before it passes. */
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -318,8 +323,10 @@ static void *nbd_loop_thread(void *arg)
 						(dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0));
 		}
 		struct list_node *first = list_first(&c->wire);
-		if (first && !c->timed_out) {
-			uint64_t dl = list_entry(first, struct nbd_cmd, wire_node)->deadline_ns, now = clock_now_ns();
+		if (!c->timed_out) {
+			uint64_t now = clock_now_ns(), dl = now + c->nd->timeout_ns / NBD_IDLE_SLICES;
+			if (first && list_entry(first, struct nbd_cmd, wire_node)->deadline_ns < dl)
+				dl = list_entry(first, struct nbd_cmd, wire_node)->deadline_ns;
 			timeout_ms = dl <= now ? 0 : (int)((dl - now + NS_PER_MS - 1) / NS_PER_MS);
 		}
 		pthread_mutex_unlock(&c->lock);
