@@ -30,6 +30,7 @@ CPPFLAGS += -DNOSTALL_HAVE_WRITE_API
 WFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 ALLCFLAGS := -std=c17 -g -pthread $(WFLAGS) $(VFLAGS) $(CFLAGS) -MMD -MP
 LDLIBS := -luring -lpthread -lm
+LDLIBS += -lnbd
 TEST_LDLIBS := -lcmocka $(LDLIBS)
 # libfuse3 for the FUSE daemon (tools/fuse/, docs/fuse.md): the binary only.
 CPPFLAGS += $(shell pkg-config --cflags fuse3)

@@ -52,7 +52,7 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 /* "kind:..." for a known device kind, else a plain path. */
 static bool spec_has_kind(const char *s)
 {
-	static const char *const kinds[] = {"file:", "mem:", "sim:", "log:", "fault:"};
+	static const char *const kinds[] = {"file:", "mem:", "sim:", "log:", "fault:", "nbd:"};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (!strncmp(s, kinds[i], strlen(kinds[i])))
 			return true;

@@ -121,13 +121,14 @@ static const struct kind_entry kinds[] = {
 	{ "sim", dev_sim_open },
 	{ "log", dev_log_open },
 	{ "fault", dev_fault_open },
+	{ "nbd", dev_nbd_open },
 };
 
 int dev_open(const char *spec, struct dev **out)
 {
 	*out = NULL;
 	if (!spec || !*spec)
-		return err_set(-EINVAL, "empty device spec (use file:, mem:, sim:, log: or fault:)");
+		return err_set(-EINVAL, "empty device spec (use file:, mem:, sim:, log:, fault: or nbd:)");
 	const char *colon = strchr(spec, ':');
 	size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -148,7 +149,7 @@ int dev_open(const char *spec, struct dev **out)
 		*out = d;
 		return 0;
 	}
-	return err_set(-EINVAL, "device spec '%s': unknown kind '%.*s' (use file, mem, sim, log or fault)",
+	return err_set(-EINVAL, "device spec '%s': unknown kind '%.*s' (use file, mem, sim, log, fault or nbd)",
 		       spec, (int)klen, spec);
 }
 

@@ -64,6 +64,7 @@ int dev_file_open(const char *args, struct dev **out);
 int dev_sim_open(const char *args, struct dev **out);
 int dev_log_open(const char *args, struct dev **out);
 int dev_fault_open(const char *args, struct dev **out);
+int dev_nbd_open(const char *args, struct dev **out);
 
 /* Split "INNER,opt=v,opt=v" for a wrapper kind or a kind whose first field
  * may contain commas (file paths). Items are taken from the right end while
