@@ -51,16 +51,6 @@ static int ropt_cb(void *ctx, const char *name, const char *value)
 	return 0;
 }
 
-/* A spec names a device kind ("mem:64M", "file:/x"); anything else is a path. */
-static bool looks_like_spec(const char *s)
-{
-	static const char *kinds[] = { "file:", "mem:", "sim:", "log:", "fault:" };
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (!strncmp(s, kinds[i], strlen(kinds[i])))
-			return true;
-	return false;
-}
-
 int cmd_recover(int argc, char **argv)
 {
 	const char *device = NULL, *opts = NULL;
@@ -95,7 +85,7 @@ int cmd_recover(int argc, char **argv)
 	char spec[4096];
 	if (device)
 		snprintf(spec, sizeof spec, "%s", device);
-	else if (looks_like_spec(image))
+	else if (dev_spec_has_kind(image))
 		snprintf(spec, sizeof spec, "%s", image);
 	else
 		snprintf(spec, sizeof spec, "file:%s", image);

@@ -50,15 +50,6 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 }
 
 /* "kind:..." for a known device kind, else a plain path. */
-static bool spec_has_kind(const char *s)
-{
-	static const char *const kinds[] = {"file:", "mem:", "sim:", "log:", "fault:", "nbd:"};
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (!strncmp(s, kinds[i], strlen(kinds[i])))
-			return true;
-	return false;
-}
-
 int nostall_mount(const char *image_or_spec, const char *opts, unsigned flags,
 		  struct nostall_fs **out)
 {
@@ -66,7 +57,7 @@ int nostall_mount(const char *image_or_spec, const char *opts, unsigned flags,
 	if (!image_or_spec || !*image_or_spec)
 		return err_set(-EINVAL, "nostall_mount: empty image name");
 	char *spec = NULL;
-	if (spec_has_kind(image_or_spec))
+	if (dev_spec_has_kind(image_or_spec))
 		spec = strdup(image_or_spec);
 	else if (asprintf(&spec, "file:%s", image_or_spec) < 0)
 		spec = NULL;

@@ -124,6 +124,18 @@ static const struct kind_entry kinds[] = {
 	{ "nbd", dev_nbd_open },
 };
 
+bool dev_spec_has_kind(const char *s)
+{
+	const char *colon = s ? strchr(s, ':') : NULL;
+	if (!colon)
+		return false;
+	size_t klen = (size_t)(colon - s);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strlen(kinds[i].name) == klen && memcmp(kinds[i].name, s, klen) == 0)
+			return true;
+	return false;
+}
+
 int dev_open(const char *spec, struct dev **out)
 {
 	*out = NULL;

@@ -91,6 +91,10 @@ struct dev_geometry {
 /* Open a device from its spec. On failure returns a negative errno and a
  * message in err_last() ("sim: unknown model 'floppy'"). */
 int dev_open(const char *spec, struct dev **out);
+/* True when s starts with a known device kind and a colon ("mem:64M",
+ * "nbd://..."): callers that take "an image path or a spec" use it, so the
+ * list of kinds lives here only. */
+bool dev_spec_has_kind(const char *s);
 /* Waits for outstanding commands, then frees. NULL is a no-op. */
 void dev_close(struct dev *d);
 

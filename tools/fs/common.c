@@ -2,6 +2,8 @@
  * unmount, error messages and exit statuses, formatting (common.h). */
 #include "common.h"
 
+#include "dev/dev.h"
+
 #include "util/array.h"
 
 #include <ctype.h>
@@ -28,7 +30,9 @@ int cli_usage_error(const struct cli_args *a, const char *msg)
 
 const char *cli_what(const struct cli_args *a)
 {
-	return a->device ? a->device : a->spec + 5; /* after "file:" */
+	if (a->device)
+		return a->device;
+	return strncmp(a->spec, "file:", 5) ? a->spec : a->spec + 5;
 }
 
 int cli_error(const char *cmd, const char *path, const char *what, int rc, bool fs_side)
@@ -152,7 +156,9 @@ static int parse_positional(struct cli_args *a, int rest, char **args)
 			return cli_usage_error(a, "missing IMAGE");
 		if (!*args[0])
 			return cli_usage_error(a, "empty IMAGE name");
-		if (asprintf(&a->spec, "file:%s", args[0]) < 0) {
+		/* IMAGE is a path, or any device spec (nbd:URI, mem:...). */
+		if (dev_spec_has_kind(args[0]) ? !(a->spec = strdup(args[0]))
+					       : asprintf(&a->spec, "file:%s", args[0]) < 0) {
 			a->spec = NULL;
 			return cli_oom(a);
 		}
