@@ -35,6 +35,9 @@ static const struct {
 	{ "touch", NULL, NULL, &cmd_touch },
 	{ "xattr", NULL, NULL, &cmd_xattr },
 	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE", NULL },
+	{ "mount", cmd_mount, "mount [-f] [-o OPTS] IMAGE|DEVICE-SPEC MOUNTPOINT", NULL },
+	{ "umount", cmd_umount, "umount MOUNTPOINT", NULL },
+	{ "sync", cmd_sync, "sync MOUNTPOINT", NULL },
 };
 #define NR_COMMANDS (sizeof commands / sizeof commands[0])
 
