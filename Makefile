@@ -121,8 +121,11 @@ INSTALL ?= install
 PIC_OBJS := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
 HEADERS := $(sort $(wildcard include/nostall/*.h))
 MANPAGES := $(sort $(wildcard man/*.[1-8]))
-# The mount(8) helper, when the FUSE daemon provides one (docs/fuse.md).
-MOUNT_HELPER := $(wildcard $(BUILD)/mount.fuse.nostall)
+# The mount(8) helper of the FUSE daemon (docs/fuse.md). mount(8) looks for
+# it in /sbin (= /usr/sbin with merged /usr) only: with PREFIX=/usr/local,
+# install it with HELPERDIR=/usr/sbin (docs/packaging.md).
+MOUNT_HELPER := $(wildcard tools/fuse/mount.fuse.nostall)
+HELPERDIR ?= $(SBINDIR)
 # In nostall.pc, paths under PREFIX are written relative to ${prefix}.
 pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 
@@ -159,13 +162,13 @@ install: all shared $(BUILD)/nostall.pc
 		$(INSTALL) -m 644 $$m $(DESTDIR)$(MANDIR)/man$$sec/ || exit 1; \
 	done
 ifneq ($(MOUNT_HELPER),)
-	$(INSTALL) -d $(DESTDIR)$(SBINDIR)
-	$(INSTALL) -m 755 $(MOUNT_HELPER) $(DESTDIR)$(SBINDIR)/mount.fuse.nostall
+	$(INSTALL) -d $(DESTDIR)$(HELPERDIR)
+	$(INSTALL) -m 755 $(MOUNT_HELPER) $(DESTDIR)$(HELPERDIR)/mount.fuse.nostall
 endif
 	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/nostall $(DESTDIR)$(SBINDIR)/mount.fuse.nostall \
+	rm -f $(DESTDIR)$(BINDIR)/nostall $(DESTDIR)$(HELPERDIR)/mount.fuse.nostall \
 		$(DESTDIR)$(LIBDIR)/libnostall.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
 		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libnostall.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/nostall.pc \

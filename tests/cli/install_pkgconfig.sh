@@ -39,6 +39,12 @@ for f in bin/nostall lib/libnostall.a "lib/libnostall.so.$major.$minor" \
 	share/man/man8/nostall-mount.8; do
 	[ -f "$dest$prefix/$f" ] || fail "not installed: $prefix/$f"
 done
+if [ -e tools/fuse/mount.fuse.nostall ]; then
+	[ -x "$dest$prefix/sbin/mount.fuse.nostall" ] || fail "not installed: $prefix/sbin/mount.fuse.nostall"
+	# It finds the installed binary through ../bin (NOSTALL unset).
+	env -u NOSTALL "$dest$prefix/sbin/mount.fuse.nostall" 2>&1 | grep -q usage ||
+		fail "mount.fuse.nostall does not run"
+fi
 [ "$(readlink "$lib/libnostall.so.$major")" = "libnostall.so.$major.$minor" ] ||
 	fail "libnostall.so.$major does not point at libnostall.so.$major.$minor"
 [ "$(readlink "$lib/libnostall.so")" = "libnostall.so.$major" ] ||
