@@ -13,9 +13,7 @@ apps_need_fuse
 apps_need cp:coreutils diff:diffutils
 NFILES=$(apps_size 1500 30000 500)
 src=$APPS_TMP/src
-mkdir -p "$src"
-python3 "$APPS_LIB/fs_mktree.py" --small --plain --bigdir 300 4096 "$src" >/dev/null ||
-	{ echo "FAIL: fs_mktree.py"; exit 1; }
+apps_mktree "$src" 300
 python3 - "$src/bulk" "$NFILES" <<'PY'
 import os, random, sys
 root, n = sys.argv[1], int(sys.argv[2])

@@ -12,9 +12,7 @@ apps_need_fuse
 apps_need rsync:rsync
 BIG=$(apps_size 500 10000 200)
 src=$APPS_TMP/src
-mkdir -p "$src"
-python3 "$APPS_LIB/fs_mktree.py" --small --plain --bigdir "$BIG" 4096 "$src" >/dev/null ||
-	{ echo "FAIL: fs_mktree.py"; exit 1; }
+apps_mktree "$src" "$BIG"
 # A big sparse file: 64 MiB apparent, 2 MiB of data in four places.
 for off in 0 17 40 63; do
 	head -c 512K /dev/urandom | dd of="$src/sparse-big" bs=1M seek="$off" conv=notrunc status=none

@@ -13,9 +13,7 @@ apps_need_fuse
 apps_need tar:tar
 BIG=$(apps_size 500 10000 200)
 src=$APPS_TMP/src
-mkdir -p "$src"
-python3 "$APPS_LIB/fs_mktree.py" --small --plain --bigdir "$BIG" 4096 "$src" >/dev/null ||
-	{ echo "FAIL: fs_mktree.py"; exit 1; }
+apps_mktree "$src" "$BIG"
 TARF=(--warning=no-timestamp --format=posix --xattrs --xattrs-include='*' --sparse --numeric-owner)
 FIELDS=type,mode,uid,gid,size,nlink,mtime,data,link,xattr,hlink,rdev
 apps_manifest "$src" "$FIELDS" | apps_portable >"$APPS_TMP/src.manifest"

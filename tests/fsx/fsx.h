@@ -52,6 +52,13 @@ enum fsx_kind {
 	OP_NKINDS
 };
 
+/* Data operations act on one file (a target); the rest on names. */
+static inline bool fsx_is_data_op(enum fsx_kind k)
+{
+	return k == OP_WRITE || k == OP_READ || k == OP_MAPWRITE || k == OP_MAPREAD || k == OP_TRUNC ||
+	       k == OP_FSYNC || k == OP_BADWRITE;
+}
+
 /* A target of a data operation: a path (opened and closed around the call)
  * or an open descriptor slot. */
 struct fsx_target {

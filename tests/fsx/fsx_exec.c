@@ -574,16 +574,5 @@ static int exec_name(struct fsx_state *s, const struct fsx_op *op)
 int state_exec(struct fsx_state *s, const struct fsx_op *op)
 {
 	s->nops++;
-	switch (op->kind) {
-	case OP_WRITE:
-	case OP_READ:
-	case OP_MAPWRITE:
-	case OP_MAPREAD:
-	case OP_TRUNC:
-	case OP_FSYNC:
-	case OP_BADWRITE:
-		return exec_data(s, op);
-	default:
-		return exec_name(s, op);
-	}
+	return fsx_is_data_op(op->kind) ? exec_data(s, op) : exec_name(s, op);
 }

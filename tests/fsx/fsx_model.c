@@ -302,16 +302,5 @@ static int name_op(struct fsx_model *m, const struct fsx_op *op)
 
 int model_apply(struct fsx_model *m, const struct fsx_op *op)
 {
-	switch (op->kind) {
-	case OP_WRITE:
-	case OP_READ:
-	case OP_MAPWRITE:
-	case OP_MAPREAD:
-	case OP_TRUNC:
-	case OP_FSYNC:
-	case OP_BADWRITE:
-		return data_op(m, op);
-	default:
-		return name_op(m, op);
-	}
+	return fsx_is_data_op(op->kind) ? data_op(m, op) : name_op(m, op);
 }

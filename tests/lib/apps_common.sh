@@ -111,6 +111,15 @@ apps_manifest() { # dir [fields]
 	python3 "$APPS_LIB/fs_manifest.py" --fields "${2:-$APPS_FIELDS}" "$1"
 }
 
+# The varied host tree of tests/lib/fs_mktree.py (every file type, sparse
+# files, hard links, symlinks, xattrs, odd owners, modes and times) with a
+# big directory of N entries.
+apps_mktree() { # dir N
+	mkdir -p "$1"
+	python3 "$APPS_LIB/fs_mktree.py" --small --plain --bigdir "$2" 4096 "$1" >/dev/null ||
+		{ echo "FAIL: fs_mktree.py"; exit 1; }
+}
+
 # A manifest comparable across filesystems: directory sizes are each
 # filesystem's own.
 apps_portable() { sed $'/\ttype=dir\t/s/\tsize=[0-9]*/\tsize=-/'; }
