@@ -167,6 +167,27 @@ ifneq ($(MOUNT_HELPER),)
 endif
 	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
 
+# A Debian package of the same install (PREFIX=/usr, the helper in /usr/sbin
+# where mount(8) finds it): one package with the command, both libraries,
+# headers, nostall.pc and the man pages.
+DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_ROOT = $(BUILD)/deb/root
+deb: all shared
+	rm -rf $(BUILD)/deb
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr HELPERDIR=/usr/sbin
+	mkdir -p $(DEB_ROOT)/DEBIAN
+	printf '%s\n' 'Package: nostall' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
+		'Maintainer: nostall <nostall@localhost>' 'Section: admin' 'Priority: optional' \
+		'Depends: libc6, liburing2, libfuse3-3, fuse3' \
+		'Description: the Linux 2.6.30 ext3 I/O stack in userspace' \
+		' ext3 images mounted through FUSE (nostall mount), image tools, the libnostall' \
+		' library (static and shared, pkg-config) and block-layer benchmarks.' \
+		>$(DEB_ROOT)/DEBIAN/control
+	printf '#!/bin/sh\nset -e\n[ "$$1" = configure ] && ldconfig || true\n' >$(DEB_ROOT)/DEBIAN/postinst
+	printf '#!/bin/sh\nset -e\n[ "$$1" = remove ] && ldconfig || true\n' >$(DEB_ROOT)/DEBIAN/postrm
+	chmod 755 $(DEB_ROOT)/DEBIAN/postinst $(DEB_ROOT)/DEBIAN/postrm
+	dpkg-deb --build --root-owner-group $(DEB_ROOT) $(BUILD)/nostall_$(VERSION)_$(DEB_ARCH).deb
+
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/nostall $(DESTDIR)$(HELPERDIR)/mount.fuse.nostall \
 		$(DESTDIR)$(LIBDIR)/libnostall.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \

@@ -4,12 +4,12 @@
 # rollback-journal (DELETE) mode, then PRAGMA integrity_check = ok and the
 # row count and checksum on the mount; after unmount e2fsck -fn is clean and
 # the kernel's ext3 reads the same files and sqlite3 there agrees (ok, same
-# count and checksum). CI: 1,000 inserts per database (200 under ASan);
+# count and checksum). CI: 600 inserts per database (150 under ASan);
 # NOSTALL_APPS_FULL=1: the issue's 10,000.
 . "$(dirname "$0")/../lib/apps_common.sh"
 apps_need_fuse
 apps_need sqlite3:sqlite3
-N=$(apps_size 1000 10000 200)
+N=$(apps_size 600 10000 150)
 echo "apps_sqlite: $N inserts per database, modes: $APPS_MODES"
 
 sql_inserts() { # journal_mode
