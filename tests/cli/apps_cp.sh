@@ -6,12 +6,12 @@
 # use copy_file_range/reflink attempts), and both copies must equal the
 # source (type, mode, owner, size, links, mtime in ns, contents, symlinks,
 # xattrs, hard-link groups); a recursive diff agrees. Then unmount,
-# e2fsck -fn and the kernel's view. CI: about 60 MiB in 1,500 files;
+# e2fsck -fn and the kernel's view. CI: about 50 MiB in 1,200 files;
 # NOSTALL_APPS_FULL=1: about 1 GiB in 30,000 files.
 . "$(dirname "$0")/../lib/apps_common.sh"
 apps_need_fuse
 apps_need cp:coreutils diff:diffutils
-NFILES=$(apps_size 1500 30000 500)
+NFILES=$(apps_size 1200 30000 400)
 src=$APPS_TMP/src
 apps_mktree "$src" 300
 python3 - "$src/bulk" "$NFILES" <<'PY'

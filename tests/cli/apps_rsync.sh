@@ -13,11 +13,11 @@ apps_need rsync:rsync
 BIG=$(apps_size 500 10000 200)
 src=$APPS_TMP/src
 apps_mktree "$src" "$BIG"
-# A big sparse file: 64 MiB apparent, 2 MiB of data in four places.
-for off in 0 17 40 63; do
+# A big sparse file: 16 MiB apparent, 2 MiB of data in four places.
+for off in 0 5 10 15; do
 	head -c 512K /dev/urandom | dd of="$src/sparse-big" bs=1M seek="$off" conv=notrunc status=none
 done
-truncate -s 64M "$src/sparse-big"
+truncate -s 16M "$src/sparse-big"
 RS=(-aHSAX --checksum --numeric-ids)
 FIELDS=type,mode,uid,gid,size,nlink,mtime,data,link,xattr,hlink,rdev
 apps_manifest "$src" "$FIELDS" | apps_portable >"$APPS_TMP/src.manifest"
