@@ -3,6 +3,8 @@
 #   make test            -> unit + CLI tests: release, ASan+UBSan, TSan (concurrent tests),
 #                           plus a clang -Werror build; ends with "N passed, N failed"
 #   make VARIANT=asan    -> build/asan/...   (VARIANT = release | asan | tsan)
+#   make install         -> PREFIX=/usr/local, DESTDIR= (docs/packaging.md);
+#                           make uninstall, make shared, make deb
 CC ?= gcc
 VARIANT ?= release
 
@@ -46,6 +48,9 @@ TESTLIB_SRCS := $(sort $(wildcard tests/lib/*.c))
 TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/obj/%.o)
 .SECONDARY: $(TESTLIB_OBJS)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+# The model-based exerciser (docs/exerciser.md): plain POSIX, no libnostall.
+FSX_SRCS := $(sort $(wildcard tests/fsx/*.c))
+FSX_OBJS := $(FSX_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all lib tests test clean check-clang check-layers
 all: $(BUILD)/nostall
@@ -68,7 +73,15 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTLIB_OBJS) $(BUILD)/libnostall.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libnostall.a $(TEST_LDLIBS)
 
-tests: $(TEST_BINS) $(BUILD)/nostall
+tests: $(TEST_BINS) $(BUILD)/nostall $(BUILD)/fsx
+# The shared library is built with the release tests so that
+# tests/cli/install_pkgconfig.sh finds it ready (and it cannot rot).
+ifeq ($(VARIANT),release)
+tests: shared
+endif
+
+$(BUILD)/fsx: $(FSX_OBJS)
+	$(CC) $(ALLCFLAGS) -o $@ $^
 
 # The whole test command (README): every variant, then the summary line.
 test: check-layers
@@ -85,7 +98,108 @@ check-layers:
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(TESTLIB_OBJS:.o=.d) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
+# ------------------------------------------------------------------ install
+# docs/packaging.md. The shared library is built from its own -fPIC objects
+# ($(BUILD)/pic), so the static library, the binary and the tests keep their
+# non-PIC code. Its version script (src/libnostall.map) exports the public
+# nostall_* API only; the SONAME carries the major version, which changes
+# whenever that API changes incompatibly.
+VERSION_MAJOR := 0
+VERSION_MINOR := 1
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR)
+SONAME := libnostall.so.$(VERSION_MAJOR)
+SHLIB := libnostall.so.$(VERSION)
+# The library's own link dependencies (LDLIBS may gain the tools' ones).
+LIB_LDLIBS := -luring -lpthread -lm
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL ?= install
+PIC_OBJS := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+HEADERS := $(sort $(wildcard include/nostall/*.h))
+MANPAGES := $(sort $(wildcard man/*.[1-8]))
+# The mount(8) helper of the FUSE daemon (docs/fuse.md). mount(8) looks for
+# it in /sbin (= /usr/sbin with merged /usr) only: with PREFIX=/usr/local,
+# install it with HELPERDIR=/usr/sbin (docs/packaging.md).
+MOUNT_HELPER := $(wildcard tools/fuse/mount.fuse.nostall)
+HELPERDIR ?= $(SBINDIR)
+# In nostall.pc, paths under PREFIX are written relative to ${prefix}.
+pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+.PHONY: shared install uninstall deb
+shared: $(BUILD)/$(SHLIB)
+
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/$(SHLIB): $(PIC_OBJS) src/libnostall.map
+	$(CC) $(ALLCFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libnostall.map \
+		-Wl,--no-undefined -Wl,--as-needed -o $@ $(PIC_OBJS) $(LIB_LDLIBS)
+
+$(BUILD)/nostall.pc: nostall.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
+	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@LIBS_PRIVATE@|$(filter-out -luring,$(LIB_LDLIBS))|' $< > $@
+# PREFIX and the directories are make variables: rebuild the file every time.
+.PHONY: $(BUILD)/nostall.pc
+
+install: all shared $(BUILD)/nostall.pc
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/nostall
+	$(INSTALL) -m 755 $(BUILD)/nostall $(DESTDIR)$(BINDIR)/nostall
+	$(INSTALL) -m 644 $(BUILD)/libnostall.a $(DESTDIR)$(LIBDIR)/libnostall.a
+	$(INSTALL) -m 755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
+	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libnostall.so
+	$(INSTALL) -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/nostall/
+	$(INSTALL) -m 644 $(BUILD)/nostall.pc $(DESTDIR)$(PKGCONFIGDIR)/nostall.pc
+	for m in $(MANPAGES); do \
+		sec=$${m##*.}; $(INSTALL) -d $(DESTDIR)$(MANDIR)/man$$sec && \
+		$(INSTALL) -m 644 $$m $(DESTDIR)$(MANDIR)/man$$sec/ || exit 1; \
+	done
+ifneq ($(MOUNT_HELPER),)
+	$(INSTALL) -d $(DESTDIR)$(HELPERDIR)
+	$(INSTALL) -m 755 $(MOUNT_HELPER) $(DESTDIR)$(HELPERDIR)/mount.fuse.nostall
+endif
+	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
+
+# A Debian package of the same install (PREFIX=/usr, the helper in /usr/sbin
+# where mount(8) finds it): one package with the command, both libraries,
+# headers, nostall.pc and the man pages.
+DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_ROOT = $(BUILD)/deb/root
+deb: all shared
+	rm -rf $(BUILD)/deb
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr HELPERDIR=/usr/sbin
+	mkdir -p $(DEB_ROOT)/DEBIAN
+	printf '%s\n' 'Package: nostall' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
+		'Maintainer: nostall <nostall@localhost>' 'Section: admin' 'Priority: optional' \
+		'Depends: libc6, liburing2, libfuse3-3, fuse3' \
+		'Description: the Linux 2.6.30 ext3 I/O stack in userspace' \
+		' ext3 images mounted through FUSE (nostall mount), image tools, the libnostall' \
+		' library (static and shared, pkg-config) and block-layer benchmarks.' \
+		>$(DEB_ROOT)/DEBIAN/control
+	printf '#!/bin/sh\nset -e\n[ "$$1" = configure ] && ldconfig || true\n' >$(DEB_ROOT)/DEBIAN/postinst
+	printf '#!/bin/sh\nset -e\n[ "$$1" = remove ] && ldconfig || true\n' >$(DEB_ROOT)/DEBIAN/postrm
+	chmod 755 $(DEB_ROOT)/DEBIAN/postinst $(DEB_ROOT)/DEBIAN/postrm
+	dpkg-deb --build --root-owner-group $(DEB_ROOT) $(BUILD)/nostall_$(VERSION)_$(DEB_ARCH).deb
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/nostall $(DESTDIR)$(HELPERDIR)/mount.fuse.nostall \
+		$(DESTDIR)$(LIBDIR)/libnostall.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libnostall.so \
+		$(DESTDIR)$(PKGCONFIGDIR)/nostall.pc \
+		$(addprefix $(DESTDIR)$(INCLUDEDIR)/nostall/,$(notdir $(HEADERS)))
+	for m in $(MANPAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/nostall 2>/dev/null
+	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
+
+-include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(FSX_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(TESTLIB_OBJS:.o=.d) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
 
 # The main job: build, then the block-layer reproduction on the default
 # simulated disk (README).
