@@ -18,7 +18,9 @@
 void nfuse_stat_to_host(const struct nostall_stat *in, struct stat *out)
 {
 	memset(out, 0, sizeof *out);
-	out->st_ino = nfuse_to_fuse(in->ino);
+	/* st_ino is what stat(2) shows: the ext3 inode number (2 for the root),
+	 * not the FUSE node id the root has (1). */
+	out->st_ino = in->ino;
 	out->st_mode = in->mode;
 	out->st_nlink = in->nlink;
 	out->st_uid = in->uid;
