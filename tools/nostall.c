@@ -35,6 +35,7 @@ static const struct {
 	{ "touch", NULL, NULL, &cmd_touch },
 	{ "xattr", NULL, NULL, &cmd_xattr },
 	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE", NULL },
+	{ "load", cmd_load, "load DIR WORKLOAD [--jens-n N] [--seconds S] ... (bench repro's workloads on a directory)", NULL },
 };
 #define NR_COMMANDS (sizeof commands / sizeof commands[0])
 
