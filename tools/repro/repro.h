@@ -60,7 +60,9 @@ void rp_params_default(struct rp_params *p);
 struct rp_fs;
 struct rp_file;
 
-int rp_fs_lib(struct nostall_fs *fs, int (*remount)(void *ctx), void *ctx, struct rp_fs **out);
+/* remount unmounts and mounts again, giving the new mount (caches cold). */
+int rp_fs_lib(struct nostall_fs *fs, int (*remount)(void *ctx, struct nostall_fs **fs), void *ctx,
+	      struct rp_fs **out);
 int rp_fs_posix(const char *dir, struct rp_fs **out);
 void rp_fs_free(struct rp_fs *fs);
 /* posix O_* flags (O_CREAT, O_APPEND, ...). */

@@ -22,7 +22,7 @@
 
 struct rp_fs {
 	struct nostall_fs *lib;   /* NULL: POSIX */
-	int (*remount)(void *ctx);
+	int (*remount)(void *ctx, struct nostall_fs **fs);
 	void *ctx;
 	int dirfd;
 };
@@ -34,7 +34,8 @@ struct rp_file {
 	char path[96];
 };
 
-int rp_fs_lib(struct nostall_fs *lib, int (*remount)(void *ctx), void *ctx, struct rp_fs **out)
+int rp_fs_lib(struct nostall_fs *lib, int (*remount)(void *ctx, struct nostall_fs **fs), void *ctx,
+	      struct rp_fs **out)
 {
 	struct rp_fs *fs = calloc(1, sizeof *fs);
 	if (!fs)
@@ -177,7 +178,7 @@ int rp_unlink(struct rp_fs *fs, const char *path)
 int rp_drop_caches(struct rp_fs *fs, const char *const *paths, unsigned n)
 {
 	if (fs->lib) {
-		int rc = fs->remount(fs->ctx);
+		int rc = fs->remount(fs->ctx, &fs->lib);
 		return rc < 0 ? err_wrap(rc, "remount: ") : 0;
 	}
 	for (unsigned i = 0; i < n; i++) {

@@ -224,9 +224,12 @@ static void censor_pending(struct rp_run *r, double end)
 
 /* ------------------------------------------------------------ children */
 
-static int env_remount(void *ctx)
+static int env_remount(void *ctx, struct nostall_fs **fs)
 {
-	return fsb_env_remount(ctx);
+	struct fsb_env *e = ctx;
+	int rc = fsb_env_remount(e);
+	*fs = e->fs;
+	return rc;
 }
 
 /* The library's child: fresh filesystem, the load, unmount. Exit status 0,

@@ -48,7 +48,8 @@ void rp_progress(const struct rp_bench *b, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\rbench repro: [%d/%d] %-70.70s", b->done + 1, b->nruns, line);
+	int k = b->done < b->nruns ? b->done + 1 : b->nruns;
+	fprintf(stderr, "\rbench repro: [%d/%d] %-70.70s", k, b->nruns, line);
 	fflush(stderr);
 }
 

@@ -203,7 +203,8 @@ static void cell(FILE *f, const struct rp_run *r, const char *metric)
 			lower = rp_run_get(r, tm) > 0;
 		}
 	}
-	fprintf(f, " %s%.*f |", lower ? ">=" : "", fabs(v) >= 100 ? 0 : fabs(v) >= 1 ? 2 : 3, v);
+	int decimals = fabs(v) >= 100 || strstr(metric, "timeouts") ? 0 : fabs(v) >= 1 ? 2 : 3;
+	fprintf(f, " %s%.*f |", lower ? ">=" : "", decimals, v);
 }
 
 static unsigned samples_of(const struct rp_run *r, const char *metric)
