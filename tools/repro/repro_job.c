@@ -169,6 +169,11 @@ void rp_run_summarize(struct rp_run *r)
 	if (all)
 		summarize_values(r, "probe", probe, all, allcens);
 	free(probe);
+	/* The Jens loop's total summarizes its iterations. */
+	double n = rp_run_get(r, "fsyncs");
+	for (int i = 0; i < r->nm && !isnan(n); i++)
+		if (!strncmp(r->m[i].name, "total_s", 7) || !strcmp(r->m[i].name, "fsyncs"))
+			r->m[i].samples = (unsigned)n;
 }
 
 /* ------------------------------------------------------------ protocol */
@@ -193,7 +198,7 @@ static void parse_line(struct rp_run *r, char *line)
 	if (!name || !a)
 		return;
 	if (kind == 'M') {
-		rp_run_metric(r, name, strtod(a, NULL), b ? b : "", 0);
+		rp_run_metric(r, name, strtod(a, NULL), b ? b : "", 1);
 		return;
 	}
 	struct rp_series *s = rp_run_series(r, name, true);
