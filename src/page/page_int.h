@@ -53,6 +53,7 @@ struct page {
 	unsigned flags;          /* pc */
 	int count;               /* pc */
 	uint64_t dirty_ns;       /* pc: when it became dirty */
+	uint64_t wb_seq;         /* pc: m->wb_seq when it last went under writeback */
 	struct page *hash_next;  /* pc */
 	struct list_node lru;    /* pc: on pc->lru iff count == 0 */
 	struct list_node mlink;  /* pc: on m->pages unless detached */
@@ -68,7 +69,8 @@ struct page_mapping {
 	struct list_node link;   /* pc: on pc->mappings */
 	struct list_node pages;  /* pc */
 	struct list_node dirty;  /* pc: dirty pages, oldest first */
-	struct list_node wb;     /* pc: pages under writeback */
+	struct list_node wb;     /* pc: pages under writeback, by ascending wb_seq */
+	uint64_t wb_seq;         /* pc: writeback starts so far (page->wb_seq) */
 	uint64_t nr_pages, nr_dirty; /* pc: indexed pages, dirty pages */
 	uint64_t nr_alive;       /* pc: pages pointing at m, detached included */
 	uint64_t io_pending;     /* pc: runs not yet finished (io_done returned) */
