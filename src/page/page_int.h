@@ -100,6 +100,7 @@ struct page_cache {
 	uint64_t nr_blocks;
 	struct page_params p;    /* pc (tunables change at run time) */
 	uint64_t max_pages, dirty_limit, bg_limit, max_run;
+	uint64_t kick_limit;     /* dirty pages that wake the flusher (0: never) */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* see "Waiting" above */
@@ -147,6 +148,10 @@ void page_free(struct page *pg);
 /* Take the page lock, waiting as needed. pc->lock held. */
 void page_lock_locked(struct page_cache *pc, struct page *pg);
 void page_unlock_locked(struct page_cache *pc, struct page *pg);
+/* page_grab, also returning (when not NULL) whether the page is uptodate
+ * and its block as they were when it was locked: both change only under
+ * the page lock, so they stay valid while the caller holds it. */
+int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bool *uptodate, uint64_t *block);
 /* Set / clear PG_DIRTY with the lists and counters. pc->lock held. */
 void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now);
 void page_clear_dirty_locked(struct page_cache *pc, struct page *pg);

@@ -375,7 +375,7 @@ void page_cache_balance_dirty(struct page_cache *pc)
 {
 	bool throttled = false;
 	pthread_mutex_lock(&pc->lock);
-	if (pc->bg_limit && pc->nr_dirty > pc->bg_limit)
+	if (pc->kick_limit && pc->nr_dirty > pc->kick_limit)
 		page_flusher_wake_locked(pc);
 	while (pc->nr_dirty + pc->nr_writeback > pc->dirty_limit) {
 		if (!throttled) {
