@@ -31,6 +31,9 @@ WFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototype
 ALLCFLAGS := -std=c17 -g -pthread $(WFLAGS) $(VFLAGS) $(CFLAGS) -MMD -MP
 LDLIBS := -luring -lpthread -lm
 TEST_LDLIBS := -lcmocka $(LDLIBS)
+# libfuse3 for the FUSE daemon (tools/fuse/, docs/fuse.md): the binary only.
+CPPFLAGS += $(shell pkg-config --cflags fuse3)
+LDLIBS += $(shell pkg-config --libs fuse3)
 
 LIB_SRCS := $(sort $(shell find src -name "*.c"))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -11,6 +11,10 @@ int bench_repro(int argc, char **argv); /* nostall bench repro ... (repro/repro_
 int cmd_load(int argc, char **argv);    /* nostall load DIR WORKLOAD ... (repro/repro_loadcmd.c) */
 int cmd_mkfs(int argc, char **argv);    /* nostall mkfs ... (cmd_mkfs.c) */
 int cmd_recover(int argc, char **argv); /* nostall recover IMAGE (cmd_recover.c) */
+/* FUSE (fuse/): nostall mount|umount|sync (docs/fuse.md) */
+int cmd_mount(int argc, char **argv);
+int cmd_umount(int argc, char **argv);
+int cmd_sync(int argc, char **argv);
 
 /* Commands on a mounted filesystem (fs/NAME.c): descriptors run by
  * cli_main(), which parses the options, mounts, runs and unmounts

@@ -486,6 +486,16 @@ int nostall_sync(struct nostall_fs *fs);
 int nostall_lookup_ref(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
 		       struct nostall_stat *st);
 void nostall_forget(struct nostall_fs *fs, uint64_t ino, uint64_t nlookup);
+/* One lookup reference on inode ino, found by number (FUSE readdirplus:
+ * the entry's attributes without a second name lookup); -ENOENT when not
+ * in use. */
+int nostall_lookup_ref_ino(struct nostall_fs *fs, uint64_t ino, struct nostall_stat *st);
+/* on != 0: from now on an inode that holds lookup references stays
+ * reachable by number (*_ino calls, nostall_open_ino) after its last link
+ * goes, as a kernel inode does while a process has it open: a FUSE daemon
+ * gets fstat, fchmod, fsetxattr ... on open-unlinked files. Default off:
+ * such an inode is -ENOENT by number. */
+void nostall_lookup_refs_live(struct nostall_fs *fs, int on);
 
 /* setattr: the fields named in valid; *st (may be NULL) gets the result.
  * SIZE: -EISDIR for a directory, -EINVAL for other non-regular files. */

@@ -19,7 +19,8 @@ int api_inode_get(struct nostall_fs *fs, uint64_t ino, struct ext3_inode **out)
 	int rc = ext3_iget(fs->e, (uint32_t)ino, &in);
 	if (rc)
 		return rc;
-	if (!ext3_inode_in_use(in)) {
+	if (!ext3_inode_in_use(in) &&
+	    !(atomic_load(&fs->lref_live) && ext3_inode_mode(in) && api_lookup_held(fs, ino))) {
 		ext3_iput(in);
 		return err_set(-ENOENT, "inode %llu is not in use", (unsigned long long)ino);
 	}

@@ -41,6 +41,9 @@ struct nostall_fs {
 	pthread_mutex_t lookup_lock;
 	struct api_lref **lref;
 	size_t nlref_buckets, nlref;
+	/* nostall_lookup_refs_live: inodes with lookup references stay
+	 * reachable by number after their last link goes (api_inode_get). */
+	atomic_bool lref_live;
 
 	/* nostall_fd_* (api_fd.c): fds[i] NULL = free. */
 	pthread_mutex_t fd_lock;
@@ -144,6 +147,8 @@ int api_xattr_ns_check(struct ext3_inode *in, const char *name, bool write);
 
 /* One more lookup reference on in (the caller keeps its own). */
 int api_lookup_take(struct nostall_fs *fs, struct ext3_inode *in);
+/* Does ino hold lookup references? */
+bool api_lookup_held(struct nostall_fs *fs, uint64_t ino);
 /* Drop every lookup reference (umount). */
 void api_lookup_drop_all(struct nostall_fs *fs);
 void api_fd_table_free(struct nostall_fs *fs);

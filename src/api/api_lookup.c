@@ -99,6 +99,37 @@ int nostall_lookup_ref(struct nostall_fs *fs, uint64_t dir_ino, const char *name
 	return rc;
 }
 
+int nostall_lookup_ref_ino(struct nostall_fs *fs, uint64_t ino, struct nostall_stat *st)
+{
+	struct ext3_inode *in = NULL;
+	int rc = api_inode_get(fs, ino, &in);
+	if (!rc)
+		rc = api_lookup_take(fs, in);
+	if (!rc && st)
+		api_stat_fill(fs, in, st);
+	ext3_iput(in);
+	return rc;
+}
+
+void nostall_lookup_refs_live(struct nostall_fs *fs, int on)
+{
+	atomic_store(&fs->lref_live, on != 0);
+}
+
+bool api_lookup_held(struct nostall_fs *fs, uint64_t ino)
+{
+	bool held = false;
+	pthread_mutex_lock(&fs->lookup_lock);
+	if (fs->nlref_buckets && ino <= UINT32_MAX) {
+		struct api_lref *e = fs->lref[bucket(fs, (uint32_t)ino)];
+		while (e && e->ino != ino)
+			e = e->next;
+		held = e != NULL;
+	}
+	pthread_mutex_unlock(&fs->lookup_lock);
+	return held;
+}
+
 void nostall_forget(struct nostall_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	struct ext3_inode *drop = NULL;

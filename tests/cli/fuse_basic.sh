@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# nostall mount / umount / sync (issue 11, items 1 and 3; docs/fuse.md):
+#   1. mount (daemonized: returns when usable), file operations through the
+#      kernel (write, read back, append, rename, links, symlink, xattr,
+#      truncate, big file), nostall sync, nostall umount (returns when the
+#      image is clean), e2fsck -fn clean, the library sees the same data;
+#   2. -o writeback_cache: the same round trip;
+#   3. bad input: missing image, corrupt superblock, missing mount point,
+#      a file as mount point, a busy mount point, an image already mounted,
+#      an unknown option: each one line on stderr, non-zero exit, and the
+#      image bytes unchanged;
+#   4. SIGTERM unmounts cleanly; SIGKILL mid-write leaves an image the next
+#      mount recovers (journal replay), fsync'ed data intact, e2fsck clean;
+#   5. mount(8): the mount.fuse.nostall helper as mount(8) runs it, and
+#      `mount -t fuse.nostall` / an fstab line (mount -T) with the helper
+#      put in /usr/sbin inside a private mount namespace (overlay);
+#   6. an unprivileged user mounts an image they own (fusermount3) and works
+#      in it; root's mount (allow_other by default) enforces permissions for
+#      that user; with noallow_other the user cannot enter it.
+# Needs root and /dev/fuse: exits 77 with the reason otherwise.
+set -u
+NOSTALL=${NOSTALL:-build/nostall}
+case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
+helper=$(cd "$(dirname "$0")/../../tools/fuse" && pwd)/mount.fuse.nostall
+export PATH="$PATH:/sbin:/usr/sbin"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit 77; }
+for tool in mke2fs e2fsck fusermount3 runuser; do
+	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool not installed"; exit 77; }
+done
+[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+
+tmp=$(mktemp -d /tmp/nostall-fuse.XXXXXX)
+chmod 755 "$tmp"
+m=$tmp/m
+mkdir -p "$m"
+bgpid=""
+fuse_acl_user=""
+cleanup() {
+	[ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null
+	[ -n "$fuse_acl_user" ] && (cd / && setfacl --restore="$tmp/fuse.acl")
+	for d in "$tmp"/m "$tmp"/u/m; do
+		mountpoint -q "$d" 2>/dev/null && { umount "$d" 2>/dev/null || umount -l "$d"; }
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+mkimg() { truncate -s 0 "$1"; mke2fs -q -F -t ext3 -I 256 "$1" "${2:-64M}" >/dev/null 2>&1; }
+fsck_clean() { # image what
+	e2fsck -fn "$1" >"$tmp/fsck" 2>&1 || { cat "$tmp/fsck"; fail "e2fsck -fn after $2"; }
+}
+# wait (bounded number of tries) until $1 is (or, with "gone", is not) a mount point
+wait_mount() {
+	for _ in $(seq 200); do
+		if [ "${2:-}" = gone ]; then mountpoint -q "$1" || return 0
+		else mountpoint -q "$1" && return 0; fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# 1. round trip
+roundtrip() { # opts label
+	local img=$tmp/rt.img
+	mkimg "$img"
+	"$NOSTALL" mount ${1:+-o "$1"} "$img" "$m" || { fail "$2: mount"; return; }
+	grep -q " $m .* fuse.nostall $img " /proc/self/mountinfo || fail "$2: not in mountinfo"
+	head -c 3000000 /dev/urandom >"$tmp/blob"
+	echo hello >"$m/a" && echo more >>"$m/a"
+	[ "$(cat "$m/a")" = "$(printf 'hello\nmore')" ] || fail "$2: read back an appended file"
+	cp "$tmp/blob" "$m/blob" && cmp -s "$tmp/blob" "$m/blob" || fail "$2: 3 MB file differs"
+	mkdir -p "$m/d/e" && mv "$m/a" "$m/d/e/b" && ln "$m/d/e/b" "$m/hard" && ln -s d/e/b "$m/sym"
+	[ "$(stat -c %h "$m/hard")" = 2 ] || fail "$2: link count"
+	[ "$(cat "$m/sym")" = "$(printf 'hello\nmore')" ] || fail "$2: symlink"
+	setfattr -n user.k -v val "$m/hard" 2>/dev/null || python3 -c "import os; os.setxattr('$m/hard', 'user.k', b'val')"
+	truncate -s 100000 "$m/blob2" && [ "$(stat -c %s "$m/blob2")" = 100000 ] || fail "$2: truncate"
+	dd if=/dev/zero of="$m/big" bs=1M count=20 status=none conv=fsync || fail "$2: 20 MB write"
+	"$NOSTALL" sync "$m" || fail "$2: nostall sync"
+	ls "$m" | sort | tr '\n' ' ' | grep -q "^big blob blob2 d hard lost+found sym $" || fail "$2: listing: $(ls "$m")"
+	"$NOSTALL" umount "$m" || fail "$2: nostall umount"
+	mountpoint -q "$m" && fail "$2: still mounted after nostall umount"
+	fsck_clean "$img" "$2"
+	"$NOSTALL" get "$img" /blob "$tmp/blob.back" && cmp -s "$tmp/blob" "$tmp/blob.back" || fail "$2: the library reads another blob"
+	[ "$("$NOSTALL" xattr "$img" get /d/e/b user.k 2>/dev/null)" = val ] || fail "$2: xattr through the library"
+}
+roundtrip "" "defaults"
+roundtrip writeback_cache "writeback_cache"
+
+# 3. bad input: one line, non-zero, nothing written
+mkimg "$tmp/good.img"
+dd if=/dev/zero of="$tmp/bad.img" bs=1M count=8 status=none
+sum0=$(md5sum "$tmp/good.img" "$tmp/bad.img")
+touch "$tmp/afile"
+badcase() { # label args...
+	local label=$1
+	shift
+	local before
+	before=$(grep -c " $m " /proc/self/mountinfo)
+	"$NOSTALL" mount "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	[ "$rc" -ne 0 ] || fail "bad input '$label' exits 0"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "bad input '$label': not one line"; }
+	[ -s "$tmp/out" ] && fail "bad input '$label' prints on stdout"
+	[ "$(grep -c " $m " /proc/self/mountinfo)" = "$before" ] || { fail "bad input '$label' mounted"; "$NOSTALL" umount "$m"; }
+	echo "  $label: $(cat "$tmp/err")"
+}
+badcase "missing image" "$tmp/nope.img" "$m"
+badcase "corrupt superblock" "$tmp/bad.img" "$m"
+badcase "missing mount point" "$tmp/good.img" "$tmp/nodir"
+badcase "file as mount point" "$tmp/good.img" "$tmp/afile"
+badcase "unknown option" -o no_such_option "$tmp/good.img" "$m"
+badcase "bad option value" -o data=bogus "$tmp/good.img" "$m"
+badcase "bad daemon option" -o threads=0 "$tmp/good.img" "$m"
+[ "$(md5sum "$tmp/good.img" "$tmp/bad.img")" = "$sum0" ] || fail "bad input changed an image"
+mkimg "$tmp/other.img"
+"$NOSTALL" mount "$tmp/other.img" "$m" || fail "mount for the busy cases"
+sum1=$(md5sum "$tmp/good.img")
+badcase "busy mount point" "$tmp/good.img" "$m"
+mkdir -p "$tmp/m2"
+"$NOSTALL" mount "$tmp/other.img" "$tmp/m2" 2>"$tmp/err" && { fail "an image mounted twice"; "$NOSTALL" umount "$tmp/m2"; }
+grep -q "in use" "$tmp/err" || fail "image mounted twice: message '$(cat "$tmp/err")'"
+[ "$(md5sum "$tmp/good.img")" = "$sum1" ] || fail "busy mount point: image changed"
+"$NOSTALL" umount "$m" || fail "umount after the busy cases"
+"$NOSTALL" umount "$m" 2>/dev/null && fail "nostall umount of a directory that is not mounted exits 0"
+
+# 4. signals
+img=$tmp/sig.img
+mkimg "$img"
+"$NOSTALL" mount -f "$img" "$m" &
+bgpid=$!
+wait_mount "$m" || fail "foreground mount never appeared"
+echo data >"$m/f"
+kill -TERM "$bgpid"
+wait "$bgpid" || fail "SIGTERM: the daemon exits non-zero"
+bgpid=""
+wait_mount "$m" gone || fail "SIGTERM: still mounted"
+fsck_clean "$img" "SIGTERM"
+[ "$("$NOSTALL" cat "$img" /f)" = data ] || fail "SIGTERM: data lost"
+
+"$NOSTALL" mount -f -o commit=30 "$img" "$m" &
+bgpid=$!
+wait_mount "$m" || fail "foreground mount (SIGKILL case) never appeared"
+head -c 1000000 /dev/urandom >"$tmp/keep"
+cp "$tmp/keep" "$m/keep" && python3 -c "import os; fd=os.open('$m/keep', os.O_RDONLY); os.fsync(fd)" || fail "fsync before SIGKILL"
+( for i in $(seq 1 2000); do head -c 20000 /dev/zero >"$m/w$i" 2>/dev/null || break; done ) &
+writer=$!
+sleep 0.5
+kill -KILL "$bgpid"
+wait "$bgpid" 2>/dev/null
+bgpid=""
+wait "$writer" 2>/dev/null
+fusermount3 -u "$m" 2>/dev/null || umount -l "$m"
+# the image needs recovery now
+dumpe2fs -h "$img" 2>/dev/null | grep -q needs_recovery || fail "SIGKILL: the image does not need recovery (was it written at all?)"
+"$NOSTALL" mount "$img" "$m" || fail "mount after SIGKILL (replay)"
+cmp -s "$tmp/keep" "$m/keep" || fail "SIGKILL: fsync'ed file differs after replay"
+"$NOSTALL" umount "$m" || fail "umount after the replay"
+fsck_clean "$img" "SIGKILL + replay"
+
+# 5. mount(8)
+mkimg "$img"
+NOSTALL=$NOSTALL "$helper" "$img" "$m" -o rw,noauto,x-systemd.automount,commit=3 || fail "mount.fuse.nostall as mount(8) runs it"
+mountpoint -q "$m" && "$NOSTALL" umount "$m" || fail "mount.fuse.nostall did not mount"
+if command -v unshare >/dev/null && grep -q overlay /proc/filesystems; then
+	mkdir -p "$tmp/ov/up" "$tmp/ov/work"
+	ln -s "$helper" "$tmp/ov/up/mount.fuse.nostall"
+	printf '%s %s fuse.nostall defaults,noauto,data=journal 0 0\n' "$img" "$m" >"$tmp/fstab"
+	NOSTALL=$NOSTALL unshare -m --propagation private bash -c '
+		set -e
+		mount -t overlay overlay -o lowerdir=/usr/sbin,upperdir=$1/ov/up,workdir=$1/ov/work /usr/sbin
+		mount -t fuse.nostall -o commit=2 "$2" "$3"
+		echo via-mount >"$3/x"
+		"$NOSTALL" umount "$3"
+		mount -T "$1/fstab" "$3"
+		grep -q via-mount "$3/x"
+		"$NOSTALL" umount "$3"' _ "$tmp" "$img" "$m" || fail "mount -t fuse.nostall / fstab line"
+	fsck_clean "$img" "mount(8)"
+else
+	echo "SKIP: unshare or overlayfs missing: mount -t fuse.nostall not run"
+fi
+
+# 6. users
+user=nostallfuse
+if ! id "$user" >/dev/null 2>&1; then
+	useradd -M -r -s /usr/sbin/nologin "$user" 2>/dev/null || { echo "SKIP: cannot create user $user"; user=""; }
+fi
+if [ -n "$user" ] && ! runuser -u "$user" -- test -r /dev/fuse -a -w /dev/fuse; then
+	# /dev/fuse is normally 0666; a container may keep it for root (fusermount3
+	# opens it with the user's rights). Grant this user access for the test.
+	getfacl -p /dev/fuse >"$tmp/fuse.acl" 2>/dev/null
+	devmode=$(stat -c %a /dev/fuse)
+	if setfacl -m "u:$user:rw" /dev/fuse 2>/dev/null; then
+		fuse_acl_user=$user
+		echo "note: /dev/fuse is $devmode: access granted to $user for this test"
+	else
+		echo "SKIP: /dev/fuse is not usable by $user and cannot be granted: unprivileged mount not run"
+		user=""
+	fi
+fi
+if [ -n "$user" ]; then
+	uid=$(id -u "$user")
+	mkdir -p "$tmp/u/m"
+	truncate -s 0 "$tmp/u/own.img"
+	mke2fs -q -F -t ext3 -E root_owner="$uid:$(id -g "$user")" "$tmp/u/own.img" 32M >/dev/null 2>&1
+	chown -R "$user" "$tmp/u"
+	as() { runuser -u "$user" -- "$@"; }
+	as "$NOSTALL" mount "$tmp/u/own.img" "$tmp/u/m" || fail "unprivileged mount"
+	as sh -c "echo mine >'$tmp/u/m/x' && mkdir '$tmp/u/m/dir' && mv '$tmp/u/m/x' '$tmp/u/m/dir/y'" || fail "unprivileged user works in the mount"
+	[ "$(stat -c %u "$tmp/u/m/dir/y" 2>/dev/null)" = "$uid" ] && fail "root reaches a user's mount without allow_other"
+	as "$NOSTALL" umount "$tmp/u/m" || fail "unprivileged nostall umount"
+	fsck_clean "$tmp/u/own.img" "the unprivileged mount"
+	"$NOSTALL" stat "$tmp/u/own.img" /dir/y 2>/dev/null | grep -q "Uid: $uid " || fail "files of the unprivileged mount are not owned by the user"
+
+	mkimg "$img"
+	"$NOSTALL" mount "$img" "$m" || fail "root mount for allow_other"
+	mkdir "$m/closed" "$m/pub" && chmod 700 "$m/closed" && chmod 1777 "$m/pub" && echo r >"$m/ro" && chmod 644 "$m/ro"
+	as ls "$m/closed" >/dev/null 2>&1 && fail "allow_other: a 0700 directory listed by another user"
+	as sh -c "echo x >>'$m/ro'" 2>/dev/null && fail "allow_other: a 0644 root file written by another user"
+	[ "$(as cat "$m/ro")" = r ] || fail "allow_other: a 0644 file is not readable by another user"
+	as sh -c "echo x >'$m/pub/u'" || fail "allow_other: a user cannot create in a 1777 directory"
+	[ "$(stat -c %u "$m/pub/u")" = "$uid" ] || fail "allow_other: a new file is not owned by its creator"
+	"$NOSTALL" umount "$m" || fail "umount (allow_other)"
+	"$NOSTALL" mount -o noallow_other "$img" "$m" || fail "root mount without allow_other"
+	as ls "$m" >/dev/null 2>&1 && fail "noallow_other: another user enters the mount"
+	"$NOSTALL" umount "$m" || fail "umount (noallow_other)"
+	fsck_clean "$img" "allow_other"
+fi
+
+[ "$fails" -eq 0 ] && echo "fuse_basic: all passed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,147 @@
+/* The FUSE daemon behind `nostall mount` (docs/fuse.md): libfuse3's
+ * low-level API over the public library (include/nostall/nostall.h).
+ *
+ * Files (one seam each):
+ *   mount_main.c   cmd_mount: arguments, daemonizing, the session and its
+ *                  teardown (unmount flushes, empties the journal)
+ *   mount_opts.c   the -o option split: library / FUSE mount / daemon
+ *   ops_inode.c    lookup, forget, getattr, setattr, namespace changes
+ *   ops_file.c     open/create/read/write/flush/release/fsync, directories,
+ *                  statfs, the sync ioctl
+ *   ops_xattr.c    xattrs and POSIX ACLs (VFS <-> ext3 on-disk format,
+ *                  chmod's mask update, default ACL inheritance)
+ *   cmd_umount.c   nostall umount / nostall sync
+ *
+ * Inode numbers: FUSE's are ext3's, except FUSE_ROOT_ID (1) which is ext3's
+ * root (2); ext3 inode 1 (bad blocks) is never visible.
+ *
+ * Threads: the session loop is multi-threaded; every op runs on a loop
+ * thread and calls the library, which has no filesystem-wide lock. The
+ * daemon's own state is the table of open handles (nf->hlock, a leaf lock:
+ * no library call is made under it) and per-directory-handle mutexes
+ * (readdir's seek+read pairs). Credentials are thread-local in the library
+ * (nostall_cred_set): each op that creates an inode sets them first. */
+#ifndef NOSTALL_TOOLS_FUSE_INT_H
+#define NOSTALL_TOOLS_FUSE_INT_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include "nostall/nostall.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+/* `nostall sync MOUNTPOINT`: an ioctl without data on any file or directory
+ * of the mount ('n' for nostall; restricted ioctls carry no pointer). */
+#define NOSTALL_IOC_SYNC ((unsigned)_IO('n', 0x53))
+
+/* What -o decided (mount_opts.c). */
+struct nfuse_opts {
+	char *lib;              /* options for nostall_mount ("" = defaults) */
+	char *fuse;             /* options for the kernel mount (fuse_session_new -o) */
+	unsigned mount_flags;   /* NOSTALL_MOUNT_RDONLY */
+	bool ro;
+	bool writeback_cache;   /* FUSE_CAP_WRITEBACK_CACHE (docs/fuse.md: the rules) */
+	bool acl;               /* FUSE_CAP_POSIX_ACL (default on; noacl turns it off) */
+	bool allow_other;
+	bool debug;
+	double attr_timeout, entry_timeout, negative_timeout;
+	unsigned threads;       /* the session loop's thread limit */
+};
+
+/* Split OPTS (may be NULL). Returns 0 or a negative errno with the message
+ * in nostall_errmsg(); owner_root: the caller is root (allow_other by
+ * default). fsname goes into the kernel mount's source field. */
+int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
+		     struct nfuse_opts *o);
+void nfuse_opts_free(struct nfuse_opts *o);
+
+/* An open file or directory (fi->fh). */
+struct nfuse_fh {
+	struct nfuse_fh *prev, *next; /* nf->handles, under nf->hlock */
+	bool dir;
+	struct nostall_file *f;
+	struct nostall_dir *d;
+	pthread_mutex_t lock;         /* directories: a seek + reads is one step */
+};
+
+struct nfuse {
+	struct nostall_fs *fs;
+	struct fuse_session *se;
+	struct nfuse_opts o;
+	int ready_fd;                 /* daemon mode: report "mounted" here at INIT, -1 after */
+	pthread_mutex_t hlock;
+	struct nfuse_fh handles;      /* list head (circular) */
+};
+
+static inline struct nfuse *nfuse_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+static inline uint64_t nfuse_to_ext3(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? NOSTALL_ROOT_INO : (uint64_t)ino;
+}
+static inline fuse_ino_t nfuse_to_fuse(uint64_t ino)
+{
+	return ino == NOSTALL_ROOT_INO ? FUSE_ROOT_ID : (fuse_ino_t)ino;
+}
+
+/* Reply with a library result: rc is a negative errno. */
+static inline void nfuse_reply_rc(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+void nfuse_stat_to_host(const struct nostall_stat *in, struct stat *out);
+/* Fill e from st with the mount's timeouts. */
+void nfuse_entry_fill(struct nfuse *nf, const struct nostall_stat *st, struct fuse_entry_param *e);
+/* Reply to a request that took one lookup reference (lookup, mknod, ...);
+ * the reference is dropped again when the kernel did not get the reply. */
+void nfuse_reply_entry_ref(fuse_req_t req, const struct nostall_stat *st);
+/* The caller's credentials for the inodes this request creates. */
+void nfuse_cred_from_req(fuse_req_t req);
+/* -ENAMETOOLONG for a name over 255 bytes (the kernel's FUSE layer lets
+ * names of up to 1024 bytes through). */
+int nfuse_name_check(const char *name);
+
+/* Handles (ops_file.c). */
+void nfuse_handle_add(struct nfuse *nf, struct nfuse_fh *h);
+void nfuse_handle_del(struct nfuse *nf, struct nfuse_fh *h);
+/* Close every handle left (teardown after a signal: the kernel did not
+ * release them). */
+void nfuse_handles_close_all(struct nfuse *nf);
+
+/* ACLs on new inodes (ops_xattr.c): the parent's default ACL, or the
+ * caller's umask when it has none. *mode is the mode asked for (type +
+ * permissions); on return it is the mode to create with. *acl is set when
+ * the new inode needs ACLs afterwards (nfuse_acl_apply), else NULL. */
+struct nfuse_newacl;
+int nfuse_acl_prepare(fuse_req_t req, uint64_t parent, uint32_t *mode, struct nfuse_newacl **acl);
+/* Store the inherited ACLs on the new inode ino (directories also get the
+ * default ACL); frees acl. */
+int nfuse_acl_apply(struct nfuse *nf, uint64_t ino, uint32_t mode, struct nfuse_newacl *acl);
+void nfuse_acl_free(struct nfuse_newacl *acl);
+/* chmod: the access ACL follows the new mode (its mask, or the group
+ * entry when there is no mask, and the owner and other entries). */
+int nfuse_acl_chmod(struct nfuse *nf, uint64_t ino, uint32_t mode);
+
+/* The op tables, filled by each file (mount_main.c assembles them). */
+void nfuse_ops_inode(struct fuse_lowlevel_ops *ops);
+void nfuse_ops_file(struct fuse_lowlevel_ops *ops);
+void nfuse_ops_xattr(struct fuse_lowlevel_ops *ops);
+
+/* The image file a spec names (file:PATH, PATH, sim:...,file=PATH), made
+ * absolute, or NULL (mem:, no file). Caller frees. Used for the flock the
+ * daemon holds while mounted (nostall umount waits on it). */
+char *nfuse_spec_image(const char *spec);
+
+/* The mount on directory mnt (absolute, canonical) in /proc/self/mountinfo:
+ * 0 and its type and source (malloc'd, when asked for), or -ENOENT. */
+int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source);
+
+#endif

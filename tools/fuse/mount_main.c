@@ -1,0 +1,370 @@
+/* nostall mount [-f] [-o OPTS] IMAGE|DEVICE-SPEC MOUNTPOINT (docs/fuse.md).
+ *
+ * Order of work, so that bad input writes nothing and the caller gets one
+ * line: options are split (unknown ones fail in nostall_mount's parser
+ * before any I/O), the mount point is checked (exists, a directory, not
+ * already a mount point), the image is locked (flock LOCK_EX: a second
+ * daemon on the same image is refused; `nostall umount` waits on this lock),
+ * the library mounts it (journal replay when needed), the kernel mount is
+ * made, and only when the kernel's INIT has been answered does the parent
+ * return 0: the mount is then usable. Without -f the work runs in a child
+ * (forked before any thread exists) that reports through a pipe.
+ *
+ * Teardown, on unmount (umount, fusermount3 -u, nostall umount) or
+ * SIGTERM/SIGINT/SIGHUP: the session loop ends, the kernel mount is
+ * detached, handles the kernel did not release are closed, and
+ * nostall_umount writes everything back, empties the journal and marks the
+ * image clean; then the lock is released and the daemon exits. */
+#include "fuse_int.h"
+
+#include "../cmds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+static const char mount_usage[] =
+	"usage: nostall mount [-f] [-o OPTS] IMAGE|DEVICE-SPEC MOUNTPOINT\n"
+	"  mounts an ext3 image through FUSE; -f stays in the foreground\n"
+	"  OPTS: library options (data=, commit=, cache=, ro, ...), allow_other,\n"
+	"  writeback_cache, noacl, attr_timeout=, entry_timeout=, threads= (docs/fuse.md)\n";
+
+/* Until INIT is answered, errors go to the caller (stderr, or the pipe to
+ * the waiting parent); afterwards to stderr in the foreground, syslog in
+ * the background. */
+static int report_fd = 2;
+static bool to_syslog;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (to_syslog) {
+		syslog(LOG_ERR, "%s", msg);
+		return;
+	}
+	dprintf(report_fd, "nostall mount: %s\n", msg);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct nfuse *nf = userdata;
+	/* docs/fuse.md, "Capabilities", has the reason for each. */
+	unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_READDIRPLUS |
+			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_IOCTL_DIR | FUSE_CAP_CACHE_SYMLINKS |
+			FUSE_CAP_ASYNC_DIO | FUSE_CAP_DONT_MASK;
+	if (nf->o.acl)
+		want |= FUSE_CAP_POSIX_ACL;
+	if (nf->o.writeback_cache)
+		want |= FUSE_CAP_WRITEBACK_CACHE;
+	conn->want |= want & conn->capable;
+	conn->want &= ~(unsigned)(FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_ATOMIC_O_TRUNC |
+				  FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+				  FUSE_CAP_SPLICE_MOVE);
+	if (!(conn->want & FUSE_CAP_POSIX_ACL))
+		nf->o.acl = false;
+	if (nf->o.writeback_cache && !(conn->want & FUSE_CAP_WRITEBACK_CACHE))
+		nf->o.writeback_cache = false;
+	conn->max_write = 1u << 20;
+	conn->max_read = 0;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->time_gran = 1;
+	if (nf->ready_fd >= 0) {
+		/* the parent returns now; this process leaves the terminal */
+		if (write(nf->ready_fd, "O", 1) != 1)
+			syslog(LOG_ERR, "nostall mount: cannot tell the parent the mount is ready");
+		close(nf->ready_fd);
+		nf->ready_fd = -1;
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+			if (null > 2)
+				close(null);
+		}
+		to_syslog = true;
+	}
+}
+
+struct mount_args {
+	const char *spec, *mnt;
+	char *mnt_abs;
+	const char *opts;
+	bool foreground;
+};
+
+static int lock_image(const char *spec, bool ro, int *fd_out)
+{
+	*fd_out = -1;
+	char *img = nfuse_spec_image(spec);
+	if (!img)
+		return 0; /* mem: and friends: nothing on disk to guard */
+	int fd = open(img, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		say("%s: %s", img, strerror(e));
+		free(img);
+		return -e;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		say("%s: %s", img,
+		    e == EWOULDBLOCK ? "in use by another nostall mount" : strerror(e));
+		free(img);
+		close(fd);
+		return -(e == EWOULDBLOCK ? EBUSY : e);
+	}
+	free(img);
+	*fd_out = fd;
+	return 0;
+}
+
+static int session_run(struct nfuse *nf, const struct mount_args *a)
+{
+	struct fuse_lowlevel_ops ops = { .init = op_init };
+	nfuse_ops_inode(&ops);
+	nfuse_ops_file(&ops);
+	nfuse_ops_xattr(&ops);
+	char *argv[] = { "nostall", "-o", nf->o.fuse, "-d", NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(nf->o.debug ? 4 : 3, argv);
+	nf->se = fuse_session_new(&args, &ops, sizeof ops, nf);
+	if (!nf->se) {
+		say("cannot start the FUSE session (options %s)", nf->o.fuse);
+		return -EINVAL;
+	}
+	int rc = -EIO;
+	if (fuse_set_signal_handlers(nf->se) < 0) {
+		say("cannot install the signal handlers");
+		goto out;
+	}
+	if (fuse_session_mount(nf->se, a->mnt_abs) < 0) {
+		say("cannot mount on %s (is /dev/fuse usable? allow_other needs "
+		    "user_allow_other in /etc/fuse.conf for non-root users)", a->mnt_abs);
+		goto out_sig;
+	}
+	if (!a->foreground && chdir("/") < 0)
+		say("chdir /: %s", strerror(errno));
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		say("out of memory");
+		goto out_unmount;
+	}
+	fuse_loop_cfg_set_max_threads(cfg, nf->o.threads);
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	int lrc = fuse_session_loop_mt(nf->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	rc = lrc < 0 ? lrc : 0;
+	if (lrc < 0)
+		say("session loop: %s", strerror(-lrc));
+out_unmount:
+	fuse_session_unmount(nf->se);
+out_sig:
+	fuse_remove_signal_handlers(nf->se);
+out:
+	nfuse_handles_close_all(nf);
+	fuse_session_destroy(nf->se);
+	nf->se = NULL;
+	return rc;
+}
+
+/* The daemon proper: everything after the checks. ready_fd: the parent's
+ * pipe (daemon mode) or -1. Returns the exit status. */
+static int daemon_run(const struct mount_args *a, int ready_fd)
+{
+	struct nfuse nf = { .ready_fd = ready_fd };
+	pthread_mutex_init(&nf.hlock, NULL);
+	nf.handles.next = nf.handles.prev = &nf.handles;
+	char *img = nfuse_spec_image(a->spec);
+	int rc = nfuse_opts_parse(a->opts, geteuid() == 0, img ? img : a->spec, &nf.o);
+	free(img);
+	if (rc) {
+		say("%s", nostall_errmsg(rc));
+		return 2;
+	}
+	int lock_fd = -1;
+	rc = lock_image(a->spec, nf.o.ro, &lock_fd);
+	if (!rc) {
+		rc = nostall_mount(a->spec, nf.o.lib, nf.o.mount_flags, &nf.fs);
+		if (rc)
+			say("%s: %s", a->spec, nostall_errmsg(rc));
+		else
+			nostall_lookup_refs_live(nf.fs, 1); /* fstat & co. after unlink */
+	}
+	if (!rc) {
+		rc = session_run(&nf, a);
+		int urc = nostall_umount(nf.fs);
+		if (urc) {
+			say("unmounting %s: %s (the next mount replays the journal)", a->spec,
+			    nostall_errmsg(urc));
+			rc = urc;
+		}
+	}
+	if (lock_fd >= 0)
+		close(lock_fd); /* nostall umount waits for this */
+	nfuse_opts_free(&nf.o);
+	pthread_mutex_destroy(&nf.hlock);
+	return rc ? 1 : 0;
+}
+
+/* Already a mount point: the same device as its parent's and not the root
+ * of one? /proc/self/mountinfo is the authority. */
+static int mountpoint_check(const char *mnt, char **abs_out)
+{
+	struct stat st;
+	if (stat(mnt, &st) < 0) {
+		int e = errno;
+		say("mount point %s: %s", mnt, e == ENOENT ? "does not exist" : strerror(e));
+		return -e;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		say("mount point %s: not a directory", mnt);
+		return -ENOTDIR;
+	}
+	char *abs = realpath(mnt, NULL);
+	if (!abs) {
+		int e = errno;
+		say("mount point %s: %s", mnt, strerror(e));
+		return -e;
+	}
+	if (nfuse_mountinfo_find(abs, NULL, NULL) == 0) {
+		say("mount point %s: busy (already a mount point)", abs);
+		free(abs);
+		return -EBUSY;
+	}
+	*abs_out = abs;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct mount_args *a, char **opts_buf)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	size_t olen = 0;
+	optind = 1;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "fo:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'f': a->foreground = true; break;
+		case 'o': {
+			/* several -o are joined */
+			size_t n = strlen(optarg);
+			char *b = realloc(*opts_buf, olen + n + 2);
+			if (!b)
+				return 1;
+			if (olen)
+				b[olen++] = ',';
+			memcpy(b + olen, optarg, n + 1);
+			olen += n;
+			*opts_buf = b;
+			break;
+		}
+		case 'h': fputs(mount_usage, stdout); return 0;
+		default: fputs(mount_usage, stderr); return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		fputs(mount_usage, stderr);
+		return 2;
+	}
+	a->spec = argv[optind];
+	a->mnt = argv[optind + 1];
+	a->opts = *opts_buf;
+	return -1;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	struct mount_args a = { 0 };
+	char *opts = NULL;
+	int st = parse_args(argc, argv, &a, &opts);
+	if (st >= 0) {
+		free(opts);
+		return st;
+	}
+	/* options first: an unknown kernel/daemon option never reaches the image */
+	struct nfuse_opts probe;
+	int rc = nfuse_opts_parse(a.opts, geteuid() == 0, "x", &probe);
+	if (rc) {
+		say("%s", nostall_errmsg(rc));
+		free(opts);
+		return 2;
+	}
+	nfuse_opts_free(&probe);
+	if (mountpoint_check(a.mnt, &a.mnt_abs)) {
+		free(opts);
+		return 1;
+	}
+	if (a.foreground) {
+		st = daemon_run(&a, -1);
+		goto out;
+	}
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		say("pipe: %s", strerror(errno));
+		st = 1;
+		goto out;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		say("fork: %s", strerror(errno));
+		st = 1;
+		goto out;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		setsid();
+		report_fd = pfd[1];
+		openlog("nostall", LOG_PID, LOG_DAEMON);
+		st = daemon_run(&a, pfd[1]);
+		free(a.mnt_abs);
+		free(opts);
+		_exit(st);
+	}
+	close(pfd[1]);
+	/* "O" = mounted and answering; anything else is the child's message */
+	char buf[2048];
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof buf - 1 && (r = read(pfd[0], buf + n, sizeof buf - 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		n += (size_t)r;
+		if (buf[0] == 'O')
+			break;
+	}
+	close(pfd[0]);
+	buf[n] = 0;
+	if (n && buf[0] == 'O') {
+		st = 0;
+	} else {
+		if (n)
+			fputs(buf, stderr);
+		else
+			fprintf(stderr, "nostall mount: the daemon exited before the mount was ready\n");
+		st = 1;
+	}
+out:
+	free(a.mnt_abs);
+	free(opts);
+	return st;
+}

@@ -1,0 +1,440 @@
+/* FUSE ops on open files and directories, statfs and the sync ioctl
+ * (docs/fuse.md).
+ *
+ * Durability is ext3's, per call: flush (every close(2)) is ext3's
+ * release step and reports the file's pending write error; release closes
+ * the handle; fsync/fdatasync commit this inode's transaction (and its data
+ * in ordered mode) with nostall_fsync, never the whole filesystem; fsyncdir
+ * commits the directory's. None of them answers ENOSYS: the kernel would
+ * then skip every later call of that kind. The whole-filesystem commit is
+ * `nostall sync` (NOSTALL_IOC_SYNC) and the periodic commit (commit=N). */
+#include "fuse_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+/* ---- the handle table ---- */
+
+void nfuse_handle_add(struct nfuse *nf, struct nfuse_fh *h)
+{
+	pthread_mutex_lock(&nf->hlock);
+	h->next = nf->handles.next;
+	h->prev = &nf->handles;
+	h->next->prev = h;
+	nf->handles.next = h;
+	pthread_mutex_unlock(&nf->hlock);
+}
+
+void nfuse_handle_del(struct nfuse *nf, struct nfuse_fh *h)
+{
+	pthread_mutex_lock(&nf->hlock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	pthread_mutex_unlock(&nf->hlock);
+}
+
+static void handle_free(struct nfuse_fh *h)
+{
+	if (h->f) {
+		nostall_flush(h->f);
+		nostall_close(h->f);
+	}
+	nostall_closedir(h->d);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+void nfuse_handles_close_all(struct nfuse *nf)
+{
+	for (;;) {
+		pthread_mutex_lock(&nf->hlock);
+		struct nfuse_fh *h = nf->handles.next;
+		if (h == &nf->handles) {
+			pthread_mutex_unlock(&nf->hlock);
+			return;
+		}
+		h->prev->next = h->next;
+		h->next->prev = h->prev;
+		pthread_mutex_unlock(&nf->hlock);
+		handle_free(h);
+	}
+}
+
+static struct nfuse_fh *fh_of(struct fuse_file_info *fi)
+{
+	return (struct nfuse_fh *)(uintptr_t)fi->fh;
+}
+
+static struct nfuse_fh *handle_new(struct nfuse *nf, struct nostall_file *f, struct nostall_dir *d)
+{
+	struct nfuse_fh *h = calloc(1, sizeof *h);
+	if (!h)
+		return NULL;
+	h->f = f;
+	h->d = d;
+	h->dir = d != NULL;
+	pthread_mutex_init(&h->lock, NULL);
+	nfuse_handle_add(nf, h);
+	return h;
+}
+
+/* ---- files ---- */
+
+/* open(2) flags to the library's. The kernel computes O_APPEND offsets
+ * itself (under the inode lock, from its size), so the library writes at
+ * the offset given. With the writeback cache the kernel also reads pages
+ * of files opened write-only: they are opened read-write here. */
+static unsigned open_flags(struct nfuse *nf, int flags)
+{
+	flags &= ~(O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NOFOLLOW);
+	if (nf->o.writeback_cache && (flags & O_ACCMODE) == O_WRONLY)
+		flags = (flags & ~O_ACCMODE) | O_RDWR;
+	return nostall_oflags_from_posix(flags);
+}
+
+static void file_opened(fuse_req_t req, struct nfuse *nf, struct nostall_file *f,
+			struct fuse_file_info *fi, const struct nostall_stat *created)
+{
+	struct nfuse_fh *h = handle_new(nf, f, NULL);
+	if (!h) {
+		nostall_close(f);
+		if (created)
+			nostall_forget(nf->fs, created->ino, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	/* The kernel's page cache stays valid across opens: nothing but this
+	 * mount changes the image (docs/fuse.md, "Caching"). */
+	fi->keep_cache = 1;
+	int rc;
+	if (created) {
+		struct fuse_entry_param e;
+		nfuse_entry_fill(nf, created, &e);
+		rc = fuse_reply_create(req, &e, fi);
+		if (rc < 0)
+			nostall_forget(nf->fs, created->ino, 1);
+	} else {
+		rc = fuse_reply_open(req, fi);
+	}
+	if (rc < 0) { /* interrupted: the kernel will not release it */
+		nfuse_handle_del(nf, h);
+		handle_free(h);
+	}
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nfuse *nf = nfuse_of(req);
+	struct nostall_file *f;
+	int rc = nostall_open_ino(nf->fs, nfuse_to_ext3(ino), open_flags(nf, fi->flags), &f);
+	if (rc)
+		nfuse_reply_rc(req, rc);
+	else
+		file_opened(req, nf, f, fi, NULL);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct nfuse *nf = nfuse_of(req);
+	uint64_t dir = nfuse_to_ext3(parent);
+	struct nfuse_newacl *acl = NULL;
+	uint32_t m = S_IFREG | (mode & 07777);
+	int rc = nfuse_name_check(name);
+	if (!rc)
+		rc = nfuse_acl_prepare(req, dir, &m, &acl);
+	if (rc) {
+		nfuse_reply_rc(req, rc);
+		return;
+	}
+	unsigned fl = open_flags(nf, fi->flags) | NOSTALL_O_CREAT;
+	struct nostall_stat st;
+	struct nostall_file *f = NULL;
+	nfuse_cred_from_req(req);
+	/* O_EXCL first: only a file made here inherits ACLs; an existing one
+	 * (created meanwhile through another handle) is opened as it is */
+	rc = nostall_create_at(nf->fs, dir, name, fl | NOSTALL_O_EXCL, m & 07777, &st, &f);
+	bool made = !rc;
+	if (rc == -EEXIST && !(fi->flags & O_EXCL))
+		rc = nostall_create_at(nf->fs, dir, name, fl, m & 07777, &st, &f);
+	nostall_cred_reset();
+	if (!rc && made && acl) {
+		rc = nfuse_acl_apply(nf, st.ino, m, acl);
+		acl = NULL;
+		if (!rc)
+			rc = nostall_fstat(f, &st);
+		if (rc) {
+			nostall_close(f);
+			nostall_forget(nf->fs, st.ino, 1);
+			nostall_unlink_at(nf->fs, dir, name);
+		}
+	}
+	nfuse_acl_free(acl);
+	if (rc)
+		nfuse_reply_rc(req, rc);
+	else
+		file_opened(req, nf, f, fi, &st);
+}
+
+/* A loop thread's read buffer, grown to the largest read (at most
+ * max_pages, 1 MiB): no allocation per request; freed when the thread
+ * ends (the key's destructor). */
+struct rbuf {
+	size_t size;
+	char data[];
+};
+static pthread_key_t rbuf_key;
+static pthread_once_t rbuf_once = PTHREAD_ONCE_INIT;
+
+static void rbuf_key_make(void)
+{
+	pthread_key_create(&rbuf_key, free);
+}
+
+static char *rbuf_get(size_t size)
+{
+	pthread_once(&rbuf_once, rbuf_key_make);
+	struct rbuf *b = pthread_getspecific(rbuf_key);
+	if (b && b->size >= size)
+		return b->data;
+	struct rbuf *nb = malloc(sizeof *nb + size);
+	if (!nb)
+		return NULL;
+	nb->size = size;
+	pthread_setspecific(rbuf_key, nb);
+	free(b);
+	return nb->data;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	char *buf = rbuf_get(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = nostall_pread(fh_of(fi)->f, buf, size, (uint64_t)off);
+	if (n < 0)
+		nfuse_reply_rc(req, (int)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+/* Set-id bits on write: the kernel clears them before it sends the write
+ * for callers without CAP_FSETID (handle_killpriv is off), so bits still
+ * set when a write arrives belong to a privileged writer and stay, as on
+ * ext3. The library clears them on every write; they are put back. */
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct nfuse *nf = nfuse_of(req);
+	struct nostall_file *f = fh_of(fi)->f;
+	struct nostall_stat before, after;
+	int rc = nostall_fstat(f, &before);
+	ssize_t n = rc ? rc : nostall_pwrite(f, buf, size, (uint64_t)off);
+	if (n > 0 && (before.mode & 06000) && !nostall_fstat(f, &after) &&
+	    after.mode != before.mode) {
+		struct nostall_setattr sa = { .valid = NOSTALL_SET_MODE, .mode = before.mode & 07777 };
+		nostall_setattr_ino(nf->fs, nfuse_to_ext3(ino), &sa, NULL);
+	}
+	if (n < 0)
+		nfuse_reply_rc(req, (int)n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	nfuse_reply_rc(req, nostall_flush(fh_of(fi)->f));
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nfuse_fh *h = fh_of(fi);
+	nfuse_handle_del(nfuse_of(req), h);
+	nostall_close(h->f);
+	h->f = NULL;
+	handle_free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct nfuse_fh *h = fi ? fh_of(fi) : NULL;
+	int rc = h && h->f ? nostall_fsync(h->f, datasync)
+			   : nostall_fsync_ino(nfuse_of(req)->fs, nfuse_to_ext3(ino), datasync);
+	nfuse_reply_rc(req, rc);
+}
+
+/* ---- directories ---- */
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nfuse *nf = nfuse_of(req);
+	struct nostall_dir *d;
+	int rc = nostall_opendir_ino(nf->fs, nfuse_to_ext3(ino), &d);
+	if (rc) {
+		nfuse_reply_rc(req, rc);
+		return;
+	}
+	struct nfuse_fh *h = handle_new(nf, NULL, d);
+	if (!h) {
+		nostall_closedir(d);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_open(req, fi) < 0) {
+		nfuse_handle_del(nf, h);
+		handle_free(h);
+	}
+}
+
+/* readdir and readdirplus: entries from the cookie off on; an entry that
+ * does not fit is read again next time (the iterator is put back). Plus:
+ * every entry but "." and ".." takes one lookup reference, dropped again
+ * when it does not fit. */
+static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi, bool plus)
+{
+	struct nfuse *nf = nfuse_of(req);
+	struct nfuse_fh *h = fh_of(fi);
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	size_t used = 0;
+	int rc = 0;
+	pthread_mutex_lock(&h->lock);
+	if (nostall_dir_tell(h->d) != (uint64_t)off)
+		rc = nostall_dir_seek(h->d, (uint64_t)off);
+	struct nostall_dirent de;
+	while (!rc) {
+		uint64_t at = nostall_dir_tell(h->d);
+		rc = nostall_dir_next(h->d, &de);
+		if (rc <= 0)
+			break;
+		rc = 0;
+		bool dots = !strcmp(de.name, ".") || !strcmp(de.name, "..");
+		struct fuse_entry_param e = { 0 };
+		struct nostall_stat st;
+		size_t n;
+		if (plus && !dots) {
+			int r = nostall_lookup_ref_ino(nf->fs, de.ino, &st);
+			if (r == -ENOENT)
+				continue; /* gone since the entry was read */
+			if (r) {
+				rc = r;
+				break;
+			}
+			nfuse_entry_fill(nf, &st, &e);
+		} else {
+			e.attr.st_ino = nfuse_to_fuse(de.ino);
+			e.attr.st_mode = (mode_t)de.type << 12;
+		}
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + used, size - used, de.name, &e,
+						   (off_t)de.next_pos);
+		else
+			n = fuse_add_direntry(req, buf + used, size - used, de.name, &e.attr,
+					      (off_t)de.next_pos);
+		if (n > size - used) {
+			if (plus && !dots)
+				nostall_forget(nf->fs, st.ino, 1);
+			rc = nostall_dir_seek(h->d, at);
+			break;
+		}
+		used += n;
+	}
+	pthread_mutex_unlock(&h->lock);
+	/* an error after some entries: give those; the next call reports it */
+	if (rc < 0 && !used)
+		nfuse_reply_rc(req, rc);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	read_dir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	read_dir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nfuse_fh *h = fh_of(fi);
+	nfuse_handle_del(nfuse_of(req), h);
+	handle_free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	nfuse_reply_rc(req, nostall_fsync_ino(nfuse_of(req)->fs, nfuse_to_ext3(ino), datasync));
+}
+
+/* ---- filesystem-wide ---- */
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct nostall_statfs s;
+	int rc = nostall_statfs(nfuse_of(req)->fs, &s);
+	if (rc) {
+		nfuse_reply_rc(req, rc);
+		return;
+	}
+	struct statvfs v = { .f_bsize = s.block_size, .f_frsize = s.block_size,
+			     .f_blocks = s.blocks, .f_bfree = s.blocks_free,
+			     .f_bavail = s.blocks_avail, .f_files = s.files,
+			     .f_ffree = s.files_free, .f_favail = s.files_free,
+			     .f_namemax = s.name_max };
+	memcpy(&v.f_fsid, s.fsid, sizeof v.f_fsid);
+	fuse_reply_statfs(req, &v);
+}
+
+/* NOSTALL_IOC_SYNC: what sync(2) would do if it reached a FUSE daemon. */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		     size_t in_bufsz, size_t out_bufsz)
+{
+	if (cmd != NOSTALL_IOC_SYNC) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	int rc = nostall_sync(nfuse_of(req)->fs);
+	if (rc)
+		nfuse_reply_rc(req, rc);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
+void nfuse_ops_file(struct fuse_lowlevel_ops *ops)
+{
+	ops->open = op_open;
+	ops->create = op_create;
+	ops->read = op_read;
+	ops->write = op_write;
+	ops->flush = op_flush;
+	ops->release = op_release;
+	ops->fsync = op_fsync;
+	ops->opendir = op_opendir;
+	ops->readdir = op_readdir;
+	ops->readdirplus = op_readdirplus;
+	ops->releasedir = op_releasedir;
+	ops->fsyncdir = op_fsyncdir;
+	ops->statfs = op_statfs;
+	ops->ioctl = op_ioctl;
+}
