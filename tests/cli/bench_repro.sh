@@ -41,12 +41,14 @@ have = {(r["workload"], r["preset"], r["mode"], r["config"]) for r in recs}
 want = set()
 for p in ("2.6.29", "2.6.30-rc1", "2.6.30"):
     want |= {("jens", p, "ordered", "idle"), ("jens", p, "ordered", "stream"),
-             ("fsync-under-stream", p, "ordered", "stream"), ("fsync-tester", p, "ordered", "random-writer")}
-want |= {("fsync-under-stream", "2.6.30", m, "stream") for m in ("writeback", "guarded", "journal")}
+             ("fsync-under-stream", p, "ordered", "stream"), ("fsync-under-stream", p, "writeback", "stream"),
+             ("fsync-tester", p, "ordered", "random-writer")}
+want |= {("fsync-under-stream", "2.6.30", m, "stream") for m in ("guarded", "journal")}
 want |= {("atime", "2.6.30", "ordered", "journal_ioprio=%s/4" % c) for c in ("BE", "RT")}
-want |= {("max-sectors", "2.6.30", "ordered", "max_sectors_kb=%d" % k) for k in (512, 64)}
+want |= {("max-sectors", "2.6.30", m, "max_sectors_kb=%d" % k) for k in (512, 64) for m in ("ordered", "writeback")}
 missing = want - have
 assert not missing, "missing runs: %s" % sorted(missing)
+assert have == want, "unexpected runs: %s" % sorted(have - want)
 def val(w, p, m, c, metric):
     v = [r for r in recs if (r["workload"], r["preset"], r["mode"], r["config"], r["metric"]) == (w, p, m, c, metric)]
     assert len(v) == 1, (w, p, m, c, metric, v)
@@ -76,7 +78,7 @@ grep -q "^## Done-when checks" "$tmp/out/report.md" || fail "report: no checks"
 for t in "### jens" "### fsync-under-stream" "### fsync-tester" "### atime" "### max-sectors"; do
 	grep -q "^$t" "$tmp/out/report.md" || fail "report: no table '$t'"
 done
-[ "$(grep -c '^| nostall | sim:ssd,size=1G |' "$tmp/out/report.md")" = 19 ] || fail "report: want 19 run rows"
+[ "$(grep -c '^| nostall | sim:ssd,size=1G |' "$tmp/out/report.md")" = 23 ] || fail "report: want 23 run rows"
 grep -q "skipped: not built" "$tmp/out/report.md" || grep -q "| guarded | stream | [0-9]" "$tmp/out/report.md" ||
 	fail "report: guarded neither measured nor skipped with a reason"
 

@@ -184,6 +184,7 @@ int rp_job_run(struct rp_run *r, const struct rp_exec *x);
 struct rp_bench {
 	const char *device;
 	const char *out_dir;
+	const char *user_opts;    /* -o: added to every nostall run's mount */
 	bool quick, micro, peers, json;
 	bool kind_on[RP_NKINDS];
 	bool maxsec_on;

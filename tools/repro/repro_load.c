@@ -538,7 +538,7 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 void rp_params_default(struct rp_params *p)
 {
 	*p = (struct rp_params){ .jens_n = 2000, .seconds = 10, .warmup = 2, .period = 0.05,
-				 .stream_bytes = 256 * RP_MiB, .reader_bytes = 128 * RP_MiB };
+				 .stream_bytes = 512 * RP_MiB, .reader_bytes = 128 * RP_MiB };
 }
 
 static const struct pdesc {

@@ -193,12 +193,12 @@ int rp_plots_write(const struct rp_bench *b, char *why, size_t whylen)
 	FILE *gp = rc < 0 ? NULL : fopen(path, "w");
 	if (gp) {
 		fprintf(gp, "# bench repro's plots (run: cd plots && gnuplot plots.gp)\n"
-			    "set terminal svg size 1000,600 dynamic enhanced font 'sans,11' background rgb 'white'\n"
+			    "set terminal svg size 1000,600 dynamic noenhanced font 'sans,11' background rgb 'white'\n"
 			    "set grid\nset encoding utf8\n");
 		plot_group(gp, b, has, G_ERAS, false, "timeline-eras.svg", "fsync every 50 ms beside a streamer: data=ordered per era");
-		plot_group(gp, b, has, G_MODES, false, "timeline-modes.svg", "fsync every 50 ms beside a streamer: modes, max\\_sectors\\_kb, peers");
+		plot_group(gp, b, has, G_MODES, false, "timeline-modes.svg", "fsync every 50 ms beside a streamer: modes, max_sectors_kb, peers");
 		plot_group(gp, b, has, G_ERAS, true, "cdf-eras.svg", "fsync latency CDF: data=ordered per era");
-		plot_group(gp, b, has, G_MODES, true, "cdf-modes.svg", "fsync latency CDF: modes, max\\_sectors\\_kb, peers");
+		plot_group(gp, b, has, G_MODES, true, "cdf-modes.svg", "fsync latency CDF: modes, max_sectors_kb, peers");
 		plot_group(gp, b, has, G_ATIME, true, "cdf-atime.svg", "atime probe latency CDF (touch, atime, create, rename)");
 		rc = jens_write(gp, dir, b);
 		if (fclose(gp) && !rc)
