@@ -86,12 +86,14 @@ int rp_drop_caches(struct rp_fs *fs, const char *const *paths, unsigned n);
  *   B SERIES T            an operation of SERIES began at T
  *   S SERIES T MS         ... and ended at T, taking MS milliseconds
  *   M METRIC VALUE UNIT   a figure (VALUE may be nan)
+ *   Z T                   the measurement began at T (time zero of the series)
  *   N TEXT                a note
  *   E TEXT                the load failed
  * T: CLOCK_MONOTONIC seconds (parent and child share the clock). */
 struct rp_out;
 struct rp_out *rp_out_new(int fd);
 void rp_out_free(struct rp_out *o);
+void rp_out_zero(struct rp_out *o, uint64_t t_ns);
 void rp_out_begin(struct rp_out *o, const char *series, uint64_t t_ns);
 void rp_out_sample(struct rp_out *o, const char *series, uint64_t t_ns, uint64_t lat_ns);
 void rp_out_metric(struct rp_out *o, const char *metric, double v, const char *unit);
@@ -150,7 +152,7 @@ struct rp_run {
 	/* results */
 	char status[160];         /* "" ok, else "skipped: ...", "failed: ...", "timed out: ..." */
 	bool timed_out;
-	double t0;                /* monotonic start */
+	double t0;                /* monotonic: the child's start, then the measurement's */
 	struct rp_series s[RP_SERIES_MAX];
 	int ns;
 	struct rp_metric m[RP_METRICS_MAX];

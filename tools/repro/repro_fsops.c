@@ -243,6 +243,11 @@ static double secs(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
+void rp_out_zero(struct rp_out *o, uint64_t t_ns)
+{
+	out_line(o, "Z %.6f", secs(t_ns));
+}
+
 void rp_out_begin(struct rp_out *o, const char *series, uint64_t t_ns)
 {
 	out_line(o, "B %s %.6f", series, secs(t_ns));

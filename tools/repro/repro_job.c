@@ -194,6 +194,11 @@ static void parse_line(struct rp_run *r, char *line)
 		snprintf(r->note + len, sizeof r->note - len, "%s%s", len ? "; " : "", rest);
 		return;
 	}
+	if (kind == 'Z') {
+		/* Series times count from here (no samples come before it). */
+		r->t0 = strtod(rest, NULL);
+		return;
+	}
 	char *name = strtok_r(rest, " ", &save), *a = strtok_r(NULL, " ", &save), *b = strtok_r(NULL, " ", &save);
 	if (!name || !a)
 		return;
@@ -267,7 +272,7 @@ static int lib_child(struct rp_run *r, const struct rp_exec *x, int fd)
 	return rc ? 1 : 0;
 }
 
-static void read_lines(struct rp_run *r, int fd, double deadline, pid_t pid)
+static void read_lines(struct rp_run *r, int fd, double started, double deadline, pid_t pid)
 {
 	char buf[65536];
 	size_t have = 0;
@@ -276,7 +281,7 @@ static void read_lines(struct rp_run *r, int fd, double deadline, pid_t pid)
 		if (now >= deadline) {
 			kill(pid, SIGKILL);
 			r->timed_out = true;
-			snprintf(r->status, sizeof r->status, "timed out: killed after %.0f s", deadline - r->t0);
+			snprintf(r->status, sizeof r->status, "timed out: killed after %.0f s", deadline - started);
 			break;
 		}
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -330,7 +335,7 @@ int rp_job_run(struct rp_run *r, const struct rp_exec *x)
 		_exit(lib_child(r, x, p[1]));
 	}
 	close(p[1]);
-	read_lines(r, p[0], r->t0 + x->deadline_s, pid);
+	read_lines(r, p[0], r->t0, r->t0 + x->deadline_s, pid);
 	close(p[0]);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)

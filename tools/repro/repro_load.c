@@ -27,6 +27,7 @@
 #define IO_CHUNK (1024u * 1024)
 #define FUS_APPEND 4096u
 #define RAND_WRITE 4096u
+#define RAND_PERIOD_NS (10 * NS_PER_MS)
 #define READ_CHUNK (256u * 1024)
 #define GRACE_NS (5 * NS_PER_SEC)   /* for the load to stop after its time */
 #define READERS 2u
@@ -121,6 +122,20 @@ static int worker_join(struct worker *w, uint64_t deadline)
 	return 0;
 }
 
+/* A worker's end: its file closed, its buffer freed, its error (or the
+ * close's) recorded. Returns the thread's result. */
+static void *worker_end(struct load *l, struct rp_file *f, void *buf, int rc)
+{
+	if (f) {
+		int crc = rp_close(f);
+		rc = rc ? rc : crc;
+	}
+	free(buf);
+	if (rc)
+		load_fail(l, rc);
+	return NULL;
+}
+
 /* Sleep until `until` or until the load stops (errors stop it early). */
 static void load_sleep(struct load *l, uint64_t until)
 {
@@ -159,17 +174,14 @@ static void *streamer_main(void *arg)
 		if (off >= l->p->stream_bytes)
 			off = 0;
 	}
-	if (f) {
-		int crc = rp_close(f);
-		rc = rc ? rc : crc;
-	}
-	free(buf);
-	if (rc)
-		load_fail(l, rc);
-	return NULL;
+	return worker_end(l, f, buf, rc);
 }
 
-/* Random 4 KiB writes inside stream_bytes (fsync-tester's background). */
+/* Random 4 KiB writes inside stream_bytes, one every RAND_PERIOD_NS
+ * (fsync-tester's background): about what a 2009 disk sustains at random
+ * (~100 IOPS). Unpaced, the writer dirties the whole cache at memory speed
+ * and an ordered commit then needs minutes of seeks: no fsync completes
+ * within a run, which shows nothing but a timeout. */
 static void *random_writer_main(void *arg)
 {
 	struct worker *w = arg;
@@ -187,14 +199,9 @@ static void *random_writer_main(void *arg)
 			rc = (int)n;
 		else
 			atomic_fetch_add(&l->bytes, (uint64_t)n);
+		clock_sleep_ns(RAND_PERIOD_NS);
 	}
-	if (f) {
-		int crc = rp_close(f);
-		rc = rc ? rc : crc;
-	}
-	if (rc)
-		load_fail(l, rc);
-	return NULL;
+	return worker_end(l, f, NULL, rc);
 }
 
 static void reader_path(char *p, size_t n, unsigned i)
@@ -223,14 +230,7 @@ static void *reader_main(void *arg)
 			atomic_fetch_add(&l->bytes, (uint64_t)n);
 		}
 	}
-	if (f) {
-		int crc = rp_close(f);
-		rc = rc ? rc : crc;
-	}
-	free(buf);
-	if (rc)
-		load_fail(l, rc);
-	return NULL;
+	return worker_end(l, f, buf, rc);
 }
 
 /* A build: small files created and written (a compiler's objects), an
@@ -334,14 +334,7 @@ static void *fsyncer_main(void *arg)
 			next = now;
 		load_sleep(l, next);
 	}
-	if (f) {
-		int crc = rp_close(f);
-		rc = rc ? rc : crc;
-	}
-	free(buf);
-	if (rc)
-		load_fail(l, rc);
-	return NULL;
+	return worker_end(l, f, buf, rc);
 }
 
 static int probe_create(struct load *l, unsigned i)
@@ -496,6 +489,7 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	if (!rc && nbg)
 		load_sleep(&l, clock_now_ns() + (uint64_t)(p->warmup * 1e9));
 	uint64_t b0 = atomic_load(&l.bytes), f0 = atomic_load(&l.files), t0 = clock_now_ns();
+	rp_out_zero(o, t0);
 	void *(*fn)(void *) = k == RP_JENS || k == RP_JENS_STREAM ? jens_main : k == RP_ATIME ? probe_main : fsyncer_main;
 	if (!rc)
 		rc = worker_start(&timed, &l, fn, k == RP_TESTER);

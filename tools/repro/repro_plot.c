@@ -2,8 +2,9 @@
  * OUT/plots: every run's series as TIME MS (timeline) and MS FRACTION
  * (CDF), the Jens loop's totals per era, and one gnuplot script.
  *
- *   timeline-eras.svg  fsync latency over time, data=ordered, per preset
- *   timeline-modes.svg ... under 2.6.30 per mode and max_sectors_kb, and peers
+ *   timeline-eras.svg  fsync latency over time, ordered and writeback per preset
+ *   timeline-modes.svg ... under 2.6.30 per mode (writeback, guarded,
+ *                      journal), max_sectors_kb, and the peers
  *   cdf-eras.svg, cdf-modes.svg, cdf-atime.svg   the same runs' CDFs
  *   jens.svg           the Jens loop's total per era, idle and streaming
  *
@@ -29,7 +30,8 @@ static enum group group_of(const struct rp_run *r)
 	if (!strcmp(r->workload, "atime"))
 		return G_ATIME;
 	bool fus = !strcmp(r->workload, "fsync-under-stream");
-	if (fus && !strcmp(r->system, "nostall") && !strcmp(r->mode, "ordered") && strcmp(r->preset, "nostall"))
+	bool era_mode = !strcmp(r->mode, "ordered") || !strcmp(r->mode, "writeback");
+	if (fus && !strcmp(r->system, "nostall") && era_mode && strcmp(r->preset, "nostall"))
 		return G_ERAS;
 	if ((fus && (strcmp(r->preset, "2.6.29") && strcmp(r->preset, "2.6.30-rc1"))) ||
 	    !strcmp(r->workload, "max-sectors"))
@@ -98,7 +100,7 @@ static void plot_group(FILE *gp, const struct rp_bench *b, const bool *has, enum
 		fprintf(gp, "set logscale x\nunset logscale y\nset xlabel 'latency (ms)'\nset ylabel 'fraction of operations'\n"
 			    "set key bottom right\nset yrange [0:1]\nset xrange [*:*]\n");
 	else
-		fprintf(gp, "unset logscale x\nset logscale y\nset xlabel 'time since the run began (s)'\n"
+		fprintf(gp, "unset logscale x\nset logscale y\nset xlabel 'time since the measurement began (s)'\n"
 			    "set ylabel 'latency (ms)'\nset key top left\nset yrange [*:*]\nset xrange [*:*]\n");
 	fprintf(gp, "plot ");
 	int k = 0;
@@ -195,9 +197,9 @@ int rp_plots_write(const struct rp_bench *b, char *why, size_t whylen)
 		fprintf(gp, "# bench repro's plots (run: cd plots && gnuplot plots.gp)\n"
 			    "set terminal svg size 1000,600 dynamic noenhanced font 'sans,11' background rgb 'white'\n"
 			    "set grid\nset encoding utf8\n");
-		plot_group(gp, b, has, G_ERAS, false, "timeline-eras.svg", "fsync every 50 ms beside a streamer: data=ordered per era");
+		plot_group(gp, b, has, G_ERAS, false, "timeline-eras.svg", "fsync every 50 ms beside a streamer: ordered and writeback per era");
 		plot_group(gp, b, has, G_MODES, false, "timeline-modes.svg", "fsync every 50 ms beside a streamer: modes, max_sectors_kb, peers");
-		plot_group(gp, b, has, G_ERAS, true, "cdf-eras.svg", "fsync latency CDF: data=ordered per era");
+		plot_group(gp, b, has, G_ERAS, true, "cdf-eras.svg", "fsync latency CDF: ordered and writeback per era");
 		plot_group(gp, b, has, G_MODES, true, "cdf-modes.svg", "fsync latency CDF: modes, max_sectors_kb, peers");
 		plot_group(gp, b, has, G_ATIME, true, "cdf-atime.svg", "atime probe latency CDF (touch, atime, create, rename)");
 		rc = jens_write(gp, dir, b);

@@ -30,21 +30,15 @@ static void json_str(FILE *f, const char *s)
 static void json_record(FILE *f, const struct rp_run *r, bool *first, const char *metric, double v,
 			const char *unit, unsigned samples)
 {
-	fprintf(f, "%s\n  {\"workload\": ", *first ? "" : ",");
+	const char *const kv[][2] = { { "workload", r->workload }, { "device", r->device }, { "system", r->system },
+				      { "preset", r->preset },     { "mode", r->mode },     { "config", r->config },
+				      { "metric", metric } };
+	fprintf(f, "%s\n  {", *first ? "" : ",");
 	*first = false;
-	json_str(f, r->workload);
-	fprintf(f, ", \"device\": ");
-	json_str(f, r->device);
-	fprintf(f, ", \"system\": ");
-	json_str(f, r->system);
-	fprintf(f, ", \"preset\": ");
-	json_str(f, r->preset);
-	fprintf(f, ", \"mode\": ");
-	json_str(f, r->mode);
-	fprintf(f, ", \"config\": ");
-	json_str(f, r->config);
-	fprintf(f, ", \"metric\": ");
-	json_str(f, metric);
+	for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
+		fprintf(f, "%s\"%s\": ", i ? ", " : "", kv[i][0]);
+		json_str(f, kv[i][1]);
+	}
 	if (isnan(v) || isinf(v))
 		fprintf(f, ", \"value\": null");
 	else
