@@ -214,12 +214,17 @@ static int peer_mount(struct peer_env *e, struct rp_run *r)
 	return 0;
 }
 
-static void peer_umount(struct peer_env *e)
+/* nostall-fuse: `nostall umount` waits for the daemon to finish with the
+ * image (umount(8) returns while it still writes back), so the next run's
+ * mount does not find it busy. */
+static void peer_umount(struct peer_env *e, const struct rp_run *r)
 {
 	char out[256];
+	bool fuse = !strcmp(r->system, "nostall-fuse");
 	for (int i = 0; e->mounted && i < 20; i++) {
 		char *ua[] = { "umount", e->dir, NULL };
-		if (cmd_run(ua, out, sizeof out) == 0)
+		char *na[] = { (char *)e->b->self, "umount", e->dir, NULL };
+		if (cmd_run(fuse ? na : ua, out, sizeof out) == 0)
 			e->mounted = false;
 		else
 			usleep(250000); /* a killed load may still hold it */
@@ -243,8 +248,10 @@ static void peer_run_one(struct peer_env *e, struct rp_run *r)
 			snprintf(r->status, sizeof r->status, "failed: %s", err_last(rc));
 		return;
 	}
-	if (peer_mount(e, r))
+	if (peer_mount(e, r)) {
+		peer_umount(e, r); /* a loop device set up before the failure */
 		return;
+	}
 	char bufs[16][32];
 	char *argv[24] = { (char *)e->b->self, "load", e->dir, (char *)rp_kind_name(r->kind) };
 	int n = 4 + rp_params_argv(&r->p, bufs, argv + 4, 16);
@@ -253,7 +260,7 @@ static void peer_run_one(struct peer_env *e, struct rp_run *r)
 	int rc = rp_job_run(r, &x);
 	if (rc < 0)
 		snprintf(r->status, sizeof r->status, "failed: %s", err_last(rc));
-	peer_umount(e);
+	peer_umount(e, r);
 }
 
 int rp_peers_run(struct rp_bench *b)
