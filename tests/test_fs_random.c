@@ -1,7 +1,7 @@
 /* The write path's acceptance test: long seeded runs of random POSIX
  * operations through the library's public API (tests/lib/fstarget_nostall.c)
  * against the model of Linux ext3 (tests/lib/fsmodel.c), for every data
- * mode (journal, ordered, writeback) and block size (1 KiB, 4 KiB). Every
+ * mode (journal, ordered, writeback, guarded) and block size (1 KiB, 4 KiB). Every
  * result and errno is compared; every NOSTALL_FSCHECK operations (default
  * 300) a checkpoint unmounts, runs e2fsck -fn on the image, mounts again
  * and compares the whole tree. As root the final image is also mounted by
@@ -121,6 +121,7 @@ static void run_combo(const struct combo *cb)
 static const struct combo combos[] = {
 	{ "journal", 1024 },   { "journal", 4096 },   { "ordered", 1024 },
 	{ "ordered", 4096 },   { "writeback", 1024 }, { "writeback", 4096 },
+	{ "guarded", 1024 },   { "guarded", 4096 },
 };
 
 static void test_combo(void **state)
@@ -138,7 +139,8 @@ int main(void)
 	printf("fs_random: seed %llu (rerun: NOSTALL_SEED=%llu)%s\n", (unsigned long long)seed,
 	       (unsigned long long)seed, geteuid() ? "; not root: no kernel compare, no chown" : "");
 	static const char *const names[] = { "journal_1k", "journal_4k", "ordered_1k",
-					     "ordered_4k", "writeback_1k", "writeback_4k" };
+					     "ordered_4k", "writeback_1k", "writeback_4k",
+					     "guarded_1k", "guarded_4k" };
 	struct CMUnitTest tests[sizeof combos / sizeof combos[0]];
 	for (size_t i = 0; i < sizeof combos / sizeof combos[0]; i++)
 		tests[i] = (struct CMUnitTest){ .name = names[i], .test_func = test_combo,

@@ -148,8 +148,8 @@ static void fsb_sizes_pick(struct fsb *b)
 }
 
 /* The default device: a zero-filled file under /tmp (written, not sparse:
- * see the file comment). */
-static int fsb_tmpdev_make(char *path, size_t pathlen, uint64_t bytes)
+ * see the file comment). Also bench repro's default file: device. */
+int fsb_tmpdev_make(char *path, size_t pathlen, uint64_t bytes)
 {
 	snprintf(path, pathlen, "/tmp/nostall-benchfs.XXXXXX");
 	int fd = mkstemp(path);

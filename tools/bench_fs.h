@@ -11,6 +11,7 @@
 #include <nostall/nostall.h>
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define FSB_MiB (1024ull * 1024)
@@ -70,6 +71,10 @@ int fsb_env_remount(struct fsb_env *e);
 /* Unmount (if mounted). Returns rc if already an error, else the unmount's. */
 int fsb_env_unmount(struct fsb_env *e, int rc);
 void fsb_env_close(struct fsb_env *e);
+
+/* A zero-filled file of `bytes` under /tmp (path written to `path`), for a
+ * file: device; the caller removes it. */
+int fsb_tmpdev_make(char *path, size_t pathlen, uint64_t bytes);
 
 /* Progress on stderr (overwritten in place). */
 void fsb_progress(const struct fsb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -388,6 +388,7 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: nostall bench blk|jbd [--device SPEC] [--scenario NAME[,NAME..]] [--seconds S] [--json] [-o OPTS]\n"
 		"       nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME] [--json] (bench fs --help)\n"
+		"       nostall bench repro [--device SPEC] [--quick] [--peers] [--out DIR] [--json] (bench repro --help)\n"
 		"  --device SPEC   device spec (default sim:hdd; ssd-plug defaults to sim:ssd-nq)\n"
 		"  --seconds S     minimum measurement time per run (default 4); latency runs go on\n"
 		"                  until 100 samples, at most twice that time\n"
@@ -490,7 +491,9 @@ int cmd_bench(int argc, char **argv)
 		return bench_jbd(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "fs"))
 		return bench_fs(argc - 1, argv + 1);
-	fprintf(stderr, "nostall bench: unknown benchmark '%s' (available: blk, jbd)\n", argv[1]);
+	if (!strcmp(argv[1], "repro"))
+		return bench_repro(argc - 1, argv + 1);
+	fprintf(stderr, "nostall bench: unknown benchmark '%s' (available: blk, jbd, fs, repro)\n", argv[1]);
 	return 2;
 }
 

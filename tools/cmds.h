@@ -7,6 +7,8 @@
 int cmd_bench(int argc, char **argv);   /* nostall bench blk|jbd ... (cmd_bench.c) */
 int bench_jbd(int argc, char **argv);   /* nostall bench jbd ... (bench_jbd.c) */
 int bench_fs(int argc, char **argv);    /* nostall bench fs ... (bench_fs.c) */
+int bench_repro(int argc, char **argv); /* nostall bench repro ... (repro/repro_main.c) */
+int cmd_load(int argc, char **argv);    /* nostall load DIR WORKLOAD ... (repro/repro_loadcmd.c) */
 int cmd_mkfs(int argc, char **argv);    /* nostall mkfs ... (cmd_mkfs.c) */
 int cmd_recover(int argc, char **argv); /* nostall recover IMAGE (cmd_recover.c) */
 /* FUSE (fuse/): nostall mount|umount|sync (docs/fuse.md) */

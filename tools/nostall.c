@@ -35,6 +35,7 @@ static const struct {
 	{ "touch", NULL, NULL, &cmd_touch },
 	{ "xattr", NULL, NULL, &cmd_xattr },
 	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE", NULL },
+	{ "load", cmd_load, "load DIR WORKLOAD [--jens-n N] [--seconds S] ... (bench repro's workloads on a directory)", NULL },
 	{ "mount", cmd_mount, "mount [-f] [-o OPTS] IMAGE|DEVICE-SPEC MOUNTPOINT", NULL },
 	{ "umount", cmd_umount, "umount MOUNTPOINT", NULL },
 	{ "sync", cmd_sync, "sync MOUNTPOINT", NULL },

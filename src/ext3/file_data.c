@@ -15,12 +15,16 @@
  *   leaves the inode cache (ext3_data_evict) or the unmount
  *   (ext3_data_shutdown); a registry of the inode numbers that have one
  *   serves sync(2) and the unmount.
- * - data=ordered (and data=guarded, ordered until its own issue): every
- *   handle that dirties an inode's pages files its jbd_inode; the commit's
- *   submit op writes ALL the inode's dirty pages (WB_SYNC_ALL) with the
- *   commit's op (jbd_commit_data_op: the era's sync batch op for a sync
- *   commit, WRITE otherwise) and the wait op waits for them, before the
- *   commit block: 2.6.30's ordered mode, the fsync stall.
+ * - data=ordered: every handle that dirties an inode's pages files its
+ *   jbd_inode; the commit's submit op writes ALL the inode's dirty pages
+ *   (WB_SYNC_ALL) with the commit's op (jbd_commit_data_op: the era's sync
+ *   batch op for a sync commit, WRITE otherwise) and the wait op waits for
+ *   them, before the commit block: 2.6.30's ordered mode, the fsync stall.
+ * - data=guarded (guarded.c): the map op turns allocations past i_disksize
+ *   into extents, the mapping's io_done completes them; the jbd_inode is
+ *   filed only for hole fills and partial-block tails. fsync waits for this
+ *   file's completions and logs its size, sync(2) for every file's, and an
+ *   evicted inode's final size is logged before its mapping goes.
  *
  * Locking: in->mapping / in->jinode are set under in->lock as writer and
  * stay until eviction (no inode reference left) or unmount, so a holder of
@@ -30,6 +34,7 @@
  * start no handle.
  */
 #include "ext3/file_data.h"
+#include "ext3/guarded.h"
 #include "ext3/inode_write.h"
 
 #include "blk/blk.h"
@@ -48,11 +53,17 @@ struct ext3_data {
 	size_t n, cap;
 	_Atomic uint64_t *written;  /* bit per inode: data changed this mount */
 	size_t words;
+	struct ext3_guarded *guard; /* data=guarded only */
 };
 
 bool ext3_data_paged(const struct ext3_fs *fs)
 {
 	return fs->opts.data_mode != EXT3_DATA_JOURNAL;
+}
+
+struct ext3_guarded *ext3_data_guard(const struct ext3_fs *fs)
+{
+	return fs->data ? fs->data->guard : NULL;
 }
 
 uint64_t ext3_data_max_size(const struct ext3_fs *fs)
@@ -78,6 +89,13 @@ int ext3_data_init(struct ext3_fs *fs)
 	page_params_default(&pp);
 	pp.cache_bytes = fs->opts.cache_bytes ? fs->opts.cache_bytes : DATA_DEFAULT_BUDGET;
 	int rc = page_cache_create(fs->q, fs->g.block_size, &pp, &fs->pcache);
+	if (!rc && ext3_guarded_mode(fs)) {
+		rc = ext3_guarded_create(fs, &d->guard);
+		if (rc) {
+			page_cache_destroy(fs->pcache);
+			fs->pcache = NULL;
+		}
+	}
 	if (rc) {
 		pthread_mutex_destroy(&d->lock);
 		free(d->written);
@@ -147,6 +165,8 @@ void ext3_data_shutdown(struct ext3_fs *fs)
 		}
 	}
 	free(v);
+	ext3_guarded_destroy(d->guard); /* after the last eviction */
+	d->guard = NULL;
 	page_cache_destroy(fs->pcache);
 	fs->pcache = NULL;
 	pthread_mutex_destroy(&d->lock);
@@ -197,10 +217,19 @@ static int data_map(void *ctx, uint64_t index, bool create, uint64_t *phys, bool
 	if (!rc && (count == 0 || *phys == 0))
 		rc = err_set(-EIO, "ext3: inode %u: block %llu not mapped after allocation", in->ino,
 			     (unsigned long long)index);
+	if (!rc && *is_new)
+		rc = ext3_guarded_block_new(in, index);
 	return rc;
 }
 
+/* io_done op (data=guarded): the page cache's worker, no lock held. */
+static void data_io_done(void *ctx, uint64_t first, uint64_t last, int err)
+{
+	ext3_guarded_io_done(ctx, first, last, err);
+}
+
 static const struct page_mapping_ops data_ops = {.map = data_map};
+static const struct page_mapping_ops guarded_ops = {.map = data_map, .io_done = data_io_done};
 
 int ext3_data_mapping(struct ext3_inode *in, struct page_mapping **out)
 {
@@ -209,7 +238,8 @@ int ext3_data_mapping(struct ext3_inode *in, struct page_mapping **out)
 		if (!fs->pcache)
 			return err_set(-EROFS, "ext3: no page cache (read-only mount)");
 		struct page_mapping *m;
-		int rc = page_mapping_create(fs->pcache, &data_ops, in, &m);
+		int rc = page_mapping_create(fs->pcache, ext3_guarded_mode(fs) ? &guarded_ops : &data_ops,
+					     in, &m);
 		if (rc)
 			return err_wrap(rc, "ext3: inode %u: page mapping", in->ino);
 		registry_add(fs->data, in->ino, &rc);
@@ -276,6 +306,9 @@ void ext3_data_evict(struct ext3_inode *in)
 		 * (and, ordered, before its jbd_inode leaves the commit). */
 		(void)page_mapping_sync(m, 0, PAGE_INDEX_MAX, BLK_WRITE);
 	}
+	/* data=guarded: the size that data reached, logged before the state
+	 * goes (pages written above; the mapping still exists). */
+	ext3_guarded_evict(in);
 	if (in->jinode) {
 		(void)jbd_inode_release(in->jinode);
 		in->jinode = NULL;
@@ -332,6 +365,17 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	int rc = 0;
 	if (m && ext3_data_paged(fs))
 		rc = page_mapping_sync(m, 0, PAGE_INDEX_MAX, blk_queue_sync_batch_op(fs->q));
+	if (m && ext3_guarded_mode(fs)) {
+		/* This file's completions only, then its size in a handle: the
+		 * commit below then covers it, and writes nobody's data. */
+		int grc = ext3_guarded_fsync(in);
+		if (!rc)
+			rc = grc;
+		pthread_rwlock_rdlock(&in->lock);
+		have = datasync ? in->has_datasync_tid : in->has_sync_tid;
+		tid = datasync ? in->datasync_tid : in->sync_tid;
+		pthread_rwlock_unlock(&in->lock);
+	}
 	/* Directories: their changes are not tracked per inode; commit. */
 	int crc = ext3_data_commit(fs, dir ? false : have, tid);
 	if (!rc)
@@ -380,6 +424,10 @@ int ext3_fs_sync(struct ext3_fs *fs)
 	}
 	free(ins);
 	free(v);
+	/* data=guarded: every size the written data allows, logged first. */
+	int grc = ext3_guarded_drain(fs);
+	if (!rc)
+		rc = grc;
 	int crc = jbd_journal_force_commit(fs->journal);
 	return rc ? rc : crc;
 }

@@ -17,9 +17,11 @@ bool ext3_data_paged(const struct ext3_fs *fs);
 int ext3_data_mapping(struct ext3_inode *in, struct page_mapping **out);
 /* Ordered data: file the inode's jbd_inode (created on first use) in h's
  * transaction, so its commit writes the inode's dirty pages first. A no-op
- * outside data=ordered (and data=guarded, ordered for now). Caller holds
- * in->lock as writer. */
+ * outside data=ordered and data=guarded (guarded.c files it only for a hole
+ * fill or a partial block's tail). Caller holds in->lock as writer. */
 int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in);
+/* data=guarded's state of the mount (guarded.c), NULL in the other modes. */
+struct ext3_guarded *ext3_data_guard(const struct ext3_fs *fs);
 /* The inode's data changed (written or truncated) during this mount: from
  * now on its reads go through the page cache (or, in data=journal, the
  * buffer cache), never the open file's ext3_fread windows, whose windows

@@ -7,7 +7,9 @@
  * a page lock must not wait for a commit, and jbd_handle_start may). In the
  * chunk's handle: the pages are written (allocating through the map op and
  * jbd_handle_current), i_size grows (size_set: the one place i_disksize
- * moves), the inode is written, and in data=ordered its jbd_inode is filed.
+ * moves with it; data=guarded moves it in guarded.c instead), the inode is
+ * written, and in data=ordered its jbd_inode is filed (data=guarded: the
+ * orphan entry for new extents, ordering for hole fills only).
  * data=journal instead journals each block through the buffer cache.
  *
  * Reads: a file whose data changed during this mount (ext3_data_written)
@@ -17,6 +19,7 @@
  * behind it.
  */
 #include "ext3/file_data.h"
+#include "ext3/guarded.h"
 
 #include "buf/buf.h"
 #include "page/page.h"
@@ -47,13 +50,15 @@ static int check_reg(struct ext3_inode *in, const char *what)
 	return 0;
 }
 
-/* The only place i_size and i_disksize move together (data=guarded will
- * move i_disksize at I/O completion instead). Caller holds in->lock as
- * writer and a handle that writes the inode afterwards. */
+/* The only place i_size and i_disksize move together. data=guarded moves
+ * i_disksize only over completed data (ext3_guarded_catch_up, called by the
+ * same handle). Caller holds in->lock as writer and a handle that writes the
+ * inode afterwards. */
 static void size_set(struct ext3_inode *in, uint64_t size)
 {
 	in->i_size = size;
-	in->i_disksize = size;
+	if (!ext3_guarded_mode(in->fs))
+		in->i_disksize = size;
 	in->a.size = size;
 }
 
@@ -97,8 +102,10 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 	struct ext3_fs *fs = in->fs;
 	uint32_t bs = fs->g.block_size;
 	uint64_t nblk = (off + len - 1) / bs - off / bs + 1;
+	bool guarded = ext3_guarded_mode(fs);
 	struct jbd_handle *h;
-	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk), &h);
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk) + (guarded ? EXT3_GUARDED_CREDITS : 0),
+				    &h);
 	if (rc)
 		return rc;
 	uint32_t blocks0 = in->a.blocks;
@@ -109,9 +116,16 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 			size_set(in, off + (uint64_t)n);
 		if (first)
 			touch_mc(in, true);
-		rc = inode_commit(h, in, grew || in->a.blocks != blocks0);
+		if (guarded) /* before the inode is written: it may move i_disksize */
+			rc = ext3_guarded_write_end(h, in);
 		if (!rc)
+			rc = inode_commit(h, in, grew || in->a.blocks != blocks0);
+		if (!rc && !guarded)
 			rc = ext3_data_order(h, in);
+	} else if (guarded) {
+		/* Nothing written, but a block may have been allocated: its
+		 * extent needs the orphan entry all the same. */
+		(void)ext3_guarded_write_end(h, in);
 	}
 	int src = ext3_journal_stop(h);
 	if (!rc)
@@ -337,14 +351,19 @@ static int setsize_locked(struct ext3_inode *in, uint64_t size)
 			in->trunc_flush = true;
 	}
 	struct jbd_handle *h;
-	rc = ext3_journal_start(fs, 1, &h);
+	rc = ext3_journal_start(fs, 1 + EXT3_GUARDED_CREDITS, &h);
 	if (rc)
 		return rc;
-	if (size > old)
+	if (size > old) {
 		size_set(in, size);
+		/* data=guarded: the hole is safe, but not past pending data */
+		bool changed = false;
+		rc = ext3_guarded_catch_up(h, in, &changed);
+	}
 	if (size != old)
 		touch_mc(in, false);
-	rc = inode_commit(h, in, true);
+	if (!rc)
+		rc = inode_commit(h, in, true);
 	int src = ext3_journal_stop(h);
 	return rc ? rc : src;
 }

@@ -90,6 +90,20 @@ int ext3_orphan_del(struct jbd_handle *h, struct ext3_inode *in)
 	return rc;
 }
 
+void ext3_orphan_forget(struct ext3_inode *in)
+{
+	struct ext3_fs *fs = in->fs;
+	pthread_mutex_lock(&fs->orphan_lock);
+	struct ext3_inode **pp = &fs->orphans;
+	while (*pp && *pp != in)
+		pp = &(*pp)->orphan_next;
+	if (*pp)
+		*pp = in->orphan_next;
+	in->orphan_next = NULL;
+	in->on_orphan = false;
+	pthread_mutex_unlock(&fs->orphan_lock);
+}
+
 int ext3_inode_bitmap_test(struct ext3_fs *fs, uint32_t ino, bool *in_use)
 {
 	*in_use = false;
@@ -161,18 +175,8 @@ int ext3_evict_inode(struct ext3_inode *in)
 				rc = src;
 		}
 	}
-	if (rc && in->on_orphan) {
-		/* The on-disk list keeps it for the next mount; memory forgets it
-		 * (the struct is about to go). */
-		pthread_mutex_lock(&fs->orphan_lock);
-		struct ext3_inode **pp = &fs->orphans;
-		while (*pp && *pp != in)
-			pp = &(*pp)->orphan_next;
-		if (*pp)
-			*pp = in->orphan_next;
-		in->on_orphan = false;
-		pthread_mutex_unlock(&fs->orphan_lock);
-	}
+	if (rc && in->on_orphan) /* the struct is about to go */
+		ext3_orphan_forget(in);
 	pthread_rwlock_unlock(&in->lock);
 	return rc;
 }

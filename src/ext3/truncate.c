@@ -12,8 +12,15 @@
  * points at them; the pointer to an indirect block is cleared only when the
  * block itself is freed, so a crash never leaves a freed block pointed at.
  *
+ * data=guarded (guarded.c): i_disksize may lag i_size over pending
+ * extents. Before the page cache drops pages, the data between i_disksize
+ * and the new size is written and waited (the new size goes to disk with
+ * the first transaction); after it, the extents past the new size are
+ * dropped once the completions of the runs just waited for have run.
+ *
  * Locking: the caller holds in->lock as writer and no handle.
  */
+#include "ext3/guarded.h"
 #include "ext3/inode_write.h"
 
 #include "buf/buf.h"
@@ -251,9 +258,13 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 		return err_set(-EFBIG, "ext3: inode %u: size %llu past the largest file", in->ino,
 			       (unsigned long long)new_size);
 	if (in->mapping) {
-		int prc = page_mapping_truncate(in->mapping, new_size);
+		int prc = ext3_guarded_truncate_begin(in, new_size);
+		if (prc)
+			return prc;
+		prc = page_mapping_truncate(in->mapping, new_size);
 		if (prc)
 			return err_wrap(prc, "ext3: inode %u: truncating the page cache", in->ino);
+		ext3_guarded_truncate_end(in, new_size);
 	}
 	struct trunc t = {.in = in, .fs = fs, .units = fs->g.block_size / 512,
 			  .meta = ext3_inode_data_is_meta(in)};
@@ -265,8 +276,9 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 		return rc;
 	t.budget = t.credits - 4; /* the orphan list, the inode */
 	/* A shrink (or an unlinked inode) goes on the orphan list first, with
-	 * the new size on disk: a crash from here on is finished at mount. */
-	if (map && (new_size < in->i_disksize || in->a.links == 0))
+	 * the new size on disk: a crash from here on is finished at mount.
+	 * (i_size: data=guarded's blocks past i_disksize are freed too.) */
+	if (map && (new_size < in->i_disksize || new_size < in->i_size || in->a.links == 0))
 		rc = ext3_orphan_add(t.h, in);
 	in->i_size = in->i_disksize = new_size;
 	if (!rc)

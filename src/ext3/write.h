@@ -179,6 +179,10 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size);
  * when done. Idempotent. */
 int ext3_orphan_add(struct jbd_handle *h, struct ext3_inode *in);
 int ext3_orphan_del(struct jbd_handle *h, struct ext3_inode *in);
+/* Take the inode off the in-memory list only, when it cannot be written
+ * (the journal refuses handles) and the struct is about to go: the on-disk
+ * list keeps it for the next mount. Caller holds in->lock as writer. */
+void ext3_orphan_forget(struct ext3_inode *in);
 /* At mount (read-write): walk s_last_orphan: truncate each inode to its
  * i_size (i_disksize), free those with no links. */
 int ext3_orphan_cleanup(struct ext3_fs *fs);

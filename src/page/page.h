@@ -182,9 +182,14 @@ ssize_t page_mapping_write(struct page_mapping *m, uint64_t off, const void *buf
  * page_mapping_wait and io_done. */
 int page_mapping_writeback(struct page_mapping *m, uint64_t start, uint64_t end, enum page_wb_sync mode,
 			   unsigned rw);
-/* Wait for writeback of pages in [start, end] (unplugging first), then
- * return and clear the mapping's first write error since the last call
- * (filemap_fdatawait: the error may come from outside the range). */
+/* Wait for the writeback of pages in [start, end] that had started when
+ * the call began (unplugging first): writeback that other threads start
+ * meanwhile is not waited for (a page re-submitted meanwhile counts as
+ * new), so a streaming writer cannot keep the caller waiting
+ * (filemap_fdatawait_range's bound). Every page written by an earlier
+ * page_mapping_writeback of the caller is covered. Then return and clear
+ * the mapping's first write error since the last call (filemap_fdatawait:
+ * the error may come from outside the range). */
 int page_mapping_wait(struct page_mapping *m, uint64_t start, uint64_t end);
 /* fsync's data part: writeback(WB_SYNC_ALL, rw) + wait. */
 int page_mapping_sync(struct page_mapping *m, uint64_t start, uint64_t end, unsigned rw);

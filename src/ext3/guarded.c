@@ -1,0 +1,719 @@
+/* data=guarded: i_disksize follows completed data I/O (guarded.h;
+ * docs/write-guarded.md). Chris Mason's 2009 RFC for ext3, rebuilt on the
+ * page cache's io_done hook.
+ *
+ * State per inode (struct ginode, found by inode number in a mount-wide
+ * hash): the extents, a sorted array of page ranges [start, end), each
+ * pending (err 0) or failed (err < 0). A range per run of adjacent
+ * allocations keeps the array short (a streaming append is one range that
+ * grows at its end and shrinks at its start); lookups are binary searches.
+ * Done extents are removed, so the first range's start is the lowest page
+ * the size must not pass yet:
+ *
+ *     i_disksize target = min(i_size, first range's start * block size)
+ *
+ * Rules, and why (the state diagram is in the doc):
+ * - a block allocated at or past i_disksize becomes a pending extent: its
+ *   pointer may commit before its data is on disk; the size on disk does
+ *   not cover it, and the orphan entry (added in the same handle) makes the
+ *   next mount (or e2fsck) free it after a crash;
+ * - a block allocated inside i_disksize (a hole fill) is covered by the
+ *   size already: ordered mode for that chunk (the inode's jbd_inode is
+ *   filed, the commit writes its data first);
+ * - a completed run removes the extents it covers, whatever their state (the
+ *   page's whole block was written, so the block holds this file's data); a
+ *   failed run marks them failed, and the size stays below them for good
+ *   (fsync reports -EIO) unless a later run of the page succeeds;
+ * - the completion only marks (io_done runs in the page cache's single
+ *   worker, which every flush_io_done waiter and page_mapping_destroy waits
+ *   for: it must never block on an inode lock or a journal handle); the
+ *   size update, the inode write and the orphan deletion go to the logger
+ *   thread, or are done by whoever holds in->lock first (the writer at its
+ *   next chunk, fsync, truncate, eviction);
+ * - truncate waits for the completions of the runs it waited for before
+ *   dropping extents past the new size: a late completion would otherwise
+ *   meet a new extent at the same page index and mark it done.
+ */
+#include "ext3/guarded.h"
+#include "ext3/file_data.h"
+
+#include "blk/blk.h"
+#include "jbd/jbd.h"
+#include "page/page.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD_BUCKETS 256u
+
+struct gext {
+	uint64_t start, end; /* pages [start, end) */
+	int err;             /* 0 pending, < 0 failed */
+};
+
+struct ginode {
+	uint32_t ino;
+	struct ext3_inode *in;       /* valid until ext3_guarded_evict */
+	struct ginode *hnext, *qnext;
+	struct gext *ext;            /* sorted, disjoint; g->lock */
+	size_t n, cap;
+	bool hole_fill;              /* a hole was filled in this chunk (in->lock) */
+	bool orphaned;               /* on the orphan list for its extents (in->lock) */
+	bool queued, busy, dying;    /* logger queue / being logged / evicting (g->lock) */
+};
+
+struct ext3_guarded {
+	struct ext3_fs *fs;
+	pthread_mutex_t lock;        /* leaf: hash, ranges, queue, flags, stats */
+	pthread_cond_t cond;         /* queue work, busy cleared, queue empty */
+	struct ginode *hash[GUARD_BUCKETS];
+	struct ginode *qhead, *qtail;
+	bool stop, running;
+	struct ginode *logging;      /* the inode the logger works on */
+	pthread_t logger;
+	struct ext3_guarded_stats st;
+};
+
+bool ext3_guarded_mode(const struct ext3_fs *fs)
+{
+	return fs->opts.data_mode == EXT3_DATA_GUARDED;
+}
+
+static struct ext3_guarded *guard_of(const struct ext3_fs *fs)
+{
+	return ext3_guarded_mode(fs) ? ext3_data_guard(fs) : NULL;
+}
+
+/* ------------------------------------------------------------- extents */
+
+/* The first range whose end is past idx. */
+static size_t ext_search(const struct ginode *gi, uint64_t idx)
+{
+	size_t lo = 0, hi = gi->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (gi->ext[mid].end <= idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool ext_reserve(struct ginode *gi, size_t extra)
+{
+	if (gi->n + extra <= gi->cap)
+		return true;
+	size_t cap = gi->cap ? gi->cap * 2 : 8;
+	while (cap < gi->n + extra)
+		cap *= 2;
+	struct gext *v = realloc(gi->ext, cap * sizeof *v);
+	if (!v)
+		return false;
+	gi->ext = v;
+	gi->cap = cap;
+	return true;
+}
+
+static void ext_insert_at(struct ginode *gi, size_t p, struct gext e)
+{
+	memmove(&gi->ext[p + 1], &gi->ext[p], (gi->n - p) * sizeof e);
+	gi->ext[p] = e;
+	gi->n++;
+}
+
+static void ext_remove(struct ginode *gi, size_t p, size_t count)
+{
+	memmove(&gi->ext[p], &gi->ext[p + count], (gi->n - p - count) * sizeof gi->ext[0]);
+	gi->n -= count;
+}
+
+/* Page idx becomes pending (merged into a pending neighbour). 0 or
+ * -ENOMEM. */
+static int ext_add(struct ginode *gi, uint64_t idx)
+{
+	size_t p = ext_search(gi, idx);
+	if (p < gi->n && gi->ext[p].start <= idx)
+		return 0; /* covered already */
+	bool left = p > 0 && gi->ext[p - 1].end == idx && !gi->ext[p - 1].err;
+	bool right = p < gi->n && gi->ext[p].start == idx + 1 && !gi->ext[p].err;
+	if (left && right) {
+		gi->ext[p - 1].end = gi->ext[p].end;
+		ext_remove(gi, p, 1);
+	} else if (left) {
+		gi->ext[p - 1].end++;
+	} else if (right) {
+		gi->ext[p].start--;
+	} else {
+		if (!ext_reserve(gi, 1))
+			return err_set(-ENOMEM, "ext3: out of memory for a guarded extent");
+		ext_insert_at(gi, p, (struct gext){idx, idx + 1, 0});
+	}
+	return 0;
+}
+
+/* No range straddles idx afterwards (one slot reserved by the caller). */
+static void ext_split_at(struct ginode *gi, uint64_t idx)
+{
+	size_t p = ext_search(gi, idx);
+	if (p < gi->n && gi->ext[p].start < idx) {
+		struct gext tail = gi->ext[p];
+		tail.start = idx;
+		gi->ext[p].end = idx;
+		ext_insert_at(gi, p + 1, tail);
+	}
+}
+
+/* Pages [first, last] were written with err: remove (err 0) or fail their
+ * extents. Adds the pages met to *done / *failed. */
+static void ext_complete(struct ginode *gi, uint64_t first, uint64_t last, int err, uint64_t *done,
+			 uint64_t *failed)
+{
+	uint64_t end = last + 1;
+	size_t p = ext_search(gi, first);
+	if (p == gi->n || gi->ext[p].start >= end)
+		return;
+	if (!ext_reserve(gi, 2)) {
+		/* No memory to split: a success leaves them pending (the size
+		 * only waits longer); a failure fails the whole ranges met. */
+		for (; err && p < gi->n && gi->ext[p].start < end; p++)
+			gi->ext[p].err = err;
+		return;
+	}
+	ext_split_at(gi, first);
+	ext_split_at(gi, end);
+	p = ext_search(gi, first);
+	size_t q = p;
+	for (; q < gi->n && gi->ext[q].end <= end; q++) {
+		uint64_t pages = gi->ext[q].end - gi->ext[q].start;
+		if (err) {
+			if (!gi->ext[q].err)
+				*failed += pages;
+			gi->ext[q].err = err;
+		} else {
+			*done += pages;
+		}
+	}
+	if (!err)
+		ext_remove(gi, p, q - p);
+}
+
+/* Drop every extent at or past page idx. */
+static void ext_drop_from(struct ginode *gi, uint64_t idx)
+{
+	size_t p = ext_search(gi, idx);
+	if (p < gi->n && gi->ext[p].start < idx)
+		gi->ext[p++].end = idx;
+	gi->n = p;
+}
+
+static uint64_t ext_low(const struct ginode *gi)
+{
+	return gi && gi->n ? gi->ext[0].start : UINT64_MAX;
+}
+
+/* A failed extent starting below page `below`? */
+static bool ext_failed_below(const struct ginode *gi, uint64_t below)
+{
+	for (size_t i = 0; gi && i < gi->n && gi->ext[i].start < below; i++)
+		if (gi->ext[i].err)
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------ inodes */
+
+static struct ginode **bucket(struct ext3_guarded *g, uint32_t ino)
+{
+	return &g->hash[ino % GUARD_BUCKETS];
+}
+
+/* g->lock held. */
+static struct ginode *gi_find(struct ext3_guarded *g, uint32_t ino)
+{
+	struct ginode *gi = *bucket(g, ino);
+	while (gi && gi->ino != ino)
+		gi = gi->hnext;
+	return gi;
+}
+
+/* g->lock held. */
+static struct ginode *gi_get(struct ext3_guarded *g, struct ext3_inode *in)
+{
+	struct ginode *gi = gi_find(g, in->ino);
+	if (gi)
+		return gi;
+	gi = calloc(1, sizeof *gi);
+	if (!gi)
+		return NULL;
+	gi->ino = in->ino;
+	gi->in = in;
+	gi->hnext = *bucket(g, in->ino);
+	*bucket(g, in->ino) = gi;
+	return gi;
+}
+
+/* g->lock held. */
+static void gi_unhash(struct ext3_guarded *g, struct ginode *gi)
+{
+	struct ginode **pp = bucket(g, gi->ino);
+	while (*pp && *pp != gi)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = gi->hnext;
+}
+
+/* g->lock held. */
+static void queue_add(struct ext3_guarded *g, struct ginode *gi)
+{
+	if (gi->queued || gi->dying)
+		return;
+	gi->queued = true;
+	gi->qnext = NULL;
+	if (g->qtail)
+		g->qtail->qnext = gi;
+	else
+		g->qhead = gi;
+	g->qtail = gi;
+	pthread_cond_broadcast(&g->cond);
+}
+
+/* g->lock held. */
+static void queue_del(struct ext3_guarded *g, struct ginode *gi)
+{
+	if (!gi->queued)
+		return;
+	struct ginode *prev = NULL, *x = g->qhead;
+	while (x && x != gi) {
+		prev = x;
+		x = x->qnext;
+	}
+	if (!x)
+		return;
+	if (prev)
+		prev->qnext = gi->qnext;
+	else
+		g->qhead = gi->qnext;
+	if (g->qtail == gi)
+		g->qtail = prev;
+	gi->queued = false;
+}
+
+/* -------------------------------------------------- the size, the orphan */
+
+/* The inode's state, looked up under the leaf lock. Its pointer stays
+ * valid while the caller holds in->lock (only eviction frees it, and no
+ * one else holds a reference then). */
+static struct ginode *gi_of(struct ext3_guarded *g, struct ext3_inode *in, uint64_t *low)
+{
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	*low = ext_low(gi);
+	pthread_mutex_unlock(&g->lock);
+	return gi;
+}
+
+static uint64_t size_target(const struct ext3_inode *in, uint64_t low)
+{
+	uint64_t bs = in->fs->g.block_size;
+	uint64_t lim = low == UINT64_MAX ? UINT64_MAX : low * bs;
+	return in->i_size < lim ? in->i_size : lim;
+}
+
+/* Is there logging to do (in->lock held)? */
+static bool catch_up_due(struct ext3_guarded *g, struct ext3_inode *in)
+{
+	uint64_t low;
+	struct ginode *gi = gi_of(g, in, &low);
+	if (!in->a.links)
+		return false;
+	return size_target(in, low) > in->i_disksize || (gi && gi->orphaned && low == UINT64_MAX);
+}
+
+int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *changed)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return 0;
+	uint64_t low;
+	struct ginode *gi = gi_of(g, in, &low);
+	uint64_t bs = in->fs->g.block_size;
+	uint64_t target = size_target(in, low);
+	int rc = 0;
+	if (target > in->i_disksize) {
+		/* The old end inside a block: the bytes after it on disk may be
+		 * older than a truncate that zeroed them in the cache only. */
+		if (in->i_disksize % bs && in->mapping) {
+			rc = ext3_data_order(h, in);
+			pthread_mutex_lock(&g->lock);
+			g->st.tail_orders++;
+			pthread_mutex_unlock(&g->lock);
+		}
+		if (rc)
+			return rc;
+		in->i_disksize = target;
+		*changed = true;
+	}
+	/* No extent left (none can appear: we hold in->lock): off the orphan
+	 * list, unless unlinked (its eviction frees it from there). */
+	if (gi && gi->orphaned && low == UINT64_MAX && in->a.links) {
+		rc = ext3_orphan_del(h, in);
+		if (rc)
+			return rc;
+		gi->orphaned = false;
+		*changed = true;
+		pthread_mutex_lock(&g->lock);
+		g->st.orphan_dels++;
+		pthread_mutex_unlock(&g->lock);
+	}
+	return 0;
+}
+
+/* A handle of its own for the catch-up (in->lock held as writer). */
+static int catch_up_logged(struct ext3_guarded *g, struct ext3_inode *in)
+{
+	if (!catch_up_due(g, in) || !ext3_fs_writable(in->fs))
+		return 0;
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(in->fs, EXT3_GUARDED_CREDITS + EXT3_CRED_INODE, &h);
+	if (rc)
+		return rc;
+	bool changed = false;
+	rc = ext3_guarded_catch_up(h, in, &changed);
+	if (!rc && changed) {
+		rc = ext3_mark_inode_dirty(h, in);
+		if (!rc) /* fdatasync must commit it too: it carries the size */
+			ext3_inode_note_tid(h, in, true);
+	}
+	int src = ext3_journal_stop(h);
+	return rc ? rc : src;
+}
+
+/* ------------------------------------------------------------- writes */
+
+int ext3_guarded_block_new(struct ext3_inode *in, uint64_t index)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return 0;
+	uint64_t bs = in->fs->g.block_size;
+	int rc = 0;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_get(g, in);
+	if (!gi) {
+		rc = err_set(-ENOMEM, "ext3: out of memory for guarded data");
+	} else if (index * bs < in->i_disksize) {
+		gi->hole_fill = true; /* the size covers it already */
+	} else {
+		rc = ext_add(gi, index);
+		if (!rc)
+			g->st.extents++;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
+int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	bool pending = gi && gi->n, hole = gi && gi->hole_fill;
+	if (gi)
+		gi->hole_fill = false;
+	if (hole)
+		g->st.hole_fills++;
+	pthread_mutex_unlock(&g->lock);
+	int rc = 0;
+	/* Pending extents: on the orphan list in this very transaction, which
+	 * also commits their block pointers. An inode on it already (unlinked,
+	 * a truncate that failed) stays as it is. */
+	if (pending && !gi->orphaned && !in->on_orphan && in->a.links) {
+		rc = ext3_orphan_add(h, in);
+		if (!rc) {
+			gi->orphaned = true;
+			pthread_mutex_lock(&g->lock);
+			g->st.orphan_adds++;
+			pthread_mutex_unlock(&g->lock);
+		}
+	}
+	if (!rc && hole)
+		rc = ext3_data_order(h, in);
+	bool changed = false;
+	if (!rc)
+		rc = ext3_guarded_catch_up(h, in, &changed);
+	return rc;
+}
+
+/* ---------------------------------------------------------- completion */
+
+void ext3_guarded_io_done(struct ext3_inode *in, uint64_t first, uint64_t last, int err)
+{
+	struct ext3_fs *fs = in->fs;
+	struct ext3_guarded *g = guard_of(fs);
+	if (!g)
+		return;
+	uint64_t done = 0, failed = 0;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	if (gi && !gi->dying) {
+		uint64_t low0 = ext_low(gi);
+		ext_complete(gi, first, last, err, &done, &failed);
+		g->st.done += done;
+		g->st.failed += failed;
+		if (ext_low(gi) != low0)
+			queue_add(g, gi);
+	}
+	pthread_mutex_unlock(&g->lock);
+	/* data_err=abort: a lost data write stops the journal, as ordered. */
+	if (failed && fs->opts.data_err == EXT3_DATA_ERR_ABORT && fs->journal)
+		jbd_journal_abort(fs->journal, err);
+}
+
+/* The logger: the journal half of the completion work. */
+static void *logger_main(void *arg)
+{
+	struct ext3_guarded *g = arg;
+	pthread_mutex_lock(&g->lock);
+	for (;;) {
+		if (!g->qhead) {
+			if (g->stop)
+				break;
+			pthread_cond_wait(&g->cond, &g->lock);
+			continue;
+		}
+		struct ginode *gi = g->qhead;
+		queue_del(g, gi);
+		gi->busy = true;
+		g->logging = gi;
+		struct ext3_inode *in = gi->in;
+		pthread_mutex_unlock(&g->lock);
+		pthread_rwlock_wrlock(&in->lock);
+		/* Errors (a read-only or aborted journal) leave the size where
+		 * it is on disk: safe, and reported by fsync. */
+		(void)catch_up_logged(g, in);
+		pthread_rwlock_unlock(&in->lock);
+		pthread_mutex_lock(&g->lock);
+		gi->busy = false;
+		g->logging = NULL;
+		g->st.logs++;
+		pthread_cond_broadcast(&g->cond);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+/* ----------------------------------------------------------- truncate */
+
+int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	struct page_mapping *m = in->mapping;
+	if (!g || !m || new_size <= in->i_disksize)
+		return 0;
+	uint64_t bs = in->fs->g.block_size, low;
+	struct ginode *gi = gi_of(g, in, &low);
+	if (!gi || low == UINT64_MAX || low * bs >= new_size)
+		return 0;
+	/* The new size lands on disk with the truncate: the data under it
+	 * first (the RFC's filemap_write_and_wait_range). */
+	(void)page_mapping_sync(m, in->i_disksize / bs, (new_size - 1) / bs, BLK_WRITE);
+	int rc = page_mapping_flush_io_done(m);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&g->lock);
+	bool left = ext_low(gi) * bs < new_size && ext_low(gi) != UINT64_MAX;
+	pthread_mutex_unlock(&g->lock);
+	if (left)
+		return err_set(-EIO, "ext3: inode %u: data below the new size %llu could not be written",
+			       in->ino, (unsigned long long)new_size);
+	return 0;
+}
+
+void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	struct page_mapping *m = in->mapping;
+	if (!g || !m)
+		return;
+	(void)page_mapping_flush_io_done(m);
+	uint64_t bs = in->fs->g.block_size;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	if (gi) {
+		ext_drop_from(gi, (new_size + bs - 1) / bs);
+		/* The truncate takes the inode off the orphan list at its end. */
+		if (!gi->n)
+			gi->orphaned = false;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* ------------------------------------------------- fsync, sync, evict */
+
+int ext3_guarded_fsync(struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return 0;
+	pthread_rwlock_rdlock(&in->lock);
+	struct page_mapping *m = in->mapping;
+	pthread_rwlock_unlock(&in->lock);
+	if (!m)
+		return 0;
+	int rc = page_mapping_flush_io_done(m);
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&in->lock);
+	rc = catch_up_logged(g, in);
+	uint64_t bs = in->fs->g.block_size;
+	pthread_mutex_lock(&g->lock);
+	bool failed = ext_failed_below(gi_find(g, in->ino), (in->i_size + bs - 1) / bs);
+	pthread_mutex_unlock(&g->lock);
+	pthread_rwlock_unlock(&in->lock);
+	if (!rc && failed)
+		rc = err_set(-EIO, "ext3: inode %u: data could not be written (the size on disk stays "
+			     "below it)", in->ino);
+	return rc;
+}
+
+int ext3_guarded_drain(struct ext3_fs *fs)
+{
+	struct ext3_guarded *g = guard_of(fs);
+	if (!g)
+		return 0;
+	int rc = page_cache_flush_io_done(fs->pcache);
+	pthread_mutex_lock(&g->lock);
+	while (g->qhead || g->logging)
+		pthread_cond_wait(&g->cond, &g->lock);
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
+/* The final state of a live inode leaving memory (in->lock held). */
+static void evict_final(struct ext3_guarded *g, struct ext3_inode *in, struct ginode *gi)
+{
+	if (ext3_fs_writable(in->fs)) {
+		pthread_mutex_lock(&g->lock);
+		bool stuck = gi->n != 0;
+		pthread_mutex_unlock(&g->lock);
+		/* Failed data: the file ends where its size on disk does, as
+		 * after a crash (the truncate also leaves the orphan list). */
+		if (stuck)
+			(void)ext3_truncate(in, in->i_disksize);
+		else
+			(void)catch_up_logged(g, in);
+	}
+	if (gi->orphaned && in->on_orphan) {
+		/* Could not write: the on-disk list keeps it for the next mount
+		 * (nothing more reaches the disk), memory must forget it. */
+		ext3_orphan_forget(in);
+		gi->orphaned = false;
+	}
+}
+
+void ext3_guarded_evict(struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return;
+	if (in->mapping)
+		(void)page_mapping_flush_io_done(in->mapping);
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	if (!gi || gi->in != in) {
+		pthread_mutex_unlock(&g->lock);
+		return;
+	}
+	while (gi->busy)
+		pthread_cond_wait(&g->cond, &g->lock);
+	queue_del(g, gi);
+	gi->dying = true; /* never queued again: the logger must not meet it */
+	pthread_mutex_unlock(&g->lock);
+	pthread_rwlock_wrlock(&in->lock);
+	if (in->a.links && in->a.mode)
+		evict_final(g, in, gi);
+	pthread_rwlock_unlock(&in->lock);
+	pthread_mutex_lock(&g->lock);
+	gi_unhash(g, gi);
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	free(gi->ext);
+	free(gi);
+}
+
+/* ---------------------------------------------------------- the mount */
+
+int ext3_guarded_create(struct ext3_fs *fs, struct ext3_guarded **out)
+{
+	struct ext3_guarded *g = calloc(1, sizeof *g);
+	if (!g)
+		return err_set(-ENOMEM, "ext3: out of memory for data=guarded");
+	g->fs = fs;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	int rc = pthread_create(&g->logger, NULL, logger_main, g);
+	if (rc) {
+		pthread_cond_destroy(&g->cond);
+		pthread_mutex_destroy(&g->lock);
+		free(g);
+		return err_set(-rc, "ext3: cannot start the data=guarded logger");
+	}
+	g->running = true;
+	*out = g;
+	return 0;
+}
+
+void ext3_guarded_destroy(struct ext3_guarded *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->stop = true;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+	if (g->running)
+		pthread_join(g->logger, NULL);
+	/* Every inode was evicted; anything left is a leak to free. */
+	for (unsigned b = 0; b < GUARD_BUCKETS; b++) {
+		while (g->hash[b]) {
+			struct ginode *gi = g->hash[b];
+			g->hash[b] = gi->hnext;
+			free(gi->ext);
+			free(gi);
+		}
+	}
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+void ext3_guarded_stats(struct ext3_fs *fs, struct ext3_guarded_stats *out)
+{
+	memset(out, 0, sizeof *out);
+	struct ext3_guarded *g = guard_of(fs);
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	*out = g->st;
+	for (unsigned b = 0; b < GUARD_BUCKETS; b++)
+		for (struct ginode *gi = g->hash[b]; gi; gi = gi->hnext)
+			out->pending += gi->n;
+	pthread_mutex_unlock(&g->lock);
+}
+
+size_t ext3_guarded_inode_extents(struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	size_t n = gi ? gi->n : 0;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}

@@ -1,0 +1,103 @@
+/* data=guarded (guarded.c; docs/write-guarded.md): the on-disk size
+ * (i_disksize) of a regular file moves past newly allocated blocks only once
+ * their data I/O has completed, so a commit never has to write file data and
+ * a crash never exposes a block that was not written. Private to
+ * file_data.c, file_write.c, truncate.c and guarded.c.
+ *
+ * Per inode, an ordered-extent index keyed by page (block) index: an extent
+ * is created when a write allocates a block at or past i_disksize, and is
+ * done (removed) when a writeback run covering it completes without error; a
+ * failed run leaves it failed (the size never passes it). While extents
+ * exist the inode is on the orphan list, so a crash truncates it back to
+ * i_disksize at the next mount (e2fsck does the same).
+ *
+ * Locking: the state has one mount-wide mutex, a leaf (held for list and
+ * range changes only; never across I/O, a handle or another lock). i_disksize
+ * and the orphan membership change only under in->lock as writer, with a
+ * handle. The page cache's io_done worker only marks extents (it never
+ * blocks on an inode lock or a journal handle, so anyone may wait for
+ * io_done); the journal part of the completion work runs in the mount's
+ * guarded logger thread, or in the lock holder (writer, fsync, truncate,
+ * eviction) that gets there first.
+ */
+#ifndef NOSTALL_EXT3_GUARDED_H
+#define NOSTALL_EXT3_GUARDED_H
+
+#include "ext3/write.h"
+
+struct ext3_guarded;
+struct jbd_handle;
+
+/* Is this mount in data=guarded? (Regular files only use it.) */
+bool ext3_guarded_mode(const struct ext3_fs *fs);
+
+/* The mount's state and its logger thread (ext3_data_init, when guarded).
+ * Destroy after every inode has been evicted (ext3_data_shutdown). */
+int ext3_guarded_create(struct ext3_fs *fs, struct ext3_guarded **out);
+void ext3_guarded_destroy(struct ext3_guarded *g);
+
+/* The map op allocated the block of page `index` (caller: the writer, with
+ * in->lock as writer and the page locked). At or past i_disksize: a new
+ * extent; inside: a hole fill, ordered at the chunk's end. 0 or -ENOMEM. */
+int ext3_guarded_block_new(struct ext3_inode *in, uint64_t index);
+
+/* End of a write chunk, in its handle, after i_size moved (in->lock as
+ * writer): the orphan entry for new extents, ordered data for a hole fill,
+ * then ext3_guarded_catch_up. Extra credits a chunk needs for it:
+ * EXT3_GUARDED_CREDITS. */
+#define EXT3_GUARDED_CREDITS 4
+int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in);
+
+/* Move i_disksize up to min(i_size, the first pending or failed extent) and
+ * take the inode off the orphan list once no extent is left (in->lock as
+ * writer, in h). Moving it up from inside a block (an old end of file not on
+ * a block boundary) orders the inode's data in h: the block's tail on disk
+ * may predate a truncate. *changed: the inode needs writing. */
+int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *changed);
+
+/* The page cache's io_done for a guarded inode: pages [first, last] were
+ * written (err 0: their extents are done) or not (failed). Non-blocking
+ * apart from the leaf mutex; queues the inode for the logger. */
+void ext3_guarded_io_done(struct ext3_inode *in, uint64_t first, uint64_t last, int err);
+
+/* Truncate (in->lock as writer, no handle), in two steps around the page
+ * cache's truncate:
+ * - begin: when the new size is past i_disksize, write and wait the pages in
+ *   between and their completions; -EIO if an extent below the new size is
+ *   still not done (failed data: the size would pass it);
+ * - end: wait for the completions of the runs the page truncate waited for
+ *   (they must meet the old extents, not new ones at the same index), then
+ *   drop every extent at or past the new size. */
+int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size);
+void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size);
+
+/* fsync's guarded step, after the file's pages were written and waited (no
+ * lock held): wait for their completions, then (in->lock, a handle) bring
+ * i_disksize up. -EIO while a failed extent lies below i_size. */
+int ext3_guarded_fsync(struct ext3_inode *in);
+
+/* sync(2): after every mapping was written and waited: wait for the
+ * completions and for the logger to have logged every inode queued. */
+int ext3_guarded_drain(struct ext3_fs *fs);
+
+/* Before an inode's mapping goes (ext3_data_evict; pages already written,
+ * no lock held): wait for its completions and the logger, log the final
+ * size (a live inode whose extents cannot complete - failed data - is
+ * truncated to i_disksize, as the next mount would) and forget its state. */
+void ext3_guarded_evict(struct ext3_inode *in);
+
+struct ext3_guarded_stats {
+	uint64_t extents;     /* blocks that became extents */
+	uint64_t done;        /* blocks whose extent completed */
+	uint64_t failed;      /* blocks whose write failed */
+	uint64_t hole_fills;  /* chunks ordered for a hole fill */
+	uint64_t tail_orders; /* size moves ordered for a partial block */
+	uint64_t logs;        /* inodes logged by the logger thread */
+	uint64_t orphan_adds, orphan_dels;
+	uint64_t pending;     /* extent ranges now (all inodes) */
+};
+void ext3_guarded_stats(struct ext3_fs *fs, struct ext3_guarded_stats *out);
+/* Pending or failed extent ranges of one inode now (tests). */
+size_t ext3_guarded_inode_extents(struct ext3_inode *in);
+
+#endif

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# nostall bench repro --micro: the shape of a run, not its figures (a timed
+# test would assert the machine, not the code). One tiny run on sim:ssd:
+# results.json validates against docs/bench-repro.schema.json (stdlib
+# validator, tools/repro/json_validate.py), has a record for every run of
+# the matrix (guarded's "skipped" until it is built), the plots are
+# non-empty SVGs, the report has its tables and checks; `nostall load` on a
+# host directory speaks the protocol; usage errors exit 2.
+# nostall-test: release-only
+set -eu
+: "${NOSTALL:?path to the nostall binary}"
+here=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$NOSTALL" bench repro --micro --device sim:ssd,size=1G --out "$tmp/out" --json >"$tmp/stdout.json" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "bench repro --micro exited $?"; }
+grep -q "bench repro: \[1/" "$tmp/err" || fail "no progress line on stderr"
+for f in report.md results.json; do [ -s "$tmp/out/$f" ] || fail "$f missing or empty"; done
+python3 "$here/tools/repro/json_validate.py" "$here/docs/bench-repro.schema.json" "$tmp/out/results.json" ||
+	fail "results.json does not validate"
+cmp -s "$tmp/stdout.json" "$tmp/out/results.json" || fail "--json output differs from results.json"
+# the validator itself rejects a broken record (a test that cannot fail is a defect)
+python3 - "$tmp/out/results.json" "$tmp/bad.json" <<'PY'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+recs[0]["samples"] = -1
+del recs[1]["unit"]
+json.dump(recs, open(sys.argv[2], "w"))
+PY
+if python3 "$here/tools/repro/json_validate.py" "$here/docs/bench-repro.schema.json" "$tmp/bad.json" 2>/dev/null; then
+	fail "the validator accepted a negative samples and a missing unit"
+fi
+
+# every run of the matrix has records: workload/preset/mode/config
+python3 - "$tmp/out/results.json" <<'PY'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+have = {(r["workload"], r["preset"], r["mode"], r["config"]) for r in recs}
+want = set()
+for p in ("2.6.29", "2.6.30-rc1", "2.6.30"):
+    want |= {("jens", p, "ordered", "idle"), ("jens", p, "ordered", "stream"),
+             ("fsync-under-stream", p, "ordered", "stream"), ("fsync-under-stream", p, "writeback", "stream"),
+             ("fsync-tester", p, "ordered", "random-writer")}
+want |= {("fsync-under-stream", "2.6.30", m, "stream") for m in ("guarded", "journal")}
+want |= {("atime", "2.6.30", "ordered", "journal_ioprio=%s/4" % c) for c in ("BE", "RT")}
+want |= {("max-sectors", "2.6.30", m, "max_sectors_kb=%d" % k) for k in (512, 64) for m in ("ordered", "writeback")}
+missing = want - have
+assert not missing, "missing runs: %s" % sorted(missing)
+assert have == want, "unexpected runs: %s" % sorted(have - want)
+def val(w, p, m, c, metric):
+    v = [r for r in recs if (r["workload"], r["preset"], r["mode"], r["config"], r["metric"]) == (w, p, m, c, metric)]
+    assert len(v) == 1, (w, p, m, c, metric, v)
+    return v[0]
+# the figures the done-when checks use are there, positive, with their sample counts
+for p in ("2.6.29", "2.6.30-rc1", "2.6.30"):
+    r = val("jens", p, "ordered", "idle", "total_s")
+    assert r["value"] > 0 and r["unit"] == "s" and r["samples"] == 10, r
+    r = val("fsync-under-stream", p, "ordered", "stream", "fsync_p99_ms")
+    assert r["value"] > 0 and r["samples"] >= 1, r
+    assert val("fsync-under-stream", p, "ordered", "stream", "stream_mbps")["value"] > 0
+for c in ("BE", "RT"):
+    r = val("atime", "2.6.30", "ordered", "journal_ioprio=%s/4" % c, "probe_p99_ms")
+    assert r["value"] > 0 and r["samples"] >= 4, r
+g = [r for r in recs if r["mode"] == "guarded"]
+assert g and all(r["metric"] != "skipped" or r["value"] is None for r in g), g
+PY
+
+# plots: gnuplot drew non-empty SVGs from the same data
+for p in timeline-eras timeline-modes cdf-eras cdf-modes cdf-atime jens; do
+	[ -s "$tmp/out/plots/$p.svg" ] || fail "plots/$p.svg missing or empty"
+	grep -q "<svg" "$tmp/out/plots/$p.svg" || fail "plots/$p.svg is not an SVG"
+done
+grep -q "^2.6.30-rc1 " "$tmp/out/plots/jens.dat" || fail "jens.dat has no 2.6.30-rc1 row"
+# the report: its checks and one table per workload, each run a row
+grep -q "^## Done-when checks" "$tmp/out/report.md" || fail "report: no checks"
+for t in "### jens" "### fsync-under-stream" "### fsync-tester" "### atime" "### max-sectors"; do
+	grep -q "^$t" "$tmp/out/report.md" || fail "report: no table '$t'"
+done
+[ "$(grep -c '^| nostall | sim:ssd,size=1G |' "$tmp/out/report.md")" = 23 ] || fail "report: want 23 run rows"
+grep -q "skipped: not built" "$tmp/out/report.md" || grep -q "| guarded | stream | [0-9]" "$tmp/out/report.md" ||
+	fail "report: guarded neither measured nor skipped with a reason"
+
+# nostall load: the peers' binary on a host directory
+mkdir "$tmp/dir"
+"$NOSTALL" load "$tmp/dir" jens --jens-n 5 >"$tmp/load.out" || fail "nostall load jens exited $?"
+[ "$(grep -c '^S fsync ' "$tmp/load.out")" = 5 ] || { cat "$tmp/load.out"; fail "load: want 5 samples"; }
+grep -Eq '^M total_s [0-9.e+-]+ s$' "$tmp/load.out" || fail "load: no total_s"
+[ "$(wc -l <"$tmp/dir/jens.txt")" = 5 ] || fail "load: jens.txt should have 5 lines"
+
+# usage errors exit 2
+for args in "--workload nope" "extra" "--bogus"; do
+	rc=0; "$NOSTALL" bench repro $args >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 2 ] || fail "bench repro $args should exit 2 (got $rc)"
+done
+for args in "" "$tmp/dir" "$tmp/dir nope" "$tmp/dir jens --jens-n x"; do
+	rc=0; "$NOSTALL" load $args >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 2 ] || fail "load $args should exit 2 (got $rc)"
+done
+rc=0; "$NOSTALL" bench repro --micro --device sim:floppy --out "$tmp/x" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "a bad device should exit 1 (got $rc)"
+echo ok
