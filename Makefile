@@ -205,4 +205,4 @@ uninstall:
 # simulated disk (README).
 .PHONY: bench
 bench: all
-	$(BUILD)/nostall bench blk
+	$(BUILD)/nostall bench repro --quick --out $(BUILD)/repro
