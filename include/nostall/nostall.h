@@ -375,8 +375,9 @@ const char *nostall_feature_name(int which, uint32_t bit);
  * to: default_permissions); it does enforce ext3's rules (name length, link
  * count, directory emptiness, read-only mounts) and the VFS's (a directory
  * into its own subtree, user.* xattrs only on files and directories). The
- * allocator does not see credentials yet: every caller may use the
- * reserved blocks (s_r_blocks_count), as root could.
+ * block allocator sees them: the reserved blocks (s_r_blocks_count) are
+ * kept for uid 0, s_def_resuid and members of s_def_resgid, as Linux keeps
+ * them; other callers get -ENOSPC when only reserved blocks are left.
  *
  * Path calls resolve every component but the last (following symlinks), then
  * act on the last name in that directory; "/" or an empty last component,
