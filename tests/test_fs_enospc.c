@@ -247,9 +247,9 @@ static void blocks_case(unsigned bs, const char *mode)
 		snprintf(p, sizeof p, "/d%d", d);
 		assert_int_equal(nostall_mkdir(fs, p, 0755), 0);
 	}
-	/* The process runs as root: every block, the reserved ones too. (The
-	 * allocator does not see the API's thread credentials yet, so an
-	 * ordinary user's ENOSPC at the reserved blocks is not tested.) */
+	/* As root: every block, the reserved ones too (reserved_case has an
+	 * ordinary user stop at them). */
+	nostall_cred_set(0, 0, NULL, 0);
 	struct nostall_statfs sf;
 	fill(fs, &f, 700 * KIB);
 	assert_true(f.n > 4);
@@ -306,7 +306,123 @@ static void blocks_case(unsigned bs, const char *mode)
 	fs = mnt(img, "ro");
 	check_all(fs, &f);
 	umnt(fs);
+	nostall_cred_reset();
 	unlink(img);
+}
+
+/* ---------------------------------------------------- reserved blocks */
+
+/* Free blocks now (statfs). */
+static uint64_t blocks_free(struct nostall_fs *fs)
+{
+	struct nostall_statfs sf;
+	assert_int_equal(nostall_statfs(fs, &sf), 0);
+	return sf.blocks_free;
+}
+
+/* Reserved blocks (-m 5): an ordinary user's writes stop with -ENOSPC when
+ * only the reserved blocks are left; s_def_resuid, a member of s_def_resgid
+ * and root go on into them (2.6.30's ext3_has_free_blocks). */
+static void reserved_case(unsigned bs)
+{
+	char img[300];
+	img_path(img, sizeof img, "reserved.img");
+	mkimg(img, bs, bs == 1024 ? 8192 : 16384, "-m 5");
+	assert_int_equal(run("tune2fs -u 1234 -g 2000 '%s' >/dev/null 2>&1", img), 0);
+	static struct files f;
+	memset(&f, 0, sizeof f);
+	struct nostall_fs *fs = mnt(img, NULL);
+	struct nostall_info info;
+	assert_int_equal(nostall_info(fs, &info), 0);
+	uint64_t rsv = info.r_blocks_count;
+	assert_true(rsv > 16);
+	for (int d = 0; d < 4; d++) {
+		char p[16];
+		snprintf(p, sizeof p, "/d%d", d);
+		assert_int_equal(nostall_mkdir(fs, p, 0777), 0);
+	}
+	/* uid 1000 (group 100, also in 3000): stops at the reserve, exactly */
+	const uint32_t other[] = {3000};
+	nostall_cred_set(1000, 100, other, 1);
+	fill(fs, &f, 700 * KIB);
+	assert_true(f.n > 4);
+	uint64_t left = blocks_free(fs);
+	if (left != rsv)
+		fail_msg("bs %u: an ordinary user stopped with %llu blocks free, %llu reserved", bs,
+			 (unsigned long long)left, (unsigned long long)rsv);
+	struct nostall_statfs sf;
+	assert_int_equal(nostall_statfs(fs, &sf), 0);
+	assert_int_equal(sf.blocks_avail, 0);
+	assert_int_equal(nostall_mkdir(fs, "/d0/newdir", 0755), -ENOSPC);
+	char p[64];
+	bool full;
+	/* s_def_resuid and a member of s_def_resgid may take reserved blocks */
+	nostall_cred_set(1234, 100, NULL, 0);
+	fname(p, sizeof p, f.n);
+	f.size[f.n] = write_until(fs, p, f.n, 8 * bs, &full);
+	assert_false(full);
+	f.n++;
+	const uint32_t res[] = {3000, 2000};
+	nostall_cred_set(1001, 100, res, 2);
+	fname(p, sizeof p, f.n);
+	f.size[f.n] = write_until(fs, p, f.n, 8 * bs, &full);
+	assert_false(full);
+	f.n++;
+	assert_true(blocks_free(fs) < rsv);
+	/* the ordinary user still cannot */
+	nostall_cred_set(1000, 100, other, 1);
+	fname(p, sizeof p, f.n);
+	assert_int_equal(write_until(fs, p, f.n, bs, &full), 0);
+	assert_true(full);
+	f.n++;
+	/* root fills the rest */
+	nostall_cred_set(0, 0, NULL, 0);
+	uint64_t before = blocks_free(fs);
+	unsigned first_root = f.n;
+	fill(fs, &f, 700 * KIB);
+	uint64_t got = 0;
+	for (unsigned i = first_root; i < f.n; i++)
+		got += f.size[i];
+	if (got < (before - before / 8) * bs || blocks_free(fs) > 4)
+		fail_msg("bs %u: root wrote %llu bytes of %llu free blocks, %llu left", bs,
+			 (unsigned long long)got, (unsigned long long)before,
+			 (unsigned long long)blocks_free(fs));
+	check_all(fs, &f);
+	umnt(fs);
+	fsck_clean(img);
+	/* after a remount, an unprivileged user's write fails at once, and
+	 * works again once root deleted enough to free more than the reserve */
+	fs = mnt(img, NULL);
+	nostall_cred_set(1000, 100, NULL, 0);
+	fname(p, sizeof p, f.n);
+	assert_int_equal(write_until(fs, p, f.n, bs, &full), 0);
+	assert_true(full);
+	f.n++;
+	nostall_cred_set(0, 0, NULL, 0);
+	for (unsigned i = 0; i < f.n && blocks_free(fs) < rsv + 16; i++)
+		if (f.size[i] && !f.gone[i])
+			del(fs, &f, i);
+	assert_true(blocks_free(fs) >= rsv + 16);
+	nostall_cred_set(1000, 100, NULL, 0);
+	fname(p, sizeof p, f.n);
+	f.size[f.n] = write_until(fs, p, f.n, 4 * bs, &full);
+	assert_false(full);
+	f.n++;
+	check_all(fs, &f);
+	nostall_cred_reset();
+	umnt(fs);
+	fsck_clean(img);
+	unlink(img);
+}
+
+static void test_reserved_1k(void **state)
+{
+	reserved_case(1024);
+}
+
+static void test_reserved_4k(void **state)
+{
+	reserved_case(4096);
 }
 
 static void test_blocks_1k_ordered(void **state)
@@ -642,7 +758,7 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	int orc = oracles_check("test_fs_enospc", "mke2fs e2fsck");
+	int orc = oracles_check("test_fs_enospc", "mke2fs e2fsck tune2fs");
 	if (orc >= 0) {
 		rmdir(tmpdir);
 		return orc;
@@ -654,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_efbig_1k),          cmocka_unit_test(test_efbig_4k),
 		cmocka_unit_test(test_nametoolong_1k),    cmocka_unit_test(test_nametoolong_4k),
 		cmocka_unit_test(test_emlink_1k),         cmocka_unit_test(test_emlink_4k),
+		cmocka_unit_test(test_reserved_1k),       cmocka_unit_test(test_reserved_4k),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	(void)run("rm -rf '%s'", tmpdir);

@@ -207,11 +207,16 @@ int nostall_readdir(struct nostall_fs *fs, const char *path, nostall_readdir_cb 
 int nostall_readdir_ino(struct nostall_fs *fs, uint64_t dir_ino, nostall_readdir_cb cb, void *ctx);
 
 /* Iterator form. nostall_dir_next returns 1 and fills *de, 0 at the end, or a
- * negative errno (the iterator stays at the failing entry). */
+ * negative errno (the iterator stays at the failing entry). Linear
+ * directories come in block order, indexed (htree) ones in hash order: a
+ * name present for the whole walk comes exactly once, and none twice, even
+ * while names are inserted and leaves split (docs/write-dirs.md). */
 int nostall_opendir(struct nostall_fs *fs, const char *path, struct nostall_dir **out);
 int nostall_opendir_ino(struct nostall_fs *fs, uint64_t dir_ino, struct nostall_dir **out);
 int nostall_dir_next(struct nostall_dir *d, struct nostall_dirent *de);
-/* Position: an opaque cookie (byte offset in the directory); 0 = start. */
+/* Position: an opaque cookie, 0 = start (a byte offset in a linear
+ * directory, a hash position in an indexed one); a next_pos or a tell of
+ * this or another iterator of the directory. */
 uint64_t nostall_dir_tell(struct nostall_dir *d);
 int nostall_dir_seek(struct nostall_dir *d, uint64_t pos);
 void nostall_closedir(struct nostall_dir *d);
@@ -375,8 +380,9 @@ const char *nostall_feature_name(int which, uint32_t bit);
  * to: default_permissions); it does enforce ext3's rules (name length, link
  * count, directory emptiness, read-only mounts) and the VFS's (a directory
  * into its own subtree, user.* xattrs only on files and directories). The
- * allocator does not see credentials yet: every caller may use the
- * reserved blocks (s_r_blocks_count), as root could.
+ * block allocator sees them: the reserved blocks (s_r_blocks_count) are
+ * kept for uid 0, s_def_resuid and members of s_def_resgid, as Linux keeps
+ * them; other callers get -ENOSPC when only reserved blocks are left.
  *
  * Path calls resolve every component but the last (following symlinks), then
  * act on the last name in that directory; "/" or an empty last component,

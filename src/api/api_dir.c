@@ -96,11 +96,71 @@ int nostall_opendir(struct nostall_fs *fs, const char *path, struct nostall_dir 
 	return rc ? rc : nostall_opendir_ino(fs, ino, out);
 }
 
+/* ---- iterators: hash cookies for indexed directories (ext3.h,
+ *      ext3_dir_iterate_stable); byte offsets for linear ones ---- */
+
+static bool seen_has(const struct nostall_dir *d, const char *name, size_t len)
+{
+	for (size_t i = 0; i < d->seen_len; i += 1 + (size_t)d->seen[i])
+		if (d->seen[i] == len && memcmp(d->seen + i + 1, name, len) == 0)
+			return true;
+	return false;
+}
+
+static void seen_drop(struct nostall_dir *d)
+{
+	free(d->seen);
+	d->seen = NULL;
+	d->seen_len = d->seen_cap = 0;
+	d->seen_off = false;
+}
+
+/* Record a name returned at a linear position inside the first block. */
+static void seen_note(struct nostall_dir *d, const struct nostall_dirent *de)
+{
+	if (d->seen_off || (de->next_pos & EXT3_DIR_COOKIE_HASH))
+		return;
+	if (de->next_pos > ext3_fs_block_size(d->fs->e)) {
+		seen_drop(d);
+		d->seen_off = true;
+		return;
+	}
+	if (d->seen_len + 1 + de->name_len > d->seen_cap) {
+		size_t cap = d->seen_cap ? 2 * d->seen_cap : 1024;
+		uint8_t *p = realloc(d->seen, cap);
+		if (!p) { /* without the record a conversion may repeat names */
+			seen_drop(d);
+			d->seen_off = true;
+			return;
+		}
+		d->seen = p;
+		d->seen_cap = cap;
+	}
+	d->seen[d->seen_len] = (uint8_t)de->name_len;
+	memcpy(d->seen + d->seen_len + 1, de->name, de->name_len);
+	d->seen_len += 1 + (size_t)de->name_len;
+}
+
 static int batch_cb(void *ctx, const struct ext3_dirent_view *de, uint64_t next_pos)
 {
 	struct nostall_dir *d = ctx;
+	/* Hash order after the linear form: skip what was returned then. */
+	if ((next_pos & EXT3_DIR_COOKIE_HASH) && d->seen_len && seen_has(d, de->name, de->name_len))
+		return 0;
 	dirent_fill(&d->batch[d->nbatch++], de, next_pos);
 	return d->nbatch == DIR_BATCH ? 1 : 0;
+}
+
+/* Deliver batch entry d->at. */
+static void dir_take(struct nostall_dir *d, struct nostall_dirent *de)
+{
+	*de = d->batch[d->at++];
+	d->pos = de->next_pos;
+	memcpy(d->last, de->name, de->name_len);
+	d->last_len = de->name_len;
+	d->last_pos = de->next_pos;
+	d->has_last = true;
+	seen_note(d, de);
 }
 
 int nostall_dir_next(struct nostall_dir *d, struct nostall_dirent *de)
@@ -110,7 +170,9 @@ int nostall_dir_next(struct nostall_dir *d, struct nostall_dirent *de)
 	if (d->at == d->nbatch && !d->eof) {
 		d->nbatch = d->at = 0;
 		uint64_t pos = d->pos;
-		rc = ext3_dir_iterate(d->fs->e, d->in, &pos, batch_cb, d);
+		bool after = d->has_last && d->last_pos == pos;
+		rc = ext3_dir_iterate_stable(d->fs->e, d->in, &pos, after ? d->last : NULL,
+					     after ? d->last_len : 0, batch_cb, d);
 		if (rc == 0)
 			d->eof = true;
 		if (rc > 0)
@@ -118,18 +180,14 @@ int nostall_dir_next(struct nostall_dir *d, struct nostall_dirent *de)
 	}
 	if (rc == 0) {
 		if (d->at < d->nbatch) {
-			*de = d->batch[d->at++];
-			d->pos = de->next_pos;
+			dir_take(d, de);
 			rc = 1;
 		}
-	} else {
+	} else if (d->nbatch) {
 		/* Entries gathered before the error are still delivered next time;
 		 * the error is returned now, the position stays. */
-		if (d->nbatch) {
-			*de = d->batch[d->at++];
-			d->pos = de->next_pos;
-			rc = 1;
-		}
+		dir_take(d, de);
+		rc = 1;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return rc;
@@ -146,6 +204,12 @@ uint64_t nostall_dir_tell(struct nostall_dir *d)
 int nostall_dir_seek(struct nostall_dir *d, uint64_t pos)
 {
 	pthread_mutex_lock(&d->lock);
+	/* Another position: what was seen before it is unknown. */
+	if (pos != d->pos) {
+		seen_drop(d);
+		if (pos)
+			d->seen_off = true;
+	}
 	d->pos = pos;
 	d->nbatch = d->at = 0;
 	d->eof = false;
@@ -160,6 +224,7 @@ void nostall_closedir(struct nostall_dir *d)
 	ext3_iput(d->in);
 	atomic_fetch_sub(&d->fs->handles, 1);
 	pthread_mutex_destroy(&d->lock);
+	free(d->seen);
 	free(d);
 }
 

@@ -72,6 +72,18 @@ struct nostall_dir {
 	unsigned nbatch, at;
 	bool eof;
 	struct ext3_inode *in; /* a reference */
+	/* The name returned last and the position after it: a resume there
+	 * inside a run of equal hashes goes on right after that name. */
+	char last[NOSTALL_NAME_MAX + 1];
+	uint16_t last_len;
+	uint64_t last_pos;
+	bool has_last;
+	/* Names returned while the directory was linear and one block long,
+	 * each as a length byte and the name: if it becomes indexed (hash
+	 * order) they are not returned again. NULL when not recorded. */
+	uint8_t *seen;
+	size_t seen_len, seen_cap;
+	bool seen_off;         /* past the first block: a directory that long never converts */
 };
 
 /* Get inode ino with a reference; it must be in use (-ENOENT otherwise),

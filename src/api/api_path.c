@@ -18,41 +18,23 @@ int api_check_rw(struct nostall_fs *fs, const char *what)
 	return err_set(-EROFS, "%s: the filesystem is mounted read-only", what);
 }
 
-/* ---- credentials: thread-local, unset = the process's euid/egid ---- */
-
-#define API_NGROUPS_MAX 64
-static _Thread_local struct {
-	bool set;
-	uint32_t uid, gid;
-	unsigned ngroups;
-	uint32_t groups[API_NGROUPS_MAX];
-} cred;
+/* ---- credentials: thread-local, unset = the process's euid/egid ----
+ * Kept by ext3 (balloc.c), whose allocator needs them too (reserved
+ * blocks). */
 
 void nostall_cred_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups)
 {
-	cred.set = true;
-	cred.uid = uid;
-	cred.gid = gid;
-	cred.ngroups = groups ? (ngroups < API_NGROUPS_MAX ? ngroups : API_NGROUPS_MAX) : 0;
-	if (cred.ngroups)
-		memcpy(cred.groups, groups, cred.ngroups * sizeof *groups);
+	ext3_cred_thread_set(uid, gid, groups, ngroups);
 }
 
 void nostall_cred_reset(void)
 {
-	cred.set = false;
-	cred.ngroups = 0;
+	ext3_cred_thread_reset();
 }
 
 void api_cred(struct ext3_cred *cr)
 {
-	if (cred.set) {
-		cr->uid = cred.uid;
-		cr->gid = cred.gid;
-	} else {
-		cr->uid = (uint32_t)geteuid();
-		cr->gid = (uint32_t)getegid();
-	}
+	ext3_cred_thread_get(cr);
 }
 
 unsigned nostall_oflags_from_posix(int oflags)

@@ -23,6 +23,7 @@
  * every node's start/end. Order: group lock -> buffer lock -> balloc->lock.
  * The inode's rsv fields change under in->lock (writer), held by callers.
  */
+#include "ext3/ext3_fsops.h"
 #include "ext3/write.h"
 
 #include "buf/buf.h"
@@ -31,6 +32,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RSV_DEFAULT 8u    /* EXT3_DEFAULT_RESERVE_BLOCKS */
 #define RSV_MAX 1027u     /* EXT3_MAX_RESERVE_BLOCKS */
@@ -341,20 +343,88 @@ static uint32_t alloc_with_window(struct grp *g, struct ext3_inode *in, uint64_t
 
 /* ---- allocation ---- */
 
-/* Reserved blocks (s_r_blocks_count) are for root (uid 0, s_def_resuid or
- * s_def_resgid) only. The API runs as root: every caller is root today. */
-static bool has_free_blocks(struct ext3_fs *fs, bool root)
+/* ---- reserved blocks and the caller's credentials ---- */
+
+/* The calling thread's credentials (ext3_cred_thread_set; the API's
+ * nostall_cred_set); unset: the process's. */
+#define CRED_NGROUPS_MAX 64
+static _Thread_local struct {
+	bool set;
+	uint32_t uid, gid;
+	unsigned ngroups;
+	uint32_t groups[CRED_NGROUPS_MAX];
+} tl_cred;
+
+void ext3_cred_thread_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups)
+{
+	tl_cred.set = true;
+	tl_cred.uid = uid;
+	tl_cred.gid = gid;
+	tl_cred.ngroups = groups ? (ngroups < CRED_NGROUPS_MAX ? ngroups : CRED_NGROUPS_MAX) : 0;
+	if (tl_cred.ngroups)
+		memcpy(tl_cred.groups, groups, tl_cred.ngroups * sizeof *groups);
+}
+
+void ext3_cred_thread_reset(void)
+{
+	tl_cred.set = false;
+	tl_cred.ngroups = 0;
+}
+
+void ext3_cred_thread_get(struct ext3_cred *cr)
+{
+	cr->uid = tl_cred.set ? tl_cred.uid : (uint32_t)geteuid();
+	cr->gid = tl_cred.set ? tl_cred.gid : (uint32_t)getegid();
+}
+
+/* Is gid the caller's group or one of its supplementary groups? */
+static bool cred_in_group(uint32_t gid)
+{
+	if (tl_cred.set) {
+		if (tl_cred.gid == gid)
+			return true;
+		for (unsigned i = 0; i < tl_cred.ngroups; i++)
+			if (tl_cred.groups[i] == gid)
+				return true;
+		return false;
+	}
+	if ((uint32_t)getegid() == gid)
+		return true;
+	gid_t g[CRED_NGROUPS_MAX];
+	int n = getgroups(CRED_NGROUPS_MAX, g);
+	for (int i = 0; i < n; i++)
+		if ((uint32_t)g[i] == gid)
+			return true;
+	return false;
+}
+
+/* May the caller use the reserved blocks? 2.6.30's ext3_has_free_blocks
+ * rule: CAP_SYS_RESOURCE (uid 0 here), the uid s_def_resuid, or a member of
+ * the group s_def_resgid when that is not 0. */
+static bool cred_may_use_reserved(const struct ext3_fs *fs)
+{
+	uint32_t uid = tl_cred.set ? tl_cred.uid : (uint32_t)geteuid();
+	uint32_t resgid = le16_to_cpu(fs->sb.s_def_resgid);
+	return uid == 0 || uid == le16_to_cpu(fs->sb.s_def_resuid) ||
+	       (resgid != 0 && cred_in_group(resgid));
+}
+
+/* Blocks the caller may still allocate: the free count, less the reserved
+ * blocks (s_r_blocks_count) unless it may use them. */
+static uint64_t blocks_available(struct ext3_fs *fs)
 {
 	pthread_mutex_lock(&fs->sb_lock);
 	uint64_t free = fs->free_blocks;
 	pthread_mutex_unlock(&fs->sb_lock);
+	if (cred_may_use_reserved(fs))
+		return free;
 	uint64_t rsv = le32_to_cpu(fs->sb.s_r_blocks_count);
-	return free > 0 && (root || free > rsv);
+	return free > rsv ? free - rsv : 0;
 }
 
 bool ext3_should_retry_alloc(struct ext3_fs *fs, int *retries)
 {
-	if (!fs->journal || !has_free_blocks(fs, true) || (*retries)++ >= 3)
+	if (!fs->journal || !blocks_available(fs) || (*retries)++ >= 3)
 		return false;
 	return jbd_journal_force_commit(fs->journal) == 0;
 }
@@ -424,8 +494,14 @@ int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, 
 		return err_set(-EINVAL, "ext3: allocating 0 blocks");
 	if (!fs->group_locks || !fs->balloc)
 		return err_set(-EROFS, "ext3: read-only mount");
-	if (!has_free_blocks(fs, true))
+	/* Never more than the caller may take: an unprivileged caller stops
+	 * at the reserved blocks (concurrent allocators may each take the last
+	 * few, as the kernel's approximate counter lets them). */
+	uint64_t avail = blocks_available(fs);
+	if (!avail)
 		return err_set(-ENOSPC, "ext3: no free blocks");
+	if (want > avail)
+		want = (uint32_t)avail;
 	if (goal < fs->g.first_data_block || goal >= fs->g.blocks_count) {
 		if (in->rsv.last_phys && in->rsv.last_phys + 1 < fs->g.blocks_count)
 			goal = in->rsv.last_phys + 1;
@@ -468,9 +544,14 @@ int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, 
 
 /* ---- freeing ---- */
 
-/* Free [first, first + n) inside group g. */
+/* Free [first, first + n) inside group g; metadata: forget each block's
+ * buffer first. The forget happens under the group lock while the bits are
+ * still set: a block allocated in the running transaction is allocatable
+ * again the moment its bit clears (the committed copy has it free), and a
+ * forget after that could drop the next owner's create access and its new
+ * contents (a new directory's first block left unwritten). */
 static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint64_t first,
-		      uint32_t n)
+		      uint32_t n, bool metadata)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (block_is_meta(fs, g, first + i))
@@ -489,10 +570,12 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 	for (uint32_t i = 0; i < n && !bad; i++)
 		if (!bit_test(bm, bit + i))
 			bad = first + i;
-	if (bad) {
+	if (bad)
 		rc = ext3_fs_error(fs, "freeing free block %llu (group %u)",
 				   (unsigned long long)bad, g);
-	} else {
+	for (uint32_t i = 0; !rc && metadata && i < n; i++)
+		rc = ext3_journal_forget_block(h, first + i);
+	if (!rc) {
 		for (uint32_t i = 0; i < n; i++)
 			bit_clear(bm, bit + i);
 		rc = ext3_journal_dirty_metadata(h, bh);
@@ -520,9 +603,7 @@ int ext3_free_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t first
 		uint32_t g = ext3_geom_group_of_block(&fs->g, first);
 		uint64_t gend = ext3_geom_group_first(&fs->g, g) + ext3_geom_group_blocks(&fs->g, g);
 		uint32_t n = gend - first < count ? (uint32_t)(gend - first) : count;
-		int rc = group_free(h, fs, g, first, n);
-		for (uint32_t i = 0; !rc && metadata && i < n; i++)
-			rc = ext3_journal_forget_block(h, first + i);
+		int rc = group_free(h, fs, g, first, n, metadata);
 		if (rc)
 			return rc;
 		first += n;

@@ -8,6 +8,7 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- hashes ---- */
@@ -207,20 +208,17 @@ static int dir_entry_at(struct ext3_fs *fs, const struct ext3_inode *dir, const 
 	return 0;
 }
 
-static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
-			      ext3_dir_cb cb, void *ctx);
-
 int ext3_dir_iterate(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 		     ext3_dir_cb cb, void *ctx)
 {
 	pthread_rwlock_rdlock(&dir->lock);
-	int rc = dir_iterate_locked(fs, dir, pos, cb, ctx);
+	int rc = ext3_dir_iterate_locked(fs, dir, pos, cb, ctx);
 	pthread_rwlock_unlock(&dir->lock);
 	return rc;
 }
 
-static int dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
-			      ext3_dir_cb cb, void *ctx)
+int ext3_dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
+			    ext3_dir_cb cb, void *ctx)
 {
 	uint64_t nblocks;
 	int rc = ext3_dir_nblocks(fs, dir, &nblocks);
@@ -290,7 +288,7 @@ static int dir_lookup_linear(struct ext3_fs *fs, const struct ext3_inode *dir,
 			     struct find_ctx *f)
 {
 	uint64_t pos = 0;
-	int rc = dir_iterate_locked(fs, dir, &pos, find_cb, f);
+	int rc = ext3_dir_iterate_locked(fs, dir, &pos, find_cb, f);
 	if (rc == 1)
 		return 0;
 	if (rc < 0)
@@ -325,17 +323,11 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 	return 0;
 }
 
-/* One level of the index: a copy of its count/limit array (raw, as on
- * disk; read with the ext3_dx_* accessors of dir_int.h). */
-struct dx_level {
-	uint8_t raw[EXT3_MAX_BLOCK_SIZE];
-	unsigned count;
-	unsigned at; /* entry chosen */
-};
+/* ---- walking the index in hash order (shared with dx_readdir.c) ---- */
 
 /* Check and load the count/limit array at byte `off` of block `b`. */
 static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
-		   unsigned off, uint64_t nblocks, uint64_t lblk, struct dx_level *lv)
+		   unsigned off, uint64_t nblocks, uint64_t lblk, struct ext3_dx_level *lv)
 {
 	int rc = ext3_dx_entries_check(b, off, fs->g.block_size, nblocks);
 	if (rc)
@@ -346,87 +338,127 @@ static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8
 	return 0;
 }
 
-static void dx_choose(struct dx_level *lv, uint32_t h) { lv->at = ext3_dx_choose(lv->raw, 0, h); }
+static uint64_t dx_child(const struct ext3_dx_level *lv)
+{
+	return ext3_dx_block_at(lv->raw, 0, lv->at);
+}
 
-static uint64_t dx_child(const struct dx_level *lv) { return ext3_dx_block_at(lv->raw, 0, lv->at); }
+/* Load interior node `child` into level l, its entry chosen for h (or the
+ * first when first). */
+static int dx_node_load(struct ext3_fs *fs, const struct ext3_inode *dir, struct ext3_dx_walk *w,
+			unsigned l, uint32_t h, bool first)
+{
+	uint64_t child = dx_child(&w->lv[l - 1]);
+	struct buffer_head *bh;
+	int rc = ext3_dir_bread(fs, dir, child, &bh);
+	if (rc)
+		return rc;
+	const uint8_t *b = buf_data(bh);
+	rc = ext3_dx_node_check(b, fs->g.block_size);
+	if (rc)
+		rc = err_wrap(rc, "ext3: directory inode %u: block %llu", dir->a.ino,
+			      (unsigned long long)child);
+	else
+		rc = dx_load(fs, dir, b, EXT3_DX_NODE_CL, w->nblocks, child, &w->lv[l]);
+	buf_put(bh);
+	if (!rc)
+		w->lv[l].at = first ? 0 : ext3_dx_choose(w->lv[l].raw, 0, h);
+	return rc;
+}
 
-/* htree lookup: 0 found, -ENOENT absent, -EUCLEAN bad index (the caller falls
- * back to a linear scan), other errors as they come. */
-static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t nblocks,
-			 struct find_ctx *f)
+int ext3_dx_walk_start(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t nblocks,
+		       const char *name, size_t len, uint32_t h, struct ext3_dx_walk *w)
 {
 	struct buffer_head *bh;
 	int rc = ext3_dir_bread(fs, dir, 0, &bh);
 	if (rc)
 		return rc;
 	const uint8_t *b = buf_data(bh);
-	unsigned hv, levels;
-	rc = ext3_dx_root_check(b, &hv, &levels);
+	rc = ext3_dx_root_check(b, &w->hv, &w->levels);
 	if (rc) {
 		buf_put(bh);
 		return err_wrap(rc, "ext3: directory inode %u", dir->a.ino);
 	}
-	uint32_t h;
-	rc = ext3_dx_name_hash(fs, hv, f->name, f->len, &h);
-	if (rc) {
-		buf_put(bh);
-		return rc;
-	}
-	struct dx_level lv[EXT3_DX_MAX_LEVELS]; /* 8 KiB of stack at most */
-	rc = dx_load(fs, dir, b, EXT3_DX_ROOT_CL, nblocks, 0, &lv[0]);
+	w->nblocks = nblocks;
+	if (name)
+		rc = ext3_dx_name_hash(fs, w->hv, name, len, &h);
+	if (!rc)
+		rc = dx_load(fs, dir, b, EXT3_DX_ROOT_CL, nblocks, 0, &w->lv[0]);
 	buf_put(bh);
 	if (rc)
 		return rc;
-	dx_choose(&lv[0], h);
-	for (unsigned l = 1; l <= levels; l++) {
-		uint64_t child = dx_child(&lv[l - 1]);
-		rc = ext3_dir_bread(fs, dir, child, &bh);
+	w->hash = h;
+	w->lv[0].at = ext3_dx_choose(w->lv[0].raw, 0, h);
+	for (unsigned l = 1; l <= w->levels && !rc; l++)
+		rc = dx_node_load(fs, dir, w, l, h, false);
+	return rc;
+}
+
+uint64_t ext3_dx_walk_leaf(const struct ext3_dx_walk *w)
+{
+	return dx_child(&w->lv[w->levels]);
+}
+
+uint64_t ext3_dx_walk_next_hash(const struct ext3_dx_walk *w)
+{
+	for (int l = (int)w->levels; l >= 0; l--)
+		if (w->lv[l].at + 1 < w->lv[l].count)
+			return ext3_dx_hash_at(w->lv[l].raw, 0, w->lv[l].at + 1);
+	return EXT3_DX_WALK_END;
+}
+
+int ext3_dx_walk_next(struct ext3_fs *fs, const struct ext3_inode *dir, struct ext3_dx_walk *w)
+{
+	int l = (int)w->levels;
+	while (l >= 0 && w->lv[l].at + 1 >= w->lv[l].count)
+		l--;
+	if (l < 0)
+		return 0;
+	w->lv[l].at++;
+	for (unsigned d = (unsigned)l + 1; d <= w->levels; d++) {
+		int rc = dx_node_load(fs, dir, w, d, 0, true);
 		if (rc)
 			return rc;
-		b = buf_data(bh);
-		rc = ext3_dx_node_check(b, fs->g.block_size);
-		if (rc) {
-			buf_put(bh);
-			return err_wrap(rc, "ext3: directory inode %u: block %llu", dir->a.ino,
-					(unsigned long long)child);
-		}
-		rc = dx_load(fs, dir, b, EXT3_DX_NODE_CL, nblocks, child, &lv[l]);
-		buf_put(bh);
-		if (rc)
-			return rc;
-		dx_choose(&lv[l], h);
 	}
+	return 1;
+}
+
+/* htree lookup: 0 found, -ENOENT absent, -EUCLEAN bad index (the caller falls
+ * back to a linear scan), other errors as they come. */
+static int dir_lookup_dx(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t nblocks,
+			 struct find_ctx *f)
+{
+	struct ext3_dx_walk *w = malloc(sizeof *w);
+	if (!w)
+		return err_set(-ENOMEM, "ext3: out of memory for an htree lookup");
+	int rc = ext3_dx_walk_start(fs, dir, nblocks, f->name, f->len, 0, w);
 	/* Search the leaf, then continue while the next leaf starts with the
 	 * same hash (collision bit set). Bounded by the entries of the index. */
-	for (unsigned guard = 0; guard <= (unsigned)nblocks; guard++) {
-		struct dx_level *leaf = &lv[levels];
-		rc = dx_search_leaf(fs, dir, dx_child(leaf), f);
-		if (rc)
-			return rc < 0 ? rc : 0;
-		/* Advance to the next leaf in hash order. */
-		int l = (int)levels;
-		while (l >= 0 && lv[l].at + 1 >= lv[l].count)
-			l--;
-		if (l < 0)
-			return -ENOENT;
-		lv[l].at++;
-		uint32_t next_hash = ext3_dx_hash_at(lv[l].raw, 0, lv[l].at);
-		if ((next_hash & ~1u) != h || !(next_hash & 1u))
-			return -ENOENT;
-		for (unsigned d = (unsigned)l + 1; d <= levels; d++) {
-			uint64_t child = dx_child(&lv[d - 1]);
-			rc = ext3_dir_bread(fs, dir, child, &bh);
-			if (rc)
-				return rc;
-			rc = dx_load(fs, dir, buf_data(bh), EXT3_DX_NODE_CL, nblocks, child, &lv[d]);
-			buf_put(bh);
-			if (rc)
-				return rc;
-			lv[d].at = 0;
+	for (unsigned guard = 0; !rc; guard++) {
+		if (guard > (unsigned)nblocks) {
+			rc = err_set(-EUCLEAN, "ext3: directory inode %u: htree collision chain "
+				     "too long", dir->a.ino);
+			break;
 		}
+		rc = dx_search_leaf(fs, dir, ext3_dx_walk_leaf(w), f);
+		if (rc) {
+			rc = rc < 0 ? rc : 0;
+			break;
+		}
+		uint64_t next_hash = ext3_dx_walk_next_hash(w);
+		if (next_hash == EXT3_DX_WALK_END || (next_hash & ~1u) != w->hash ||
+		    !(next_hash & 1u)) {
+			rc = -ENOENT;
+			break;
+		}
+		rc = ext3_dx_walk_next(fs, dir, w);
+		if (rc == 1)
+			rc = 0;
+		else if (rc == 0)
+			rc = -ENOENT;
 	}
-	return err_set(-EUCLEAN, "ext3: directory inode %u: htree collision chain too long",
-		       dir->a.ino);
+	free(w);
+	return rc;
 }
 
 int ext3_dir_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name,

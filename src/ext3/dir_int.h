@@ -23,6 +23,9 @@ int ext3_dir_nblocks(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t 
  * holds dir->lock (reader or writer). */
 int ext3_dir_bread(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
 		   struct buffer_head **out);
+/* ext3_dir_iterate with dir->lock held (reader or writer). (dir.c) */
+int ext3_dir_iterate_locked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t *pos,
+			    ext3_dir_cb cb, void *ctx);
 /* Find name like ext3_dir_lookup (htree when the index is sane, else a
  * linear scan) and say which logical block holds it. Caller holds dir->lock.
  * -ENOENT when absent. (dir.c) */
@@ -71,6 +74,38 @@ void ext3_dx_node_init(uint8_t *b, unsigned bs);
  * rec_len 12 followed by ".." (-EINVAL otherwise, nothing changed) and
  * hv 0..2. */
 int ext3_dx_root_make(uint8_t *root, uint8_t *leaf, unsigned bs, unsigned hv);
+
+/* ---- walking an htree in hash order (dir.c) ---- */
+
+/* One level of the index: a copy of its count/limit array (raw, as on disk;
+ * read with the ext3_dx_* accessors) and the entry chosen. */
+struct ext3_dx_level {
+	uint8_t raw[EXT3_MAX_BLOCK_SIZE];
+	unsigned count;
+	unsigned at;
+};
+/* A position in the index: the entry chosen at each level down to the
+ * leaf. */
+struct ext3_dx_walk {
+	struct ext3_dx_level lv[EXT3_DX_MAX_LEVELS];
+	unsigned levels; /* indirect_levels: lv[levels] points at the leaf */
+	unsigned hv;     /* the root's hash version (0..2) */
+	uint32_t hash;   /* what was looked for */
+	uint64_t nblocks;
+};
+#define EXT3_DX_WALK_END UINT64_MAX
+/* Check the root and walk down to the leaf for the hash of name (name NULL:
+ * for hash h). -EUCLEAN on a bad index (the caller may fall back to a
+ * linear scan). Caller holds dir->lock. */
+int ext3_dx_walk_start(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t nblocks,
+		       const char *name, size_t len, uint32_t h, struct ext3_dx_walk *w);
+/* The leaf's logical block. */
+uint64_t ext3_dx_walk_leaf(const struct ext3_dx_walk *w);
+/* The index hash of the leaf after this one (bit 0: the collision
+ * continuation bit), EXT3_DX_WALK_END when this is the last. */
+uint64_t ext3_dx_walk_next_hash(const struct ext3_dx_walk *w);
+/* Go to the next leaf in hash order: 1, 0 at the end, or an error. */
+int ext3_dx_walk_next(struct ext3_fs *fs, const struct ext3_inode *dir, struct ext3_dx_walk *w);
 
 /* ---- pure in-block operations (dirblock.c) ---- */
 

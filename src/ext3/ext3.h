@@ -310,6 +310,20 @@ int ext3_dirblock_entry(const uint8_t *blk, unsigned bs, unsigned off, uint32_t 
 typedef int (*ext3_dir_cb)(void *ctx, const struct ext3_dirent_view *de, uint64_t next_pos);
 int ext3_dir_iterate(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 		     ext3_dir_cb cb, void *ctx);
+/* Iterate like ext3_dir_iterate, with positions that survive concurrent
+ * inserts (docs/write-dirs.md, "Readdir cookies"): a linear directory in
+ * block order with byte offsets; an indexed one in hash order (names of one
+ * hash by name), its positions hash cookies (EXT3_DIR_COOKIE_HASH set), so
+ * a leaf split never makes a name come twice or be skipped. *pos: 0 or a
+ * next_pos given to cb before. after (may be NULL): the name of the entry
+ * whose next_pos *pos is, if the caller kept it: a resume inside a run of
+ * equal hashes then continues right after that name. A byte offset met on
+ * a directory that became indexed since restarts in hash order (the caller
+ * filters what it saw: at most one block of names, since only a one-block
+ * directory becomes indexed). */
+#define EXT3_DIR_COOKIE_HASH (1ull << 62)
+int ext3_dir_iterate_stable(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
+			    const char *after, size_t after_len, ext3_dir_cb cb, void *ctx);
 
 /* Look up one name in a directory (htree when indexed and the index is sane,
  * else linear). *ino = the entry's inode; -ENOENT when absent. */

@@ -25,6 +25,16 @@ struct ext3_cred {
 	uint32_t uid, gid;
 };
 
+/* The calling thread's credentials as the block allocator sees them
+ * (balloc.c): the reserved blocks (s_r_blocks_count) are kept for uid 0,
+ * s_def_resuid and members of s_def_resgid (when not 0), as 2.6.30's
+ * ext3_has_free_blocks keeps them; others get -ENOSPC there. Thread-local;
+ * unset (or after reset): the process's euid, egid and groups. */
+void ext3_cred_thread_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups);
+void ext3_cred_thread_reset(void);
+/* The calling thread's uid and gid (for new inodes). */
+void ext3_cred_thread_get(struct ext3_cred *cr);
+
 /* ---- names (namei.c) ----
  * dir must be a directory (-ENOTDIR). New inodes: *out gets a reference
  * (ext3_iput it). mode carries the file type (S_IFREG, S_IFIFO, S_IFSOCK,

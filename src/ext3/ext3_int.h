@@ -32,7 +32,7 @@ struct ext3_inode {
 	unsigned refs;
 	struct ext3_inode *hnext;   /* hash chain */
 	struct ext3_inode *lru_prev, *lru_next; /* unreferenced inodes only */
-	bool freeing;               /* being evicted (writable mounts): ext3_iget waits */
+	bool freeing;               /* being read or evicted: ext3_iget waits */
 	/* in->lock (read-write) protects everything from here to raw[]: readers
 	 * hold it as reader for a whole read function; the write path takes it as
 	 * writer to change a field, i_size or the block map. */

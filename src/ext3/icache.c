@@ -4,9 +4,9 @@
  *
  * A hash by inode number holds every cached inode; inodes whose last
  * reference was dropped also sit on an LRU list and are freed, oldest
- * first, when more than max_unused of them are cached. A miss reads the
- * inode without the cache lock and inserts it afterwards; if another thread
- * inserted the same inode meanwhile, its copy wins and ours is freed.
+ * first, when more than max_unused of them are cached. A miss inserts the
+ * new inode (marked `freeing`: others wait) and reads it without the cache
+ * lock.
  *
  * Writable mounts (docs/write-inode.md, "Eviction"): when the last
  * reference to an unlinked inode (links 0) goes, ext3_iput frees it
@@ -15,6 +15,8 @@
  * first hands its data to ext3_data_evict. Meanwhile the inode stays in the
  * hash marked `freeing`, and ext3_iget of its number waits for the end, so
  * nobody reads the inode from disk while its last state is being written.
+ * A miss is marked the same way while it is read: one reader per number,
+ * and nobody writes the slot it reads (the writer would need the inode).
  * Whoever drops the last reference must not hold the inode's lock (the
  * unlinked check then assumes the inode lives, and the next unmount or
  * orphan cleanup frees it).
@@ -135,8 +137,6 @@ int ext3_iget(struct ext3_fs *fs, uint32_t ino, struct ext3_inode **out)
 	struct ext3_inode *in = lookup_get(c, ino);
 	if (in)
 		c->hits++;
-	else
-		c->misses++;
 	pthread_mutex_unlock(&c->lock);
 	if (in) {
 		*out = in;
@@ -145,31 +145,45 @@ int ext3_iget(struct ext3_fs *fs, uint32_t ino, struct ext3_inode **out)
 	struct ext3_inode *fresh = calloc(1, sizeof *fresh + fs->g.inode_size);
 	if (!fresh)
 		return err_set(-ENOMEM, "ext3: out of memory for inode %u", ino);
-	int rc = ext3_inode_load(fs, ino, fresh);
-	if (rc) {
-		free(fresh);
-		return rc;
-	}
 	fresh->fs = fs;
 	fresh->ino = ino;
 	fresh->refs = 1;
+	fresh->freeing = true; /* being read: ext3_iget of its number waits */
 	pthread_rwlock_init(&fresh->lock, NULL);
 	pthread_mutex_init(&fresh->map_lock, NULL);
 	atomic_init(&fresh->dirty_data, 0);
+	/* In the hash before it is read: nobody else reads the number from
+	 * disk meanwhile, so nobody can create (ext3_new_inode) and write an
+	 * inode of that number while we read its slot. */
 	pthread_mutex_lock(&c->lock);
-	in = lookup_get(c, ino); /* another thread may have read it meanwhile */
-	if (!in) {
+	in = lookup_get(c, ino); /* another thread may have got there meanwhile */
+	if (in) {
+		c->hits++;
+	} else {
+		c->misses++;
 		unsigned b = bucket(c, ino);
 		fresh->hnext = c->hash[b];
 		c->hash[b] = fresh;
 		c->cached++;
-		in = fresh;
-		fresh = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (fresh)
+	if (in) {
 		inode_free(fresh);
-	*out = in;
+		*out = in;
+		return 0;
+	}
+	int rc = ext3_inode_load(fs, ino, fresh);
+	pthread_mutex_lock(&c->lock);
+	if (rc)
+		hash_remove(c, fresh);
+	fresh->freeing = false;
+	pthread_cond_broadcast(&c->freed);
+	pthread_mutex_unlock(&c->lock);
+	if (rc) {
+		inode_free(fresh);
+		return rc;
+	}
+	*out = fresh;
 	return 0;
 }
 

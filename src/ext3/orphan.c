@@ -139,7 +139,14 @@ int ext3_evict_inode(struct ext3_inode *in)
 	struct ext3_fs *fs = in->fs;
 	pthread_rwlock_wrlock(&in->lock);
 	ext3_rsv_discard(in); /* leaving the cache: its window would stay reserved */
-	bool dead = in->a.links == 0 && in->a.mode != 0;
+	/* Dead: unlinked here, so on the in-memory orphan list (every unlink
+	 * and the mount's orphan cleanup put it there). An inode read from
+	 * disk with no links is a stale number (a deleted inode looked up by
+	 * number): it owns nothing; its number may be being claimed again by
+	 * ext3_new_inode right now (the bitmap then says used), so freeing it
+	 * would free the new inode's number and, through the stale block map,
+	 * blocks that belong to others. */
+	bool dead = in->a.links == 0 && in->a.mode != 0 && in->on_orphan;
 	int rc = 0;
 	if (dead && ext3_fs_writable(fs)) {
 		bool used = false;
