@@ -9,6 +9,7 @@ int bench_jbd(int argc, char **argv);   /* nostall bench jbd ... (bench_jbd.c) *
 int bench_fs(int argc, char **argv);    /* nostall bench fs ... (bench_fs.c) */
 int cmd_mkfs(int argc, char **argv);    /* nostall mkfs ... (cmd_mkfs.c) */
 int cmd_recover(int argc, char **argv); /* nostall recover IMAGE (cmd_recover.c) */
+int cmd_crashtest(int argc, char **argv); /* nostall crashtest ... (crash/main.c) */
 
 /* Commands on a mounted filesystem (fs/NAME.c): descriptors run by
  * cli_main(), which parses the options, mounts, runs and unmounts

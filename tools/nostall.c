@@ -35,6 +35,8 @@ static const struct {
 	{ "touch", NULL, NULL, &cmd_touch },
 	{ "xattr", NULL, NULL, &cmd_xattr },
 	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE", NULL },
+	{ "crashtest", cmd_crashtest,
+	  "crashtest [--mode M] [--workload W] [--states N] [--seed S] [--block-size B] [--keep DIR] [--json]", NULL },
 };
 #define NR_COMMANDS (sizeof commands / sizeof commands[0])
 
