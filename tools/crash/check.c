@@ -186,6 +186,19 @@ static void e2fsck_summary(const char *out, char *buf, size_t len)
 	fclose(f);
 }
 
+static bool out_contains(const char *out, const char *needle)
+{
+	FILE *f = fopen(out, "r");
+	if (!f)
+		return false;
+	char line[512];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
 /* ------------------------------------------------------------ the tree */
 
 struct tent {
@@ -498,6 +511,10 @@ static int oracle(const struct crash_check_cfg *cfg, struct dev *dev, const uint
 	if (rc != 0 && rc != 1) {
 		e2fsck_summary(out, sum, sizeof sum);
 		crash_verdict_add(v, CK_RECOVERY, "e2fsck -E journal_only exit %d: %s", rc, sum);
+	} else if (out_contains(out, "flag is clear, but journal has data")) {
+		/* e2fsck then checks (and stamps) the whole filesystem */
+		crash_verdict_add(v, CK_RECOVERY, "the journal superblock says the log is not empty (s_start != 0) "
+				  "while needs_recovery is clear; e2fsck -E journal_only replays it and runs a full check");
 	} else if ((rc = file_read_all(crash, img)) < 0) {
 		return err_set(rc, "crashtest: reading %s back", crash);
 	} else if (!orphans) {
@@ -547,7 +564,18 @@ int crash_check_state(const struct crash_check_cfg *cfg, struct dev *dev, const 
 	struct jbd_recovery_info info;
 	rc = ext3_journal_recover(dev, 0, &info, NULL);
 	if (rc) {
-		crash_verdict_add(v, CK_RECOVERY, "nostall's journal replay failed: %s", err_last(rc));
+		char msg[160], out[400], sum[100] = "";
+		snprintf(msg, sizeof msg, "%s", err_last(rc));
+		int erc = -1;
+		if (cfg->e2fsck) {
+			snprintf(out, sizeof out, "%s/e2fsck.out", cfg->tmpdir);
+			erc = run_e2fsck("-y", "-Ejournal_only", crash, out);
+			e2fsck_summary(out, sum, sizeof sum);
+			v->e2fsck_ran = true;
+		}
+		crash_verdict_add(v, CK_RECOVERY, "nostall's journal replay failed: %s%s%.*d%s%s", msg,
+				  erc < 0 ? "" : "; e2fsck -E journal_only exit ", erc < 0 ? 0 : 1, erc < 0 ? 0 : erc,
+				  *sum ? ": " : "", sum);
 		return 0;
 	}
 	if (cfg->e2fsck) {

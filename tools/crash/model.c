@@ -16,8 +16,9 @@
  *             data and never zero (a later truncate below w lifts it);
  *   min_size  the size a completed sync guarantees, lowered by later
  *             truncates; max_size the largest size the file had;
- *   ztail     the sizes at which the file's last word was a hole (a
- *             truncate), i.e. where a zero tail is not "too long".
+ *   ztail     the sizes at which the file's last word may read zero (a
+ *             truncate: a hole at its new size, or its zeroed block under
+ *             any size up to the old one), i.e. not "too long".
  * Durability follows ext3's journal: fsync of a file persists its data,
  * size and names (the names it had before too, and its directories' names:
  * the inode's commit carries them); fdatasync its data and size; fsync of a
@@ -389,7 +390,7 @@ struct eobj {
 	uint32_t *cur, *floor; /* per 8-byte word, write number + 1 */
 	size_t words;          /* allocated length of both */
 	uint64_t size, min_size, max_size;
-	uint64_t *ztail;
+	struct wrange *ztail;  /* sizes [off, off + len] that may end in a zero word */
 	size_t nztail, ztcap;
 	uint32_t nstarted;     /* writes started */
 };
@@ -560,14 +561,18 @@ static int apply_start(struct crash_eval *e, const struct crash_ev *ev)
 		}
 		if (t < o->min_size)
 			o->min_size = t;
+		/* zero tails a crash may show: a truncate down zeroes the block
+		 * past t before its size is on disk (ordered data), so any size
+		 * up to the old one; one up leaves a hole at t */
+		uint64_t lo = t, hi = t > o->size ? t : o->size;
+		if (t < o->size || (t && !o->cur[t / 8 - 1])) {
+			if (array_grow(&o->ztail, &o->ztcap, o->nztail, sizeof *o->ztail, 4))
+				return -ENOMEM;
+			o->ztail[o->nztail++] = (struct wrange){ lo, hi - lo };
+		}
 		o->size = t;
 		if (t > o->max_size)
 			o->max_size = t;
-		if (t && !o->cur[t / 8 - 1]) {
-			if (array_grow(&o->ztail, &o->ztcap, o->nztail, sizeof *o->ztail, 4))
-				return -ENOMEM;
-			o->ztail[o->nztail++] = t;
-		}
 		return 0;
 	}
 	case EV_LINK:
@@ -763,7 +768,7 @@ void crash_eval_file(const struct crash_eval *e, uint32_t obj, const uint8_t *da
 	if (nw && !(size % 8) && !le64(data + 8 * (nw - 1))) {
 		bool ok = (nw - 1 < o->words && o->floor[nw - 1]); /* reported as lost above */
 		for (size_t k = 0; !ok && k < o->nztail; k++)
-			ok = o->ztail[k] == size;
+			ok = size >= o->ztail[k].off && size <= o->ztail[k].off + o->ztail[k].len;
 		if (!ok)
 			crash_verdict_add(v, CK_TOO_LONG,
 					  "object %u: size %llu but its last word reads zero (data not on disk)", obj,
