@@ -281,8 +281,10 @@ struct crash_result {
 };
 
 int crash_job_run(const struct crash_job *j, struct crash_result *r);
-/* Re-check a kept state (DIR holds job.txt, state.txt, rec.log). */
-int crash_replay(const char *dir, FILE *out);
+/* Re-check a kept state (DIR holds job.txt, state.txt, rec.log); with
+ * events, list the workload's operations against the crash point.
+ * 0 clean, 1 violations, or -errno. */
+int crash_replay(const char *dir, bool events, FILE *out);
 
 /* Progress messages over a pipe (fixed size, atomic writes). */
 struct crash_msg {
@@ -298,10 +300,9 @@ struct crash_row {
 	struct crash_result res;
 };
 void crash_report_table(FILE *out, const char *mode, const struct crash_row *rows, size_t n);
-void crash_report_json_mode(FILE *out, const char *mode, const char *workload, const struct crash_row *rows,
-			    size_t n, double seconds);
-void crash_report_json_summary(FILE *out, const char *modes, const char *workload,
-			       const struct crash_row *rows, size_t n, double seconds);
+/* One JSON line: the rows of mode (NULL: all) summed, labelled label. */
+void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload,
+		       const struct crash_row *rows, size_t n, double seconds);
 /* Keep a failing state: DIR/<mode>-<bs>-<wl>-s<seed>-<k>/ with the log, the
  * state, the crash image, the verdict and a replay command. */
 int crash_keep_state(const struct crash_job *j, const char *logpath, const struct crash_state *s,

@@ -379,7 +379,49 @@ static int read_line(const char *dir, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-int crash_replay(const char *dir, FILE *out)
+static const char *const ev_names[] = { "create", "mkdir", "write", "truncate", "link", "unlink",
+					"rmdir", "rename", "fsync", "sync" };
+
+/* The operations with the log entries of their marks, against the point. */
+static void print_events(const struct crash_model *m, const struct crash_log *l, uint64_t point, FILE *out)
+{
+	size_t nm = crash_log_nmarks(l), k = 0;
+	for (size_t i = 0; i < crash_model_nevents(m); i++) {
+		const struct crash_ev *ev = crash_model_event(m, i);
+		uint64_t start = UINT64_MAX, done = UINT64_MAX;
+		for (; k < nm; k++) {
+			size_t op;
+			char kind;
+			uint64_t idx;
+			crash_log_mark(l, k, &op, &kind, &idx);
+			if (op > i)
+				break;
+			if (kind == 'o')
+				start = idx;
+			else
+				done = idx;
+		}
+		fprintf(out, "  %c op %zu at entry %" PRIu64 ": %s", start < point ? (done < point ? '+' : '~') : ' ', i,
+			start, ev_names[ev->t]);
+		if (ev->t == EV_WRITE)
+			fprintf(out, " object %u write %u off %" PRIu64 " len %" PRIu64, ev->obj, ev->seq, ev->off, ev->len);
+		else if (ev->t == EV_TRUNC)
+			fprintf(out, " object %u to %" PRIu64, ev->obj, ev->off);
+		else if (ev->t == EV_FSYNC && !ev->obj)
+			fprintf(out, " /");
+		else if (ev->t == EV_FSYNC)
+			fprintf(out, " object %u%s", ev->obj, ev->len ? " (fdatasync)" : "");
+		else if (ev->obj)
+			fprintf(out, " object %u", ev->obj);
+		if (ev->path)
+			fprintf(out, " %s%s%s", ev->path, ev->path2 ? " -> " : "", ev->path2 ? ev->path2 : "");
+		if (done != UINT64_MAX)
+			fprintf(out, ", returned at entry %" PRIu64, done);
+		fputc('\n', out);
+	}
+}
+
+int crash_replay(const char *dir, bool events, FILE *out)
 {
 	char line[256], wl[32];
 	struct crash_job j = { .progress_fd = -1, .fsck_every = 1 };
@@ -429,6 +471,10 @@ int crash_replay(const char *dir, FILE *out)
 				fprintf(out, "  %s: %s\n", crash_kind_names[k], v.why[k]);
 		if (!any_bad(&v))
 			fprintf(out, "  no violation\n");
+		if (events) {
+			fprintf(out, "operations (+ returned before the crash, ~ started):\n");
+			print_events(m, l, s.point, out);
+		}
 		rc = any_bad(&v) ? 1 : 0;
 	}
 	crash_eval_destroy(e);

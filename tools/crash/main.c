@@ -40,7 +40,7 @@ static const char usage_text[] =
 	"usage: nostall crashtest [--mode M[,M]] [--workload W[,W]] [--states N] [--seed S]\n"
 	"                         [--block-size B[,B]] [--keep DIR] [--json] [--jobs N]\n"
 	"                         [--fsck-every N] [--quiet]\n"
-	"       nostall crashtest --replay DIR | --corpus DIR\n"
+	"       nostall crashtest --replay DIR [--events] | --corpus DIR\n"
 	"  modes: journal ordered writeback guarded (default: journal,ordered,writeback)\n"
 	"  workloads: append overwrite create rename-replace truncate-write dirs links htree random (default: all)\n"
 	"  --states N      crash states per data mode (default 10000), split over workloads and block sizes\n"
@@ -66,7 +66,7 @@ struct opts {
 	unsigned states, jobs, fsck_every;
 	uint64_t seed;
 	const char *keep, *replay, *corpus;
-	bool json, quiet;
+	bool json, quiet, events;
 };
 
 static int bad_usage(const char *msg, const char *arg)
@@ -141,7 +141,7 @@ static bool parse_num(const char *s, uint64_t *v)
 
 static int parse_args(struct opts *o, int argc, char **argv)
 {
-	enum { O_MODE = 256, O_WL, O_STATES, O_SEED, O_BS, O_KEEP, O_JSON, O_JOBS, O_FSCK, O_REPLAY, O_CORPUS, O_QUIET };
+	enum { O_MODE = 256, O_WL, O_STATES, O_SEED, O_BS, O_KEEP, O_JSON, O_JOBS, O_FSCK, O_REPLAY, O_CORPUS, O_QUIET, O_EVENTS };
 	static const struct option lo[] = {
 		{ "mode", required_argument, NULL, O_MODE },	     { "workload", required_argument, NULL, O_WL },
 		{ "states", required_argument, NULL, O_STATES },     { "seed", required_argument, NULL, O_SEED },
@@ -149,7 +149,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		{ "json", no_argument, NULL, O_JSON },		     { "jobs", required_argument, NULL, O_JOBS },
 		{ "fsck-every", required_argument, NULL, O_FSCK },   { "replay", required_argument, NULL, O_REPLAY },
 		{ "corpus", required_argument, NULL, O_CORPUS },     { "quiet", no_argument, NULL, O_QUIET },
-		{ "help", no_argument, NULL, 'h' },		     { NULL, 0, NULL, 0 },
+		{ "events", no_argument, NULL, O_EVENTS },	     { "help", no_argument, NULL, 'h' },		     { NULL, 0, NULL, 0 },
 	};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	*o = (struct opts){ .states = 10000, .fsck_every = 8, .jobs = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus,
@@ -196,6 +196,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		case O_CORPUS: o->corpus = optarg; break;
 		case O_JSON: o->json = true; break;
 		case O_QUIET: o->quiet = true; break;
+		case O_EVENTS: o->events = true; break;
 		case 'h': fputs(usage_text, stdout); return 0;
 		default: return bad_usage("unknown option or missing argument", argv[optind - 1]);
 		}
@@ -457,8 +458,8 @@ static int run_main(const struct opts *o)
 		snprintf(wls, sizeof wls, "all");
 	if (o->json) {
 		for (size_t m = 0; m < o->nmodes && o->nmodes > 1; m++)
-			crash_report_json_mode(stdout, o->modes[m], wls, r.rows, r.n, secs);
-		crash_report_json_summary(stdout, modes, wls, r.rows, r.n, secs);
+			crash_report_json(stdout, o->modes[m], o->modes[m], wls, r.rows, r.n, secs);
+		crash_report_json(stdout, NULL, modes, wls, r.rows, r.n, secs);
 	}
 	fflush(stdout);
 	return run_free(&r, rc);
@@ -563,7 +564,7 @@ static int run_corpus(const struct opts *o)
 				fprintf(stderr, "nostall crashtest: %s:%u: bad case line\n", path, ln);
 				rc = 2;
 			} else if (pr > 0) {
-				snprintf(cases[n].name, sizeof cases[n].name, "%s:%u", de->d_name, ln);
+				snprintf(cases[n].name, sizeof cases[n].name, "%.200s:%u", de->d_name, ln);
 				jobs[n].keep = o->keep;
 				jobs[n].keep_max = 1;
 				n++;
@@ -615,7 +616,7 @@ int cmd_crashtest(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	if (o.replay) {
-		rc = crash_replay(o.replay, stdout);
+		rc = crash_replay(o.replay, o.events, stdout);
 		if (rc < 0)
 			fprintf(stderr, "nostall crashtest: %s\n", err_last(rc));
 		return rc ? 1 : 0;

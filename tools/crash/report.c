@@ -101,21 +101,12 @@ static void json_obj(FILE *out, const char *mode, const char *workload, const st
 		t->error ? 1 : 0);
 }
 
-void crash_report_json_mode(FILE *out, const char *mode, const char *workload, const struct crash_row *rows,
-			    size_t n, double seconds)
+void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload,
+		       const struct crash_row *rows, size_t n, double seconds)
 {
 	struct crash_result t;
 	sum_rows(mode, rows, n, &t);
-	json_obj(out, mode, workload, &t, seconds);
-	fputc('\n', out);
-}
-
-void crash_report_json_summary(FILE *out, const char *modes, const char *workload, const struct crash_row *rows,
-			       size_t n, double seconds)
-{
-	struct crash_result t;
-	sum_rows(NULL, rows, n, &t);
-	json_obj(out, modes, workload, &t, seconds);
+	json_obj(out, label, workload, &t, seconds);
 	fputc('\n', out);
 }
 
