@@ -61,6 +61,17 @@ void crash_verdict_add(struct crash_verdict *v, enum crash_kind k, const char *f
 
 #define CHUNK (1u << 20)
 
+bool crash_all_zero(const uint8_t *p, size_t len)
+{
+	static const uint8_t zero[4096];
+	for (size_t off = 0; off < len; off += sizeof zero) {
+		size_t n = len - off < sizeof zero ? len - off : sizeof zero;
+		if (memcmp(p + off, zero, n))
+			return false;
+	}
+	return true;
+}
+
 int crash_dev_save(struct dev *dev, const char *path)
 {
 	static uint8_t buf[CHUNK];
@@ -70,10 +81,7 @@ int crash_dev_save(struct dev *dev, const char *path)
 	int rc = ftruncate(fd, (off_t)CRASH_IMAGE_BYTES) ? -errno : 0;
 	for (uint64_t off = 0; !rc && off < CRASH_IMAGE_BYTES; off += CHUNK) {
 		rc = dev_rw_sync(dev, DEV_OP_READ, off / DEV_SECTOR_SIZE, CHUNK / DEV_SECTOR_SIZE, buf, 0);
-		bool zero = true;
-		for (size_t i = 0; !rc && zero && i < CHUNK; i += 8)
-			zero = !*(const uint64_t *)(buf + i);
-		if (!rc && !zero && pwrite(fd, buf, CHUNK, (off_t)off) != (ssize_t)CHUNK)
+		if (!rc && !crash_all_zero(buf, CHUNK) && pwrite(fd, buf, CHUNK, (off_t)off) != (ssize_t)CHUNK)
 			rc = -EIO;
 	}
 	close(fd);

@@ -244,6 +244,8 @@ int crash_check_state(const struct crash_check_cfg *cfg, struct dev *dev, const 
 		      struct crash_verdict *v);
 /* Is e2fsck on PATH? */
 bool crash_have_e2fsck(void);
+/* Is p[0, len) all zero? */
+bool crash_all_zero(const uint8_t *p, size_t len);
 /* Copy a device's contents to a (sparse) file. */
 int crash_dev_save(struct dev *dev, const char *path);
 

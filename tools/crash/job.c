@@ -85,10 +85,10 @@ static int base_make(unsigned bs, uint8_t *img, struct crash_result *r)
 	nostall_cred_set(CRASH_UID_BASE + CRASH_OBJ_GARBAGE, CRASH_UID_BASE, NULL, 0);
 	int fd = nostall_fd_open(fs, "/fill", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0600);
 	nostall_cred_reset();
-	static uint64_t buf[8192];
+	static uint8_t buf[65536];
 	for (uint64_t off = 0; fd >= 0;) {
-		for (size_t k = 0; k < 8192; k++)
-			buf[k] = crash_pat(CRASH_OBJ_GARBAGE, 0, off + 8 * k); /* little-endian hosts */
+		for (size_t k = 0; k < sizeof buf; k++)
+			buf[k] = (uint8_t)(crash_pat(CRASH_OBJ_GARBAGE, 0, off + (k & ~(size_t)7)) >> (8 * (k & 7)));
 		ssize_t n = nostall_fd_pwrite(fs, fd, buf, sizeof buf, off);
 		if (n <= 0)
 			break;
@@ -123,10 +123,7 @@ static int record(const struct crash_job *j, const uint8_t *base, const char *lo
 		return set_err(r, rc, "opening the log device");
 	/* the base image: entries before the "base" mark, made durable */
 	for (uint64_t off = 0; !rc && off < CRASH_IMAGE_BYTES; off += 1u << 20) {
-		bool zero = true;
-		for (size_t i = 0; zero && i < (1u << 20); i += 8)
-			zero = !*(const uint64_t *)(base + off + i);
-		if (!zero)
+		if (!crash_all_zero(base + off, 1u << 20))
 			rc = dev_rw_sync(d, DEV_OP_WRITE, off / DEV_SECTOR_SIZE, 2048, (void *)(base + off), 0);
 	}
 	if (!rc)

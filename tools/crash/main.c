@@ -213,6 +213,7 @@ struct run {
 	struct crash_row *rows;
 	char **env;          /* per job: "NAME=VALUE" to set in its worker, or NULL */
 	uint64_t *done;      /* states done per job */
+	double *t0, *t1;     /* when each job started and ended (wall clock) */
 	bool *have;          /* result received */
 	size_t n;
 	char tmp[256];
@@ -308,6 +309,7 @@ static void run_jobs(struct run *r, unsigned par, bool quiet, uint64_t total)
 				perror("nostall crashtest: fork");
 				exit(1);
 			}
+			r->t0[next] = now_s();
 			w[nw].pid = pid;
 			w[nw].fd = p[0];
 			w[nw++].job = next++;
@@ -339,6 +341,7 @@ static void run_jobs(struct run *r, unsigned par, bool quiet, uint64_t total)
 					 WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 			}
 			r->done[jb] = r->rows[jb].res.states;
+			r->t1[jb] = now_s();
 			finished++;
 			if (r->rows[jb].res.error || (!quiet && total) || (quiet && total && r->rows[jb].res.violating))
 				job_line(&r->jobs[jb], &r->rows[jb].res);
@@ -373,6 +376,8 @@ static int run_free(struct run *r, int rc)
 	free(r->env);
 	free(r->done);
 	free(r->have);
+	free(r->t0);
+	free(r->t1);
 	return rc;
 }
 
@@ -385,8 +390,10 @@ static int run_alloc(struct run *r, size_t n)
 	r->env = calloc(n, sizeof *r->env);
 	r->done = calloc(n, sizeof *r->done);
 	r->have = calloc(n, sizeof *r->have);
+	r->t0 = calloc(n, sizeof *r->t0);
+	r->t1 = calloc(n, sizeof *r->t1);
 	snprintf(r->tmp, sizeof r->tmp, "%s/nostall-crash-XXXXXX", tmp_base());
-	if (!r->jobs || !r->rows || !r->env || !r->done || !r->have || !mkdtemp(r->tmp)) {
+	if (!r->jobs || !r->rows || !r->env || !r->done || !r->have || !r->t0 || !r->t1 || !mkdtemp(r->tmp)) {
 		fprintf(stderr, "nostall crashtest: cannot set up (%s)\n", strerror(errno ? errno : ENOMEM));
 		r->tmp[0] = '\0';
 		return -1;
@@ -457,8 +464,17 @@ static int run_main(const struct opts *o)
 	if (o->nwls == WL_NR)
 		snprintf(wls, sizeof wls, "all");
 	if (o->json) {
-		for (size_t m = 0; m < o->nmodes && o->nmodes > 1; m++)
-			crash_report_json(stdout, o->modes[m], o->modes[m], wls, r.rows, r.n, secs);
+		for (size_t m = 0; m < o->nmodes && o->nmodes > 1; m++) {
+			/* a mode's seconds: from its first job's start to its last one's end */
+			double a = 0, b = 0;
+			for (size_t i = 0; i < r.n; i++) {
+				if (strcmp(r.jobs[i].mode, o->modes[m]))
+					continue;
+				a = a == 0 || r.t0[i] < a ? r.t0[i] : a;
+				b = r.t1[i] > b ? r.t1[i] : b;
+			}
+			crash_report_json(stdout, o->modes[m], o->modes[m], wls, r.rows, r.n, b - a);
+		}
 		crash_report_json(stdout, NULL, modes, wls, r.rows, r.n, secs);
 	}
 	fflush(stdout);
