@@ -15,6 +15,7 @@ int cmd_recover(int argc, char **argv); /* nostall recover IMAGE (cmd_recover.c)
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
+int cmd_crashtest(int argc, char **argv); /* nostall crashtest ... (crash/main.c) */
 
 /* Commands on a mounted filesystem (fs/NAME.c): descriptors run by
  * cli_main(), which parses the options, mounts, runs and unmounts

@@ -39,6 +39,8 @@ static const struct {
 	{ "mount", cmd_mount, "mount [-f] [-o OPTS] IMAGE|DEVICE-SPEC MOUNTPOINT", NULL },
 	{ "umount", cmd_umount, "umount MOUNTPOINT", NULL },
 	{ "sync", cmd_sync, "sync MOUNTPOINT", NULL },
+	{ "crashtest", cmd_crashtest,
+	  "crashtest [--mode M] [--workload W] [--states N] [--seed S] [--block-size B] [--keep DIR] [--json]", NULL },
 };
 #define NR_COMMANDS (sizeof commands / sizeof commands[0])
 

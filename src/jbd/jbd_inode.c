@@ -31,7 +31,9 @@
 #include "../util/err.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 int jbd_inode_create(struct jbd_journal *j, const struct jbd_inode_ops *ops, void *ctx, struct jbd_inode **out)
 {
@@ -109,6 +111,24 @@ unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid)
 
 /* ------------------------------------------------ commit phases */
 
+/* TEST ONLY - a deliberately broken build for `nostall crashtest` (its test
+ * shows the checker catches it, docs/crashtest.md): with the environment
+ * variable NOSTALL_DEBUG_SKIP_ORDERED=1 the commit skips the ordered-data
+ * submit and wait, so data=ordered commits metadata before its data is on
+ * disk (stale data after a crash). Read once per process; never set it
+ * outside tests. */
+static bool jbd_debug_skip_ordered(void)
+{
+	static atomic_int v = -1;
+	int x = atomic_load_explicit(&v, memory_order_relaxed);
+	if (x < 0) {
+		const char *e = getenv("NOSTALL_DEBUG_SKIP_ORDERED");
+		x = e && !strcmp(e, "1");
+		atomic_store_explicit(&v, x, memory_order_relaxed);
+	}
+	return x;
+}
+
 /* Run one op of every inode on the committing transaction's list. The
  * lock is dropped around each op; the inode being called is pinned, so its
  * list link stays valid (others may leave the list meanwhile: release). */
@@ -117,6 +137,8 @@ static int inodes_run(struct jbd_commit *c, bool submit)
 	struct jbd_journal *j = c->j;
 	struct jbd_transaction *t = c->t;
 	int rc = 0;
+	if (jbd_debug_skip_ordered())
+		return 0;
 	pthread_mutex_lock(&j->lock);
 	bool ignore = j->cfg.data_err_ignore;
 	struct list_node *n = t->inodes.next;

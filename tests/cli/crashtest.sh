@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# nostall crashtest (docs/crashtest.md), CI-sized:
+#  1. data=journal and data=ordered at 1 KiB and 4 KiB blocks, every
+#     workload but overwrite (a known bug, in tests/crash-regress/known-bugs.case):
+#     exit 0, the JSON summary (last line) says 0 violations, states checked,
+#     some by the e2fsck oracle;
+#  2. data=writeback on rename-replace: stale data found (the article's
+#     point), and exit 0 because only the kinds writeback allows occur;
+#  3. the broken build (NOSTALL_DEBUG_SKIP_ORDERED=1 skips the ordered data
+#     flush) is caught in data=ordered: stale_data, exit 1; a kept state
+#     replays (replay.sh) to the same verdict, its regression line is written;
+#  4. the regression corpus tests/crash-regress replays (every case passes);
+#  5. usage errors exit 2.
+# Seeds are fixed (the workloads are a function of the seed).
+set -u
+: "${NOSTALL:?path to the nostall binary}"
+cd "$(dirname "$0")/../.."
+for t in e2fsck mke2fs; do
+	command -v "$t" >/dev/null || { echo "SKIP: e2fsprogs ($t) not installed" >&2; exit 77; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+# The value of a key of the last JSON line of a file (python3: a real parse).
+jget() { # file expr
+	python3 -c 'import json,sys
+o = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print(eval(sys.argv[2], {"o": o}))' "$1" "$2"
+}
+
+# 1. journal + ordered, both block sizes
+"$NOSTALL" crashtest --mode journal,ordered --block-size 1024,4096 \
+	--workload append,create,rename-replace,truncate-write,dirs,links,htree,random \
+	--states 640 --seed 11 --json --quiet --keep "$tmp/keep1" >"$tmp/ci.out" 2>"$tmp/ci.err"
+rc=$?
+[ "$rc" -eq 0 ] || { bad "journal/ordered run exit $rc"; tail -30 "$tmp/ci.out" "$tmp/ci.err" >&2; }
+[ "$(jget "$tmp/ci.out" 'o["violations"]')" = 0 ] || bad "journal/ordered violations"
+[ "$(jget "$tmp/ci.out" 'o["mode"]')" = journal,ordered ] || bad "summary mode"
+[ "$(jget "$tmp/ci.out" 'o["states"] >= 1200')" = True ] || bad "too few states: $(jget "$tmp/ci.out" 'o["states"]')"
+[ "$(jget "$tmp/ci.out" 'o["e2fsck_states"] > 50')" = True ] || bad "e2fsck oracle rarely run"
+[ "$(jget "$tmp/ci.out" 'sorted(o["by_kind"])')" = \
+	"['fsck', 'lost_fsync', 'recovery_mismatch', 'rename', 'stale_data', 'too_long']" ] || bad "by_kind keys"
+grep -q '^data=ordered: ' "$tmp/ci.out" && grep -q '^data=journal: ' "$tmp/ci.out" || bad "no table per mode"
+[ "$(grep -c '^{' "$tmp/ci.out")" = 3 ] || bad "want one JSON line per mode and a summary"
+
+# 2. writeback: stale data shown, exit 0 (allowed kinds only)
+"$NOSTALL" crashtest --mode writeback --workload rename-replace --block-size 1024 --states 150 \
+	--seed 1 --json --quiet >"$tmp/wb.out" 2>/dev/null
+rc=$?
+[ "$rc" -eq 0 ] || bad "writeback rename-replace exit $rc (only allowed kinds expected)"
+[ "$(jget "$tmp/wb.out" 'o["by_kind"]["stale_data"] > 0')" = True ] || bad "writeback: no stale data found"
+[ "$(jget "$tmp/wb.out" 'o["mode"]')" = writeback ] || bad "writeback summary mode"
+
+# 3. the broken build is caught
+NOSTALL_DEBUG_SKIP_ORDERED=1 "$NOSTALL" crashtest --mode ordered --workload append --block-size 4096 \
+	--states 120 --seed 5 --json --quiet --keep "$tmp/keep3" >"$tmp/broken.out" 2>/dev/null
+rc=$?
+[ "$rc" -eq 1 ] || bad "broken ordered build: exit $rc, want 1"
+[ "$(jget "$tmp/broken.out" 'o["by_kind"]["stale_data"] > 0')" = True ] || bad "broken build: stale data not caught"
+state=$(ls -d "$tmp"/keep3/ordered-4096-append-s5-* 2>/dev/null | head -1)
+if [ -n "$state" ] && [ -f "$state/replay.sh" ]; then
+	NOSTALL_DEBUG_SKIP_ORDERED=1 NOSTALL="$NOSTALL" sh "$state/replay.sh" >"$tmp/replay.out" 2>&1
+	rc=$?
+	[ "$rc" -eq 1 ] || bad "replay.sh exit $rc, want 1"
+	grep -q 'e2fsck checked' "$tmp/replay.out" || bad "replay did not run the e2fsck oracle"
+	grep -Eq '^  (stale_data|lost_fsync|too_long): ' "$tmp/replay.out" || bad "replay lost the verdict"
+	grep -q 'workload=append seed=5 block-size=4096' "$tmp/keep3/corpus.txt" || bad "no regression line"
+else
+	bad "no kept state under $tmp/keep3"
+fi
+
+# 4. the regression corpus
+"$NOSTALL" crashtest --corpus tests/crash-regress >"$tmp/corpus.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || { bad "regression corpus exit $rc"; cat "$tmp/corpus.out" >&2; }
+grep -q 'regression cases passed' "$tmp/corpus.out" || bad "corpus summary missing"
+
+# 5. usage
+for args in "--mode nosuch" "--workload nosuch" "--block-size 512" "--states 0" "extra"; do
+	# shellcheck disable=SC2086
+	"$NOSTALL" crashtest $args >/dev/null 2>&1
+	rc=$?
+	[ "$rc" -eq 2 ] || bad "crashtest $args: exit $rc, want 2"
+done
+
+[ "$fail" -eq 0 ] && echo "crashtest: ok"
+exit "$fail"

@@ -1,0 +1,489 @@
+/* crashtest: one job (crash.h): the base image, the recording, the states
+ * and their checks; and the re-check of a kept state.
+ *
+ * e2fsck sampling (docs/crashtest.md "Sampling"): with fsck_every N the
+ * e2fsck oracle runs on a seeded 1-in-N sample of the states, and on every
+ * state where nostall's own checks or recovery found something the data
+ * mode does not allow (the state is rebuilt and checked again with the
+ * oracle; at most 32 such re-checks per job, which bounds the time of a
+ * run that fails everywhere). N = 1 checks all, 0 none.
+ */
+#include "crash.h"
+
+#include "dev/dev.h"
+#include "ext3/mkfs.h"
+#include "nostall/nostall.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint64_t mix3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t s = a ^ (b * 0x9e3779b97f4a7c15ull) ^ (c * 0xc2b2ae3d27d4eb4full);
+	return crash_rnd(&s);
+}
+
+/* The workload's generator seed and the states' (both from the job). */
+static uint64_t wl_seed(const struct crash_job *j)
+{
+	return mix3(j->seed, (uint64_t)j->wl + 1, j->bs);
+}
+
+static uint64_t states_seed(const struct crash_job *j)
+{
+	return mix3(j->seed, (uint64_t)j->wl + 101, j->bs ^ (uint64_t)j->mode[0] << 16 ^ (uint64_t)j->mode[1] << 24);
+}
+
+static int set_err(struct crash_result *r, int rc, const char *what)
+{
+	if (!r->error) {
+		r->error = rc < 0 ? rc : -EIO;
+		snprintf(r->errmsg, sizeof r->errmsg, "%s: %s", what, err_last(rc));
+	}
+	return r->error;
+}
+
+/* ------------------------------------------------------------ base image */
+
+/* mkfs (fixed uuid and time), then the free space filled with the garbage
+ * pattern by a file that is then deleted: a block a crash exposes without
+ * its data shows another file's (or the garbage's) words. */
+static int base_make(unsigned bs, uint8_t *img, struct crash_result *r)
+{
+	char spec[32];
+	snprintf(spec, sizeof spec, "mem:%llu", (unsigned long long)CRASH_IMAGE_BYTES);
+	struct dev *d;
+	int rc = dev_open(spec, &d);
+	if (rc)
+		return set_err(r, rc, "opening mem:");
+	struct ext3_mkfs_params p = { .block_size = bs, .inode_size = 256, .inodes = 1024, .journal_blocks = 1024,
+				      .uuid_set = true, .time_set = true, .time = 1234567890, .assume_zeroed = true };
+	for (int i = 0; i < 16; i++)
+		p.uuid[i] = (uint8_t)(0x5a + 17 * i);
+	rc = ext3_mkfs(d, &p);
+	struct nostall_fs *fs = NULL;
+	if (!rc)
+		rc = nostall_mount_dev(d, "data=ordered", 0, &fs);
+	if (rc) {
+		dev_close(d);
+		return set_err(r, rc, "making the base image");
+	}
+	nostall_cred_set(CRASH_UID_BASE + CRASH_OBJ_GARBAGE, CRASH_UID_BASE, NULL, 0);
+	int fd = nostall_fd_open(fs, "/fill", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0600);
+	nostall_cred_reset();
+	static uint8_t buf[65536];
+	for (uint64_t off = 0; fd >= 0;) {
+		for (size_t k = 0; k < sizeof buf; k++)
+			buf[k] = (uint8_t)(crash_pat(CRASH_OBJ_GARBAGE, 0, off + (k & ~(size_t)7)) >> (8 * (k & 7)));
+		ssize_t n = nostall_fd_pwrite(fs, fd, buf, sizeof buf, off);
+		if (n <= 0)
+			break;
+		off += (uint64_t)n;
+	}
+	rc = fd < 0 ? fd : nostall_fd_fsync(fs, fd, 0);
+	if (fd >= 0)
+		nostall_fd_close(fs, fd);
+	if (!rc)
+		rc = nostall_unlink(fs, "/fill");
+	if (!rc)
+		rc = nostall_sync(fs);
+	int urc = nostall_umount(fs);
+	if (!rc)
+		rc = urc;
+	for (uint64_t off = 0; !rc && off < CRASH_IMAGE_BYTES; off += 1u << 20)
+		rc = dev_rw_sync(d, DEV_OP_READ, off / DEV_SECTOR_SIZE, 2048, img + off, 0);
+	dev_close(d);
+	return rc ? set_err(r, rc, "filling the base image") : 0;
+}
+
+/* ------------------------------------------------------------ recording */
+
+static int record(const struct crash_job *j, const uint8_t *base, const char *log, struct crash_model *m,
+		  struct crash_result *r)
+{
+	char spec[700];
+	snprintf(spec, sizeof spec, "log:mem:%llu,to=%s", (unsigned long long)CRASH_IMAGE_BYTES, log);
+	struct dev *d;
+	int rc = dev_open(spec, &d);
+	if (rc)
+		return set_err(r, rc, "opening the log device");
+	/* the base image: entries before the "base" mark, made durable */
+	for (uint64_t off = 0; !rc && off < CRASH_IMAGE_BYTES; off += 1u << 20) {
+		if (!crash_all_zero(base + off, 1u << 20))
+			rc = dev_rw_sync(d, DEV_OP_WRITE, off / DEV_SECTOR_SIZE, 2048, (void *)(base + off), 0);
+	}
+	if (!rc)
+		rc = dev_flush_sync(d);
+	if (!rc)
+		rc = dev_mark(d, "base");
+	char opts[64];
+	snprintf(opts, sizeof opts, "data=%s,barrier=1", j->mode);
+	struct nostall_fs *fs = NULL;
+	if (!rc)
+		rc = nostall_mount_dev(d, opts, 0, &fs);
+	if (rc) {
+		dev_close(d);
+		return set_err(r, rc, "mounting the recording");
+	}
+	struct crash_wl_ctx w = { .fs = fs, .dev = d, .m = m, .rng = wl_seed(j), .bs = j->bs };
+	rc = crash_workload_run(&w, j->wl);
+	if (rc && !r->error) {
+		r->error = rc;
+		snprintf(r->errmsg, sizeof r->errmsg, "workload %s: %.200s", crash_wl_names[j->wl], w.errmsg);
+	}
+	r->ops = w.nops;
+	int urc = nostall_umount(fs);
+	dev_close(d);
+	if (urc)
+		return set_err(r, urc, "unmounting the recording");
+	return r->error;
+}
+
+/* A dry run: the same events, no filesystem. */
+static int model_dry(const struct crash_job *j, struct crash_model *m)
+{
+	struct crash_wl_ctx w = { .m = m, .rng = wl_seed(j), .bs = j->bs };
+	return crash_workload_run(&w, j->wl);
+}
+
+/* ------------------------------------------------------------ checking */
+
+struct cursor {
+	const struct crash_log *l;
+	struct crash_eval *e;
+	size_t next; /* next mark */
+};
+
+/* Apply every mark before point. */
+static int cursor_to(struct cursor *c, uint64_t point, size_t nevents)
+{
+	size_t n = crash_log_nmarks(c->l);
+	for (; c->next < n; c->next++) {
+		size_t op;
+		char kind;
+		uint64_t idx;
+		crash_log_mark(c->l, c->next, &op, &kind, &idx);
+		if (idx >= point)
+			break;
+		if (op >= nevents)
+			return err_set(-EINVAL, "crashtest: mark %c%zu has no event (the model and the recording differ)",
+				       kind, op);
+		int rc = crash_eval_apply(c->e, op, kind == 'd');
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int fresh_dev(struct dev **d)
+{
+	char spec[32];
+	snprintf(spec, sizeof spec, "mem:%llu", (unsigned long long)CRASH_IMAGE_BYTES);
+	return dev_open(spec, d);
+}
+
+/* Build state s on a new device and check it. */
+static int check_one(struct crash_log *l, const struct crash_state *s, const struct crash_check_cfg *cfg,
+		     const struct crash_eval *e, struct crash_verdict *v)
+{
+	struct dev *d;
+	int rc = fresh_dev(&d);
+	if (!rc)
+		rc = crash_state_build(l, s, d);
+	if (!rc)
+		rc = crash_check_state(cfg, d, e, v);
+	dev_close(d);
+	return rc;
+}
+
+static bool any_bad(const struct crash_verdict *v)
+{
+	for (int k = 0; k < CK_NR; k++)
+		if (v->bad[k])
+			return true;
+	return false;
+}
+
+/* A violation the mode does not allow: the oracle is asked too. */
+static bool suspicious(const char *mode, const struct crash_verdict *v)
+{
+	for (int k = 0; k < CK_NR; k++)
+		if (v->bad[k] && !crash_kind_allowed(mode, (enum crash_kind)k))
+			return true;
+	return false;
+}
+
+/* Describe a violating state in r->why: the first one, then states with a
+ * kind the mode does not allow (they replace allowed-only ones). */
+static void describe(const struct crash_job *j, const struct crash_state *s, const struct crash_verdict *v,
+		     struct crash_result *r)
+{
+	bool bad = suspicious(j->mode, v);
+	unsigned slot = r->nwhy;
+	if (slot >= CRASH_WHY_MAX) {
+		if (!bad)
+			return;
+		for (slot = 0; slot < CRASH_WHY_MAX && r->why_bad[slot]; slot++)
+			;
+		if (slot == CRASH_WHY_MAX)
+			return;
+	} else {
+		r->nwhy++;
+	}
+	char st[64];
+	crash_state_format(s, st, sizeof st); /* cut: the head is enough here */
+	for (int k = 0; k < CK_NR; k++) {
+		if (!v->bad[k] || (bad && crash_kind_allowed(j->mode, (enum crash_kind)k)))
+			continue;
+		snprintf(r->why[slot], sizeof r->why[0], "%s bs=%u %s seed=%" PRIu64 " state %.40s: %s: %s", j->mode,
+			 j->bs, crash_wl_names[j->wl], j->seed, st, crash_kind_names[k], v->why[k]);
+		r->why_bad[slot] = bad;
+		return;
+	}
+}
+
+static void progress(const struct crash_job *j, uint64_t done)
+{
+	if (j->progress_fd < 0)
+		return;
+	struct crash_msg msg = { .type = 1, .done = done };
+	ssize_t n = write(j->progress_fd, &msg, sizeof msg);
+	(void)n;
+}
+
+static int check_all(const struct crash_job *j, struct crash_log *l, struct crash_model *m, const char *logpath,
+		     struct crash_result *r)
+{
+	struct crash_state *st;
+	size_t n;
+	int rc = crash_states_make(l, j->budget, states_seed(j), &st, &n);
+	if (rc)
+		return set_err(r, rc, "making crash states");
+	struct cursor c = { .l = l };
+	rc = crash_eval_create(m, &c.e);
+	if (rc) {
+		crash_states_free(st, n);
+		return set_err(r, rc, "the oracle");
+	}
+	uint64_t pick = states_seed(j) ^ 0x5bd1e995ull;
+	struct crash_check_cfg cfg = { .mode = j->mode, .bs = j->bs, .tmpdir = j->tmpdir };
+	unsigned kept = 0, kept_allowed = 0, rechecks = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = cursor_to(&c, st[i].point, crash_model_nevents(m));
+		if (rc)
+			break;
+		cfg.e2fsck = j->fsck_every == 1 || (j->fsck_every && crash_rnd(&pick) % j->fsck_every == 0);
+		struct crash_verdict v;
+		rc = check_one(l, &st[i], &cfg, c.e, &v);
+		if (!rc && suspicious(j->mode, &v) && !v.e2fsck_ran && j->fsck_every && rechecks < 32) {
+			rechecks++;
+			cfg.e2fsck = true; /* suspicious: ask the oracle too */
+			rc = check_one(l, &st[i], &cfg, c.e, &v);
+		}
+		if (rc)
+			break;
+		r->states++;
+		r->e2fsck_states += v.e2fsck_ran;
+		r->orphan_states += v.orphans;
+		if (any_bad(&v)) {
+			r->violating++;
+			for (int k = 0; k < CK_NR; k++)
+				r->by_kind[k] += v.bad[k];
+			describe(j, &st[i], &v, r);
+			bool bad = suspicious(j->mode, &v);
+			if (j->keep && (bad ? kept < j->keep_max : !kept_allowed)) {
+				kept_allowed += !bad;
+				struct dev *d;
+				rc = fresh_dev(&d);
+				if (!rc)
+					rc = crash_state_build(l, &st[i], d);
+				if (!rc)
+					rc = crash_keep_state(j, logpath, &st[i], d, &v, kept++);
+				dev_close(d);
+			}
+		}
+		if (i % 16 == 15)
+			progress(j, r->states);
+	}
+	if (rc)
+		set_err(r, rc, "checking crash states");
+	progress(j, r->states);
+	crash_eval_destroy(c.e);
+	crash_states_free(st, n);
+	return r->error;
+}
+
+int crash_job_run(const struct crash_job *j, struct crash_result *r)
+{
+	double t0 = now_s();
+	memset(r, 0, sizeof *r);
+	uint8_t *base = malloc(CRASH_IMAGE_BYTES);
+	struct crash_model *m = NULL;
+	struct crash_log *l = NULL;
+	char log[600];
+	snprintf(log, sizeof log, "%s/rec.log", j->tmpdir);
+	if (!base || crash_model_create(&m)) {
+		set_err(r, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (base_make(j->bs, base, r) || record(j, base, log, m, r))
+		goto out;
+	int rc = crash_log_load(log, &l);
+	if (rc) {
+		set_err(r, rc, "reading the recording");
+		goto out;
+	}
+	r->entries = crash_log_entries(l);
+	r->epochs = crash_log_nepochs(l);
+	check_all(j, l, m, log, r);
+out:
+	crash_log_destroy(l);
+	crash_model_destroy(m);
+	free(base);
+	unlink(log);
+	r->seconds = now_s() - t0;
+	return r->error;
+}
+
+/* ------------------------------------------------------------ replay */
+
+static int read_line(const char *dir, const char *name, char *buf, size_t len)
+{
+	char path[700];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return err_set(-errno, "crashtest: %s: %s", path, strerror(errno));
+	char *s = fgets(buf, (int)len, f);
+	fclose(f);
+	if (!s)
+		return err_set(-EINVAL, "crashtest: %s is empty", path);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static const char *const ev_names[] = { "create", "mkdir", "write", "truncate", "link", "unlink",
+					"rmdir", "rename", "fsync", "sync" };
+
+/* The operations with the log entries of their marks, against the point. */
+static void print_events(const struct crash_model *m, const struct crash_log *l, uint64_t point, FILE *out)
+{
+	size_t nm = crash_log_nmarks(l), k = 0;
+	for (size_t i = 0; i < crash_model_nevents(m); i++) {
+		const struct crash_ev *ev = crash_model_event(m, i);
+		uint64_t start = UINT64_MAX, done = UINT64_MAX;
+		for (; k < nm; k++) {
+			size_t op;
+			char kind;
+			uint64_t idx;
+			crash_log_mark(l, k, &op, &kind, &idx);
+			if (op > i)
+				break;
+			if (kind == 'o')
+				start = idx;
+			else
+				done = idx;
+		}
+		fprintf(out, "  %c op %zu at entry %" PRIu64 ": %s", start < point ? (done < point ? '+' : '~') : ' ', i,
+			start, ev_names[ev->t]);
+		if (ev->t == EV_WRITE)
+			fprintf(out, " object %u write %u off %" PRIu64 " len %" PRIu64, ev->obj, ev->seq, ev->off, ev->len);
+		else if (ev->t == EV_TRUNC)
+			fprintf(out, " object %u to %" PRIu64, ev->obj, ev->off);
+		else if (ev->t == EV_FSYNC && !ev->obj)
+			fprintf(out, " /");
+		else if (ev->t == EV_FSYNC)
+			fprintf(out, " object %u%s", ev->obj, ev->len ? " (fdatasync)" : "");
+		else if (ev->obj)
+			fprintf(out, " object %u", ev->obj);
+		if (ev->path)
+			fprintf(out, " %s%s%s", ev->path, ev->path2 ? " -> " : "", ev->path2 ? ev->path2 : "");
+		if (done != UINT64_MAX)
+			fprintf(out, ", returned at entry %" PRIu64, done);
+		fputc('\n', out);
+	}
+}
+
+int crash_replay(const char *dir, bool events, FILE *out)
+{
+	char line[256], wl[32];
+	struct crash_job j = { .progress_fd = -1, .fsck_every = 1 };
+	int rc = read_line(dir, "job.txt", line, sizeof line);
+	if (rc)
+		return rc;
+	if (sscanf(line, "mode=%15s block-size=%u workload=%31s seed=%" SCNu64, j.mode, &j.bs, wl, &j.seed) != 4 ||
+	    crash_wl_parse(wl) < 0)
+		return err_set(-EINVAL, "crashtest: %s/job.txt: bad line '%s'", dir, line);
+	j.wl = (enum crash_wl)crash_wl_parse(wl);
+	static char sline[1 << 20];
+	rc = read_line(dir, "state.txt", sline, sizeof sline);
+	struct crash_state s;
+	if (!rc)
+		rc = crash_state_parse(sline, &s);
+	if (rc)
+		return rc;
+	char tmp[] = "/tmp/nostall-replay-XXXXXX", log[700];
+	struct crash_model *m = NULL;
+	struct crash_log *l = NULL;
+	struct crash_eval *e = NULL;
+	if (!mkdtemp(tmp)) {
+		free(s.sel);
+		return err_set(-errno, "crashtest: mkdtemp: %s", strerror(errno));
+	}
+	snprintf(log, sizeof log, "%s/rec.log", dir);
+	rc = crash_model_create(&m);
+	if (!rc)
+		rc = model_dry(&j, m);
+	if (!rc)
+		rc = crash_log_load(log, &l);
+	if (!rc)
+		rc = crash_eval_create(m, &e);
+	struct cursor c = { .l = l, .e = e };
+	if (!rc)
+		rc = cursor_to(&c, s.point, crash_model_nevents(m));
+	struct crash_verdict v;
+	struct crash_check_cfg cfg = { .mode = j.mode, .bs = j.bs, .tmpdir = tmp, .e2fsck = crash_have_e2fsck() };
+	if (!rc)
+		rc = check_one(l, &s, &cfg, e, &v);
+	if (!rc) {
+		fprintf(out, "%s: data=%s, %u-byte blocks, workload %s, seed %" PRIu64 ", state %c at entry %" PRIu64
+			     " (epoch %u)%s\n",
+			dir, j.mode, j.bs, wl, j.seed, s.how, s.point, s.epoch, v.e2fsck_ran ? ", e2fsck checked" : "");
+		for (int k = 0; k < CK_NR; k++)
+			if (v.bad[k])
+				fprintf(out, "  %s: %s\n", crash_kind_names[k], v.why[k]);
+		if (!any_bad(&v))
+			fprintf(out, "  no violation\n");
+		if (events) {
+			fprintf(out, "operations (+ returned before the crash, ~ started):\n");
+			print_events(m, l, s.point, out);
+		}
+		rc = any_bad(&v) ? 1 : 0;
+	}
+	crash_eval_destroy(e);
+	crash_log_destroy(l);
+	crash_model_destroy(m);
+	free(s.sel);
+	char p[800];
+	const char *files[] = { "crash.img", "nostall.img", "e2fsck.out" };
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(p, sizeof p, "%s/%s", tmp, files[i]);
+		unlink(p);
+	}
+	rmdir(tmp);
+	return rc;
+}
