@@ -186,7 +186,6 @@ static ssize_t write_chunk_journal(struct ext3_inode *in, const uint8_t *buf, si
 	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk) + (int)nblk, &h);
 	if (rc)
 		return rc;
-	uint32_t blocks0 = in->a.blocks;
 	size_t done = 0;
 	while (done < len) {
 		uint64_t pos = off + done;
@@ -206,7 +205,8 @@ static ssize_t write_chunk_journal(struct ext3_inode *in, const uint8_t *buf, si
 			size_set(in, off + done);
 		if (first)
 			touch_mc(in, true);
-		irc = inode_commit(h, in, grew || in->a.blocks != blocks0);
+		/* The data itself is in this transaction: fdatasync needs it. */
+		irc = inode_commit(h, in, true);
 	}
 	int src = ext3_journal_stop(h);
 	if (!rc)
