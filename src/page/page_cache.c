@@ -369,6 +369,39 @@ int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bo
 	}
 }
 
+size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct page **out, uint64_t *block)
+{
+	struct page_cache *pc = m->pc;
+	size_t k = 1;
+	pthread_mutex_lock(&pc->lock);
+	/* Map may be called for any page of the batch: none of them may be
+	 * dirty (an ordered commit's SYNC_ALL writeback waits for the locks of
+	 * dirty pages, and map may wait for that commit). */
+	if (out[0]->flags & PG_DIRTY)
+		n = 1;
+	for (; k < n; k++) {
+		struct page *pg = hash_find(pc, m, index + k);
+		if (pg) {
+			if (pg->flags & (PG_LOCKED | PG_DIRTY | PG_DETACHED))
+				break;
+			page_hold_locked(pg);
+			pg->flags |= PG_LOCKED;
+			pc->st.hits++;
+		} else {
+			/* Reuse an LRU victim at the budget; below it, stop
+			 * (allocating is for page_grab, outside the lock). */
+			if (pc->nr_pages < pc->max_pages || !(pg = evict_one(pc)))
+				break;
+			install_locked(pc, pg, m, index + k);
+			pc->st.misses++;
+		}
+		out[k] = pg;
+		block[k] = pg->block;
+	}
+	pthread_mutex_unlock(&pc->lock);
+	return k;
+}
+
 /* ---------------------------------------------------------------- dirty */
 
 void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now)

@@ -152,6 +152,13 @@ void page_unlock_locked(struct page_cache *pc, struct page *pg);
  * and its block as they were when it was locked: both change only under
  * the page lock, so they stay valid while the caller holds it. */
 int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bool *uptodate, uint64_t *block);
+/* Extend a page_grab of page `index` (out[0], its block in block[0]) to
+ * pages index+1.. (at most n in all) that can be had without waiting or
+ * allocating: cached, unlocked and clean, or new in an LRU victim. None if
+ * out[0] is dirty. Returns how many pages out[] holds (>= 1), locked and
+ * referenced, with their blocks. Ascending order, never waiting: safe with
+ * the page lock rules. */
+size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct page **out, uint64_t *block);
 /* Set / clear PG_DIRTY with the lists and counters. pc->lock held. */
 void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now);
 void page_clear_dirty_locked(struct page_cache *pc, struct page *pg);
