@@ -26,8 +26,8 @@
  *   is none, the allocating thread writes back dirty pages and waits for
  *   writeback (direct reclaim); -ENOMEM only if every page is referenced.
  * - Dirty limits (2.6.30 vm rules, as percentages of the budget): past
- *   dirty_background_ratio (10 %) the flusher thread is woken to write the
- *   oldest dirty pages; past dirty_ratio (20 %) of dirty + writeback pages a
+ *   dirty_background_ratio (10 %) plus a batch the flusher thread is woken
+ *   to write the oldest dirty pages down to it; past dirty_ratio (20 %) of dirty + writeback pages a
  *   writer is throttled in page_cache_balance_dirty (it writes back dirty pages
  *   itself, then waits for writeback to complete, until under the limit).
  *   Every dirty_writeback interval (5 s) the flusher writes pages dirty for
