@@ -180,50 +180,81 @@ static bool acquire_locked(struct page_cache *pc, struct page *pg, enum page_wb_
 	return true;
 }
 
+/* Whether pg continues run r (after its n + took pages), with room. */
+static bool run_continues(const struct page_run *r, const struct page *pg, size_t took)
+{
+	size_t k = r->n + took;
+	return pg->m == r->m && pg->index == r->first + k && pg->block == r->block + k && k < r->cap;
+}
+
+/* Pages go in rounds: under one cache lock hold, take (lock) the pages that
+ * extend the current run and need no wait; copy them into the run without
+ * the lock; put them under writeback in one more hold — three lock round
+ * trips a round, not three a page (the flusher shares the lock with the
+ * streaming writer). Only a round's first page may wait (acquire_locked),
+ * so the run it may submit holds no page taken but not yet copied. */
 int page_write_pages(struct page_cache *pc, struct page **v, size_t n, enum page_wb_sync mode, unsigned rw,
 		     size_t *submitted)
 {
 	struct page_run *r = NULL;
-	size_t sub = 0;
+	size_t sub = 0, i = 0;
 	int err = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct page *pg = v[i];
+	while (i < n) {
+		size_t took = 0;
+		struct page *chain = NULL;
 		pthread_mutex_lock(&pc->lock);
-		if (err || !acquire_locked(pc, pg, mode, &r, rw, &sub)) {
-			struct page *f = page_put_locked(pc, pg);
-			pthread_mutex_unlock(&pc->lock);
-			page_free(f);
-			continue;
-		}
-		if (r && !(pg->m == r->m && pg->index == r->first + r->n && pg->block == r->block + r->n &&
-			   r->n < r->cap)) {
-			pthread_mutex_unlock(&pc->lock);
-			sub += run_submit(pc, r, rw);
-			r = NULL;
-			pthread_mutex_lock(&pc->lock);
-		}
-		if (!r) {
-			r = run_alloc_locked(pc, pg, stretch_locked(pc, v, i, n));
-			if (!r) {
+		for (; i < n; i++) {
+			struct page *pg = v[i];
+			if (took && ((pg->flags & (PG_LOCKED | PG_WRITEBACK)) || !run_continues(r, pg, took)))
+				break; /* the next round starts with it */
+			if (err || !acquire_locked(pc, pg, mode, &r, rw, &sub)) {
+				struct page *f = page_put_locked(pc, pg);
+				if (f) {
+					f->hash_next = chain;
+					chain = f;
+				}
+				continue;
+			}
+			if (r && !run_continues(r, pg, took)) { /* only when took == 0 */
+				pthread_mutex_unlock(&pc->lock);
+				sub += run_submit(pc, r, rw);
+				r = NULL;
+				pthread_mutex_lock(&pc->lock);
+			}
+			if (!r && !(r = run_alloc_locked(pc, pg, stretch_locked(pc, v, i, n)))) {
 				page_unlock_locked(pc, pg);
 				struct page *f = page_put_locked(pc, pg);
-				pthread_mutex_unlock(&pc->lock);
-				page_free(f);
+				if (f) {
+					f->hash_next = chain;
+					chain = f;
+				}
 				err = err_set(-ENOMEM, "page: no memory for a writeback run");
 				continue;
 			}
+			r->pages[r->n + took++] = pg; /* our reference is the run's now */
 		}
 		pthread_mutex_unlock(&pc->lock);
-		/* The page lock keeps writers out while we copy. */
-		memcpy((char *)r->buf + r->n * pc->page_size, pg->data, pc->page_size);
+		while (chain) {
+			struct page *next = chain->hash_next;
+			page_free(chain);
+			chain = next;
+		}
+		if (!took)
+			continue;
+		/* The page locks keep writers out while we copy. */
+		for (size_t k = r->n; k < r->n + took; k++)
+			memcpy((char *)r->buf + k * pc->page_size, r->pages[k]->data, pc->page_size);
 		pthread_mutex_lock(&pc->lock);
-		page_clear_dirty_locked(pc, pg);
-		pg->flags |= PG_WRITEBACK;
-		pg->wb_seq = ++pg->m->wb_seq; /* m->wb stays sorted by wb_seq */
-		list_add_tail(&pg->m->wb, &pg->wb);
-		pc->nr_writeback++;
-		page_unlock_locked(pc, pg);
-		r->pages[r->n++] = pg; /* our reference is the run's now */
+		for (size_t k = r->n; k < r->n + took; k++) {
+			struct page *pg = r->pages[k];
+			page_clear_dirty_locked(pc, pg);
+			pg->flags = (pg->flags | PG_WRITEBACK) & ~(unsigned)PG_LOCKED;
+			pg->wb_seq = ++pg->m->wb_seq; /* m->wb stays sorted by wb_seq */
+			list_add_tail(&pg->m->wb, &pg->wb);
+			pc->nr_writeback++;
+		}
+		r->n += took;
+		page_wake_locked(pc); /* the page locks */
 		pthread_mutex_unlock(&pc->lock);
 	}
 	if (r)
