@@ -394,6 +394,41 @@ static void test_sync_modes(void **state)
 	env_close(&e);
 }
 
+/* A run whose page buffers are contiguous is written from them (no copy);
+ * a writer changing a page under such a bio gets a copy of the buffer, so
+ * the bio writes the data as it was when it was submitted and the page
+ * keeps the new data for the next writeback. */
+static void test_writeback_zero_copy(void **state)
+{
+	struct env e;
+	env_open(&e, "mem:16M", NULL, false);
+	write_pages(&e, 0, 8, 1); /* a fresh cache: consecutive buffers */
+	blk_queue_stop(e.q);
+	assert_int_equal(page_mapping_writeback(e.m, 0, 7, PAGE_WB_SYNC_NONE, BLK_WRITE), 0);
+	struct page_stats s = stats(&e);
+	assert_int_equal(s.write_bios, 1);
+	assert_int_equal(s.zero_copy_bios, 1);
+	assert_int_equal(s.writeback, 8);
+	write_pages(&e, 3, 1, 50); /* under writeback, the bio not even sent */
+	s = stats(&e);
+	assert_int_equal(s.unshared, 1);
+	assert_int_equal(s.dirty, 1);
+	blk_queue_start(e.q);
+	assert_int_equal(page_mapping_wait(e.m, 0, 7), 0);
+	unsigned char buf[PS], want[PS];
+	for (unsigned i = 0; i < 8; i++) { /* what was submitted */
+		dev_block(&e, BASE + i, buf);
+		fill(want, PS, 1 + i);
+		assert_memory_equal(buf, want, PS);
+	}
+	check_pages(&e, 3, 1, 50); /* the cache has the new data */
+	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	dev_block(&e, BASE + 3, buf);
+	fill(want, PS, 50 + 3);
+	assert_memory_equal(buf, want, PS);
+	env_close(&e);
+}
+
 static void test_io_done_worker(void **state)
 {
 	struct env e;
@@ -901,6 +936,7 @@ int main(void)
 		cmocka_unit_test(test_partial_writes),
 		cmocka_unit_test(test_writeback_runs),
 		cmocka_unit_test(test_sync_modes),
+		cmocka_unit_test(test_writeback_zero_copy),
 		cmocka_unit_test(test_io_done_worker),
 		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_budget_bound),

@@ -135,6 +135,8 @@ struct page_stats {
 	uint64_t hits, misses;                /* page lookups by read/write/grab */
 	uint64_t read_bios, read_errors, holes_read;
 	uint64_t write_bios, pages_written, write_errors;
+	uint64_t zero_copy_bios, unshared;    /* bios from the page buffers themselves; pages copied
+					       * because changed under such a bio */
 	uint64_t evictions, reclaim_writes;   /* clean pages evicted; pages written by direct reclaim */
 	uint64_t throttled, throttle_waits, throttle_writes; /* writers throttled; their sleeps; their pages */
 	uint64_t flusher_passes, flusher_writes, expired_writes, background_writes;
