@@ -129,6 +129,19 @@ static void test_partial_writes(void **state)
 	e.fs.fail_create = -ENOSPC;
 	assert_int_equal(page_mapping_write(e.m, 3 * PS, patch, 10, 10 * PS), -ENOSPC);
 	assert_int_equal(page_mapping_nr_dirty(e.m), 1);
+	/* The same for a whole page (the batched path): the page gets no
+	 * block from the failed map and reads as the hole it is. */
+	static unsigned char full[PS];
+	pfs_fill(full, PS, 77);
+	assert_int_equal(page_mapping_write(e.m, 4 * PS, full, PS, 10 * PS), -ENOSPC);
+	assert_int_equal(page_mapping_nr_dirty(e.m), 1);
+	struct page *failed = page_lookup(e.m, 4);
+	assert_non_null(failed);
+	assert_int_equal(page_block(failed), PAGE_NO_BLOCK);
+	page_put(failed);
+	memset(want, 0, PS);
+	assert_int_equal(page_mapping_read(e.m, 4 * PS, buf, PS, 10 * PS), PS);
+	assert_memory_equal(buf, want, PS);
 	e.fs.fail_create = 0;
 	/* Page-level: dirtying a page without a block is refused. */
 	struct page *pg;

@@ -159,6 +159,12 @@ struct page_mapping_ops {
 	/* Optional. A writeback run of pages [first, last] completed with err
 	 * (0 or negative errno). Runs in the cache's worker thread. */
 	void (*io_done)(void *ctx, uint64_t first, uint64_t last, int err);
+	/* Optional. map(create=true) for up to `max` pages from `index` in one
+	 * call, all of them locked by the caller and without a block yet:
+	 * *phys is the block of page `index` and *count (1..max on success)
+	 * how many pages from it map to consecutive blocks from *phys. Used by
+	 * whole-page writes to allocate a batch at once (else map per page). */
+	int (*map_range)(void *ctx, uint64_t index, uint32_t max, uint64_t *phys, uint32_t *count);
 };
 
 int page_mapping_create(struct page_cache *pc, const struct page_mapping_ops *ops, void *ctx,

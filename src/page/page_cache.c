@@ -519,11 +519,16 @@ size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct 
 			pg->flags |= PG_LOCKED;
 			pc->st.hits++;
 		} else {
-			/* Reuse an LRU victim at the budget; below it, stop
-			 * (allocating is for page_grab, outside the lock). */
-			if (pc->nr_pages < pc->max_pages ||
-			    !((pg = evict_next_slot(pc, m, index + k)) || (pg = evict_one(pc))))
+			/* Below the budget a new page (a small allocation: the
+			 * buffer is an arena slot); at it, an LRU victim. */
+			if (pc->nr_pages < pc->max_pages) {
+				if (!(pg = page_alloc(pc)))
+					break;
+				if (++pc->nr_pages > pc->st.peak_pages)
+					pc->st.peak_pages = pc->nr_pages;
+			} else if (!((pg = evict_next_slot(pc, m, index + k)) || (pg = evict_one(pc)))) {
 				break;
+			}
 			install_locked(pc, pg, m, index + k);
 			pc->st.misses++;
 		}

@@ -187,9 +187,9 @@ void page_unlock_locked(struct page_cache *pc, struct page *pg);
  * the page lock, so they stay valid while the caller holds it. */
 int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bool *uptodate, uint64_t *block);
 /* Extend a page_grab of page `index` (out[0], its block in block[0]) to
- * pages index+1.. (at most n in all) that can be had without waiting or
- * allocating: cached, unlocked, clean and not read by a writeback bio, or
- * new in an LRU victim. None if
+ * pages index+1.. (at most n in all) that can be had without waiting:
+ * cached, unlocked, clean and not read by a writeback bio, or new (below
+ * the budget, or in an LRU victim at it). None if
  * out[0] is dirty. Returns how many pages out[] holds (>= 1), locked and
  * referenced, with their blocks. Ascending order, never waiting: safe with
  * the page lock rules. */

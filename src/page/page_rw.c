@@ -21,11 +21,17 @@ static int map_call(struct page *pg, bool create, uint64_t *block, bool *is_new)
 	*block = PAGE_NO_BLOCK;
 	*is_new = false;
 	int rc = m->ops->map(m->ctx, pg->index, create, block, is_new);
-	if (rc < 0)
+	if (rc < 0) {
+		/* Whatever the op left there is not the page's block (the
+		 * caller may record *block without checking rc). */
+		*block = PAGE_NO_BLOCK;
 		return err_wrap(rc, "page: map of page %" PRIu64, pg->index);
-	if (*block == PAGE_NO_BLOCK ? create : *block >= m->pc->nr_blocks)
+	}
+	if (*block == PAGE_NO_BLOCK ? create : *block >= m->pc->nr_blocks) {
+		*block = PAGE_NO_BLOCK;
 		return err_set(-EIO, "page: map of page %" PRIu64 " gave %s", pg->index,
 			       create ? "no block or one past the device" : "a block past the device");
+	}
 	return 0;
 }
 
@@ -154,6 +160,27 @@ static void free_chain(struct page *pg)
 	}
 }
 
+/* Map the pages of a batch without a block from blk[i] on (page index + i)
+ * with the map_range op: as many as it gives, at most up to the next page
+ * that has a block. */
+static int map_range_call(struct page_mapping *m, uint64_t index, size_t i, size_t k, uint64_t *blk)
+{
+	size_t end = i + 1;
+	while (end < k && blk[end] == PAGE_NO_BLOCK)
+		end++;
+	uint64_t phys = PAGE_NO_BLOCK;
+	uint32_t count = 0;
+	int rc = m->ops->map_range(m->ctx, index + i, (uint32_t)(end - i), &phys, &count);
+	if (rc < 0)
+		return err_wrap(rc, "page: map of pages %" PRIu64 "..", index + i);
+	if (count < 1 || count > end - i || phys == PAGE_NO_BLOCK || phys + count > m->pc->nr_blocks)
+		return err_set(-EIO, "page: map of page %" PRIu64 " gave no block, a bad count or a block past the device",
+			       index + i);
+	for (uint32_t j = 0; j < count; j++)
+		blk[i + j] = phys + j;
+	return 0;
+}
+
 /* Most pages one whole-page write step takes (a batch: locked together). */
 #define WRITE_BATCH 16u
 
@@ -183,7 +210,11 @@ static int write_whole_pages(struct page_mapping *m, uint64_t index, size_t n, c
 	size_t k = page_grab_batch(m, index, n < WRITE_BATCH ? n : WRITE_BATCH, v, blk), ok;
 	for (ok = 0; ok < k; ok++) {
 		bool is_new;
-		if (blk[ok] == PAGE_NO_BLOCK && (rc = map_call(v[ok], true, &blk[ok], &is_new)) < 0)
+		if (blk[ok] == PAGE_NO_BLOCK && m->ops->map_range)
+			rc = map_range_call(m, index, ok, k, blk);
+		else if (blk[ok] == PAGE_NO_BLOCK)
+			rc = map_call(v[ok], true, &blk[ok], &is_new);
+		if (rc < 0)
 			break;
 		memcpy(v[ok]->data, src + ok * pc->page_size, pc->page_size);
 	}

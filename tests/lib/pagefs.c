@@ -32,6 +32,7 @@ static int fs_map(void *ctx, uint64_t index, bool create, uint64_t *phys, bool *
 	} else if (!create) {
 		*phys = PAGE_NO_BLOCK;
 	} else if (fs->fail_create) {
+		*phys = fs->next_block; /* what a failed op may leave behind */
 		rc = fs->fail_create;
 	} else {
 		fs->table[index] = fs->nr_free ? fs->free_blocks[--fs->nr_free] : fs->next_block++;
@@ -63,7 +64,25 @@ void pfs_fs_free_from(struct fakefs *fs, uint64_t first)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-const struct page_mapping_ops pfs_fs_ops = { fs_map, fs_io_done };
+static int fs_map_range(void *ctx, uint64_t index, uint32_t max, uint64_t *phys, uint32_t *count)
+{
+	struct fakefs *fs = ctx;
+	pthread_mutex_lock(&fs->lock);
+	fs->range_calls++;
+	uint32_t n = 0;
+	while (n < max && index + n < MAX_IDX && !fs->table[index + n] && !fs->fail_create) {
+		fs->table[index + n] = fs->next_block++;
+		n++;
+	}
+	*phys = n ? fs->table[index] : PAGE_NO_BLOCK;
+	*count = n;
+	int rc = n ? 0 : fs->fail_create ? fs->fail_create : -EFBIG;
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+const struct page_mapping_ops pfs_fs_ops = { .map = fs_map, .io_done = fs_io_done };
+const struct page_mapping_ops pfs_fs_ops_range = { .map = fs_map, .io_done = fs_io_done, .map_range = fs_map_range };
 
 void pfs_fs_init(struct fakefs *fs, bool table_mode)
 {

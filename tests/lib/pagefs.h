@@ -32,12 +32,14 @@ struct fakefs {
 	size_t nr_free;
 	uint64_t next_block;
 	int fail_create;        /* map(create) fails with this while set */
-	unsigned map_calls;
+	unsigned map_calls, range_calls;
 	struct done_rec done[MAX_DONE];
 	unsigned ndone;
 };
 
 extern const struct page_mapping_ops pfs_fs_ops;
+/* The same with a map_range op (table mode: consecutive new blocks). */
+extern const struct page_mapping_ops pfs_fs_ops_range;
 /* The fs frees the blocks of pages from `first` on (after truncating them). */
 void pfs_fs_free_from(struct fakefs *fs, uint64_t first);
 void pfs_fs_init(struct fakefs *fs, bool table_mode);
