@@ -21,11 +21,17 @@ static int map_call(struct page *pg, bool create, uint64_t *block, bool *is_new)
 	*block = PAGE_NO_BLOCK;
 	*is_new = false;
 	int rc = m->ops->map(m->ctx, pg->index, create, block, is_new);
-	if (rc < 0)
+	if (rc < 0) {
+		/* Whatever the op left there is not the page's block (the
+		 * caller may record *block without checking rc). */
+		*block = PAGE_NO_BLOCK;
 		return err_wrap(rc, "page: map of page %" PRIu64, pg->index);
-	if (*block == PAGE_NO_BLOCK ? create : *block >= m->pc->nr_blocks)
+	}
+	if (*block == PAGE_NO_BLOCK ? create : *block >= m->pc->nr_blocks) {
+		*block = PAGE_NO_BLOCK;
 		return err_set(-EIO, "page: map of page %" PRIu64 " gave %s", pg->index,
 			       create ? "no block or one past the device" : "a block past the device");
+	}
 	return 0;
 }
 
@@ -145,41 +151,103 @@ static void release(struct page *pg)
 	page_free(f);
 }
 
-/* A whole page of a write: grab, map if needed, copy in, then record the
- * block, dirty, unlock and drop the page in one cache lock hold — two lock
- * round trips a page instead of six (the streaming writer shares the lock
- * with the flusher and the completions). Deferring the block is safe: only
- * the page lock holder reads the block of a clean page (writeback looks at
- * dirty pages only), and we hold it. *throttle: dirty + writeback pages are
- * over the dirty limit (the caller then calls page_cache_balance_dirty). */
-static int write_whole_page(struct page_mapping *m, uint64_t index, const void *src, bool *throttle)
+static void free_chain(struct page *pg)
+{
+	while (pg) {
+		struct page *next = pg->hash_next;
+		page_free(pg);
+		pg = next;
+	}
+}
+
+/* Map the pages of a batch without a block from blk[i] on (page index + i)
+ * with the map_range op: as many as it gives, at most up to the next page
+ * that has a block. */
+static int map_range_call(struct page_mapping *m, uint64_t index, size_t i, size_t k, uint64_t *blk)
+{
+	size_t end = i + 1;
+	while (end < k && blk[end] == PAGE_NO_BLOCK)
+		end++;
+	uint64_t phys = PAGE_NO_BLOCK;
+	uint32_t count = 0;
+	int rc = m->ops->map_range(m->ctx, index + i, (uint32_t)(end - i), &phys, &count);
+	if (rc < 0)
+		return err_wrap(rc, "page: map of pages %" PRIu64 "..", index + i);
+	if (count < 1 || count > end - i || phys == PAGE_NO_BLOCK || phys + count > m->pc->nr_blocks)
+		return err_set(-EIO, "page: map of page %" PRIu64 " gave no block, a bad count or a block past the device",
+			       index + i);
+	for (uint32_t j = 0; j < count; j++)
+		blk[i + j] = phys + j;
+	return 0;
+}
+
+/* Most pages one whole-page write step takes (a batch: locked together). */
+#define WRITE_BATCH 16u
+
+/* Whole pages [index, index + n) of a write from src, in batches: grab
+ * (the first page may wait; page_grab_batch adds what it can without
+ * waiting), map the pages that have no block and copy in without the cache
+ * lock, then record the blocks, dirty, unlock and drop the whole batch in
+ * one cache lock hold — two lock round trips a batch, where the streaming
+ * writer used to take the lock six times a page (shared with the flusher
+ * and the completions). Deferring the block is safe: only the page lock
+ * holder reads the block of a clean page (writeback looks at dirty pages
+ * only), and we hold it. *written: the bytes written (whole pages from
+ * index on, up to the first error); returns 0 or that error. *throttle:
+ * dirty + writeback pages are over the dirty limit (the caller calls
+ * page_cache_balance_dirty). */
+static int write_whole_pages(struct page_mapping *m, uint64_t index, size_t n, const char *src, size_t *written,
+			     bool *throttle)
 {
 	struct page_cache *pc = m->pc;
-	struct page *pg;
-	bool up, is_new;
-	uint64_t block;
-	int rc = page_grab_snap(m, index, &pg, &up, &block);
+	struct page *v[WRITE_BATCH];
+	uint64_t blk[WRITE_BATCH];
+	bool up;
+	*written = 0;
+	int rc = page_grab_snap(m, index, &v[0], &up, &blk[0]);
 	if (rc < 0)
 		return rc;
-	if (block == PAGE_NO_BLOCK)
-		rc = map_call(pg, true, &block, &is_new);
-	if (rc == 0)
-		memcpy(pg->data, src, pc->page_size);
+	size_t k = page_grab_batch(m, index, n < WRITE_BATCH ? n : WRITE_BATCH, v, blk), ok;
+	for (ok = 0; ok < k; ok++) {
+		bool is_new;
+		if (blk[ok] == PAGE_NO_BLOCK && m->ops->map_range)
+			rc = map_range_call(m, index, ok, k, blk);
+		else if (blk[ok] == PAGE_NO_BLOCK)
+			rc = map_call(v[ok], true, &blk[ok], &is_new);
+		if (rc < 0)
+			break;
+		memcpy(v[ok]->data, src + ok * pc->page_size, pc->page_size);
+	}
 	uint64_t now = clock_now_ns();
+	size_t done = ok;
+	struct page *chain = NULL;
 	pthread_mutex_lock(&pc->lock);
-	if (block != PAGE_NO_BLOCK)
-		pg->block = block;
-	if (rc == 0 && (pg->flags & PG_DETACHED)) {
-		rc = err_set(-ESTALE, "page: page %" PRIu64 " was truncated", pg->index);
-	} else if (rc == 0) {
-		pg->flags |= PG_UPTODATE;
-		page_set_dirty_locked(pc, pg, now);
+	for (size_t i = 0; i < k; i++) {
+		struct page *pg = v[i];
+		if (blk[i] != PAGE_NO_BLOCK)
+			pg->block = blk[i];
+		if (i < ok && (pg->flags & PG_DETACHED)) {
+			/* Truncated meanwhile (the pages after it are being
+			 * truncated too). */
+			if (i < done) {
+				done = i;
+				rc = err_set(-ESTALE, "page: page %" PRIu64 " was truncated", pg->index);
+			}
+		} else if (i < ok) {
+			pg->flags |= PG_UPTODATE;
+			page_set_dirty_locked(pc, pg, now);
+		}
+		page_unlock_locked(pc, pg);
+		struct page *f = page_put_locked(pc, pg);
+		if (f) {
+			f->hash_next = chain;
+			chain = f;
+		}
 	}
 	*throttle = pc->nr_dirty + pc->nr_writeback > pc->dirty_limit;
-	page_unlock_locked(pc, pg);
-	struct page *f = page_put_locked(pc, pg);
 	pthread_mutex_unlock(&pc->lock);
-	page_free(f);
+	free_chain(chain);
+	*written = done * pc->page_size;
 	return rc;
 }
 
@@ -199,8 +267,10 @@ static ssize_t copy_range(struct page_mapping *m, uint64_t off, void *buf, size_
 		struct page *pg;
 		bool throttle = write;
 		int rc;
-		if (write && n == ps) {
-			rc = write_whole_page(m, pos / ps, ubuf, &throttle);
+		if (write && in == 0 && len - done >= ps) {
+			rc = write_whole_pages(m, pos / ps, (len - done) / ps, ubuf, &n, &throttle);
+			if (rc < 0)
+				done += n;
 		} else if ((rc = page_grab(m, pos / ps, &pg)) == 0) {
 			data = (char *)pg->data + in;
 			rc = write ? page_prepare_write(pg, in, (unsigned)n, i_size) : page_read(pg);
@@ -279,15 +349,6 @@ restart:;
 		(*dropped)++;
 	}
 	return chain;
-}
-
-static void free_chain(struct page *pg)
-{
-	while (pg) {
-		struct page *next = pg->hash_next;
-		page_free(pg);
-		pg = next;
-	}
 }
 
 static void drop_range(struct page_mapping *m, uint64_t first, uint64_t last, bool wait, size_t *dropped)
