@@ -110,7 +110,7 @@ VERSION := $(VERSION_MAJOR).$(VERSION_MINOR)
 SONAME := libnostall.so.$(VERSION_MAJOR)
 SHLIB := libnostall.so.$(VERSION)
 # The library's own link dependencies (LDLIBS may gain the tools' ones).
-LIB_LDLIBS := -luring -lpthread -lm
+LIB_LDLIBS := -luring -lnbd -lpthread -lm
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
@@ -144,7 +144,7 @@ $(BUILD)/$(SHLIB): $(PIC_OBJS) src/libnostall.map
 $(BUILD)/nostall.pc: nostall.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_rel,$(LIBDIR))|' \
 	    -e 's|@INCLUDEDIR@|$(call pc_rel,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@LIBS_PRIVATE@|$(filter-out -luring,$(LIB_LDLIBS))|' $< > $@
+	    -e 's|@LIBS_PRIVATE@|$(filter-out -luring -lnbd,$(LIB_LDLIBS))|' $< > $@
 # PREFIX and the directories are make variables: rebuild the file every time.
 .PHONY: $(BUILD)/nostall.pc
 
