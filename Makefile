@@ -57,7 +57,13 @@ all: $(BUILD)/nostall
 
 lib: $(BUILD)/libnostall.a
 
-$(BUILD)/obj/%.o: %.c
+# Objects depend on the compiler flags they were built with: a change of
+# CC, CPPFLAGS or CFLAGS rebuilds them (a stale -D left link errors).
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(ALLCFLAGS)
+$(shell mkdir -p $(BUILD); [ "`cat $(FLAGS_STAMP) 2>/dev/null`" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
 
@@ -133,7 +139,7 @@ pc_rel = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 .PHONY: shared install uninstall deb
 shared: $(BUILD)/$(SHLIB)
 
-$(BUILD)/pic/%.o: %.c
+$(BUILD)/pic/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -fPIC -c $< -o $@
 

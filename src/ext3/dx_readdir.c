@@ -219,7 +219,8 @@ static int dxr_run(struct dxr *r, uint64_t nblocks)
 		rc = dxr_read_leaf(r, ext3_dx_walk_leaf(w));
 		if (rc)
 			break;
-		qsort(r->v, r->n, sizeof *r->v, ent_cmp);
+		if (r->n > 1) /* qsort(NULL, 0) is undefined */
+			qsort(r->v, r->n, sizeof *r->v, ent_cmp);
 		/* A name of the next leaf's first hash may still be here when the
 		 * next leaf continues it (collision bit): that group waits. */
 		uint64_t next = ext3_dx_walk_next_hash(w);
