@@ -335,8 +335,14 @@ static void run_one(struct mctx *m, enum fsb_workload w, int s)
 	if (row->status[0])
 		return;
 	fsb_progress(m->b, "%s on %s (%s): mkfs and mount", row->r.workload, sys->system, m->p.mode);
-	if (rp_peer_mount(&m->p, row->status, sizeof row->status))
+	if (rp_peer_mount(&m->p, row->status, sizeof row->status)) {
+		if (!sys->peer) { /* nostall itself must run: a failure, not a skip */
+			char why[sizeof row->status];
+			snprintf(why, sizeof why, "%s", row->status + strlen("skipped: "));
+			snprintf(row->status, sizeof row->status, "failed: %.180s", why);
+		}
 		return;
+	}
 	mworkloads[w](m, row);
 	fsb_progress(m->b, "%s on %s (%s): unmount", row->r.workload, sys->system, m->p.mode);
 	rp_peer_umount(&m->p);
