@@ -228,7 +228,7 @@ static const struct workload {
 	const char *name;
 	workload_fn fn;
 	const char *help;
-} workloads[] = {
+} workloads[] = { /* in enum fsb_workload's order */
 	{ "jens", fsb_jens, "open(O_APPEND)/write a line/fsync/close loop beside 2 write+flush per fsync" },
 	{ "stream", fsb_stream, "sequential write + fsync, remount, read back; beside raw device rates" },
 	{ "creates", fsb_creates, "small files: create, stat (cold), unlink" },
@@ -236,15 +236,25 @@ static const struct workload {
 };
 #define NR_WORKLOADS (sizeof workloads / sizeof workloads[0])
 
+const char *fsb_workload_name(enum fsb_workload w)
+{
+	return workloads[w].name;
+}
+
 static void bench_fs_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--json] [--quick]\n"
+		"       nostall bench fs --mount [--peers] [--device file:PATH] [-o OPTS] [--workload ..] [--json] [--quick]\n"
 		"  --device SPEC   device (default: a 2 GiB file under /tmp, removed after); its\n"
 		"                  contents are destroyed (mkfs per run)\n"
 		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
 		"                  (default: journal, ordered and writeback)\n"
 		"  --quick         tiny sizes (checks, not measurements)\n"
+		"  --mount         the workloads through `nostall mount` (FUSE), data=ordered unless\n"
+		"                  -o data=MODE; -o also takes the daemon's options (docs/fuse.md)\n"
+		"  --peers         with --mount, as root: also kernel ext3 (loop device, data=ordered\n"
+		"                  and writeback) and fuse2fs on the same image file\n"
 		"workloads:\n");
 	for (size_t i = 0; i < NR_WORKLOADS; i++)
 		fprintf(out, "  %-19s %s\n", workloads[i].name, workloads[i].help);
@@ -341,6 +351,8 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 		fprintf(stderr, "nostall bench fs: device '%s' is too small (want at least 64 MiB)\n", b->spec);
 		return 1;
 	}
+	if (b->mount)
+		return fsb_mount_run(b, selected, b->spec + strlen("file:"));
 	if (!b->json && b->sim && !b->quick)
 		printf("simulated device: smaller sizes (fsyncs %u, stream %llu MiB, %u files, %.0f s under stream)\n",
 		       b->sz.jens_n, (unsigned long long)(b->sz.stream_bytes / FSB_MiB), b->sz.creates_n,
@@ -366,7 +378,8 @@ int bench_fs(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' }, { "workload", required_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },         { "mount", no_argument, NULL, 'm' },
+		{ "peers", no_argument, NULL, 'p' },        { NULL, 0, NULL, 0 },
 	};
 	optind = 1;
 	int ch;
@@ -377,6 +390,8 @@ int bench_fs(int argc, char **argv)
 		case 'j': b.json = true; break;
 		case 'q': b.quick = true; break;
 		case 'o': b.user_opts = optarg; break;
+		case 'm': b.mount = true; break;
+		case 'p': b.peers = true; break;
 		case 'h': bench_fs_usage(stdout); return 0;
 		default: bench_fs_usage(stderr); return 2;
 		}
@@ -392,7 +407,18 @@ int bench_fs(int argc, char **argv)
 	}
 	const char *modes[3] = { "journal", "ordered", "writeback" };
 	int nmodes = 3;
-	int rc = parse_user_opts(&b, modes, &nmodes);
+	if (b.peers && !b.mount) {
+		fprintf(stderr, "nostall bench fs: --peers needs --mount\n");
+		return 2;
+	}
+	if (b.mount && device && strncmp(device, "file:", 5)) {
+		fprintf(stderr, "nostall bench fs: --mount needs a file: device (every system mounts the same image file)\n");
+		return 2;
+	}
+	/* --mount: -o goes to `nostall mount` (daemon options too), which checks it */
+	int rc = b.mount ? 0 : parse_user_opts(&b, modes, &nmodes);
+	if (b.mount)
+		b.cache_bytes = FSB_DEFAULT_CACHE;
 	if (rc < 0) {
 		fprintf(stderr, "nostall bench fs: -o %s: %s\n", b.user_opts, err_last(rc));
 		return 2;

@@ -34,6 +34,7 @@ struct fsb {
 	const char *spec;         /* device spec of every run */
 	const char *user_opts;    /* -o as given (may be NULL) */
 	bool json, quick, sim;
+	bool mount, peers;        /* --mount, --peers (bench_fs_mount.c) */
 	uint64_t dev_bytes;
 	uint64_t cache_bytes;     /* the mount's cache= (default 64 MiB) */
 	struct fsb_sizes sz;
@@ -78,6 +79,16 @@ int fsb_tmpdev_make(char *path, size_t pathlen, uint64_t bytes);
 
 /* Progress on stderr (overwritten in place). */
 void fsb_progress(const struct fsb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The workloads, in the order bench fs runs and prints them. */
+enum fsb_workload { FSB_JENS, FSB_STREAM, FSB_CREATES, FSB_FUS, FSB_NWORKLOADS };
+const char *fsb_workload_name(enum fsb_workload w);
+
+/* bench fs --mount [--peers] (bench_fs_mount.c): the selected workloads
+ * (indexed by enum fsb_workload) through a FUSE mount of nostall on the
+ * image file, and with peers on the kernel's ext3 and fuse2fs; b->sz is
+ * picked. Returns the exit status. */
+int fsb_mount_run(struct fsb *b, const bool *selected, const char *image);
 
 /* ---- workloads (bench_fs_load.c): each fills r, 0 or a negative errno */
 int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r);

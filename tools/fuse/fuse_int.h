@@ -35,9 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-/* `nostall sync MOUNTPOINT`: an ioctl without data on any file or directory
- * of the mount ('n' for nostall; restricted ioctls carry no pointer). */
-#define NOSTALL_IOC_SYNC ((unsigned)_IO('n', 0x53))
+#include "fuse_ioc.h" /* NOSTALL_IOC_SYNC */
 
 /* What -o decided (mount_opts.c). */
 struct nfuse_opts {

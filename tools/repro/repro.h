@@ -47,6 +47,7 @@ struct rp_params {
 	uint64_t stream_bytes;    /* a streamer wraps inside a file this big */
 	uint64_t reader_bytes;    /* atime: each reader's file */
 	unsigned tester_write;    /* fsync-tester: bytes per pwrite+fsync */
+	unsigned files, dirs;     /* creates/stats/unlinks (bench fs --mount) */
 };
 
 /* The full run's parameters (what `nostall load` assumes unless told). */
@@ -75,6 +76,13 @@ int rp_close(struct rp_file *f);
 int rp_mkdir(struct rp_fs *fs, const char *path);
 int rp_rename(struct rp_fs *fs, const char *from, const char *to);
 int rp_unlink(struct rp_fs *fs, const char *path);
+/* stat(2): the file's size in *size. */
+int rp_stat(struct rp_fs *fs, const char *path, uint64_t *size);
+/* Everything written so far durable, as the system offers it: the
+ * library's nostall_sync; POSIX: syncfs(2), then NOSTALL_IOC_SYNC (on a
+ * nostall FUSE mount, where syncfs does not reach the daemon; ENOTTY and
+ * the like elsewhere are ignored). */
+int rp_syncfs(struct rp_fs *fs);
 /* Make `paths` cold (written back and out of every cache), so readers go
  * to the disk: a remount for the library, fsync + fadvise for POSIX. */
 int rp_drop_caches(struct rp_fs *fs, const char *const *paths, unsigned n);
@@ -102,7 +110,13 @@ void rp_out_error(struct rp_out *o, int rc);
 
 /* ------------------------------------------------------------ workloads */
 
-enum rp_kind { RP_JENS, RP_JENS_STREAM, RP_FUS, RP_TESTER, RP_ATIME, RP_NKINDS };
+/* RP_STREAM_WRITE..RP_UNLINKS: bench fs --mount's workloads as phases,
+ * one load each, so that the driver can make caches cold between them
+ * (repro_files.c; bench repro itself does not run them). */
+enum rp_kind {
+	RP_JENS, RP_JENS_STREAM, RP_FUS, RP_TESTER, RP_ATIME,
+	RP_STREAM_WRITE, RP_STREAM_READ, RP_CREATES, RP_STATS, RP_UNLINKS, RP_NKINDS
+};
 const char *rp_kind_name(enum rp_kind k);
 int rp_kind_parse(const char *name, enum rp_kind *k);
 
@@ -111,6 +125,8 @@ int rp_kind_parse(const char *name, enum rp_kind *k);
  * -ETIMEDOUT with the operation in flight still open (B without S): the
  * caller exits without unmounting. */
 int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, struct rp_out *o);
+/* The phase kinds (rp_load_run passes them on). */
+int rp_files_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, struct rp_out *o);
 
 /* Parameters as load arguments and back ("--jens-n 500 --seconds 6 ..."). */
 int rp_params_argv(const struct rp_params *p, char bufs[][32], char **argv, int max);

@@ -8,6 +8,7 @@
 
 #include "util/clock.h"
 #include "util/err.h"
+#include "../fuse/fuse_ioc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -173,6 +174,37 @@ int rp_unlink(struct rp_fs *fs, const char *path)
 	lib_path(p, sizeof p, path);
 	int rc = fs->lib ? nostall_unlink(fs->lib, p) : (unlinkat(fs->dirfd, path, 0) ? -errno : 0);
 	return rc < 0 ? fail(rc, "unlink", path) : 0;
+}
+
+int rp_stat(struct rp_fs *fs, const char *path, uint64_t *size)
+{
+	char p[128];
+	lib_path(p, sizeof p, path);
+	int rc;
+	if (fs->lib) {
+		struct nostall_stat st;
+		rc = nostall_stat(fs->lib, p, 0, &st);
+		*size = rc < 0 ? 0 : st.size;
+	} else {
+		struct stat st;
+		rc = fstatat(fs->dirfd, path, &st, 0) ? -errno : 0;
+		*size = rc < 0 ? 0 : (uint64_t)st.st_size;
+	}
+	return rc < 0 ? fail(rc, "stat", path) : 0;
+}
+
+int rp_syncfs(struct rp_fs *fs)
+{
+	int rc;
+	if (fs->lib) {
+		rc = nostall_sync(fs->lib);
+	} else {
+		rc = syncfs(fs->dirfd) ? -errno : 0;
+		if (!rc && ioctl(fs->dirfd, NOSTALL_IOC_SYNC) && errno != ENOTTY && errno != ENOSYS &&
+		    errno != EINVAL && errno != EOPNOTSUPP)
+			rc = -errno;
+	}
+	return rc < 0 ? fail(rc, "sync", ".") : 0;
 }
 
 int rp_drop_caches(struct rp_fs *fs, const char *const *paths, unsigned n)

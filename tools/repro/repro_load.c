@@ -35,7 +35,8 @@
 
 static const char *const kind_names[RP_NKINDS] = {
 	[RP_JENS] = "jens", [RP_JENS_STREAM] = "jens-stream", [RP_FUS] = "fsync-under-stream",
-	[RP_TESTER] = "fsync-tester", [RP_ATIME] = "atime",
+	[RP_TESTER] = "fsync-tester", [RP_ATIME] = "atime", [RP_STREAM_WRITE] = "stream-write",
+	[RP_STREAM_READ] = "stream-read", [RP_CREATES] = "creates", [RP_STATS] = "stats", [RP_UNLINKS] = "unlinks",
 };
 
 const char *rp_kind_name(enum rp_kind k)
@@ -464,6 +465,8 @@ static double mbps(uint64_t bytes, uint64_t ns)
 
 int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, struct rp_out *o)
 {
+	if (k >= RP_STREAM_WRITE)
+		return rp_files_run(fs, k, p, o);
 	struct load l = { .fs = fs, .p = p, .o = o };
 	pthread_mutex_init(&l.m, NULL);
 	atomic_init(&l.stop, false);
@@ -532,7 +535,8 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 void rp_params_default(struct rp_params *p)
 {
 	*p = (struct rp_params){ .jens_n = 2000, .seconds = 10, .warmup = 2, .period = 0.05,
-				 .stream_bytes = 512 * RP_MiB, .reader_bytes = 128 * RP_MiB };
+				 .stream_bytes = 512 * RP_MiB, .reader_bytes = 128 * RP_MiB,
+				 .files = 10000, .dirs = 10 };
 }
 
 static const struct pdesc {
@@ -547,6 +551,8 @@ static const struct pdesc {
 	{ "stream-bytes", offsetof(struct rp_params, stream_bytes), true, false },
 	{ "reader-bytes", offsetof(struct rp_params, reader_bytes), true, false },
 	{ "tester-write", offsetof(struct rp_params, tester_write), false, true },
+	{ "files", offsetof(struct rp_params, files), false, true },
+	{ "dirs", offsetof(struct rp_params, dirs), false, true },
 };
 #define NPDESC (sizeof pdescs / sizeof pdescs[0])
 

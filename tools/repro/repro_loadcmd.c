@@ -1,6 +1,6 @@
 /* nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S]
  *                           [--period S] [--stream-bytes B] [--reader-bytes B]
- *                           [--tester-write B]
+ *                           [--tester-write B] [--files N] [--dirs N]
  *
  * bench repro's workloads with POSIX calls in a directory: the peers'
  * workload binary (the kernel's ext3 on a loop device, fuse2fs, nostall
@@ -21,8 +21,9 @@
 static void load_usage(FILE *out)
 {
 	fprintf(out, "usage: nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S] [--period S]\n"
-		     "                    [--stream-bytes B] [--reader-bytes B] [--tester-write B]\n"
-		     "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime\n"
+		     "                    [--stream-bytes B] [--reader-bytes B] [--tester-write B] [--files N] [--dirs N]\n"
+		     "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime,\n"
+		     "           stream-write, stream-read, creates, stats, unlinks (bench fs --mount's phases)\n"
 		     "output: bench repro's line protocol (docs/bench-repro.md)\n");
 }
 
@@ -49,8 +50,9 @@ int cmd_load(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!p.period || !p.stream_bytes || (k == RP_ATIME && !p.reader_bytes)) {
-		fprintf(stderr, "nostall load: --period and --stream-bytes must be above zero\n");
+	if (!p.period || !p.stream_bytes || (k == RP_ATIME && !p.reader_bytes) ||
+	    (k >= RP_CREATES && (!p.files || !p.dirs))) {
+		fprintf(stderr, "nostall load: --period, --stream-bytes, --files and --dirs must be above zero\n");
 		return 2;
 	}
 	struct rp_out *o = rp_out_new(STDOUT_FILENO);

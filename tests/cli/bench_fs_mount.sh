@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# nostall bench fs --mount [--peers] --quick: the shape of a run, not its
+# figures (docs/bench-fs.md, "--mount"). --json gives one line per workload
+# and system (nostall-fuse, kernel-ext3 ordered and writeback, fuse2fs) with
+# a status: "ok" and every figure positive (p99_ms may be null), or
+# "skipped: REASON"; nostall-fuse always runs; without --peers the peers are
+# skipped with that reason; one line per issue 11 target with its ratio;
+# the table form has a row per system and the targets; an unknown mount
+# option fails the run (exit 1) and says why; usage errors exit 2; nothing
+# is left mounted, attached or on disk.
+# Needs /dev/fuse (exits 77 otherwise); the peers need root (their rows are
+# then checked to say so).
+# nostall-test: release-only
+set -eu
+: "${NOSTALL:?path to the nostall binary}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+[ -w /dev/fuse ] || { echo "SKIP: no usable /dev/fuse" >&2; exit 77; }
+export PATH="$PATH:/sbin:/usr/sbin"
+
+"$NOSTALL" bench fs --mount --peers --quick --json >"$tmp/all.json" 2>"$tmp/err" ||
+	{ cat "$tmp/err" "$tmp/all.json"; fail "bench fs --mount --peers exited $?"; }
+grep -q "bench fs: jens on nostall-fuse (ordered)" "$tmp/err" || fail "no progress on stderr"
+root=$([ "$(id -u)" = 0 ] && echo 1 || echo 0)
+python3 - "$tmp/all.json" "$root" <<'PY' || fail "JSON shape (above)"
+import json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+root = sys.argv[2] == "1"
+fields = {
+    "jens": ["total_s", "ms_per_fsync", "p99_ms", "fsyncs"],
+    "stream": ["write_mbps", "read_mbps"],
+    "creates": ["creates_per_s", "stats_per_s", "unlinks_per_s", "files"],
+    "fsync-under-stream": ["p50_ms", "p99_ms", "max_ms", "samples", "stream_mbps"],
+}
+systems = [("nostall-fuse", "ordered"), ("kernel-ext3", "ordered"), ("kernel-ext3", "writeback"), ("fuse2fs", "default")]
+rows = [l for l in lines if l["scenario"] != "target"]
+targets = [l for l in lines if l["scenario"] == "target"]
+def bad(msg):
+    print("FAIL:", msg); sys.exit(1)
+if len(rows) != 16: bad(f"want 16 workload lines, got {len(rows)}")
+for w, names in fields.items():
+    for sysname, cfg in systems:
+        m = [r for r in rows if (r["scenario"], r["system"], r["config"]) == (w, sysname, cfg)]
+        if len(m) != 1: bad(f"{w} {sysname} {cfg}: {len(m)} lines")
+        r = m[0]
+        if not r["device"].startswith("file:/tmp/nostall-benchfs."): bad(f"device {r['device']}")
+        keys = [k for k in r if k not in ("scenario", "device", "system", "config", "status")]
+        st = r["status"]
+        if st == "ok":
+            if keys != names: bad(f"{w} {sysname}: fields {keys}, want {names}")
+            for k in names:
+                v = r[k]
+                if v is None and k == "p99_ms": continue
+                if not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)): bad(f"{w} {sysname} {k}={v}")
+        elif not st.startswith("skipped: ") or len(st) < 15:
+            bad(f"{w} {sysname}: status {st!r}")
+        if sysname == "nostall-fuse" and st != "ok": bad(f"nostall-fuse did not run {w}: {st}")
+        if sysname != "nostall-fuse" and not root and "needs root" not in st: bad(f"{w} {sysname} as non-root: {st}")
+        if sysname != "nostall-fuse" and root and st != "ok": print(f"SKIP: {w} on {sysname}: {st}", file=sys.stderr)
+if len(targets) != 9: bad(f"want 9 target lines, got {len(targets)}")
+for t in targets:
+    if t["system"] != "nostall-fuse" or t["met"] not in (True, False, None): bad(f"target {t}")
+    if t["met"] is None:
+        if t["ratio"] is not None: bad(f"target without met has a ratio: {t}")
+    elif abs(t["ratio"] - t["value"] / t["peer_value"]) > 0.01 * t["ratio"] + 0.002: bad(f"ratio {t}")
+    elif t["met"] != (t["ratio"] <= t["goal"] if "<=" in t["target"] else t["ratio"] >= t["goal"]): bad(f"met {t}")
+# under 100 fsync samples there is no p99, so that target is n/a
+fus = [t for t in targets if t["figure"] == "p99_ms"]
+if len(fus) != 1 or fus[0]["met"] is not None: bad(f"fsync p99 target with --quick: {fus}")
+PY
+
+# without --peers the peers are skipped with that reason; the table names systems
+"$NOSTALL" bench fs --mount --quick --workload jens,creates >"$tmp/table" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "bench fs --mount exited $?"; }
+grep -Eq '^  nostall-fuse +ordered +[0-9.]+ +[0-9.]+' "$tmp/table" || { cat "$tmp/table"; fail "no nostall-fuse row"; }
+[ "$(grep -c 'skipped: --peers not given' "$tmp/table")" = 6 ] || { cat "$tmp/table"; fail "peers not skipped"; }
+grep -q '^jens on file:/tmp/nostall-benchfs' "$tmp/table" && grep -q '^creates on file:' "$tmp/table" &&
+	! grep -q '^stream on' "$tmp/table" || { cat "$tmp/table"; fail "workload tables"; }
+grep -Eq '^  creates/s >= fuse2fs +n/a' "$tmp/table" || { cat "$tmp/table"; fail "targets table"; }
+
+# -o data= picks nostall-fuse's mode; --device file: is used and kept
+dev="$tmp/dev.img"
+truncate -s 128M "$dev"
+"$NOSTALL" bench fs --mount --quick --json --workload jens -o data=writeback --device "file:$dev" >"$tmp/wb.json" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "-o data=writeback"; }
+grep -q "^{\"scenario\":\"jens\",\"device\":\"file:$dev\",\"system\":\"nostall-fuse\",\"config\":\"writeback\",.*\"status\":\"ok\"}\$" "$tmp/wb.json" ||
+	{ cat "$tmp/wb.json"; fail "data=writeback row"; }
+[ -f "$dev" ] || fail "--device file was removed"
+
+# an unknown option fails nostall-fuse's mount: exit 1, the reason in the row
+rc=0
+"$NOSTALL" bench fs --mount --quick --json --workload jens -o nosuchoption >"$tmp/bad.json" 2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "an unknown option should exit 1 (got $rc)"
+grep -q '"system":"nostall-fuse".*"status":"failed: mount failed.*nosuchoption' "$tmp/bad.json" ||
+	{ cat "$tmp/bad.json"; fail "the failed mount's reason"; }
+
+# usage errors exit 2
+for args in "--peers" "--mount --device sim:ssd" "--mount --workload nope"; do
+	rc=0; "$NOSTALL" bench fs $args >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 2 ] || fail "bench fs $args should exit 2 (got $rc)"
+done
+
+# nothing left behind: no mount of, loop device on, or file of the images used
+for f in $(grep -oh '/tmp/nostall-benchfs\.[A-Za-z0-9]*' "$tmp/all.json" "$tmp/table" | sort -u) "$dev"; do
+	! grep -q "^$f " /proc/mounts || fail "$f is still mounted"
+	! losetup -a 2>/dev/null | grep -q "($f)" || fail "a loop device is still attached to $f"
+	[ "$f" = "$dev" ] || [ ! -e "$f" ] || fail "the image $f was left behind"
+done
+echo ok
