@@ -26,8 +26,8 @@
  *   is none, the allocating thread writes back dirty pages and waits for
  *   writeback (direct reclaim); -ENOMEM only if every page is referenced.
  * - Dirty limits (2.6.30 vm rules, as percentages of the budget): past
- *   dirty_background_ratio (10 %) the flusher thread is woken to write the
- *   oldest dirty pages; past dirty_ratio (20 %) of dirty + writeback pages a
+ *   dirty_background_ratio (10 %) plus a batch the flusher thread is woken
+ *   to write the oldest dirty pages down to it; past dirty_ratio (20 %) of dirty + writeback pages a
  *   writer is throttled in page_cache_balance_dirty (it writes back dirty pages
  *   itself, then waits for writeback to complete, until under the limit).
  *   Every dirty_writeback interval (5 s) the flusher writes pages dirty for
@@ -182,9 +182,14 @@ ssize_t page_mapping_write(struct page_mapping *m, uint64_t off, const void *buf
  * page_mapping_wait and io_done. */
 int page_mapping_writeback(struct page_mapping *m, uint64_t start, uint64_t end, enum page_wb_sync mode,
 			   unsigned rw);
-/* Wait for writeback of pages in [start, end] (unplugging first), then
- * return and clear the mapping's first write error since the last call
- * (filemap_fdatawait: the error may come from outside the range). */
+/* Wait for the writeback of pages in [start, end] that had started when
+ * the call began (unplugging first): writeback that other threads start
+ * meanwhile is not waited for (a page re-submitted meanwhile counts as
+ * new), so a streaming writer cannot keep the caller waiting
+ * (filemap_fdatawait_range's bound). Every page written by an earlier
+ * page_mapping_writeback of the caller is covered. Then return and clear
+ * the mapping's first write error since the last call (filemap_fdatawait:
+ * the error may come from outside the range). */
 int page_mapping_wait(struct page_mapping *m, uint64_t start, uint64_t end);
 /* fsync's data part: writeback(WB_SYNC_ALL, rw) + wait. */
 int page_mapping_sync(struct page_mapping *m, uint64_t start, uint64_t end, unsigned rw);

@@ -60,6 +60,16 @@ void page_limits_locked(struct page_cache *pc)
 	pc->max_run = pc->p.max_run_kb * 1024 / pc->page_size;
 	if (pc->max_run < 1)
 		pc->max_run = 1;
+	/* The flusher is woken past the background limit by a batch (a
+	 * quarter of the gap to the dirty limit, at least one run): woken at
+	 * the limit itself, it wrote the one page a streaming writer had just
+	 * dirtied, slept, and was woken again (a context switch and a one-page
+	 * bio per page). 2.6.30's background writeout goes in 4 MiB chunks. */
+	uint64_t batch = pc->dirty_limit > pc->bg_limit ? (pc->dirty_limit - pc->bg_limit) / 4 : 0;
+	if (batch < pc->max_run)
+		batch = pc->max_run;
+	uint64_t top = pc->dirty_limit > pc->bg_limit ? pc->dirty_limit : pc->bg_limit;
+	pc->kick_limit = !pc->bg_limit ? 0 : pc->bg_limit + batch < top ? pc->bg_limit + batch : top;
 }
 
 /* ------------------------------------------------------------ waiting */
@@ -269,6 +279,15 @@ void page_put(struct page *pg)
 
 /* -------------------------------------------------------- find, create */
 
+/* The grabber's view of a page it has just locked (optional outputs). */
+static void snap_locked(const struct page *pg, bool *uptodate, uint64_t *block)
+{
+	if (uptodate)
+		*uptodate = pg->flags & PG_UPTODATE;
+	if (block)
+		*block = pg->block;
+}
+
 struct page *page_lookup(struct page_mapping *m, uint64_t index)
 {
 	struct page_cache *pc = m->pc;
@@ -281,6 +300,11 @@ struct page *page_lookup(struct page_mapping *m, uint64_t index)
 }
 
 int page_grab(struct page_mapping *m, uint64_t index, struct page **out)
+{
+	return page_grab_snap(m, index, out, NULL, NULL);
+}
+
+int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bool *uptodate, uint64_t *block)
 {
 	struct page_cache *pc = m->pc;
 	struct page *fresh = NULL;
@@ -300,6 +324,7 @@ int page_grab(struct page_mapping *m, uint64_t index, struct page **out)
 				continue;
 			}
 			pc->st.hits++;
+			snap_locked(pg, uptodate, block);
 			pthread_mutex_unlock(&pc->lock);
 			page_free(fresh);
 			*out = pg;
@@ -336,11 +361,45 @@ int page_grab(struct page_mapping *m, uint64_t index, struct page **out)
 		}
 		install_locked(pc, pg, m, index);
 		pc->st.misses++;
+		snap_locked(pg, uptodate, block);
 		pthread_mutex_unlock(&pc->lock);
 		page_free(fresh);
 		*out = pg;
 		return 0;
 	}
+}
+
+size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct page **out, uint64_t *block)
+{
+	struct page_cache *pc = m->pc;
+	size_t k = 1;
+	pthread_mutex_lock(&pc->lock);
+	/* Map may be called for any page of the batch: none of them may be
+	 * dirty (an ordered commit's SYNC_ALL writeback waits for the locks of
+	 * dirty pages, and map may wait for that commit). */
+	if (out[0]->flags & PG_DIRTY)
+		n = 1;
+	for (; k < n; k++) {
+		struct page *pg = hash_find(pc, m, index + k);
+		if (pg) {
+			if (pg->flags & (PG_LOCKED | PG_DIRTY | PG_DETACHED))
+				break;
+			page_hold_locked(pg);
+			pg->flags |= PG_LOCKED;
+			pc->st.hits++;
+		} else {
+			/* Reuse an LRU victim at the budget; below it, stop
+			 * (allocating is for page_grab, outside the lock). */
+			if (pc->nr_pages < pc->max_pages || !(pg = evict_one(pc)))
+				break;
+			install_locked(pc, pg, m, index + k);
+			pc->st.misses++;
+		}
+		out[k] = pg;
+		block[k] = pg->block;
+	}
+	pthread_mutex_unlock(&pc->lock);
+	return k;
 }
 
 /* ---------------------------------------------------------------- dirty */
@@ -355,7 +414,7 @@ void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now)
 	list_add_tail(&pg->m->dirty, &pg->mdirty);
 	pc->nr_dirty++;
 	pg->m->nr_dirty++;
-	if (pc->bg_limit && pc->nr_dirty > pc->bg_limit)
+	if (pc->kick_limit && pc->nr_dirty > pc->kick_limit)
 		page_flusher_wake_locked(pc);
 }
 
@@ -508,7 +567,14 @@ int page_cache_create(struct blk_queue *q, unsigned page_size, const struct page
 		return -ENOMEM;
 	}
 	pc->hash_mask = hs - 1;
-	pthread_mutex_init(&pc->lock, NULL);
+	/* Adaptive: critical sections are short and the writer, the flusher
+	 * and the completions take the lock for every page; spinning a little
+	 * before sleeping avoids a futex sleep and wake-up per contention. */
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&pc->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	clock_cond_init(&pc->cond);
 	clock_cond_init(&pc->worker_cond);
 	clock_cond_init(&pc->flusher_cond);

@@ -53,6 +53,7 @@ struct page {
 	unsigned flags;          /* pc */
 	int count;               /* pc */
 	uint64_t dirty_ns;       /* pc: when it became dirty */
+	uint64_t wb_seq;         /* pc: m->wb_seq when it last went under writeback */
 	struct page *hash_next;  /* pc */
 	struct list_node lru;    /* pc: on pc->lru iff count == 0 */
 	struct list_node mlink;  /* pc: on m->pages unless detached */
@@ -68,7 +69,8 @@ struct page_mapping {
 	struct list_node link;   /* pc: on pc->mappings */
 	struct list_node pages;  /* pc */
 	struct list_node dirty;  /* pc: dirty pages, oldest first */
-	struct list_node wb;     /* pc: pages under writeback */
+	struct list_node wb;     /* pc: pages under writeback, by ascending wb_seq */
+	uint64_t wb_seq;         /* pc: writeback starts so far (page->wb_seq) */
 	uint64_t nr_pages, nr_dirty; /* pc: indexed pages, dirty pages */
 	uint64_t nr_alive;       /* pc: pages pointing at m, detached included */
 	uint64_t io_pending;     /* pc: runs not yet finished (io_done returned) */
@@ -98,6 +100,7 @@ struct page_cache {
 	uint64_t nr_blocks;
 	struct page_params p;    /* pc (tunables change at run time) */
 	uint64_t max_pages, dirty_limit, bg_limit, max_run;
+	uint64_t kick_limit;     /* dirty pages that wake the flusher (0: never) */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* see "Waiting" above */
@@ -145,6 +148,17 @@ void page_free(struct page *pg);
 /* Take the page lock, waiting as needed. pc->lock held. */
 void page_lock_locked(struct page_cache *pc, struct page *pg);
 void page_unlock_locked(struct page_cache *pc, struct page *pg);
+/* page_grab, also returning (when not NULL) whether the page is uptodate
+ * and its block as they were when it was locked: both change only under
+ * the page lock, so they stay valid while the caller holds it. */
+int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bool *uptodate, uint64_t *block);
+/* Extend a page_grab of page `index` (out[0], its block in block[0]) to
+ * pages index+1.. (at most n in all) that can be had without waiting or
+ * allocating: cached, unlocked and clean, or new in an LRU victim. None if
+ * out[0] is dirty. Returns how many pages out[] holds (>= 1), locked and
+ * referenced, with their blocks. Ascending order, never waiting: safe with
+ * the page lock rules. */
+size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct page **out, uint64_t *block);
 /* Set / clear PG_DIRTY with the lists and counters. pc->lock held. */
 void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now);
 void page_clear_dirty_locked(struct page_cache *pc, struct page *pg);

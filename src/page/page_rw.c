@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Call the map op (page locked by the caller, no cache lock held). */
-static int map_page(struct page *pg, bool create, uint64_t *block, bool *is_new)
+/* Call the map op (page locked by the caller, no cache lock held) and
+ * check its answer; the caller records the block. */
+static int map_call(struct page *pg, bool create, uint64_t *block, bool *is_new)
 {
 	struct page_mapping *m = pg->m;
 	*block = PAGE_NO_BLOCK;
@@ -25,10 +26,19 @@ static int map_page(struct page *pg, bool create, uint64_t *block, bool *is_new)
 	if (*block == PAGE_NO_BLOCK ? create : *block >= m->pc->nr_blocks)
 		return err_set(-EIO, "page: map of page %" PRIu64 " gave %s", pg->index,
 			       create ? "no block or one past the device" : "a block past the device");
+	return 0;
+}
+
+/* map_call, then record the block in the page. */
+static int map_page(struct page *pg, bool create, uint64_t *block, bool *is_new)
+{
+	int rc = map_call(pg, create, block, is_new);
+	if (rc < 0)
+		return rc;
 	if (*block != PAGE_NO_BLOCK) {
-		pthread_mutex_lock(&m->pc->lock);
+		pthread_mutex_lock(&pg->m->pc->lock);
 		pg->block = *block;
-		pthread_mutex_unlock(&m->pc->lock);
+		pthread_mutex_unlock(&pg->m->pc->lock);
 	}
 	return 0;
 }
@@ -135,6 +145,81 @@ static void release(struct page *pg)
 	page_free(f);
 }
 
+static void free_chain(struct page *pg)
+{
+	while (pg) {
+		struct page *next = pg->hash_next;
+		page_free(pg);
+		pg = next;
+	}
+}
+
+/* Most pages one whole-page write step takes (a batch: locked together). */
+#define WRITE_BATCH 16u
+
+/* Whole pages [index, index + n) of a write from src, in batches: grab
+ * (the first page may wait; page_grab_batch adds what it can without
+ * waiting), map the pages that have no block and copy in without the cache
+ * lock, then record the blocks, dirty, unlock and drop the whole batch in
+ * one cache lock hold — two lock round trips a batch, where the streaming
+ * writer used to take the lock six times a page (shared with the flusher
+ * and the completions). Deferring the block is safe: only the page lock
+ * holder reads the block of a clean page (writeback looks at dirty pages
+ * only), and we hold it. *written: the bytes written (whole pages from
+ * index on, up to the first error); returns 0 or that error. *throttle:
+ * dirty + writeback pages are over the dirty limit (the caller calls
+ * page_cache_balance_dirty). */
+static int write_whole_pages(struct page_mapping *m, uint64_t index, size_t n, const char *src, size_t *written,
+			     bool *throttle)
+{
+	struct page_cache *pc = m->pc;
+	struct page *v[WRITE_BATCH];
+	uint64_t blk[WRITE_BATCH];
+	bool up;
+	*written = 0;
+	int rc = page_grab_snap(m, index, &v[0], &up, &blk[0]);
+	if (rc < 0)
+		return rc;
+	size_t k = page_grab_batch(m, index, n < WRITE_BATCH ? n : WRITE_BATCH, v, blk), ok;
+	for (ok = 0; ok < k; ok++) {
+		bool is_new;
+		if (blk[ok] == PAGE_NO_BLOCK && (rc = map_call(v[ok], true, &blk[ok], &is_new)) < 0)
+			break;
+		memcpy(v[ok]->data, src + ok * pc->page_size, pc->page_size);
+	}
+	uint64_t now = clock_now_ns();
+	size_t done = ok;
+	struct page *chain = NULL;
+	pthread_mutex_lock(&pc->lock);
+	for (size_t i = 0; i < k; i++) {
+		struct page *pg = v[i];
+		if (blk[i] != PAGE_NO_BLOCK)
+			pg->block = blk[i];
+		if (i < ok && (pg->flags & PG_DETACHED)) {
+			/* Truncated meanwhile (the pages after it are being
+			 * truncated too). */
+			if (i < done) {
+				done = i;
+				rc = err_set(-ESTALE, "page: page %" PRIu64 " was truncated", pg->index);
+			}
+		} else if (i < ok) {
+			pg->flags |= PG_UPTODATE;
+			page_set_dirty_locked(pc, pg, now);
+		}
+		page_unlock_locked(pc, pg);
+		struct page *f = page_put_locked(pc, pg);
+		if (f) {
+			f->hash_next = chain;
+			chain = f;
+		}
+	}
+	*throttle = pc->nr_dirty + pc->nr_writeback > pc->dirty_limit;
+	pthread_mutex_unlock(&pc->lock);
+	free_chain(chain);
+	*written = done * pc->page_size;
+	return rc;
+}
+
 /* Copy between buf and the pages of [off, off+len): out of them (read), or
  * into them (write: allocate, read-modify-write, dirty, throttle). Returns
  * the bytes copied, or the error if none were. */
@@ -149,8 +234,13 @@ static ssize_t copy_range(struct page_mapping *m, uint64_t off, void *buf, size_
 		size_t n = ps - in < len - done ? ps - in : len - done;
 		char *data, *ubuf = (char *)buf + done;
 		struct page *pg;
-		int rc = page_grab(m, pos / ps, &pg);
-		if (rc == 0) {
+		bool throttle = write;
+		int rc;
+		if (write && in == 0 && len - done >= ps) {
+			rc = write_whole_pages(m, pos / ps, (len - done) / ps, ubuf, &n, &throttle);
+			if (rc < 0)
+				done += n;
+		} else if ((rc = page_grab(m, pos / ps, &pg)) == 0) {
 			data = (char *)pg->data + in;
 			rc = write ? page_prepare_write(pg, in, (unsigned)n, i_size) : page_read(pg);
 			if (rc == 0 && write) {
@@ -165,7 +255,7 @@ static ssize_t copy_range(struct page_mapping *m, uint64_t off, void *buf, size_
 			return done ? (ssize_t)done : rc;
 		done += n;
 		/* No page lock held here: throttling may write and wait. */
-		if (write)
+		if (throttle)
 			page_cache_balance_dirty(m->pc);
 	}
 	return (ssize_t)done;
@@ -228,15 +318,6 @@ restart:;
 		(*dropped)++;
 	}
 	return chain;
-}
-
-static void free_chain(struct page *pg)
-{
-	while (pg) {
-		struct page *next = pg->hash_next;
-		page_free(pg);
-		pg = next;
-	}
 }
 
 static void drop_range(struct page_mapping *m, uint64_t first, uint64_t last, bool wait, size_t *dropped)

@@ -219,6 +219,7 @@ int page_write_pages(struct page_cache *pc, struct page **v, size_t n, enum page
 		pthread_mutex_lock(&pc->lock);
 		page_clear_dirty_locked(pc, pg);
 		pg->flags |= PG_WRITEBACK;
+		pg->wb_seq = ++pg->m->wb_seq; /* m->wb stays sorted by wb_seq */
 		list_add_tail(&pg->m->wb, &pg->wb);
 		pc->nr_writeback++;
 		page_unlock_locked(pc, pg);
@@ -269,24 +270,45 @@ int page_mapping_writeback(struct page_mapping *m, uint64_t start, uint64_t end,
 	return rc;
 }
 
+/* Whether a page of [start, end] is still under the writeback it was put
+ * under at or before sequence `upto`. m->wb is sorted by wb_seq, so the scan
+ * stops at the first later start. pc->lock held. */
+static bool wb_busy_locked(struct page_mapping *m, uint64_t start, uint64_t end, uint64_t upto)
+{
+	struct list_node *pos;
+	list_for_each(pos, &m->wb) {
+		struct page *pg = list_entry(pos, struct page, wb);
+		if (pg->wb_seq > upto)
+			return false;
+		if (pg->index >= start && pg->index <= end)
+			return true;
+	}
+	return false;
+}
+
+/* Sleep until a run completes (or, with nothing under writeback, until
+ * anything changes). pc->lock held. */
+static void wait_writeback_locked(struct page_cache *pc)
+{
+	uint64_t g = pc->wb_gen;
+	if (!pc->nr_writeback) {
+		page_wait_locked(pc);
+		return;
+	}
+	while (pc->wb_gen == g && pc->nr_writeback)
+		page_wait_locked(pc);
+}
+
 int page_mapping_wait(struct page_mapping *m, uint64_t start, uint64_t end)
 {
 	struct page_cache *pc = m->pc;
 	pthread_mutex_lock(&pc->lock);
-	for (;;) {
-		bool busy = false;
-		struct list_node *pos;
-		list_for_each(pos, &m->wb) {
-			struct page *pg = list_entry(pos, struct page, wb);
-			if (pg->index >= start && pg->index <= end) {
-				busy = true;
-				break;
-			}
-		}
-		if (!busy)
-			break;
-		page_wait_locked(pc);
-	}
+	/* Only the writeback started before we began (filemap_fdatawait_range's
+	 * bound): a writer that keeps starting writeback of the range cannot
+	 * keep us waiting. A page re-submitted meanwhile has a later wb_seq. */
+	uint64_t upto = m->wb_seq;
+	while (wb_busy_locked(m, start, end, upto))
+		wait_writeback_locked(pc); /* rescan once per completed run */
 	int err = m->err;
 	m->err = 0;
 	pthread_mutex_unlock(&pc->lock);
@@ -349,24 +371,11 @@ static size_t write_chunk_locked(struct page_cache *pc)
 	return sub;
 }
 
-/* Sleep until a run completes (or, with nothing under writeback, until
- * anything changes). pc->lock held. */
-static void wait_writeback_locked(struct page_cache *pc)
-{
-	uint64_t g = pc->wb_gen;
-	if (!pc->nr_writeback) {
-		page_wait_locked(pc);
-		return;
-	}
-	while (pc->wb_gen == g && pc->nr_writeback)
-		page_wait_locked(pc);
-}
-
 void page_cache_balance_dirty(struct page_cache *pc)
 {
 	bool throttled = false;
 	pthread_mutex_lock(&pc->lock);
-	if (pc->bg_limit && pc->nr_dirty > pc->bg_limit)
+	if (pc->kick_limit && pc->nr_dirty > pc->kick_limit)
 		page_flusher_wake_locked(pc);
 	while (pc->nr_dirty + pc->nr_writeback > pc->dirty_limit) {
 		if (!throttled) {
