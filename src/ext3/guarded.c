@@ -509,6 +509,16 @@ static void *logger_main(void *arg)
 
 /* ----------------------------------------------------------- truncate */
 
+/* Wait for every io_done queued so far (the completions of the runs the
+ * caller waited for are among them). Not page_mapping_flush_io_done: that
+ * waits until the mapping has no run at all, which a writer streaming into
+ * the same file can put off forever; this is bounded, and each io_done is
+ * short (marking only). */
+static int completions_wait(struct ext3_fs *fs)
+{
+	return page_cache_flush_io_done(fs->pcache);
+}
+
 int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
@@ -522,7 +532,7 @@ int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
 	/* The new size lands on disk with the truncate: the data under it
 	 * first (the RFC's filemap_write_and_wait_range). */
 	(void)page_mapping_sync(m, in->i_disksize / bs, (new_size - 1) / bs, BLK_WRITE);
-	int rc = page_mapping_flush_io_done(m);
+	int rc = completions_wait(in->fs);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&g->lock);
@@ -540,7 +550,7 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
 	struct page_mapping *m = in->mapping;
 	if (!g || !m)
 		return;
-	(void)page_mapping_flush_io_done(m);
+	(void)completions_wait(in->fs);
 	uint64_t bs = in->fs->g.block_size;
 	pthread_mutex_lock(&g->lock);
 	struct ginode *gi = gi_find(g, in->ino);
@@ -565,7 +575,7 @@ int ext3_guarded_fsync(struct ext3_inode *in)
 	pthread_rwlock_unlock(&in->lock);
 	if (!m)
 		return 0;
-	int rc = page_mapping_flush_io_done(m);
+	int rc = completions_wait(in->fs);
 	if (rc)
 		return rc;
 	pthread_rwlock_wrlock(&in->lock);
@@ -586,7 +596,7 @@ int ext3_guarded_drain(struct ext3_fs *fs)
 	struct ext3_guarded *g = guard_of(fs);
 	if (!g)
 		return 0;
-	int rc = page_cache_flush_io_done(fs->pcache);
+	int rc = completions_wait(fs);
 	pthread_mutex_lock(&g->lock);
 	while (g->qhead || g->logging)
 		pthread_cond_wait(&g->cond, &g->lock);
@@ -622,7 +632,7 @@ void ext3_guarded_evict(struct ext3_inode *in)
 	if (!g)
 		return;
 	if (in->mapping)
-		(void)page_mapping_flush_io_done(in->mapping);
+		(void)completions_wait(in->fs);
 	pthread_mutex_lock(&g->lock);
 	struct ginode *gi = gi_find(g, in->ino);
 	if (!gi || gi->in != in) {
