@@ -14,9 +14,10 @@
  *   allocation); a partial write reads the page first (read-modify-write)
  *   unless the block is new or the page lies wholly beyond i_size (then the
  *   rest of the page is zeroed).
- * - Writeback: dirty pages are copied into one bio per contiguous run
- *   (consecutive indices AND consecutive physical blocks, at most
- *   max_run_kb), submitted with the caller's op (BLK_WRITE,
+ * - Writeback: dirty pages go in one bio per contiguous run (consecutive
+ *   indices AND consecutive physical blocks, at most max_run_kb), written
+ *   from the page buffers themselves when they are contiguous in memory
+ *   (else from a copy), submitted with the caller's op (BLK_WRITE,
  *   BLK_WRITE_SYNC_PLUG, ...), several runs behind one plug. When a run
  *   completes, its pages leave writeback in the completion context and the
  *   mapping's io_done(ctx, first, last, err) is called later in the cache's
@@ -51,8 +52,10 @@
  *
  * Locking rules for the filesystem:
  * - The page lock is a sleeping lock owned by one thread at a time (the
- *   page_grab caller, a reader doing I/O, writeback copying the page). The
- *   data of a page is read and written only under its page lock.
+ *   page_grab caller, a reader doing I/O, writeback taking the page). The
+ *   data of a page is read and written only under its page lock; a page
+ *   under writeback may be changed (no stable pages): page_grab/page_lock
+ *   give it a copy of its buffer first when the bio reads that buffer.
  * - page_mapping_writeback(WB_SYNC_ALL), truncate, invalidate, destroy and
  *   eviction may wait for page locks and writeback. So a thread that holds a
  *   page lock must not wait for anything that itself waits for writeback
@@ -135,6 +138,8 @@ struct page_stats {
 	uint64_t hits, misses;                /* page lookups by read/write/grab */
 	uint64_t read_bios, read_errors, holes_read;
 	uint64_t write_bios, pages_written, write_errors;
+	uint64_t zero_copy_bios, unshared;    /* bios from the page buffers themselves; pages copied
+					       * because changed under such a bio */
 	uint64_t evictions, reclaim_writes;   /* clean pages evicted; pages written by direct reclaim */
 	uint64_t throttled, throttle_waits, throttle_writes; /* writers throttled; their sleeps; their pages */
 	uint64_t flusher_passes, flusher_writes, expired_writes, background_writes;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* A waiter re-checks at least this often: a safety net, never needed for
  * correctness (every change it waits for broadcasts). */
@@ -126,6 +127,7 @@ void page_hold_locked(struct page *pg)
 /* The page leaves for good: drop it from the counters. */
 static struct page *release_locked(struct page_cache *pc, struct page *pg)
 {
+	page_slot_set(pc, pg->data, NULL);
 	pc->nr_pages--;
 	pg->m->nr_alive--;
 	page_wake_locked(pc);
@@ -150,8 +152,80 @@ void page_free(struct page *pg)
 {
 	if (!pg)
 		return;
-	blockmem_free(pg->data, pg->data_size);
+	page_data_free(pg->pc, pg->data);
 	free(pg);
+}
+
+/* ------------------------------------------------------ page buffers */
+
+static void arena_init(struct page_cache *pc)
+{
+	pthread_mutex_init(&pc->arena_lock, NULL);
+	size_t bytes = (size_t)pc->max_pages * pc->page_size;
+	/* Reserved, not committed: resident only as slots are first used. */
+	void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	pc->slot_page = calloc(pc->max_pages ? pc->max_pages : 1, sizeof *pc->slot_page);
+	if (a != MAP_FAILED && pc->slot_page) {
+		pc->arena = a;
+		pc->arena_bytes = bytes;
+	} else if (a != MAP_FAILED) {
+		munmap(a, bytes);
+	}
+}
+
+static void arena_destroy(struct page_cache *pc)
+{
+	if (pc->arena)
+		munmap(pc->arena, pc->arena_bytes);
+	free(pc->slot_page);
+	pthread_mutex_destroy(&pc->arena_lock);
+}
+
+static bool in_arena(const struct page_cache *pc, const void *p)
+{
+	return pc->arena && (const char *)p >= pc->arena && (const char *)p < pc->arena + pc->arena_bytes;
+}
+
+/* Record (pg) or clear (NULL) the owner of the slot of buffer p. pc->lock held. */
+void page_slot_set(struct page_cache *pc, const void *p, struct page *pg)
+{
+	if (in_arena(pc, p))
+		pc->slot_page[((const char *)p - pc->arena) / pc->page_size] = pg;
+}
+
+void *page_data_alloc(struct page_cache *pc)
+{
+	void *p = NULL;
+	pthread_mutex_lock(&pc->arena_lock);
+	if (pc->arena_head) {
+		p = pc->arena_head;
+		pc->arena_head = *(void **)p;
+		if (!pc->arena_head)
+			pc->arena_tail = NULL;
+	} else if (pc->arena && pc->arena_next + pc->page_size <= pc->arena_bytes) {
+		p = pc->arena + pc->arena_next;
+		pc->arena_next += pc->page_size;
+	}
+	pthread_mutex_unlock(&pc->arena_lock);
+	return p ? p : blockmem_alloc(pc->page_size);
+}
+
+void page_data_free(struct page_cache *pc, void *p)
+{
+	if (!p)
+		return;
+	if (!in_arena(pc, p)) {
+		blockmem_free(p, pc->page_size);
+		return;
+	}
+	*(void **)p = NULL;
+	pthread_mutex_lock(&pc->arena_lock);
+	if (pc->arena_tail)
+		*(void **)pc->arena_tail = p;
+	else
+		pc->arena_head = p;
+	pc->arena_tail = p;
+	pthread_mutex_unlock(&pc->arena_lock);
 }
 
 /* Out of the hash and the mapping's page list. pc->lock held. */
@@ -178,6 +252,33 @@ struct page *page_detach_locked(struct page_cache *pc, struct page *pg)
 
 /* Take the least recently used clean unreferenced page out of its mapping
  * for reuse. pc->lock held. */
+/* Take pg (count 0, on the LRU, clean, unlocked, not under writeback) out
+ * of its mapping for reuse. pc->lock held. */
+static struct page *evict_locked(struct page_cache *pc, struct page *pg)
+{
+	list_del(&pg->lru);
+	unindex_locked(pc, pg);
+	pg->m->nr_alive--;
+	page_wake_locked(pc);
+	pc->st.evictions++;
+	return pg;
+}
+
+/* For page `index` of m when page index - 1 is cached: the page in the
+ * slot after that page's buffer, if it can be evicted (see slot_page).
+ * pc->lock held. */
+static struct page *evict_next_slot(struct page_cache *pc, struct page_mapping *m, uint64_t index)
+{
+	struct page *prev = index ? hash_find(pc, m, index - 1) : NULL;
+	if (!prev || !in_arena(pc, prev->data))
+		return NULL;
+	size_t slot = (size_t)(((char *)prev->data - pc->arena) / pc->page_size) + 1;
+	struct page *pg = slot < pc->max_pages ? pc->slot_page[slot] : NULL;
+	if (!pg || pg->count || (pg->flags & (PG_DIRTY | PG_WRITEBACK | PG_LOCKED | PG_DETACHED)))
+		return NULL;
+	return evict_locked(pc, pg);
+}
+
 static struct page *evict_one(struct page_cache *pc)
 {
 	/* Unevictable pages met at the head (dirty) are rotated to the tail,
@@ -186,15 +287,10 @@ static struct page *evict_one(struct page_cache *pc)
 	while (budget-- && !list_empty(&pc->lru)) {
 		struct page *pg = list_entry(pc->lru.next, struct page, lru);
 		list_del(&pg->lru);
-		if (pg->flags & (PG_DIRTY | PG_WRITEBACK | PG_LOCKED)) {
-			list_add_tail(&pc->lru, &pg->lru);
+		list_add_tail(&pc->lru, &pg->lru);
+		if (pg->flags & (PG_DIRTY | PG_WRITEBACK | PG_LOCKED))
 			continue;
-		}
-		unindex_locked(pc, pg);
-		pg->m->nr_alive--;
-		page_wake_locked(pc);
-		pc->st.evictions++;
-		return pg;
+		return evict_locked(pc, pg);
 	}
 	return NULL;
 }
@@ -204,7 +300,8 @@ static struct page *page_alloc(struct page_cache *pc)
 	struct page *pg = calloc(1, sizeof *pg);
 	if (!pg)
 		return NULL;
-	pg->data = blockmem_alloc(pc->page_size);
+	pg->pc = pc;
+	pg->data = page_data_alloc(pc);
 	if (!pg->data) {
 		free(pg);
 		return NULL;
@@ -233,6 +330,7 @@ static void install_locked(struct page_cache *pc, struct page *pg, struct page_m
 	list_add_tail(&m->pages, &pg->mlink);
 	m->nr_pages++;
 	m->nr_alive++;
+	page_slot_set(pc, pg->data, pg);
 }
 
 /* ----------------------------------------------------------- the lock */
@@ -242,6 +340,37 @@ void page_lock_locked(struct page_cache *pc, struct page *pg)
 	while (pg->flags & PG_LOCKED)
 		page_wait_locked(pc);
 	pg->flags |= PG_LOCKED;
+	page_unshare_locked(pc, pg);
+}
+
+void page_unshare_locked(struct page_cache *pc, struct page *pg)
+{
+	if (!(pg->flags & PG_WBSHARED))
+		return;
+	/* The device only reads the shared buffer and we hold the page lock
+	 * (nobody writes it): copy it without the cache lock. */
+	void *old = pg->data, *fresh;
+	pthread_mutex_unlock(&pc->lock);
+	fresh = page_data_alloc(pc);
+	if (fresh)
+		memcpy(fresh, old, pg->data_size);
+	pthread_mutex_lock(&pc->lock);
+	/* No memory: wait for the writeback instead (the buffer is ours then). */
+	while (!fresh && (pg->flags & PG_WBSHARED))
+		page_wait_locked(pc);
+	if (fresh && (pg->flags & PG_WBSHARED)) {
+		page_slot_set(pc, old, NULL);
+		page_slot_set(pc, fresh, pg);
+		pg->data = fresh; /* the run frees `old` when it completes */
+		pg->flags &= ~(unsigned)PG_WBSHARED;
+		pc->st.unshared++;
+		fresh = NULL;
+	}
+	if (fresh) { /* completed meanwhile: the buffer is the page's again */
+		pthread_mutex_unlock(&pc->lock);
+		page_data_free(pc, fresh);
+		pthread_mutex_lock(&pc->lock);
+	}
 }
 
 void page_unlock_locked(struct page_cache *pc, struct page *pg)
@@ -333,7 +462,9 @@ int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bo
 		if (pc->nr_pages >= pc->max_pages) {
 			/* At the budget: reuse the LRU victim (a page allocated
 			 * meanwhile is dropped: the budget is never exceeded). */
-			pg = evict_one(pc);
+			pg = evict_next_slot(pc, m, index);
+			if (!pg)
+				pg = evict_one(pc);
 			if (!pg) {
 				if (!page_reclaim_wait_locked(pc)) {
 					pthread_mutex_unlock(&pc->lock);
@@ -382,7 +513,7 @@ size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct 
 	for (; k < n; k++) {
 		struct page *pg = hash_find(pc, m, index + k);
 		if (pg) {
-			if (pg->flags & (PG_LOCKED | PG_DIRTY | PG_DETACHED))
+			if (pg->flags & (PG_LOCKED | PG_DIRTY | PG_DETACHED | PG_WBSHARED))
 				break;
 			page_hold_locked(pg);
 			pg->flags |= PG_LOCKED;
@@ -390,7 +521,8 @@ size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct 
 		} else {
 			/* Reuse an LRU victim at the budget; below it, stop
 			 * (allocating is for page_grab, outside the lock). */
-			if (pc->nr_pages < pc->max_pages || !(pg = evict_one(pc)))
+			if (pc->nr_pages < pc->max_pages ||
+			    !((pg = evict_next_slot(pc, m, index + k)) || (pg = evict_one(pc))))
 				break;
 			install_locked(pc, pg, m, index + k);
 			pc->st.misses++;
@@ -567,6 +699,7 @@ int page_cache_create(struct blk_queue *q, unsigned page_size, const struct page
 		return -ENOMEM;
 	}
 	pc->hash_mask = hs - 1;
+	arena_init(pc);
 	/* Adaptive: critical sections are short and the writer, the flusher
 	 * and the completions take the lock for every page; spinning a little
 	 * before sleeping avoids a futex sleep and wake-up per contention. */
@@ -599,6 +732,7 @@ void page_cache_destroy(struct page_cache *pc)
 	if (!list_empty(&pc->mappings) || pc->nr_pages)
 		fprintf(stderr, "nostall: page_cache_destroy: mappings or %" PRIu64 " pages left\n", pc->nr_pages);
 	page_run_bufs_drop(pc);
+	arena_destroy(pc);
 	free(pc->hash);
 	pthread_cond_destroy(&pc->flusher_cond);
 	pthread_cond_destroy(&pc->worker_cond);

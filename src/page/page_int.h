@@ -42,9 +42,14 @@ enum {
 	PG_LOCKED = 1u << 2,
 	PG_WRITEBACK = 1u << 3, /* on m->wb; in a run's bio */
 	PG_DETACHED = 1u << 4,  /* truncated while referenced */
+	PG_WBSHARED = 1u << 5,  /* under writeback, the run reads pg->data itself:
+				 * whoever takes the page lock gives the page a
+				 * fresh copy of its buffer before changing it
+				 * (page_unshare_locked); the run frees the old one */
 };
 
 struct page {
+	struct page_cache *pc;   /* fixed */
 	struct page_mapping *m;  /* fixed while the page belongs to m */
 	uint64_t index;          /* pc (changes only on reuse, count 0) */
 	uint64_t block;          /* pc; PAGE_NO_BLOCK until mapped */
@@ -89,9 +94,14 @@ struct page_run {
 	int err;
 	struct list_node link;   /* pc: on pc->done, waiting for the worker */
 	struct page_cache *pc;
-	void *buf;               /* buf_bytes (>= cap pages), 4 KiB aligned */
+	void *buf;               /* buf_bytes (>= cap pages), 4 KiB aligned; the
+				  * copy, when the pages' buffers are not one
+				  * contiguous range */
 	size_t buf_bytes;
-	struct page *pages[];
+	struct page_run_ent {
+		struct page *pg;  /* referenced by the run */
+		void *data;       /* pg->data when it went under writeback */
+	} e[];
 };
 
 struct page_cache {
@@ -127,6 +137,24 @@ struct page_cache {
 
 	struct page_stats st;     /* pc: counters (the "now" fields are filled on read) */
 
+	/* Page buffers: an arena of max_pages slots reserved at creation
+	 * (touched as used), handed out in ascending order, so the buffers of
+	 * pages allocated or recycled (LRU order) in a row are contiguous and a
+	 * writeback run of them is one bio without a copy. Freed slots go to a
+	 * FIFO list through the slots themselves. Buffers past the arena (a
+	 * page's copy while its old buffer is under writeback, or no arena)
+	 * come from blockmem. arena_lock is a leaf lock. */
+	pthread_mutex_t arena_lock;
+	char *arena;              /* NULL: no arena */
+	size_t arena_bytes, arena_next;
+	void *arena_head, *arena_tail;
+	/* pc: the indexed page whose buffer each slot is (NULL: free, or the
+	 * old buffer of a page under writeback), so that a sequential writer's
+	 * next page can take the slot after its previous page's (evicting the
+	 * clean page there): the LRU order alone drifts (runs complete out of
+	 * order) and the buffers of a run stop being contiguous. */
+	struct page **slot_page;
+
 	/* pc: freed run buffers kept for the next runs (fresh 512 KiB buffers
 	 * cost page faults and zeroing on every run). */
 	struct { void *buf; size_t bytes; } run_bufs[PAGE_RUN_BUFS];
@@ -145,6 +173,12 @@ void page_hold_locked(struct page *pg);
  * reference) for page_free() after unlocking. pc->lock held. */
 struct page *page_put_locked(struct page_cache *pc, struct page *pg);
 void page_free(struct page *pg);
+/* A page buffer (arena slot or blockmem) / give one back. NULL if none. */
+void *page_data_alloc(struct page_cache *pc);
+void page_data_free(struct page_cache *pc, void *p);
+/* Record (pg) or clear (NULL) which page buffer p belongs to, if it is an
+ * arena slot. pc->lock held. */
+void page_slot_set(struct page_cache *pc, const void *p, struct page *pg);
 /* Take the page lock, waiting as needed. pc->lock held. */
 void page_lock_locked(struct page_cache *pc, struct page *pg);
 void page_unlock_locked(struct page_cache *pc, struct page *pg);
@@ -154,11 +188,16 @@ void page_unlock_locked(struct page_cache *pc, struct page *pg);
 int page_grab_snap(struct page_mapping *m, uint64_t index, struct page **out, bool *uptodate, uint64_t *block);
 /* Extend a page_grab of page `index` (out[0], its block in block[0]) to
  * pages index+1.. (at most n in all) that can be had without waiting or
- * allocating: cached, unlocked and clean, or new in an LRU victim. None if
+ * allocating: cached, unlocked, clean and not read by a writeback bio, or
+ * new in an LRU victim. None if
  * out[0] is dirty. Returns how many pages out[] holds (>= 1), locked and
  * referenced, with their blocks. Ascending order, never waiting: safe with
  * the page lock rules. */
 size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct page **out, uint64_t *block);
+/* Before the page lock holder changes the data of a page the writeback
+ * reads directly (PG_WBSHARED): give the page a copy of its buffer. May drop
+ * pc->lock meanwhile. pc->lock held, the page locked by the caller. */
+void page_unshare_locked(struct page_cache *pc, struct page *pg);
 /* Set / clear PG_DIRTY with the lists and counters. pc->lock held. */
 void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now);
 void page_clear_dirty_locked(struct page_cache *pc, struct page *pg);

@@ -41,7 +41,7 @@ void page_run_bufs_drop(struct page_cache *pc)
  * run in m->io_pending, which keeps m alive until the run is finished). */
 static struct page_run *run_alloc_locked(struct page_cache *pc, struct page *pg, size_t cap)
 {
-	struct page_run *r = calloc(1, sizeof *r + cap * sizeof r->pages[0]);
+	struct page_run *r = calloc(1, sizeof *r + cap * sizeof r->e[0]);
 	if (!r)
 		return NULL;
 	size_t want = cap * pc->page_size;
@@ -80,10 +80,16 @@ static void run_end_io(struct bio *bio, int err)
 	struct page_mapping *m = r->m;
 	struct page_cache *pc = m->pc;
 	struct page *chain = NULL;
+	void *old = NULL; /* a list through the buffers themselves */
 	pthread_mutex_lock(&pc->lock);
 	for (size_t i = 0; i < r->n; i++) {
-		struct page *pg = r->pages[i];
-		pg->flags &= ~(unsigned)PG_WRITEBACK;
+		struct page *pg = r->e[i].pg;
+		/* A page given a copy meanwhile left its old buffer to us. */
+		if (!(pg->flags & PG_WBSHARED)) {
+			*(void **)r->e[i].data = old;
+			old = r->e[i].data;
+		}
+		pg->flags &= ~(unsigned)(PG_WRITEBACK | PG_WBSHARED);
 		list_del(&pg->wb);
 		pc->nr_writeback--;
 		struct page *f = page_put_locked(pc, pg);
@@ -116,23 +122,46 @@ static void run_end_io(struct bio *bio, int err)
 		page_free(chain);
 		chain = next;
 	}
+	while (old) {
+		void *next = *(void **)old;
+		page_data_free(pc, old);
+		old = next;
+	}
 	if (r)
 		run_free(r);
 }
 
-/* Returns the pages submitted (the run may be freed before we return). */
+/* Whether the run's page buffers are one contiguous range (pages allocated
+ * together, or reused in LRU order by a streaming writer, usually are). */
+static bool run_contiguous(const struct page_cache *pc, const struct page_run *r)
+{
+	for (size_t i = 1; i < r->n; i++)
+		if ((const char *)r->e[i].data != (const char *)r->e[0].data + i * pc->page_size)
+			return false;
+	return true;
+}
+
+/* Returns the pages submitted (the run may be freed before we return).
+ * The bio reads the page buffers themselves when they are contiguous,
+ * else a copy of them in the run's buffer: either way the buffers stay
+ * unchanged until the completion (PG_WBSHARED: a writer copies first). */
 static size_t run_submit(struct page_cache *pc, struct page_run *r, unsigned rw)
 {
 	size_t n = r->n;
+	bool direct = run_contiguous(pc, r);
+	if (!direct)
+		for (size_t i = 0; i < n; i++)
+			memcpy((char *)r->buf + i * pc->page_size, r->e[i].data, pc->page_size);
 	memset(&r->bio, 0, sizeof r->bio);
 	r->bio.sector = r->block * pc->sectors_per_page;
 	r->bio.size = (uint32_t)(n * pc->page_size);
-	r->bio.data = r->buf;
+	r->bio.data = direct ? r->e[0].data : r->buf;
 	r->bio.rw = rw;
 	r->bio.end_io = run_end_io;
 	r->bio.private = r;
 	pthread_mutex_lock(&pc->lock);
 	pc->st.write_bios++;
+	pc->st.zero_copy_bios += direct;
 	pc->st.pages_written += n;
 	pthread_mutex_unlock(&pc->lock);
 	int rc = blk_submit_bio(pc->q, &r->bio);
@@ -180,50 +209,79 @@ static bool acquire_locked(struct page_cache *pc, struct page *pg, enum page_wb_
 	return true;
 }
 
+/* Whether pg continues run r (after its n + took pages), with room. */
+static bool run_continues(const struct page_run *r, const struct page *pg, size_t took)
+{
+	size_t k = r->n + took;
+	return pg->m == r->m && pg->index == r->first + k && pg->block == r->block + k && k < r->cap;
+}
+
+/* Pages go in rounds: under one cache lock hold, take (lock) the pages that
+ * extend the current run and need no wait; put them under writeback in one
+ * more hold — two lock round trips a round, not three a page (the flusher
+ * shares the lock with the streaming writer). Nothing is copied here:
+ * run_submit does, if it must. Only a round's first page may wait (acquire_locked),
+ * so the run it may submit holds no page taken but not yet copied. */
 int page_write_pages(struct page_cache *pc, struct page **v, size_t n, enum page_wb_sync mode, unsigned rw,
 		     size_t *submitted)
 {
 	struct page_run *r = NULL;
-	size_t sub = 0;
+	size_t sub = 0, i = 0;
 	int err = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct page *pg = v[i];
+	while (i < n) {
+		size_t took = 0;
+		struct page *chain = NULL;
 		pthread_mutex_lock(&pc->lock);
-		if (err || !acquire_locked(pc, pg, mode, &r, rw, &sub)) {
-			struct page *f = page_put_locked(pc, pg);
-			pthread_mutex_unlock(&pc->lock);
-			page_free(f);
-			continue;
-		}
-		if (r && !(pg->m == r->m && pg->index == r->first + r->n && pg->block == r->block + r->n &&
-			   r->n < r->cap)) {
-			pthread_mutex_unlock(&pc->lock);
-			sub += run_submit(pc, r, rw);
-			r = NULL;
-			pthread_mutex_lock(&pc->lock);
-		}
-		if (!r) {
-			r = run_alloc_locked(pc, pg, stretch_locked(pc, v, i, n));
-			if (!r) {
+		for (; i < n; i++) {
+			struct page *pg = v[i];
+			if (took && ((pg->flags & (PG_LOCKED | PG_WRITEBACK)) || !run_continues(r, pg, took)))
+				break; /* the next round starts with it */
+			if (err || !acquire_locked(pc, pg, mode, &r, rw, &sub)) {
+				struct page *f = page_put_locked(pc, pg);
+				if (f) {
+					f->hash_next = chain;
+					chain = f;
+				}
+				continue;
+			}
+			if (r && !run_continues(r, pg, took)) { /* only when took == 0 */
+				pthread_mutex_unlock(&pc->lock);
+				sub += run_submit(pc, r, rw);
+				r = NULL;
+				pthread_mutex_lock(&pc->lock);
+			}
+			if (!r && !(r = run_alloc_locked(pc, pg, stretch_locked(pc, v, i, n)))) {
 				page_unlock_locked(pc, pg);
 				struct page *f = page_put_locked(pc, pg);
-				pthread_mutex_unlock(&pc->lock);
-				page_free(f);
+				if (f) {
+					f->hash_next = chain;
+					chain = f;
+				}
 				err = err_set(-ENOMEM, "page: no memory for a writeback run");
 				continue;
 			}
+			r->e[r->n + took++].pg = pg; /* our reference is the run's now */
 		}
 		pthread_mutex_unlock(&pc->lock);
-		/* The page lock keeps writers out while we copy. */
-		memcpy((char *)r->buf + r->n * pc->page_size, pg->data, pc->page_size);
+		while (chain) {
+			struct page *next = chain->hash_next;
+			page_free(chain);
+			chain = next;
+		}
+		if (!took)
+			continue;
 		pthread_mutex_lock(&pc->lock);
-		page_clear_dirty_locked(pc, pg);
-		pg->flags |= PG_WRITEBACK;
-		pg->wb_seq = ++pg->m->wb_seq; /* m->wb stays sorted by wb_seq */
-		list_add_tail(&pg->m->wb, &pg->wb);
-		pc->nr_writeback++;
-		page_unlock_locked(pc, pg);
-		r->pages[r->n++] = pg; /* our reference is the run's now */
+		for (size_t k = r->n; k < r->n + took; k++) {
+			struct page *pg = r->e[k].pg;
+			r->e[k].data = pg->data; /* ours to read until the completion */
+			page_clear_dirty_locked(pc, pg);
+			pg->flags = (pg->flags | PG_WRITEBACK | PG_WBSHARED) & ~(unsigned)PG_LOCKED;
+			pg->wb_seq = ++pg->m->wb_seq; /* m->wb stays sorted by wb_seq */
+			list_add_tail(&pg->m->wb, &pg->wb);
+			pc->nr_writeback++;
+		}
+		r->n += took;
+		page_wake_locked(pc); /* the page locks */
 		pthread_mutex_unlock(&pc->lock);
 	}
 	if (r)

@@ -1,0 +1,130 @@
+/* Page cache writeback (src/page) beside other threads: the bounded wait
+ * (page_mapping_wait returns while another thread keeps writing back the
+ * same mapping) and zero-copy writeback with its copy-on-write of a page
+ * changed under a bio. Helpers: tests/lib/pagefs.h.
+ * nostall-test: concurrent
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "blk/blk.h"
+#include "page/page.h"
+#include "lib/pagefs.h"
+#include "util/clock.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A run whose page buffers are contiguous is written from them (no copy);
+ * a writer changing a page under such a bio gets a copy of the buffer, so
+ * the bio writes the data as it was when it was submitted and the page
+ * keeps the new data for the next writeback. */
+static void test_writeback_zero_copy(void **state)
+{
+	struct env e;
+	pfs_env_open(&e, "mem:16M", NULL, false);
+	pfs_write_pages(&e, 0, 8, 1); /* a fresh cache: consecutive buffers */
+	blk_queue_stop(e.q);
+	assert_int_equal(page_mapping_writeback(e.m, 0, 7, PAGE_WB_SYNC_NONE, BLK_WRITE), 0);
+	struct page_stats s = pfs_stats(&e);
+	assert_int_equal(s.write_bios, 1);
+	assert_int_equal(s.zero_copy_bios, 1);
+	assert_int_equal(s.writeback, 8);
+	pfs_write_pages(&e, 3, 1, 50); /* under writeback, the bio not even sent */
+	s = pfs_stats(&e);
+	assert_int_equal(s.unshared, 1);
+	assert_int_equal(s.dirty, 1);
+	blk_queue_start(e.q);
+	assert_int_equal(page_mapping_wait(e.m, 0, 7), 0);
+	for (unsigned i = 0; i < 8; i++) /* what was submitted */
+		pfs_check_block(&e, BASE + i, 1 + i);
+	pfs_check_pages(&e, 3, 1, 50); /* the cache has the new data */
+	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	pfs_check_block(&e, BASE + 3, 50 + 3);
+	pfs_env_close(&e);
+}
+
+/* ---------------------------------------------------------- bounded wait */
+
+struct streamer {
+	struct page_mapping *m;
+	atomic_bool stop;
+	atomic_uint rounds;
+	int err;
+};
+
+#define STREAM_PAGES 64u
+
+/* Keeps dirtying pages [0, STREAM_PAGES) and starting their writeback, like
+ * a streaming writer beside an ordered commit, until told to stop. */
+static void *streamer_main(void *arg)
+{
+	struct streamer *s = arg;
+	unsigned char buf[PS];
+	for (unsigned i = 0; !atomic_load(&s->stop); i++) {
+		uint64_t idx = i % STREAM_PAGES;
+		pfs_fill(buf, PS, i);
+		if (page_mapping_write(s->m, idx * PS, buf, PS, STREAM_PAGES * PS) != PS ||
+		    page_mapping_writeback(s->m, idx, idx, PAGE_WB_SYNC_NONE, BLK_WRITE) < 0) {
+			s->err = -EIO;
+			break;
+		}
+		atomic_fetch_add(&s->rounds, 1);
+	}
+	return NULL;
+}
+
+/* page_mapping_wait covers the writeback started before it began: it returns
+ * while another thread keeps starting writeback of the same range (the
+ * ordered commit beside a streamer on sim:hdd never returned when the wait
+ * covered all writeback), and what was under writeback at its start is on
+ * disk when it returns. The device (a 2009 SSD, real time) is slower than
+ * the streamer, so the streamer's writeback never drains by itself. */
+static void test_wait_bounded(void **state)
+{
+	struct env e;
+	struct page_params p = pfs_quiet_params(256);
+	pfs_env_open(&e, "sim:ssd,size=64M", &p, false);
+	struct streamer s = { .m = e.m };
+	pthread_t t;
+	pthread_create(&t, NULL, streamer_main, &s);
+	while (atomic_load(&s.rounds) < 2 * STREAM_PAGES && !s.err)
+		clock_sleep_ns(NS_PER_MS);
+	unsigned char want[PS];
+	unsigned before = atomic_load(&s.rounds);
+	for (unsigned k = 0; k < 16; k++) {
+		uint64_t idx = 100 + k;
+		pfs_fill(want, PS, 500 + k);
+		assert_int_equal(page_mapping_write(e.m, idx * PS, want, PS, idx * PS), PS);
+		assert_int_equal(page_mapping_writeback(e.m, idx, idx, PAGE_WB_SYNC_NONE, BLK_WRITE), 0);
+		assert_int_equal(page_mapping_wait(e.m, 0, PAGE_INDEX_MAX), 0);
+		struct page *pg = page_lookup(e.m, idx);
+		assert_non_null(pg);
+		assert_false(page_writeback(pg));
+		assert_false(page_dirty(pg));
+		page_put(pg);
+		pfs_check_block(&e, BASE + idx, 500 + k); /* behind the cache */
+	}
+	unsigned during = atomic_load(&s.rounds) - before;
+	atomic_store(&s.stop, true);
+	pthread_join(t, NULL);
+	assert_int_equal(s.err, 0);
+	printf("wait_bounded: the streamer started %u writebacks during 16 waits\n", during);
+	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	pfs_env_close(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_writeback_zero_copy),
+		cmocka_unit_test(test_wait_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
