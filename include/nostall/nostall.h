@@ -97,7 +97,8 @@ const char *nostall_errmsg(int rc);
  *   any block-queue tunable (scheduler=cfq, preset=2.6.30, max_sectors_kb=..,
  *   see blk.h): passed to the device's request queue.
  *   write-side options (read-write mounts): data=journal|ordered|writeback|
- *   guarded, commit=N, barrier=0|1, nobarrier, journal_ioprio=CLASS/LEVEL,
+ *   guarded (default guarded, unless the superblock's default mount options
+ *   name a mode; nostall info shows the mode in use), commit=N, barrier=0|1, nobarrier, journal_ioprio=CLASS/LEVEL,
  *   errors=continue|remount-ro|panic, data_err=ignore|abort,
  *   noatime|relatime|strictatime.
  * Unknown names, bad values and contradicting options (data=journal,
@@ -347,6 +348,9 @@ struct nostall_info {
 	int unknown_ro_compat;     /* unknown ro_compat bits forced read-only */
 	int unsigned_hash;         /* directory hashes computed with unsigned chars */
 	uint32_t superblock_block; /* block the superblock was read from (backup with sb=) */
+	char data_mode[12];        /* data mode of the mount (journal, ordered, writeback,
+				    * guarded; a read-only mount names the one a read-write
+				    * mount would use) */
 };
 int nostall_info(struct nostall_fs *fs, struct nostall_info *info);
 

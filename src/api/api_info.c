@@ -6,6 +6,7 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 int nostall_statfs(struct nostall_fs *fs, struct nostall_statfs *st)
@@ -112,6 +113,8 @@ int nostall_info(struct nostall_fs *fs, struct nostall_info *info)
 	info->unknown_ro_compat = ext3_fs_unknown_ro_compat(fs->e);
 	info->unsigned_hash = ext3_fs_unsigned_hash(fs->e);
 	info->superblock_block = ext3_fs_sb_block(fs->e);
+	snprintf(info->data_mode, sizeof info->data_mode, "%s",
+		 ext3_data_mode_name(ext3_fs_opts(fs->e)->data_mode));
 	return 0;
 }
 

@@ -48,7 +48,7 @@ enum {
 	EXT3_DATA_GUARDED = 4,
 };
 #ifndef EXT3_DATA_MODE_DEFAULT
-#define EXT3_DATA_MODE_DEFAULT EXT3_DATA_ORDERED /* a build setting (-D) */
+#define EXT3_DATA_MODE_DEFAULT EXT3_DATA_GUARDED /* a build setting (-D); issue 10 */
 #endif
 enum { EXT3_DATA_ERR_IGNORE = 1, EXT3_DATA_ERR_ABORT = 2 };
 enum { EXT3_ATIME_RELATIME = 1, EXT3_ATIME_NOATIME = 2, EXT3_ATIME_STRICT = 3 };

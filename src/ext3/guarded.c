@@ -19,7 +19,9 @@
  *   next mount (or e2fsck) free it after a crash;
  * - a block allocated inside i_disksize (a hole fill) is covered by the
  *   size already: ordered mode for that chunk (the inode's jbd_inode is
- *   filed, the commit writes its data first);
+ *   filed, the commit writes its data first); so is the first size move
+ *   past a truncate's unaligned end (the tail it zeroed in the cache may
+ *   still hold the old bytes on disk);
  * - a completed run removes the extents it covers, whatever their state (the
  *   page's whole block was written, so the block holds this file's data); a
  *   failed run marks them failed, and the size stays below them for good
@@ -60,6 +62,8 @@ struct ginode {
 	struct gext *ext;            /* sorted, disjoint; g->lock */
 	size_t n, cap;
 	bool hole_fill;              /* a hole was filled in this chunk (in->lock) */
+	bool tail_pending;           /* truncated inside a block: its zeroed tail may
+				      * not be on disk yet (g->lock) */
 	bool orphaned;               /* on the orphan list for its extents (in->lock) */
 	bool queued, busy, dying;    /* logger queue / being logged / evicting (g->lock) */
 };
@@ -315,6 +319,14 @@ static struct ginode *gi_of(struct ext3_guarded *g, struct ext3_inode *in, uint6
 	return gi;
 }
 
+static bool tail_pending(struct ext3_guarded *g, struct ginode *gi)
+{
+	pthread_mutex_lock(&g->lock);
+	bool t = gi && gi->tail_pending;
+	pthread_mutex_unlock(&g->lock);
+	return t;
+}
+
 static uint64_t size_target(const struct ext3_inode *in, uint64_t low)
 {
 	uint64_t bs = in->fs->g.block_size;
@@ -339,20 +351,21 @@ int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *cha
 		return 0;
 	uint64_t low;
 	struct ginode *gi = gi_of(g, in, &low);
-	uint64_t bs = in->fs->g.block_size;
 	uint64_t target = size_target(in, low);
 	int rc = 0;
 	if (target > in->i_disksize) {
-		/* The old end inside a block: the bytes after it on disk may be
-		 * older than a truncate that zeroed them in the cache only. */
-		if (in->i_disksize % bs && in->mapping) {
+		/* The old end is a truncate's, inside a block: the bytes after
+		 * it on disk may be older than the zeroes the truncate put in
+		 * the cache. This commit writes that page first. */
+		if (tail_pending(g, gi) && in->mapping) {
 			rc = ext3_data_order(h, in);
+			if (rc)
+				return rc;
 			pthread_mutex_lock(&g->lock);
+			gi->tail_pending = false;
 			g->st.tail_orders++;
 			pthread_mutex_unlock(&g->lock);
 		}
-		if (rc)
-			return rc;
 		in->i_disksize = target;
 		*changed = true;
 	}
@@ -509,20 +522,39 @@ static void *logger_main(void *arg)
 
 /* ----------------------------------------------------------- truncate */
 
+/* Wait for every io_done queued so far (the completions of the runs the
+ * caller waited for are among them). Not page_mapping_flush_io_done: that
+ * waits until the mapping has no run at all, which a writer streaming into
+ * the same file can put off forever; this is bounded, and each io_done is
+ * short (marking only). */
+static int completions_wait(struct ext3_fs *fs)
+{
+	return page_cache_flush_io_done(fs->pcache);
+}
+
 int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	struct page_mapping *m = in->mapping;
-	if (!g || !m || new_size <= in->i_disksize)
+	if (!g || !m)
 		return 0;
 	uint64_t bs = in->fs->g.block_size, low;
+	if (new_size % bs) { /* for its tail flag (truncate_end) */
+		pthread_mutex_lock(&g->lock);
+		bool ok = gi_get(g, in) != NULL;
+		pthread_mutex_unlock(&g->lock);
+		if (!ok)
+			return err_set(-ENOMEM, "ext3: out of memory for guarded data");
+	}
+	if (new_size <= in->i_disksize)
+		return 0;
 	struct ginode *gi = gi_of(g, in, &low);
 	if (!gi || low == UINT64_MAX || low * bs >= new_size)
 		return 0;
 	/* The new size lands on disk with the truncate: the data under it
 	 * first (the RFC's filemap_write_and_wait_range). */
 	(void)page_mapping_sync(m, in->i_disksize / bs, (new_size - 1) / bs, BLK_WRITE);
-	int rc = page_mapping_flush_io_done(m);
+	int rc = completions_wait(in->fs);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&g->lock);
@@ -540,7 +572,7 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
 	struct page_mapping *m = in->mapping;
 	if (!g || !m)
 		return;
-	(void)page_mapping_flush_io_done(m);
+	(void)completions_wait(in->fs);
 	uint64_t bs = in->fs->g.block_size;
 	pthread_mutex_lock(&g->lock);
 	struct ginode *gi = gi_find(g, in->ino);
@@ -549,6 +581,8 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
 		/* The truncate takes the inode off the orphan list at its end. */
 		if (!gi->n)
 			gi->orphaned = false;
+		if (new_size % bs)
+			gi->tail_pending = true;
 	}
 	pthread_mutex_unlock(&g->lock);
 }
@@ -565,7 +599,7 @@ int ext3_guarded_fsync(struct ext3_inode *in)
 	pthread_rwlock_unlock(&in->lock);
 	if (!m)
 		return 0;
-	int rc = page_mapping_flush_io_done(m);
+	int rc = completions_wait(in->fs);
 	if (rc)
 		return rc;
 	pthread_rwlock_wrlock(&in->lock);
@@ -586,7 +620,7 @@ int ext3_guarded_drain(struct ext3_fs *fs)
 	struct ext3_guarded *g = guard_of(fs);
 	if (!g)
 		return 0;
-	int rc = page_cache_flush_io_done(fs->pcache);
+	int rc = completions_wait(fs);
 	pthread_mutex_lock(&g->lock);
 	while (g->qhead || g->logging)
 		pthread_cond_wait(&g->cond, &g->lock);
@@ -622,7 +656,7 @@ void ext3_guarded_evict(struct ext3_inode *in)
 	if (!g)
 		return;
 	if (in->mapping)
-		(void)page_mapping_flush_io_done(in->mapping);
+		(void)completions_wait(in->fs);
 	pthread_mutex_lock(&g->lock);
 	struct ginode *gi = gi_find(g, in->ino);
 	if (!gi || gi->in != in) {

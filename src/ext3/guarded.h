@@ -50,9 +50,9 @@ int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in);
 
 /* Move i_disksize up to min(i_size, the first pending or failed extent) and
  * take the inode off the orphan list once no extent is left (in->lock as
- * writer, in h). Moving it up from inside a block (an old end of file not on
- * a block boundary) orders the inode's data in h: the block's tail on disk
- * may predate a truncate. *changed: the inode needs writing. */
+ * writer, in h). The first move past a truncate's end inside a block orders
+ * the inode's data in h: the tail the truncate zeroed in the cache may not
+ * be on disk yet. *changed: the inode needs writing. */
 int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *changed);
 
 /* The page cache's io_done for a guarded inode: pages [first, last] were
@@ -91,7 +91,7 @@ struct ext3_guarded_stats {
 	uint64_t done;        /* blocks whose extent completed */
 	uint64_t failed;      /* blocks whose write failed */
 	uint64_t hole_fills;  /* chunks ordered for a hole fill */
-	uint64_t tail_orders; /* size moves ordered for a partial block */
+	uint64_t tail_orders; /* size moves ordered past a truncated partial block */
 	uint64_t logs;        /* inodes logged by the logger thread */
 	uint64_t orphan_adds, orphan_dels;
 	uint64_t pending;     /* extent ranges now (all inodes) */

@@ -9,6 +9,10 @@
  * names, through jbd_config_set), errors=, data_err=, noatime, relatime,
  * strictatime. An unknown name, a bad value or two options that contradict
  * each other fail with -EINVAL and a message naming the option.
+ *
+ * data= not given stays 0 here: the mount then takes the superblock's
+ * default mount options (journal/ordered/writeback bits), else the build's
+ * EXT3_DATA_MODE_DEFAULT, which is data=guarded (docs/write-guarded.md).
  */
 #include "ext3/ext3.h"
 

@@ -75,6 +75,7 @@ static int info_run(struct cli_args *a, struct nostall_fs *fs)
 	       in.hash_seed[2], in.hash_seed[3]);
 	printf("%-26s %s\n", "Directory hash sign:", in.unsigned_hash ? "unsigned" : "signed");
 	printf("%-26s 0x%04x\n", "Default mount options:", in.default_mount_opts);
+	printf("%-26s %s%s\n", "Data mode:", in.data_mode, in.read_only ? " (of a read-write mount)" : "");
 	if (in.last_orphan)
 		printf("%-26s %u\n", "First orphan inode:", in.last_orphan);
 	printf("%-26s %s\n", "Needs recovery:", in.needs_recovery ? "yes (journal not replayed: mounted with noload)" : "no");

@@ -1,0 +1,626 @@
+/* data=guarded (src/ext3/guarded.c; docs/write-guarded.md): the extents'
+ * life (created by allocations past i_disksize, done by completed writes),
+ * i_disksize and the orphan entry that follow them, ordered data only for
+ * hole fills and partial tails, fsync that writes no other file's data (a
+ * log: device, against data=ordered), truncate and unlink with pending
+ * extents, a failed write (the size stays below it until the page is
+ * written again), a journal abort with pending extents, the default mode,
+ * and concurrent writers, fsyncs, truncates and syncs (TSan).
+ * nostall-test: concurrent
+ * mke2fs, e2fsck and tune2fs must be installed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "lib/oracles.h"
+
+#include "api/api_int.h"
+#include "dev/dev.h"
+#include "ext3/ext3_int.h"
+#include "ext3/guarded.h"
+#include "jbd/jbd.h"
+#include "nostall/nostall.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KIB 1024ull
+
+static char tmpdir[256];
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	int rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static uint8_t pat(unsigned id, uint64_t off)
+{
+	uint64_t x = (off / 8 + 1) * 0x9e3779b97f4a7c15ull + (id + 1) * 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 31;
+	return (uint8_t)(x >> (8 * (off % 8)));
+}
+
+static void mkimg(const char *name, unsigned bs, unsigned kib, char *img, size_t n)
+{
+	snprintf(img, n, "%s/%s", tmpdir, name);
+	assert_int_equal(run("mke2fs -q -t ext3 -b %u -F '%s' %uk >/dev/null 2>&1", bs, img, kib), 0);
+}
+
+static void fsck_clean(const char *img)
+{
+	int rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
+	if (rc) {
+		(void)run("head -30 '%s/fsck.out'", tmpdir);
+		fail_msg("e2fsck -fn %s: exit %d", img, rc);
+	}
+}
+
+static struct nostall_fs *mnt_spec(const char *spec, const char *opts)
+{
+	struct dev *d;
+	int rc = dev_open(spec, &d);
+	if (rc)
+		fail_msg("dev_open %s: %s", spec, err_last(rc));
+	struct nostall_fs *fs;
+	rc = nostall_mount_dev(d, opts, 0, &fs);
+	if (rc)
+		fail_msg("mount %s -o %s: %s", spec, opts ? opts : "", nostall_errmsg(rc));
+	fs->own_dev = true; /* closed by the unmount */
+	return fs;
+}
+
+static struct nostall_fs *mnt(const char *img, const char *opts)
+{
+	char spec[420];
+	snprintf(spec, sizeof spec, "file:%s", img);
+	return mnt_spec(spec, opts);
+}
+
+static void umnt(struct nostall_fs *fs)
+{
+	int rc = nostall_umount(fs);
+	if (rc)
+		fail_msg("umount: %s", nostall_errmsg(rc));
+}
+
+static void put(struct nostall_fs *fs, const char *path, unsigned id, uint64_t off, size_t len)
+{
+	uint8_t *b = malloc(len);
+	assert_non_null(b);
+	for (size_t i = 0; i < len; i++)
+		b[i] = pat(id, off + i);
+	int fd = nostall_fd_open(fs, path, NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644);
+	if (fd < 0)
+		fail_msg("open %s: %s", path, nostall_errmsg(fd));
+	ssize_t w = nostall_fd_pwrite(fs, fd, b, len, off);
+	if (w != (ssize_t)len)
+		fail_msg("write %s: %zd", path, w);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	free(b);
+}
+
+static int fsync_path(struct nostall_fs *fs, const char *path)
+{
+	int fd = nostall_fd_open(fs, path, NOSTALL_O_RDONLY, 0);
+	assert_true(fd >= 0);
+	int rc = nostall_fd_fsync(fs, fd, 0);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	return rc;
+}
+
+/* The file holds pattern id over [0, len) (holes: [hlo, hhi) zeroes). */
+static void check(struct nostall_fs *fs, const char *path, unsigned id, uint64_t len, uint64_t hlo,
+		  uint64_t hhi)
+{
+	struct nostall_stat st;
+	assert_int_equal(nostall_stat(fs, path, 0, &st), 0);
+	if (st.size != len)
+		fail_msg("%s: size %llu, want %llu", path, (unsigned long long)st.size,
+			 (unsigned long long)len);
+	uint8_t *b = malloc(len ? len : 1);
+	assert_non_null(b);
+	int fd = nostall_fd_open(fs, path, NOSTALL_O_RDONLY, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(nostall_fd_pread(fs, fd, b, len, 0), (ssize_t)len);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	for (uint64_t o = 0; o < len; o++) {
+		uint8_t want = o >= hlo && o < hhi ? 0 : pat(id, o);
+		if (b[o] != want)
+			fail_msg("%s byte %llu: %u, want %u", path, (unsigned long long)o, b[o], want);
+	}
+	free(b);
+}
+
+/* The in-memory inode of path (referenced: ext3_iput it). */
+static struct ext3_inode *inode_of(struct nostall_fs *fs, const char *path)
+{
+	struct nostall_stat st;
+	assert_int_equal(nostall_stat(fs, path, 0, &st), 0);
+	struct ext3_inode *in;
+	assert_int_equal(ext3_iget(fs->e, (uint32_t)st.ino, &in), 0);
+	return in;
+}
+
+struct snap {
+	uint64_t size, disksize;
+	bool orphan, ordered;
+	size_t extents;
+};
+
+static struct snap snap_of(struct nostall_fs *fs, const char *path)
+{
+	struct ext3_inode *in = inode_of(fs, path);
+	struct snap s;
+	pthread_rwlock_rdlock(&in->lock);
+	s.size = in->i_size;
+	s.disksize = in->i_disksize;
+	s.orphan = in->on_orphan;
+	s.ordered = in->jinode != NULL;
+	pthread_rwlock_unlock(&in->lock);
+	s.extents = ext3_guarded_inode_extents(in);
+	ext3_iput(in);
+	return s;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void lifecycle(unsigned bs)
+{
+	char img[300];
+	mkimg("life.img", bs, 16384, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, "data=guarded,commit=60");
+	struct ext3_guarded_stats st0, st;
+	ext3_guarded_stats(fs->e, &st0);
+	uint64_t n = 10 * bs + 100;
+	put(fs, "/f", 1, 0, n);
+	/* allocated past the on-disk size: pending, on the orphan list, no
+	 * ordered data */
+	struct snap s = snap_of(fs, "/f");
+	assert_int_equal(s.size, n);
+	assert_int_equal(s.disksize, 0);
+	assert_true(s.orphan);
+	assert_false(s.ordered);
+	assert_int_equal(s.extents, 1); /* one range: adjacent blocks merge */
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.extents - st0.extents, 11);
+	assert_int_equal(st.orphan_adds - st0.orphan_adds, 1);
+	/* fsync: the data, then the size, then off the list */
+	assert_int_equal(fsync_path(fs, "/f"), 0);
+	s = snap_of(fs, "/f");
+	assert_int_equal(s.disksize, n);
+	assert_false(s.orphan);
+	assert_int_equal(s.extents, 0);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.done - st0.done, 11);
+	assert_int_equal(st.orphan_dels - st0.orphan_dels, 1);
+	assert_int_equal(st.tail_orders - st0.tail_orders, 0);
+	/* an append across the unaligned end: the old last block was written
+	 * with zeroes past the end, nothing to order; the new block pends */
+	put(fs, "/f", 1, n, bs);
+	s = snap_of(fs, "/f");
+	assert_int_equal(s.disksize, 11 * (uint64_t)bs);
+	assert_false(s.ordered);
+	assert_true(s.orphan);
+	/* sync(2): every completion logged, then committed */
+	assert_int_equal(nostall_sync(fs), 0);
+	s = snap_of(fs, "/f");
+	assert_int_equal(s.disksize, n + bs);
+	assert_false(s.orphan);
+	/* a truncate inside a block zeroes its tail in the cache only: the
+	 * first size move past it is ordered (once) */
+	assert_int_equal(nostall_truncate(fs, "/f", n - 50), 0);
+	put(fs, "/f", 1, n - 50, 50 + bs);
+	s = snap_of(fs, "/f");
+	assert_true(s.ordered);
+	put(fs, "/f", 1, n + bs, bs);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.tail_orders - st0.tail_orders, 1);
+	assert_int_equal(nostall_sync(fs), 0);
+	n += bs;
+	/* overwrites inside the size: nothing to guard */
+	ext3_guarded_stats(fs->e, &st0);
+	put(fs, "/f", 1, 5, 3 * bs);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.extents, st0.extents);
+	assert_int_equal(st.hole_fills, st0.hole_fills);
+	umnt(fs);
+	fsck_clean(img);
+	fs = mnt(img, "data=guarded");
+	check(fs, "/f", 1, n + bs, 0, 0);
+	umnt(fs);
+	unlink(img);
+}
+
+static void test_lifecycle_1k(void **state)
+{
+	lifecycle(1024);
+}
+
+static void test_lifecycle_4k(void **state)
+{
+	lifecycle(4096);
+}
+
+/* A hole inside the on-disk size is filled in ordered mode; a truncate up
+ * moves the size at once (a hole is safe). */
+static void test_hole_fill(void **state)
+{
+	char img[300];
+	unsigned bs = 1024;
+	mkimg("hole.img", bs, 16384, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, "data=guarded,commit=60");
+	put(fs, "/h", 2, 0, bs);
+	put(fs, "/h", 2, 20 * bs, bs);
+	assert_int_equal(fsync_path(fs, "/h"), 0);
+	struct snap s = snap_of(fs, "/h");
+	assert_int_equal(s.disksize, 21 * bs);
+	assert_false(s.ordered);
+	struct ext3_guarded_stats st0, st;
+	ext3_guarded_stats(fs->e, &st0);
+	put(fs, "/h", 2, 10 * bs, 2 * bs);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.hole_fills - st0.hole_fills, 1);
+	assert_int_equal(st.extents, st0.extents);
+	s = snap_of(fs, "/h");
+	assert_true(s.ordered);
+	assert_false(s.orphan);
+	assert_int_equal(nostall_truncate(fs, "/h", 40 * bs), 0);
+	s = snap_of(fs, "/h");
+	assert_int_equal(s.disksize, 40 * bs);
+	umnt(fs);
+	fsck_clean(img);
+	fs = mnt(img, NULL);
+	struct nostall_stat nst;
+	assert_int_equal(nostall_stat(fs, "/h", 0, &nst), 0);
+	assert_int_equal(nst.size, 40 * bs);
+	umnt(fs);
+	unlink(img);
+}
+
+/* ------------------------------------------------- fsync writes no other data */
+
+/* Data blocks of `other` written between marks a and b of the log. */
+static unsigned other_writes(const char *log, const char *a, const char *b, const uint64_t *blk,
+			     size_t nblk, unsigned bs)
+{
+	struct dev_log_reader *rd;
+	assert_int_equal(dev_log_reader_open(log, &rd), 0);
+	struct dev_log_entry e;
+	int state = 0;
+	unsigned hits = 0;
+	while (dev_log_reader_next(rd, &e) == 1 && state < 2) {
+		if (e.flags & DEV_LOG_MARK) {
+			if (e.data_len == strlen(a) && !memcmp(e.data, a, e.data_len))
+				state = 1;
+			else if (e.data_len == strlen(b) && !memcmp(e.data, b, e.data_len))
+				state = 2;
+			continue;
+		}
+		if (state != 1 || !e.nr_sectors)
+			continue;
+		uint64_t first = e.sector * 512 / bs, last = ((e.sector + e.nr_sectors) * 512 - 1) / bs;
+		for (size_t i = 0; i < nblk; i++)
+			hits += blk[i] >= first && blk[i] <= last;
+	}
+	dev_log_reader_close(rd);
+	return hits;
+}
+
+static unsigned fsync_beside(const char *mode)
+{
+	char img[300], log[300], spec[700], opts[64];
+	unsigned bs = 4096;
+	mkimg("iso.img", bs, 65536, img, sizeof img);
+	snprintf(log, sizeof log, "%s/iso.log", tmpdir);
+	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, log);
+	snprintf(opts, sizeof opts, "data=%s,commit=60", mode);
+	struct nostall_fs *fs = mnt_spec(spec, opts);
+	/* a big unsynced file (below the flusher's thresholds) */
+	put(fs, "/big", 3, 0, 2048 * KIB);
+	uint64_t blk[512];
+	struct nostall_file *f = NULL;
+	assert_int_equal(nostall_open(fs, "/big", NOSTALL_O_RDONLY, &f), 0);
+	for (size_t i = 0; i < 512; i++)
+		assert_int_equal(nostall_bmap(f, i, &blk[i]), 0);
+	nostall_close(f);
+	put(fs, "/small", 4, 0, 4 * KIB);
+	assert_int_equal(dev_mark(fs->dev, "before"), 0);
+	assert_int_equal(fsync_path(fs, "/small"), 0);
+	assert_int_equal(dev_mark(fs->dev, "after"), 0);
+	umnt(fs);
+	fsck_clean(img);
+	unsigned hits = other_writes(log, "before", "after", blk, 512, bs);
+	printf("data=%s: fsync of a 4 KiB file wrote %u blocks of a 2 MiB unsynced file\n", mode, hits);
+	unlink(img);
+	unlink(log);
+	return hits;
+}
+
+static void test_fsync_isolation(void **state)
+{
+	assert_int_equal(fsync_beside("guarded"), 0);
+	/* the contrast: 2.6.30's ordered mode writes all of it first */
+	assert_int_equal(fsync_beside("ordered"), 512);
+}
+
+/* ---------------------------------------------------- truncate, unlink */
+
+static void test_truncate_pending(void **state)
+{
+	char img[300];
+	unsigned bs = 1024;
+	mkimg("trunc.img", bs, 16384, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, "data=guarded,commit=60");
+	/* down below the on-disk size: extents past it dropped, off the list */
+	put(fs, "/t1", 5, 0, 20 * bs);
+	assert_int_equal(nostall_truncate(fs, "/t1", 5 * bs + 10), 0);
+	struct snap s = snap_of(fs, "/t1");
+	assert_int_equal(s.disksize, 5 * bs + 10);
+	assert_int_equal(s.extents, 0);
+	assert_false(s.orphan);
+	/* to a size past i_disksize: the data in between is written first */
+	put(fs, "/t2", 6, 0, 20 * bs);
+	assert_int_equal(fsync_path(fs, "/t2"), 0);
+	put(fs, "/t2", 6, 20 * bs, 10 * bs);
+	s = snap_of(fs, "/t2");
+	assert_int_equal(s.disksize, 20 * bs);
+	assert_int_equal(nostall_truncate(fs, "/t2", 25 * bs + 1), 0);
+	s = snap_of(fs, "/t2");
+	assert_int_equal(s.disksize, 25 * bs + 1);
+	assert_int_equal(s.extents, 0);
+	assert_false(s.orphan);
+	/* then writes past the new end again (new extents at the same pages) */
+	put(fs, "/t2", 6, 25 * bs + 1, 10 * bs);
+	assert_int_equal(fsync_path(fs, "/t2"), 0);
+	/* unlink with pending extents, the file open: freed at the close */
+	struct nostall_statfs sf0, sf1;
+	assert_int_equal(nostall_statfs(fs, &sf0), 0);
+	int fd = nostall_fd_open(fs, "/u", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644);
+	assert_true(fd >= 0);
+	static uint8_t b[64 * 1024];
+	memset(b, 7, sizeof b);
+	assert_int_equal(nostall_fd_write(fs, fd, b, sizeof b), (ssize_t)sizeof b);
+	assert_int_equal(nostall_unlink(fs, "/u"), 0);
+	assert_int_equal(nostall_fd_write(fs, fd, b, sizeof b), (ssize_t)sizeof b);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	assert_int_equal(nostall_statfs(fs, &sf1), 0);
+	assert_int_equal(sf1.blocks_free, sf0.blocks_free);
+	/* rename over a file with pending extents */
+	put(fs, "/r1", 7, 0, 30 * bs);
+	put(fs, "/r2", 8, 0, 12 * bs);
+	assert_int_equal(nostall_rename(fs, "/r2", "/r1", 0), 0);
+	umnt(fs);
+	fsck_clean(img);
+	fs = mnt(img, NULL);
+	check(fs, "/t1", 5, 5 * bs + 10, 0, 0);
+	check(fs, "/t2", 6, 35 * bs + 1, 0, 0);
+	check(fs, "/r1", 8, 12 * bs, 0, 0);
+	assert_int_equal(nostall_stat(fs, "/u", 0, &(struct nostall_stat){0}), -ENOENT);
+	umnt(fs);
+	unlink(img);
+}
+
+/* --------------------------------------------------------- write errors */
+
+/* The blocks /e gets on a fresh copy of img (the allocator is
+ * deterministic for the same image and the same calls). */
+static uint64_t first_block_of(const char *img, unsigned bs, uint64_t len)
+{
+	char copy[300];
+	snprintf(copy, sizeof copy, "%.290s.probe", img);
+	assert_int_equal(run("cp '%s' '%s'", img, copy), 0);
+	struct nostall_fs *fs = mnt(copy, "data=guarded,commit=60");
+	put(fs, "/e", 9, 0, len);
+	struct nostall_file *f = NULL;
+	assert_int_equal(nostall_open(fs, "/e", NOSTALL_O_RDONLY, &f), 0);
+	uint64_t phys = 0;
+	assert_int_equal(nostall_bmap(f, 2, &phys), 0);
+	nostall_close(f);
+	umnt(fs);
+	unlink(copy);
+	(void)bs;
+	return phys;
+}
+
+static void test_write_error(void **state)
+{
+	char img[300], spec[600];
+	unsigned bs = 4096;
+	mkimg("err.img", bs, 16384, img, sizeof img);
+	uint64_t len = 8 * bs;
+	uint64_t bad = first_block_of(img, bs, len); /* block 2 of /e */
+	assert_true(bad > 0);
+	/* the first write touching that block fails, once */
+	snprintf(spec, sizeof spec, "fault:file:%s,op=write,sector=%llu-%llu,count=1", img,
+		 (unsigned long long)(bad * (bs / 512)), (unsigned long long)(bad * (bs / 512)));
+	struct nostall_fs *fs = mnt_spec(spec, "data=guarded,commit=60");
+	put(fs, "/e", 9, 0, len);
+	assert_int_equal(fsync_path(fs, "/e"), -EIO);
+	struct snap s = snap_of(fs, "/e");
+	/* below the failed block (its run may have held more), for good */
+	assert_true(s.disksize <= 2 * bs);
+	assert_true(s.orphan);
+	assert_true(s.extents >= 1);
+	struct ext3_guarded_stats st;
+	ext3_guarded_stats(fs->e, &st);
+	assert_true(st.failed >= 1);
+	/* still failed: fsync says so again */
+	assert_int_equal(fsync_path(fs, "/e"), -EIO);
+	/* the pages written again (the fault fired once): the size moves on */
+	put(fs, "/e", 9, 0, len);
+	assert_int_equal(fsync_path(fs, "/e"), 0);
+	s = snap_of(fs, "/e");
+	assert_int_equal(s.disksize, len);
+	assert_false(s.orphan);
+	umnt(fs);
+	fsck_clean(img);
+	fs = mnt(img, NULL);
+	check(fs, "/e", 9, len, 0, 0);
+	umnt(fs);
+	unlink(img);
+}
+
+/* A journal abort with extents pending: fsync fails, the unmount does not
+ * crash, the next mount truncates the file to its on-disk size. */
+static void test_abort_pending(void **state)
+{
+	char img[300];
+	unsigned bs = 1024;
+	mkimg("abort.img", bs, 16384, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, "data=guarded,commit=60");
+	put(fs, "/k", 10, 0, 4 * bs);
+	assert_int_equal(fsync_path(fs, "/k"), 0);
+	put(fs, "/p", 11, 0, 6 * bs);
+	put(fs, "/k", 10, 4 * bs, 6 * bs);
+	assert_int_equal(nostall_sync(fs), 0); /* allocations + orphans committed... */
+	put(fs, "/p", 11, 6 * bs, 6 * bs);     /* ...these are not */
+	jbd_journal_abort(fs->e->journal, -EIO);
+	assert_true(fsync_path(fs, "/p") < 0);
+	(void)nostall_umount(fs); /* reports the abort */
+	fs = mnt(img, NULL);
+	check(fs, "/k", 10, 10 * bs, 0, 0);
+	check(fs, "/p", 11, 6 * bs, 0, 0); /* the size the sync logged */
+	umnt(fs);
+	fsck_clean(img);
+	unlink(img);
+}
+
+/* ------------------------------------------------------------- default */
+
+static void test_default_mode(void **state)
+{
+	char img[300];
+	mkimg("def.img", 1024, 8192, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, NULL);
+	struct nostall_info info;
+	assert_int_equal(nostall_info(fs, &info), 0);
+	assert_string_equal(info.data_mode, "guarded");
+	umnt(fs);
+	/* the superblock's default mount options win */
+	assert_int_equal(run("tune2fs -o journal_data_ordered '%s' >/dev/null 2>&1", img), 0);
+	fs = mnt(img, NULL);
+	assert_int_equal(nostall_info(fs, &info), 0);
+	assert_string_equal(info.data_mode, "ordered");
+	umnt(fs);
+	fs = mnt(img, "data=guarded");
+	assert_int_equal(nostall_info(fs, &info), 0);
+	assert_string_equal(info.data_mode, "guarded");
+	umnt(fs);
+	unlink(img);
+}
+
+/* ---------------------------------------------------------- concurrency */
+
+struct worker {
+	struct nostall_fs *fs;
+	int id, rc;
+	uint64_t size;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char path[32];
+	snprintf(path, sizeof path, "/w%d", w->id);
+	static const size_t lens[] = {700, 4096, 5000, 123, 16384};
+	uint8_t *b = malloc(16384);
+	int fd = nostall_fd_open(w->fs, path, NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644);
+	if (!b || fd < 0) {
+		w->rc = -ENOMEM;
+		free(b);
+		return NULL;
+	}
+	uint64_t off = 0;
+	for (int i = 0; i < 60 && !w->rc; i++) {
+		size_t len = lens[(i + w->id) % 5];
+		for (size_t k = 0; k < len; k++)
+			b[k] = pat((unsigned)w->id, off + k);
+		if (nostall_fd_pwrite(w->fs, fd, b, len, off) != (ssize_t)len)
+			w->rc = -EIO;
+		off += len;
+		if (i % 7 == 3 && nostall_fd_fsync(w->fs, fd, i % 2) < 0)
+			w->rc = -EIO;
+		if (i % 13 == 12) { /* cut back, then go on from there */
+			off -= len / 2;
+			if (nostall_fd_ftruncate(w->fs, fd, off) < 0)
+				w->rc = -EIO;
+		}
+	}
+	w->size = off;
+	if (nostall_fd_close(w->fs, fd) < 0)
+		w->rc = -EIO;
+	free(b);
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	char img[300];
+	mkimg("conc.img", 1024, 32768, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, "data=guarded,cache=1M");
+	enum { N = 4 };
+	struct worker w[N];
+	pthread_t th[N];
+	for (int i = 0; i < N; i++) {
+		w[i] = (struct worker){.fs = fs, .id = i};
+		assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int k = 0; k < 5; k++)
+		assert_int_equal(nostall_sync(fs), 0);
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].rc, 0);
+	}
+	struct ext3_guarded_stats st;
+	ext3_guarded_stats(fs->e, &st);
+	assert_true(st.extents > 0);
+	umnt(fs);
+	fsck_clean(img);
+	fs = mnt(img, NULL);
+	for (int i = 0; i < N; i++) {
+		char path[32];
+		snprintf(path, sizeof path, "/w%d", i);
+		check(fs, path, (unsigned)i, w[i].size, 0, 0);
+	}
+	umnt(fs);
+	unlink(img);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-guarded-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	int orc = oracles_check("test_ext3_guarded", "mke2fs e2fsck tune2fs");
+	if (orc >= 0) {
+		rmdir(tmpdir);
+		return orc;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lifecycle_1k),    cmocka_unit_test(test_lifecycle_4k),
+		cmocka_unit_test(test_hole_fill),       cmocka_unit_test(test_fsync_isolation),
+		cmocka_unit_test(test_truncate_pending), cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_abort_pending),   cmocka_unit_test(test_default_mode),
+		cmocka_unit_test(test_concurrent),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	if (!getenv("NOSTALL_KEEP"))
+		(void)run("rm -rf '%s'", tmpdir);
+	return rc;
+}
