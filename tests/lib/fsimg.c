@@ -68,7 +68,7 @@ void fsimg_tmpdir_remove(const char *dir)
 {
 	if (!dir[0])
 		return;
-	if (getenv("NOSTALL_TEST_KEEP")) {
+	if (getenv("NOSTALL_TEST_KEEP") || getenv("NOSTALL_KEEP")) {
 		printf("kept %s (NOSTALL_TEST_KEEP)\n", dir);
 		return;
 	}
@@ -87,7 +87,10 @@ int fsimg_fsck(const char *path, char *msg, size_t n)
 	return fsimg_out(msg ? msg : sink, msg ? n : sizeof sink, "e2fsck -fn '%s' 2>&1", path);
 }
 
-int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_mnt *m)
+/* Open the device, mount with flags, hold the root; on failure nothing is
+ * left open and m is zeroed. */
+static int mount_flags(const char *path, const struct ext3_mount_opts *o, unsigned flags,
+		       struct fsimg_mnt *m)
 {
 	memset(m, 0, sizeof *m);
 	char spec[600];
@@ -95,7 +98,7 @@ int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_
 	int rc = dev_open(spec, &m->dev);
 	if (rc)
 		return rc;
-	rc = ext3_fs_mount(m->dev, o, EXT3_MOUNT_JOURNAL, &m->fs);
+	rc = ext3_fs_mount(m->dev, o, flags, &m->fs);
 	if (!rc)
 		rc = ext3_iget(m->fs, EXT3_ROOT_INO, &m->root);
 	if (rc) {
@@ -107,6 +110,24 @@ int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_
 	return rc;
 }
 
+int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_mnt *m)
+{
+	return mount_flags(path, o, EXT3_MOUNT_JOURNAL, m);
+}
+
+int fsimg_mount_opts(const char *path, const char *opts, unsigned flags, struct fsimg_mnt *m)
+{
+	struct ext3_mount_opts o;
+	ext3_mount_opts_init(&o);
+	int rc = opts ? ext3_mount_opts_parse(&o, opts) : 0;
+	if (rc)
+		memset(m, 0, sizeof *m);
+	else
+		rc = mount_flags(path, &o, flags, m);
+	ext3_mount_opts_release(&o);
+	return rc;
+}
+
 int fsimg_umount(struct fsimg_mnt *m)
 {
 	ext3_iput(m->root);
@@ -114,4 +135,58 @@ int fsimg_umount(struct fsimg_mnt *m)
 	dev_close(m->dev);
 	memset(m, 0, sizeof *m);
 	return rc;
+}
+
+int fsimg_fsck_repair(const char *path, char *msg, size_t n)
+{
+	char sink[1];
+	int rc = fsimg_out(msg ? msg : sink, msg ? n : sizeof sink, "e2fsck -fy '%s' 2>&1", path);
+	return rc == 1 ? 0 : rc;
+}
+
+/* Run cmd; for each output line containing key: count it, and take the
+ * number after it from the first such line into *num (if num). */
+static int scan(const char *cmd, const char *key, long long *num)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	char line[4096];
+	int n = 0;
+	while (fgets(line, sizeof line, p)) {
+		char *k = strstr(line, key);
+		if (!k)
+			continue;
+		if (num && n == 0)
+			*num = strtoll(k + strlen(key), NULL, 0);
+		n++;
+	}
+	pclose(p);
+	return n;
+}
+
+int fsimg_count(const char *needle, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return scan(cmd, needle, NULL);
+}
+
+long long fsimg_num(const char *key, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	long long v = -1;
+	return scan(cmd, key, &v) > 0 ? v : -1;
+}
+
+int fsimg_debugfs_w(const char *path, const char *req)
+{
+	return fsimg_run("debugfs -w -R '%s' '%s' >/dev/null 2>&1", req, path);
 }

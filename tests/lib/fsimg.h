@@ -41,5 +41,90 @@ struct fsimg_mnt {
 int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_mnt *m);
 /* Put the root, unmount, close the device: 0 or the unmount's error. */
 int fsimg_umount(struct fsimg_mnt *m);
+/* fsimg_mount with the options as text (ext3_mount_opts_parse; NULL: the
+ * defaults) and the ext3_fs_mount flags (EXT3_MOUNT_JOURNAL: writable; 0:
+ * read-only). 0 or the error (message: err_last). */
+int fsimg_mount_opts(const char *path, const char *opts, unsigned flags, struct fsimg_mnt *m);
+
+/* e2fsck -fy (replays the journal, repairs): 0 when its exit status is 0
+ * or 1 (errors corrected), else that status with its output in msg. */
+int fsimg_fsck_repair(const char *path, char *msg, size_t n);
+/* The number of lines of the command's output (stdout) that contain
+ * needle; -1 if the command could not be started. */
+int fsimg_count(const char *needle, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The number just after key in the first output line that contains key
+ * (strtoll base 0; key "" is the first line); -1 when no line has it. */
+long long fsimg_num(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* debugfs -w -R REQ on the image (its output discarded): its exit status. */
+int fsimg_debugfs_w(const char *path, const char *req);
+
+/* cmocka conveniences: defined only where the test included <cmocka.h>
+ * before this header (cmocka's fail_msg is a macro). Each fails the test
+ * with the oracle's output or the error's message. */
+#ifdef fail_msg
+#include "nostall/nostall.h"
+#include "util/err.h"
+
+/* mke2fs as fsimg_mkfs, or fail. */
+static inline void fsimg_assert_mkfs(const char *path, unsigned bs, unsigned kib, const char *extra)
+{
+	int rc = fsimg_mkfs(path, bs, kib, extra);
+	if (rc)
+		fail_msg("mke2fs -b %u %s %s %uk: exit %d", bs, extra ? extra : "", path, kib, rc);
+}
+
+/* e2fsck -fn must find the image clean. */
+static inline void fsimg_assert_clean(const char *path)
+{
+	static char msg[16384];
+	int rc = fsimg_fsck(path, msg, sizeof msg);
+	if (rc)
+		fail_msg("e2fsck -fn %s: exit %d:\n%s", path, rc, msg);
+}
+
+/* e2fsck -fy must repair the image, then e2fsck -fn find it clean. */
+static inline void fsimg_assert_repaired(const char *path)
+{
+	static char msg[16384];
+	int rc = fsimg_fsck_repair(path, msg, sizeof msg);
+	if (rc)
+		fail_msg("e2fsck -fy %s: exit %d:\n%s", path, rc, msg);
+	fsimg_assert_clean(path);
+}
+
+/* An ext3-level mount as fsimg_mount_opts, or fail. */
+static inline void fsimg_assert_mount(const char *path, const char *opts, unsigned flags,
+				      struct fsimg_mnt *m)
+{
+	int rc = fsimg_mount_opts(path, opts, flags, m);
+	if (rc)
+		fail_msg("mount %s -o %s: %s", path, opts ? opts : "", err_last(rc));
+}
+
+static inline void fsimg_assert_umount(struct fsimg_mnt *m)
+{
+	int rc = fsimg_umount(m);
+	if (rc)
+		fail_msg("unmount: %s", err_last(rc));
+}
+
+/* A library (nostall_mount) mount of spec, or fail. */
+static inline struct nostall_fs *fsimg_api_mount(const char *spec, const char *opts,
+						 unsigned flags)
+{
+	struct nostall_fs *fs = NULL;
+	int rc = nostall_mount(spec, opts, flags, &fs);
+	if (rc)
+		fail_msg("mount %s -o %s: %s", spec, opts ? opts : "", nostall_errmsg(rc));
+	return fs;
+}
+
+static inline void fsimg_api_umount(struct nostall_fs *fs)
+{
+	int rc = nostall_umount(fs);
+	if (rc)
+		fail_msg("umount: %s", nostall_errmsg(rc));
+}
+#endif
 
 #endif
