@@ -3,13 +3,17 @@
 #include "dev/dev.h"
 #include "ext3/ext3.h"
 #include "ext3/ext3_format.h"
+#include "ext3/ext3_int.h"
+#include "ext3/write.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static int status_of(int rc)
 {
@@ -189,4 +193,91 @@ long long fsimg_num(const char *key, const char *fmt, ...)
 int fsimg_debugfs_w(const char *path, const char *req)
 {
 	return fsimg_run("debugfs -w -R '%s' '%s' >/dev/null 2>&1", req, path);
+}
+
+int fsimg_fx_mkfs(struct fsimg_fx *x, const char *dir, const char *name, unsigned bs, unsigned kib,
+		  const char *extra)
+{
+	memset(x, 0, sizeof *x);
+	snprintf(x->img, sizeof x->img, "%s/%s.img", dir, name);
+	unlink(x->img);
+	return fsimg_mkfs(x->img, bs, kib, extra);
+}
+
+long long fsimg_dumpe2fs_num(const char *path, const char *key)
+{
+	return fsimg_num(key, "dumpe2fs -h '%s' 2>/dev/null", path);
+}
+
+uint64_t fsimg_gd_sum(const struct ext3_fs *fs, size_t off)
+{
+	uint64_t s = 0;
+	for (uint32_t g = 0; g < fs->g.groups; g++) {
+		uint16_t v;
+		memcpy(&v, (const char *)&fs->gd[g] + off, sizeof v);
+		s += v;
+	}
+	return s;
+}
+
+/* Stop h; the first error of the step or the stop. */
+static int hstop(struct jbd_handle *h, int rc)
+{
+	int src = ext3_journal_stop(h);
+	return rc ? rc : src;
+}
+
+int fsimg_new_inode(struct ext3_fs *fs, struct ext3_inode *dir, uint16_t mode,
+		    struct ext3_inode **out)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&dir->lock);
+	rc = ext3_new_inode(h, dir, mode, 0, 0, out);
+	pthread_rwlock_unlock(&dir->lock);
+	if (!rc)
+		pthread_rwlock_unlock(&(*out)->lock);
+	return hstop(h, rc);
+}
+
+int fsimg_free_inode(struct ext3_fs *fs, struct ext3_inode *in)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
+	if (!rc) {
+		pthread_rwlock_wrlock(&in->lock);
+		rc = ext3_free_inode(h, in);
+		pthread_rwlock_unlock(&in->lock);
+		rc = hstop(h, rc);
+	}
+	ext3_iput(in);
+	return rc;
+}
+
+int fsimg_new_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t goal, uint32_t n,
+		     uint64_t *first, uint32_t *count)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, n), &h);
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&in->lock);
+	*count = n;
+	rc = ext3_new_blocks(h, in, goal, count, first);
+	pthread_rwlock_unlock(&in->lock);
+	return hstop(h, rc);
+}
+
+int fsimg_free_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t first, uint32_t n)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, n), &h);
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&in->lock);
+	rc = ext3_free_blocks(h, in, first, n, false);
+	pthread_rwlock_unlock(&in->lock);
+	return hstop(h, rc);
 }

@@ -5,9 +5,12 @@
 #ifndef NOSTALL_TESTS_FSIMG_H
 #define NOSTALL_TESTS_FSIMG_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct dev;
+struct jbd_handle;
 struct ext3_fs;
 struct ext3_inode;
 struct ext3_mount_opts;
@@ -58,10 +61,42 @@ long long fsimg_num(const char *key, const char *fmt, ...) __attribute__((format
 /* debugfs -w -R REQ on the image (its output discarded): its exit status. */
 int fsimg_debugfs_w(const char *path, const char *req);
 
+/* A test's image file and its mount. */
+struct fsimg_fx {
+	char img[300];
+	struct fsimg_mnt m;
+};
+/* x->img = DIR/NAME.img, made afresh by fsimg_mkfs (m zeroed): 0 or
+ * mke2fs's exit status. */
+int fsimg_fx_mkfs(struct fsimg_fx *x, const char *dir, const char *name, unsigned bs, unsigned kib,
+		  const char *extra);
+
+/* The number after key ("Free blocks:") in dumpe2fs -h: -1 if none. */
+long long fsimg_dumpe2fs_num(const char *path, const char *key);
+/* A 16-bit group descriptor field summed over the groups (in memory). */
+#define FSIMG_GD_SUM(fs, field) fsimg_gd_sum(fs, offsetof(struct ext3_group_desc, field))
+uint64_t fsimg_gd_sum(const struct ext3_fs *fs, size_t off);
+
+/* ext3-level steps, each in a journal handle of its own (ext3/write.h),
+ * for tests of the allocators and directories below the namei layer. */
+/* A new inode (mode; uid, gid 0; links 0) from dir's group policy, dir
+ * locked meanwhile; *out referenced and unlocked. */
+int fsimg_new_inode(struct ext3_fs *fs, struct ext3_inode *dir, uint16_t mode,
+		    struct ext3_inode **out);
+/* Free in's number (its blocks already freed) and drop the reference. */
+int fsimg_free_inode(struct ext3_fs *fs, struct ext3_inode *in);
+/* Allocate up to n blocks for in at goal: *first, *count (ext3_new_blocks). */
+int fsimg_new_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t goal, uint32_t n,
+		     uint64_t *first, uint32_t *count);
+/* Free n blocks from first (data blocks: no journal forget). */
+int fsimg_free_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t first, uint32_t n);
+
 /* cmocka conveniences: defined only where the test included <cmocka.h>
  * before this header (cmocka's fail_msg is a macro). Each fails the test
  * with the oracle's output or the error's message. */
 #ifdef fail_msg
+#include "ext3/ext3.h"
+#include "ext3/write.h"
 #include "nostall/nostall.h"
 #include "util/err.h"
 
@@ -106,6 +141,69 @@ static inline void fsimg_assert_umount(struct fsimg_mnt *m)
 	int rc = fsimg_umount(m);
 	if (rc)
 		fail_msg("unmount: %s", err_last(rc));
+}
+
+/* fsimg_fx_mkfs, then a writable mount with the options text mopts (NULL:
+ * the defaults), or fail. */
+static inline void fsimg_fx_open(struct fsimg_fx *x, const char *dir, const char *name,
+				 unsigned bs, unsigned kib, const char *extra, const char *mopts)
+{
+	int rc = fsimg_fx_mkfs(x, dir, name, bs, kib, extra);
+	if (rc)
+		fail_msg("mke2fs -b %u %s %s %uk: exit %d", bs, extra ? extra : "", x->img, kib, rc);
+	fsimg_assert_mount(x->img, mopts, EXT3_MOUNT_JOURNAL, &x->m);
+}
+
+/* Unmount (must succeed); with fsck, e2fsck -fn must find it clean. */
+static inline void fsimg_fx_close(struct fsimg_fx *x, bool fsck)
+{
+	fsimg_assert_umount(&x->m);
+	if (fsck)
+		fsimg_assert_clean(x->img);
+}
+
+/* A journal handle of credits, or fail; fsimg_hstop requires the stop to
+ * succeed. */
+static inline struct jbd_handle *fsimg_hstart(struct ext3_fs *fs, int credits)
+{
+	struct jbd_handle *h = NULL;
+	int rc = ext3_journal_start(fs, credits, &h);
+	if (rc)
+		fail_msg("ext3_journal_start: %s", err_last(rc));
+	return h;
+}
+
+static inline void fsimg_hstop(struct jbd_handle *h)
+{
+	int rc = ext3_journal_stop(h);
+	if (rc)
+		fail_msg("ext3_journal_stop: %s", err_last(rc));
+}
+
+/* fsimg_new_inode / fsimg_free_inode / fsimg_free_blocks, or fail. */
+static inline struct ext3_inode *fsimg_assert_new_inode(struct ext3_fs *fs,
+							struct ext3_inode *dir, uint16_t mode)
+{
+	struct ext3_inode *in = NULL;
+	int rc = fsimg_new_inode(fs, dir, mode, &in);
+	if (rc)
+		fail_msg("ext3_new_inode: %s", err_last(rc));
+	return in;
+}
+
+static inline void fsimg_assert_free_inode(struct ext3_fs *fs, struct ext3_inode *in)
+{
+	int rc = fsimg_free_inode(fs, in);
+	if (rc)
+		fail_msg("ext3_free_inode: %s", err_last(rc));
+}
+
+static inline void fsimg_assert_free_blocks(struct ext3_fs *fs, struct ext3_inode *in,
+					    uint64_t first, uint32_t n)
+{
+	int rc = fsimg_free_blocks(fs, in, first, n);
+	if (rc)
+		fail_msg("ext3_free_blocks %llu+%u: %s", (unsigned long long)first, n, err_last(rc));
 }
 
 /* A library (nostall_mount) mount of spec, or fail. */
