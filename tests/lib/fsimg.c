@@ -91,14 +91,12 @@ int fsimg_fsck(const char *path, char *msg, size_t n)
 	return fsimg_out(msg ? msg : sink, msg ? n : sizeof sink, "e2fsck -fn '%s' 2>&1", path);
 }
 
-/* Open the device, mount with flags, hold the root; on failure nothing is
+/* Open the device spec, mount with flags, hold the root; on failure nothing is
  * left open and m is zeroed. */
-static int mount_flags(const char *path, const struct ext3_mount_opts *o, unsigned flags,
+static int mount_flags(const char *spec, const struct ext3_mount_opts *o, unsigned flags,
 		       struct fsimg_mnt *m)
 {
 	memset(m, 0, sizeof *m);
-	char spec[600];
-	snprintf(spec, sizeof spec, "file:%s", path);
 	int rc = dev_open(spec, &m->dev);
 	if (rc)
 		return rc;
@@ -116,10 +114,12 @@ static int mount_flags(const char *path, const struct ext3_mount_opts *o, unsign
 
 int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_mnt *m)
 {
-	return mount_flags(path, o, EXT3_MOUNT_JOURNAL, m);
+	char spec[600];
+	snprintf(spec, sizeof spec, "file:%s", path);
+	return mount_flags(spec, o, EXT3_MOUNT_JOURNAL, m);
 }
 
-int fsimg_mount_opts(const char *path, const char *opts, unsigned flags, struct fsimg_mnt *m)
+int fsimg_mount_spec(const char *spec, const char *opts, unsigned flags, struct fsimg_mnt *m)
 {
 	struct ext3_mount_opts o;
 	ext3_mount_opts_init(&o);
@@ -127,9 +127,16 @@ int fsimg_mount_opts(const char *path, const char *opts, unsigned flags, struct 
 	if (rc)
 		memset(m, 0, sizeof *m);
 	else
-		rc = mount_flags(path, &o, flags, m);
+		rc = mount_flags(spec, &o, flags, m);
 	ext3_mount_opts_release(&o);
 	return rc;
+}
+
+int fsimg_mount_opts(const char *path, const char *opts, unsigned flags, struct fsimg_mnt *m)
+{
+	char spec[600];
+	snprintf(spec, sizeof spec, "file:%s", path);
+	return fsimg_mount_spec(spec, opts, flags, m);
 }
 
 int fsimg_umount(struct fsimg_mnt *m)

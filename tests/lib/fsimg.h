@@ -48,6 +48,9 @@ int fsimg_umount(struct fsimg_mnt *m);
  * defaults) and the ext3_fs_mount flags (EXT3_MOUNT_JOURNAL: writable; 0:
  * read-only). 0 or the error (message: err_last). */
 int fsimg_mount_opts(const char *path, const char *opts, unsigned flags, struct fsimg_mnt *m);
+/* The same on a device spec (dev_open: "log:file:IMG,to=LOG", "fault:...",
+ * "file:IMG"). */
+int fsimg_mount_spec(const char *spec, const char *opts, unsigned flags, struct fsimg_mnt *m);
 
 /* e2fsck -fy (replays the journal, repairs): 0 when its exit status is 0
  * or 1 (errors corrected), else that status with its output in msg. */
@@ -136,11 +139,28 @@ static inline void fsimg_assert_mount(const char *path, const char *opts, unsign
 		fail_msg("mount %s -o %s: %s", path, opts ? opts : "", err_last(rc));
 }
 
+static inline void fsimg_assert_mount_spec(const char *spec, const char *opts, unsigned flags,
+					   struct fsimg_mnt *m)
+{
+	int rc = fsimg_mount_spec(spec, opts, flags, m);
+	if (rc)
+		fail_msg("mount %s -o %s: %s", spec, opts ? opts : "", err_last(rc));
+}
+
 static inline void fsimg_assert_umount(struct fsimg_mnt *m)
 {
 	int rc = fsimg_umount(m);
 	if (rc)
 		fail_msg("unmount: %s", err_last(rc));
+}
+
+/* fsimg_num on the shell command cmd, or fail when no line has key. */
+static inline long long fsimg_assert_num(const char *key, const char *cmd)
+{
+	long long v = fsimg_num(key, "%s", cmd);
+	if (v < 0)
+		fail_msg("%s: no '%s'", cmd, key);
+	return v;
 }
 
 /* fsimg_fx_mkfs, then a writable mount with the options text mopts (NULL:
