@@ -1,7 +1,11 @@
 /* The shared image fixture of the write-path tests: a private temporary
- * directory, images made by mke2fs, writable ext3-level mounts, and the
- * e2fsck -fn verdict with its output. Plain return codes (no cmocka): the
- * tests turn them into failures with their own messages. */
+ * directory, images made by mke2fs, ext3-level mounts (writable or
+ * read-only, on an image or any device spec), the e2fsck -fn / -fy verdict
+ * with its output, scans of e2fsprogs output, and single allocation steps
+ * in journal handles of their own. The functions return plain codes (no
+ * cmocka); the static inline section at the end (compiled only after
+ * <cmocka.h>) turns them into test failures that carry the oracle's output,
+ * and wraps the library's nostall_mount the same way. */
 #ifndef NOSTALL_TESTS_FSIMG_H
 #define NOSTALL_TESTS_FSIMG_H
 
@@ -24,7 +28,8 @@ int fsimg_out(char *out, size_t n, const char *fmt, ...) __attribute__((format(p
 
 /* mkdtemp /tmp/nostall_<tag>_XXXXXX into out. 0 or -errno. */
 int fsimg_tmpdir(char *out, size_t n, const char *tag);
-/* rm -rf it, unless NOSTALL_TEST_KEEP is set (then say where it is). */
+/* rm -rf it, unless NOSTALL_TEST_KEEP or NOSTALL_KEEP is set (then say
+ * where it is). */
 void fsimg_tmpdir_remove(const char *dir);
 
 /* mke2fs -q -t ext3 -F -b bs EXTRA PATH KIBk. 0 or mke2fs's exit status. */
@@ -33,8 +38,9 @@ int fsimg_mkfs(const char *path, unsigned bs, unsigned kib, const char *extra);
  * (may be NULL). */
 int fsimg_fsck(const char *path, char *msg, size_t n);
 
-/* A writable ext3-level mount of an image file (EXT3_MOUNT_JOURNAL), with
- * the root inode held. */
+/* An ext3-level mount with the root inode held: writable
+ * (EXT3_MOUNT_JOURNAL) from fsimg_mount, either kind from the _opts and
+ * _spec variants. */
 struct fsimg_mnt {
 	struct dev *dev;
 	struct ext3_fs *fs;
