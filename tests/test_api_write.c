@@ -11,8 +11,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "nostall/nostall.h"
+#include "lib/fsimg.h"
 #include "lib/fstarget_nostall.h"
+#include "lib/oracles.h"
+
+#include "nostall/nostall.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,18 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-static char img[64];
+static char tmpdir[256], img[300];
 
+/* A fresh image for each test. */
 static int setup(void **state)
 {
-	strcpy(img, "/tmp/api_write-XXXXXX");
-	int fd = mkstemp(img);
-	if (fd < 0)
-		return -1;
-	close(fd);
+	snprintf(img, sizeof img, "%s/api_write.img", tmpdir);
 	return fst_nostall_mkfs(img, 1024, 64u << 20) ? -1 : 0;
 }
 
@@ -44,23 +43,14 @@ static int teardown(void **state)
 
 static struct nostall_fs *mount_rw(void)
 {
-	struct nostall_fs *fs = NULL;
-	int rc = nostall_mount(img, NULL, 0, &fs);
-	if (rc)
-		fail_msg("mount %s: %s", img, nostall_errmsg(rc));
-	return fs;
+	return fsimg_api_mount(img, NULL, 0);
 }
 
 /* e2fsck -fn finds nothing and needs_recovery is off. */
 static void assert_clean(void)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof cmd, "e2fsck -fn %s >/dev/null 2>&1", img);
-	int st = system(cmd);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	snprintf(cmd, sizeof cmd, "dumpe2fs -h %s 2>/dev/null | grep -q needs_recovery", img);
-	st = system(cmd);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	fsimg_assert_clean(img);
+	assert_int_equal(fsimg_count("needs_recovery", "dumpe2fs -h '%s' 2>/dev/null", img), 0);
 }
 
 static void test_readonly_refuses(void **state)
@@ -90,9 +80,7 @@ static void test_readonly_refuses(void **state)
 	assert_int_equal(nostall_umount(fs), 0);
 	assert_clean();
 	/* an unknown ro_compat feature (bit 14) refuses a read-write mount */
-	char cmd[256];
-	snprintf(cmd, sizeof cmd, "debugfs -w -R 'feature FEATURE_R14' %s >/dev/null 2>&1", img);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(fsimg_debugfs_w(img, "feature FEATURE_R14"), 0);
 	assert_int_equal(nostall_mount(img, NULL, 0, &fs), -EROFS);
 	assert_int_equal(nostall_mount(img, NULL, NOSTALL_MOUNT_RDONLY, &fs), 0);
 	assert_int_equal(nostall_umount(fs), 0);
@@ -401,6 +389,11 @@ static void test_threads(void **state)
 
 int main(void)
 {
+	int orc = oracles_check("test_api_write", "mke2fs e2fsck debugfs dumpe2fs");
+	if (orc >= 0)
+		return orc;
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "api_write"))
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_readonly_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fd_table, setup, teardown),
@@ -411,5 +404,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statfs_and_xattr_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	fsimg_tmpdir_remove(tmpdir);
+	return rc;
 }

@@ -9,7 +9,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "dev/dev.h"
+#include "lib/fsimg.h"
+#include "lib/oracles.h"
+
 #include "ext3/dir_int.h"
 #include "ext3/ext3_format.h"
 #include "ext3/write.h"
@@ -19,53 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
-static bool have_e2fs;
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-/* Lines of the command's output containing needle. */
-static unsigned cmd_count(const char *needle, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static unsigned cmd_count(const char *needle, const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	char line[4096];
-	unsigned n = 0;
-	while (fgets(line, sizeof line, p))
-		if (strstr(line, needle))
-			n++;
-	pclose(p);
-	return n;
-}
-
-static void fsck_clean(const char *img)
-{
-	int rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
-	if (rc != 0) {
-		(void)run("cat '%s/fsck.out'", tmpdir);
-		fail_msg("e2fsck -fn %s: exit %d", img, rc);
-	}
-}
 
 /* mke2fs an ext3 image; extra: more mke2fs options; alg: the default
  * htree hash ("legacy", "half_md4", "tea"; mke2fs 1.47 takes it from
@@ -74,53 +32,30 @@ static void mkimg(char *img, size_t cap, const char *tag, unsigned bs, const cha
 		  const char *alg)
 {
 	snprintf(img, cap, "%s/%s_%u.img", tmpdir, tag, bs);
-	assert_int_equal(run("mke2fs -q -t ext3 -F -b %u %s '%s' %s >/dev/null 2>&1", bs, extra, img,
-			     strstr(tag, "full") ? "64M" : "32M"), 0);
-	if (alg)
-		assert_int_equal(run("debugfs -w -R 'ssv def_hash_version %s' '%s' >/dev/null 2>&1",
-				     alg, img), 0);
+	fsimg_assert_mkfs(img, bs, strstr(tag, "full") ? 65536 : 32768, extra);
+	if (alg) {
+		char req[64];
+		snprintf(req, sizeof req, "ssv def_hash_version %s", alg);
+		assert_int_equal(fsimg_debugfs_w(img, req), 0);
+	}
 }
 
-struct wfs {
-	struct dev *dev;
-	struct ext3_fs *fs;
-	struct ext3_inode *root;
-};
-
-static void wmount(const char *img, struct wfs *w)
+/* Writable, errors=continue (the corruption test goes on after one). */
+static void wmount(const char *img, struct fsimg_mnt *w)
 {
-	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
-	assert_int_equal(dev_open(spec, &w->dev), 0);
-	struct ext3_mount_opts o;
-	ext3_mount_opts_init(&o);
-	o.errors = EXT3_ERRORS_CONTINUE;
-	int rc = ext3_fs_mount(w->dev, &o, EXT3_MOUNT_JOURNAL, &w->fs);
-	ext3_mount_opts_release(&o);
-	if (rc)
-		fail_msg("mount %s: %s", img, err_last(rc));
-	assert_int_equal(ext3_iget(w->fs, EXT3_ROOT_INO, &w->root), 0);
+	fsimg_assert_mount(img, "errors=continue", EXT3_MOUNT_JOURNAL, w);
 }
 
-static void wumount(struct wfs *w)
+/* Lines of debugfs htree_dump DIR containing needle. */
+static int htree_count(const char *img, const char *dir, const char *needle)
 {
-	ext3_iput(w->root);
-	int rc = ext3_fs_unmount(w->fs);
-	if (rc)
-		fail_msg("unmount: %s", err_last(rc));
-	dev_close(w->dev);
+	return fsimg_count(needle, "debugfs -R 'htree_dump %s' '%s' 2>/dev/null", dir, img);
 }
 
 static struct jbd_handle *hstart(struct ext3_fs *fs)
 {
-	struct jbd_handle *h;
-	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
-	if (rc)
-		fail_msg("journal start: %s", err_last(rc));
-	return h;
+	return fsimg_hstart(fs, ext3_credits_dirop(fs));
 }
-
-static void hstop(struct jbd_handle *h) { assert_int_equal(ext3_journal_stop(h), 0); }
 
 /* A new regular file named name in dir (links 1); returned referenced. */
 static struct ext3_inode *mkfile(struct ext3_fs *fs, struct ext3_inode *dir, const char *name)
@@ -138,7 +73,7 @@ static struct ext3_inode *mkfile(struct ext3_fs *fs, struct ext3_inode *dir, con
 		fail_msg("add %s: %s", name, err_last(rc));
 	pthread_rwlock_unlock(&in->lock);
 	pthread_rwlock_unlock(&dir->lock);
-	hstop(h);
+	fsimg_hstop(h);
 	return in;
 }
 
@@ -163,7 +98,7 @@ static struct ext3_inode *mkdir_in(struct ext3_fs *fs, struct ext3_inode *parent
 	assert_int_equal(ext3_mark_inode_dirty(h, parent), 0);
 	pthread_rwlock_unlock(&d->lock);
 	pthread_rwlock_unlock(&parent->lock);
-	hstop(h);
+	fsimg_hstop(h);
 	return d;
 }
 
@@ -181,7 +116,7 @@ static int link_name(struct ext3_fs *fs, struct ext3_inode *dir, const char *nam
 	}
 	pthread_rwlock_unlock(&in->lock);
 	pthread_rwlock_unlock(&dir->lock);
-	hstop(h);
+	fsimg_hstop(h);
 	return rc;
 }
 
@@ -206,7 +141,7 @@ static void unlink_name(struct ext3_fs *fs, struct ext3_inode *dir, const char *
 	assert_int_equal(ext3_mark_inode_dirty(h, in), 0);
 	pthread_rwlock_unlock(&in->lock);
 	pthread_rwlock_unlock(&dir->lock);
-	hstop(h);
+	fsimg_hstop(h);
 }
 
 static void expect_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name, size_t len,
@@ -243,7 +178,7 @@ static size_t pop_name(char *out, unsigned i, unsigned maxlen)
 
 /* Fill dir with n names spread over nfiles files, remove every third,
  * check lookups before and after. Leaves the files referenced in files[]. */
-static void populate(struct wfs *w, struct ext3_inode *dir, unsigned n, struct ext3_inode **files,
+static void populate(struct fsimg_mnt *w, struct ext3_inode *dir, unsigned n, struct ext3_inode **files,
 		     unsigned nfiles, const char *prefix)
 {
 	char name[300];
@@ -295,13 +230,11 @@ static uint32_t inode_flags(struct ext3_inode *in)
 static void test_img_linear(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
-		skip();
 	static const unsigned sizes[] = {1024, 4096};
 	for (unsigned si = 0; si < 2; si++) {
 		char img[400];
 		mkimg(img, sizeof img, "linear", sizes[si], "-O ^dir_index", NULL);
-		struct wfs w;
+		struct fsimg_mnt w;
 		wmount(img, &w);
 		struct ext3_inode *d = mkdir_in(w.fs, w.root, "d");
 		struct ext3_inode *files[3];
@@ -324,7 +257,7 @@ static void test_img_linear(void **state)
 		files[2]->a.links++;
 		assert_int_equal(ext3_mark_inode_dirty(h, files[2]), 0);
 		pthread_rwlock_unlock(&files[2]->lock);
-		hstop(h);
+		fsimg_hstop(h);
 		expect_lookup(w.fs, d, name, len, files[2]->ino);
 		/* move a subdirectory from d to the root: ".." follows */
 		struct ext3_inode *sub = mkdir_in(w.fs, d, "sub");
@@ -352,15 +285,15 @@ static void test_img_linear(void **state)
 		pthread_rwlock_unlock(&sub->lock);
 		pthread_rwlock_unlock(&d->lock);
 		pthread_rwlock_unlock(&w.root->lock);
-		hstop(h);
+		fsimg_hstop(h);
 		expect_lookup(w.fs, sub, "..", 2, EXT3_ROOT_INO);
 		expect_lookup(w.fs, w.root, "moved", 5, sub->ino);
 		ext3_iput(sub);
 		put_all(files, 3);
 		ext3_iput(d);
-		wumount(&w);
-		fsck_clean(img);
-		assert_int_equal(cmd_count("moved", "debugfs -R 'ls -l /' '%s' 2>/dev/null", img), 1);
+		fsimg_assert_umount(&w);
+		fsimg_assert_clean(img);
+		assert_int_equal(fsimg_count("moved", "debugfs -R 'ls -l /' '%s' 2>/dev/null", img), 1);
 	}
 }
 
@@ -374,12 +307,12 @@ static void htree_case(unsigned bs, const char *alg, bool unsigned_hash, unsigne
 	snprintf(tag, sizeof tag, "htree_%s_%d", alg, unsigned_hash);
 	mkimg(img, sizeof img, tag, bs, "", alg);
 	/* a kernel-style directory with a few entries, made by debugfs */
-	assert_int_equal(run("debugfs -w -R 'mkdir old' '%s' >/dev/null 2>&1", img), 0);
-	assert_int_equal(run("printf 'cd old\\nmknod p0 p\\nmknod p1 p\\nmknod p2 p\\nmknod p3 p\\n"
-			     "mknod p4 p\\n' | debugfs -w -f - '%s' >/dev/null 2>&1", img), 0);
+	assert_int_equal(fsimg_debugfs_w(img, "mkdir old"), 0);
+	assert_int_equal(fsimg_run("printf 'cd old\\nmknod p0 p\\nmknod p1 p\\nmknod p2 p\\nmknod p3 p\\n"
+				   "mknod p4 p\\n' | debugfs -w -f - '%s' >/dev/null 2>&1", img), 0);
 	if (unsigned_hash)
-		assert_int_equal(run("debugfs -w -R 'ssv flags 2' '%s' >/dev/null 2>&1", img), 0);
-	struct wfs w;
+		assert_int_equal(fsimg_debugfs_w(img, "ssv flags 2"), 0);
+	struct fsimg_mnt w;
 	wmount(img, &w);
 	assert_int_equal(w.fs->unsigned_hash, unsigned_hash);
 	struct ext3_inode *d = mkdir_in(w.fs, w.root, "d");
@@ -404,23 +337,19 @@ static void htree_case(unsigned bs, const char *alg, bool unsigned_hash, unsigne
 	put_all(files, 4);
 	ext3_iput(old);
 	ext3_iput(d);
-	wumount(&w);
-	fsck_clean(img);
+	fsimg_assert_umount(&w);
+	fsimg_assert_clean(img);
 	char hv[32];
 	snprintf(hv, sizeof hv, "Hash Version: %d",
 		 strcmp(alg, "legacy") == 0 ? 0 : strcmp(alg, "half_md4") == 0 ? 1 : 2);
-	assert_int_equal(cmd_count(hv, "debugfs -R 'htree_dump /d' '%s' 2>/dev/null", img), 1);
-	assert_int_equal(cmd_count("Indirect levels:", "debugfs -R 'htree_dump /d' '%s' 2>/dev/null",
-				   img), 1);
-	assert_int_equal(cmd_count("Indirect levels:", "debugfs -R 'htree_dump /old' '%s' 2>/dev/null",
-				   img), 1);
+	assert_int_equal(htree_count(img, "/d", hv), 1);
+	assert_int_equal(htree_count(img, "/d", "Indirect levels:"), 1);
+	assert_int_equal(htree_count(img, "/old", "Indirect levels:"), 1);
 }
 
 static void test_img_htree_hashes(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
-		skip();
 	static const char *algs[] = {"legacy", "half_md4", "tea"};
 	for (int a = 0; a < 3; a++)
 		for (int u = 0; u < 2; u++) {
@@ -434,24 +363,20 @@ static void test_img_htree_hashes(void **state)
 static void test_img_two_levels(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
-		skip();
 	char img[400];
 	mkimg(img, sizeof img, "twolevel", 1024, "", "half_md4");
-	struct wfs w;
+	struct fsimg_mnt w;
 	wmount(img, &w);
 	struct ext3_inode *d = mkdir_in(w.fs, w.root, "big");
 	struct ext3_inode *files[5];
 	populate(&w, d, 20000, files, 5, "");
 	put_all(files, 5);
 	ext3_iput(d);
-	wumount(&w);
-	fsck_clean(img);
-	assert_int_equal(cmd_count("Indirect levels: 1",
-				   "debugfs -R 'htree_dump /big' '%s' 2>/dev/null", img), 1);
+	fsimg_assert_umount(&w);
+	fsimg_assert_clean(img);
+	assert_int_equal(htree_count(img, "/big", "Indirect levels: 1"), 1);
 	/* more than one interior node: the root indexes several */
-	assert_true(cmd_count("Entry #", "debugfs -R 'htree_dump /big' '%s' 2>/dev/null", img) >
-		    200);
+	assert_true(htree_count(img, "/big", "Entry #") > 200);
 }
 
 /* 255-byte names at 1 KiB until the two-level index is full: -ENOSPC
@@ -459,14 +384,12 @@ static void test_img_two_levels(void **state)
 static void test_img_index_full(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
-		skip();
 	char img[400];
 	/* A fixed hash seed: where the index fills depends on how the names
 	 * hash (a random seed moved it from ~19500 to ~21500 names). */
 	mkimg(img, sizeof img, "indexfull", 1024,
 	      "-N 2048 -E hash_seed=01234567-89ab-cdef-0123-456789abcdef", "tea");
-	struct wfs w;
+	struct fsimg_mnt w;
 	wmount(img, &w);
 	struct ext3_inode *d = mkdir_in(w.fs, w.root, "full");
 	struct ext3_inode *files[4];
@@ -497,10 +420,9 @@ static void test_img_index_full(void **state)
 	}
 	put_all(files, 4);
 	ext3_iput(d);
-	wumount(&w);
-	fsck_clean(img);
-	assert_int_equal(cmd_count("Indirect levels: 1",
-				   "debugfs -R 'htree_dump /full' '%s' 2>/dev/null", img), 1);
+	fsimg_assert_umount(&w);
+	fsimg_assert_clean(img);
+	assert_int_equal(htree_count(img, "/full", "Indirect levels: 1"), 1);
 }
 
 /* ---- hash collisions ---- */
@@ -535,8 +457,6 @@ static void col_name(char *out, uint32_t idx)
 static void test_img_collisions(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
-		skip();
 	const uint32_t total = 94u * 94u * 94u;
 	struct hname *hn = malloc(total * sizeof *hn);
 	assert_non_null(hn);
@@ -566,7 +486,7 @@ static void test_img_collisions(void **state)
 	assert_true(np >= 40);
 	char img[400];
 	mkimg(img, sizeof img, "collide", 1024, "", "legacy");
-	struct wfs w;
+	struct fsimg_mnt w;
 	wmount(img, &w);
 	struct ext3_inode *d = mkdir_in(w.fs, w.root, "c");
 	struct ext3_inode *f = mkfile(w.fs, w.root, "target");
@@ -596,9 +516,9 @@ static void test_img_collisions(void **state)
 	}
 	ext3_iput(f);
 	ext3_iput(d);
-	wumount(&w);
+	fsimg_assert_umount(&w);
 	free(pairs);
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	/* index entries carrying the continuation bit (odd hashes) */
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "debugfs -R 'htree_dump /c' '%s' 2>/dev/null", img);
@@ -626,11 +546,9 @@ static void test_img_collisions(void **state)
 static void test_img_corrupt(void **state)
 {
 	(void)state;
-	if (!have_e2fs)
-		skip();
 	char img[400];
 	mkimg(img, sizeof img, "corrupt", 1024, "-O ^dir_index", NULL);
-	assert_int_equal(run("debugfs -w -R 'mkdir bad' '%s' >/dev/null 2>&1", img), 0);
+	assert_int_equal(fsimg_debugfs_w(img, "mkdir bad"), 0);
 	/* the directory's block: rec_len of ".." made 6 (below the minimum) */
 	char out[64];
 	snprintf(out, sizeof out, "%s", "");
@@ -653,7 +571,7 @@ static void test_img_corrupt(void **state)
 	assert_int_equal(fseek(f, blk * 1024, SEEK_SET), 0);
 	assert_int_equal(fwrite(b, 1, 1024, f), 1024);
 	fclose(f);
-	struct wfs w;
+	struct fsimg_mnt w;
 	wmount(img, &w);
 	uint32_t ino;
 	assert_int_equal(ext3_path_lookup(w.fs, "/bad", true, &ino), 0);
@@ -666,9 +584,9 @@ static void test_img_corrupt(void **state)
 	bool empty;
 	assert_int_equal(ext3_dir_is_empty(d, &empty), -EUCLEAN);
 	pthread_rwlock_unlock(&d->lock);
-	hstop(h);
+	fsimg_hstop(h);
 	ext3_iput(d);
-	wumount(&w);
+	fsimg_assert_umount(&w);
 	f = fopen(img, "rb");
 	assert_non_null(f);
 	assert_int_equal(fseek(f, blk * 1024, SEEK_SET), 0);
@@ -676,29 +594,16 @@ static void test_img_corrupt(void **state)
 	fclose(f);
 	assert_memory_equal(b, after, 1024);
 	/* the error was recorded in the superblock */
-	assert_int_equal(cmd_count("with errors", "dumpe2fs -h '%s' 2>/dev/null", img), 1);
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall_dirw_XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	have_e2fs = run("command -v mke2fs >/dev/null && command -v debugfs >/dev/null && "
-			"command -v e2fsck >/dev/null") == 0;
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	(void)run("rm -rf '%s'", tmpdir);
-	return 0;
+	assert_int_equal(fsimg_count("with errors", "dumpe2fs -h '%s' 2>/dev/null", img), 1);
 }
 
 int main(void)
 {
+	int orc = oracles_check("test_ext3_dir_write", "mke2fs e2fsck debugfs dumpe2fs");
+	if (orc >= 0)
+		return orc;
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "dirw"))
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_img_linear),
 		cmocka_unit_test(test_img_htree_hashes),
@@ -707,5 +612,7 @@ int main(void)
 		cmocka_unit_test(test_img_collisions),
 		cmocka_unit_test(test_img_corrupt),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	fsimg_tmpdir_remove(tmpdir);
+	return rc;
 }

@@ -14,6 +14,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
+#include "lib/oracles.h"
+
 #include "dev/dev.h"
 #include "ext3/ext3_fsops.h"
 #include "ext3/ext3_int.h"
@@ -26,68 +29,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
 
 /* ---- helpers ---- */
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-/* The number after `key` in the first output line of cmd that has it. */
-static long long cmd_num(const char *cmd, const char *key)
-{
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	char line[4096];
-	long long v = -1;
-	while (fgets(line, sizeof line, p)) {
-		char *k = strstr(line, key);
-		if (k && v < 0)
-			v = strtoll(k + strlen(key), NULL, 0);
-	}
-	pclose(p);
-	if (v < 0)
-		fail_msg("%s: no '%s'", cmd, key);
-	return v;
-}
-
-static bool cmd_has(const char *cmd, const char *text)
-{
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	char line[4096];
-	bool found = false;
-	while (fgets(line, sizeof line, p))
-		if (strstr(line, text))
-			found = true;
-	pclose(p);
-	return found;
-}
-
 static long long stat_num(const char *img, const char *file, const char *key)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "debugfs -R 'stat %s' '%s' 2>/dev/null", file, img);
-	return cmd_num(cmd, key);
+	return fsimg_assert_num(key, cmd);
 }
 
 static long long free_blocks(const char *img)
 {
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", img);
-	return cmd_num(cmd, "Free blocks:");
+	return fsimg_assert_num("Free blocks:", cmd);
 }
 
 static long long bmap(const char *img, uint32_t ino, uint64_t lblk)
@@ -95,15 +54,12 @@ static long long bmap(const char *img, uint32_t ino, uint64_t lblk)
 	char cmd[1024];
 	snprintf(cmd, sizeof cmd, "debugfs -R 'bmap <%u> %llu' '%s' 2>/dev/null", ino,
 		 (unsigned long long)lblk, img);
-	return cmd_num(cmd, "");
+	return fsimg_assert_num("", cmd);
 }
 
-static void fsck_clean(const char *img)
+static bool cmd_has(const char *cmd, const char *text)
 {
-	if (run("e2fsck -fn '%s' >/dev/null 2>&1", img) != 0) {
-		(void)run("e2fsck -fn '%s' 2>&1 | head -30", img);
-		fail_msg("e2fsck -fn %s is not clean", img);
-	}
+	return fsimg_count(text, "%s", cmd) > 0;
 }
 
 /* A fresh image with nfiles empty regular files f0.. (debugfs). */
@@ -111,8 +67,9 @@ static void mkimg(char *img, size_t len, const char *name, unsigned bs, unsigned
 		  unsigned isz, const char *extra, int nfiles)
 {
 	snprintf(img, len, "%s/%s.img", tmpdir, name);
-	assert_int_equal(run("mke2fs -q -t ext3 -b %u -I %u %s -F '%s' %uM >/dev/null 2>&1", bs,
-			     isz, extra ? extra : "", img, mb), 0);
+	char opts[200];
+	snprintf(opts, sizeof opts, "-I %u %s", isz, extra ? extra : "");
+	fsimg_assert_mkfs(img, bs, mb * 1024, opts);
 	char cmds[300];
 	snprintf(cmds, sizeof cmds, "%s/%s.cmds", tmpdir, name);
 	FILE *f = fopen(cmds, "w");
@@ -120,32 +77,13 @@ static void mkimg(char *img, size_t len, const char *name, unsigned bs, unsigned
 	for (int i = 0; i < nfiles; i++)
 		fprintf(f, "write /dev/null f%d\n", i);
 	fclose(f);
-	assert_int_equal(run("debugfs -w -f '%s' '%s' >/dev/null 2>&1", cmds, img), 0);
+	assert_int_equal(fsimg_run("debugfs -w -f '%s' '%s' >/dev/null 2>&1", cmds, img), 0);
 }
 
-struct mnt {
-	struct dev *dev;
-	struct ext3_fs *fs;
-};
-
-static void mnt_open(struct mnt *m, const char *img, bool rw)
+/* rw: writable (EXT3_MOUNT_JOURNAL), else the read path. */
+static void mnt_open(struct fsimg_mnt *m, const char *img, bool rw)
 {
-	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
-	assert_int_equal(dev_open(spec, &m->dev), 0);
-	int rc = ext3_fs_mount(m->dev, NULL, rw ? EXT3_MOUNT_JOURNAL : 0, &m->fs);
-	if (rc)
-		fail_msg("mount %s: %s", img, err_last(rc));
-}
-
-static void mnt_close(struct mnt *m)
-{
-	int rc = ext3_fs_unmount(m->fs);
-	if (rc)
-		fail_msg("unmount: %s", err_last(rc));
-	dev_close(m->dev);
-	m->fs = NULL;
-	m->dev = NULL;
+	fsimg_assert_mount(img, NULL, rw ? EXT3_MOUNT_JOURNAL : 0, m);
 }
 
 static struct ext3_inode *file_get(struct ext3_fs *fs, const char *path)
@@ -235,8 +173,8 @@ static void fields_roundtrip(unsigned bs, unsigned isz)
 	mkimg(img, sizeof img, "fields", bs, 16, isz, "-O ^large_file", 2);
 	bool big = isz > 128;
 	if (big)
-		assert_int_equal(run("debugfs -w -R 'ea_set f0 user.keep kept-value' '%s' >/dev/null 2>&1", img), 0);
-	struct mnt m;
+		assert_int_equal(fsimg_debugfs_w(img, "ea_set f0 user.keep kept-value"), 0);
+	struct fsimg_mnt m;
 	mnt_open(&m, img, true);
 	struct ext3_inode *in = file_get(m.fs, "/f0");
 	uint32_t ino = in->ino;
@@ -261,9 +199,9 @@ static void fields_roundtrip(unsigned bs, unsigned isz)
 	pthread_rwlock_unlock(&in->lock);
 	assert_int_equal(ext3_journal_stop(h), 0);
 	ext3_iput(in);
-	mnt_close(&m);
+	fsimg_assert_umount(&m);
 
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", img);
 	assert_true(cmd_has(cmd, "large_file"));
@@ -298,7 +236,7 @@ static void fields_roundtrip(unsigned bs, unsigned isz)
 	}
 	assert_int_equal(a.atime, 1700000000);
 	ext3_iput(in);
-	mnt_close(&m);
+	fsimg_assert_umount(&m);
 }
 
 static void test_fields_1k(void **s) { (void)s; fields_roundtrip(1024, 256); }
@@ -316,7 +254,7 @@ static void map_ranges(unsigned bs)
 			    12 + apb + apb * apb, 12 + apb + apb * apb + apb * apb + 7};
 	const int n = sizeof lblks / sizeof lblks[0];
 	uint64_t phys[8];
-	struct mnt m;
+	struct fsimg_mnt m;
 	mnt_open(&m, img, true);
 	struct ext3_inode *in = file_get(m.fs, "/f0");
 	uint32_t ino = in->ino;
@@ -343,9 +281,9 @@ static void map_ranges(unsigned bs)
 	uint32_t blocks = in->a.blocks;
 	pthread_rwlock_unlock(&in->lock);
 	ext3_iput(in);
-	mnt_close(&m);
+	fsimg_assert_umount(&m);
 
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	for (int i = 0; i < n; i++)
 		assert_int_equal(bmap(img, ino, lblks[i]), (long long)phys[i]);
 	/* 8 data blocks; indirect: IND, DIND + 2 leaves, TIND + 2 DIND-level
@@ -368,7 +306,7 @@ static void efbig(unsigned bs)
 	uint64_t tree = 12 + apb + apb * apb + apb * apb * apb;
 	uint64_t lim = 0xffffffffull / (bs / 512) - (1 + (1 + apb) + (1 + apb + apb * apb));
 	uint64_t max = tree < lim ? tree : lim;
-	struct mnt m;
+	struct fsimg_mnt m;
 	mnt_open(&m, img, true);
 	struct ext3_inode *in = file_get(m.fs, "/f0");
 	struct jbd_handle *h;
@@ -392,8 +330,8 @@ static void efbig(unsigned bs)
 	/* Truncate up past the largest file is refused too. */
 	assert_int_equal(do_truncate(in, (max + 1) * bs), -EFBIG);
 	ext3_iput(in);
-	mnt_close(&m);
-	fsck_clean(img);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
 }
 
 static void test_efbig_1k(void **s) { (void)s; efbig(1024); }
@@ -409,7 +347,7 @@ static void truncate_steps(unsigned bs)
 	uint64_t apb = bs / 4;
 	uint64_t n = 12 + apb + 2 * apb + 10;
 	long long free0 = free_blocks(img);
-	struct mnt m;
+	struct fsimg_mnt m;
 	mnt_open(&m, img, true);
 	struct ext3_inode *in = file_get(m.fs, "/f0");
 	uint32_t ino = in->ino;
@@ -418,8 +356,8 @@ static void truncate_steps(unsigned bs)
 	uint64_t tind = 12 + apb + apb * apb + 3;
 	assert_int_equal(alloc_range(in, tind, 1, NULL), 0);
 	ext3_iput(in);
-	mnt_close(&m);
-	fsck_clean(img);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
 	long long used = free0 - free_blocks(img);
 	assert_int_equal(used, (long long)(n + dense_meta(n, apb) + 1 + 3));
 
@@ -437,8 +375,8 @@ static void truncate_steps(unsigned bs)
 			fail_msg("truncate to %llu: %s", (unsigned long long)bytes, err_last(rc));
 		assert_false(in->on_orphan);
 		ext3_iput(in);
-		mnt_close(&m);
-		fsck_clean(img);
+		fsimg_assert_umount(&m);
+		fsimg_assert_clean(img);
 		long long freed = free_blocks(img) - before;
 		long long want = (long long)((cur - sizes[i]) + dense_meta(cur, apb) -
 					     dense_meta(sizes[i], apb));
@@ -456,8 +394,8 @@ static void truncate_steps(unsigned bs)
 	in = file_get(m.fs, "/f0");
 	assert_int_equal(do_truncate(in, 10ull << 20), 0);
 	ext3_iput(in);
-	mnt_close(&m);
-	fsck_clean(img);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
 	assert_int_equal(free_blocks(img), free0);
 	assert_int_equal(stat_num(img, "f0", "Size:"), 10ll << 20);
 	assert_int_equal(bmap(img, ino, 100), 0);
@@ -473,7 +411,7 @@ static void enospc(unsigned bs)
 	char img[300];
 	mkimg(img, sizeof img, "enospc", bs, bs == 1024 ? 4 : 8, 128, "-m 0", 1);
 	long long free0 = free_blocks(img);
-	struct mnt m;
+	struct fsimg_mnt m;
 	mnt_open(&m, img, true);
 	struct ext3_inode *in = file_get(m.fs, "/f0");
 	uint64_t apb = bs / 4;
@@ -488,15 +426,15 @@ static void enospc(unsigned bs)
 	}
 	assert_int_equal(rc, -ENOSPC);
 	ext3_iput(in);
-	mnt_close(&m);
-	fsck_clean(img);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
 	assert_true(free_blocks(img) < 8);
 	mnt_open(&m, img, true);
 	in = file_get(m.fs, "/f0");
 	assert_int_equal(do_truncate(in, 0), 0);
 	ext3_iput(in);
-	mnt_close(&m);
-	fsck_clean(img);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
 	assert_int_equal(free_blocks(img), free0);
 }
 
@@ -508,7 +446,7 @@ static void crash_copy(struct ext3_fs *fs, const char *img, char *out, size_t le
 {
 	assert_int_equal(jbd_journal_force_commit(ext3_fs_journal(fs)), 0);
 	snprintf(out, len, "%s.crash", img);
-	assert_int_equal(run("cp --sparse=always '%s' '%s'", img, out), 0);
+	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", img, out), 0);
 }
 
 static void unlink_mem(struct ext3_inode *in)
@@ -543,9 +481,9 @@ static void orphans(unsigned bs)
 	}
 	/* f0 and f1 lose their names now (debugfs unlink: the entry only);
 	 * the test drops their links in memory, as a last unlink does. */
-	assert_int_equal(run("debugfs -w -R 'unlink f0' '%s' >/dev/null 2>&1", img), 0);
-	assert_int_equal(run("debugfs -w -R 'unlink f1' '%s' >/dev/null 2>&1", img), 0);
-	struct mnt m;
+	assert_int_equal(fsimg_debugfs_w(img, "unlink f0"), 0);
+	assert_int_equal(fsimg_debugfs_w(img, "unlink f1"), 0);
+	struct fsimg_mnt m;
 	mnt_open(&m, img, true);
 	struct ext3_inode *f[4];
 	for (int i = 0; i < 4; i++) {
@@ -583,8 +521,8 @@ static void orphans(unsigned bs)
 	assert_int_equal(do_truncate(f[2], 3ull * bs), 0); /* finish it */
 	ext3_iput(f[2]);
 	assert_null(m.fs->orphans);
-	mnt_close(&m);
-	fsck_clean(img);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
 	long long live_free = free_blocks(img);
 
 	/* The crash image: replay only, then look at the chain. */
@@ -596,7 +534,7 @@ static void orphans(unsigned bs)
 	dev_close(d);
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "dumpe2fs -h '%s' 2>/dev/null", crash);
-	assert_int_equal(cmd_num(cmd, "First orphan inode:"), ino[2]);
+	assert_int_equal(fsimg_assert_num("First orphan inode:", cmd), ino[2]);
 	char name[32];
 	snprintf(name, sizeof name, "<%u>", ino[2]);
 	assert_int_equal(stat_num(crash, name, "dtime: "), ino[1]);
@@ -605,8 +543,8 @@ static void orphans(unsigned bs)
 	/* Mount: cleanup frees f0 and f1, finishes f2's truncate. */
 	mnt_open(&m, crash, true);
 	assert_null(m.fs->orphans);
-	mnt_close(&m);
-	fsck_clean(crash);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(crash);
 	assert_int_equal(free_blocks(crash), live_free);
 	assert_false(cmd_has(cmd, "First orphan inode:"));
 	assert_int_equal(stat_num(crash, "f2", "Size:"), 3ll * bs);
@@ -637,23 +575,22 @@ static void test_truncate_crash(void **s)
 	(void)s;
 	char img[300], base[400], logf[400], copy[400];
 	mkimg(img, sizeof img, "tcrash", 1024, 160, 128, "-J size=1", 1);
-	struct mnt m;
+	struct fsimg_mnt m;
 	mnt_open(&m, img, true);
 	struct ext3_inode *in = file_get(m.fs, "/f0");
 	uint32_t ino = in->ino;
 	assert_int_equal(alloc_range(in, 0, 120000, NULL), 0);
 	ext3_iput(in);
-	mnt_close(&m);
+	fsimg_assert_umount(&m);
 	long long full = free_blocks(img);
 	snprintf(base, sizeof base, "%s.base", img);
 	snprintf(logf, sizeof logf, "%s.log", img);
 	snprintf(copy, sizeof copy, "%s.copy", img);
-	assert_int_equal(run("cp --sparse=always '%s' '%s'", img, base), 0);
+	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", img, base), 0);
 
 	char spec[1000];
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, logf);
-	assert_int_equal(dev_open(spec, &m.dev), 0);
-	assert_int_equal(ext3_fs_mount(m.dev, NULL, EXT3_MOUNT_JOURNAL, &m.fs), 0);
+	fsimg_assert_mount_spec(spec, NULL, EXT3_MOUNT_JOURNAL, &m);
 	assert_int_equal(ext3_iget(m.fs, ino, &in), 0);
 	/* Restarts only ask for a commit; a second thread forcing commits
 	 * makes them land between the truncate's steps. */
@@ -666,8 +603,8 @@ static void test_truncate_crash(void **s)
 	pthread_join(th, NULL);
 	assert_int_equal(dev_mark(m.dev, "truncated"), 0);
 	ext3_iput(in);
-	mnt_close(&m);
-	fsck_clean(img);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
 	long long empty = free_blocks(img);
 	assert_true(empty > full + 120000);
 
@@ -688,7 +625,7 @@ static void test_truncate_crash(void **s)
 	for (size_t i = 0; i < npts; i++) {
 		if (pts[i] <= m0 || pts[i] > m1)
 			continue;
-		assert_int_equal(run("cp --sparse=always '%s' '%s'", base, copy), 0);
+		assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", base, copy), 0);
 		snprintf(spec, sizeof spec, "file:%s", copy);
 		struct dev *d;
 		assert_int_equal(dev_open(spec, &d), 0);
@@ -703,8 +640,8 @@ static void test_truncate_crash(void **s)
 			cut++; /* a truncate committed part of the way */
 		mnt_open(&m, copy, true);
 		assert_null(m.fs->orphans);
-		mnt_close(&m);
-		fsck_clean(copy);
+		fsimg_assert_umount(&m);
+		fsimg_assert_clean(copy);
 		f = free_blocks(copy);
 		assert_true(f == full || f == empty);
 		if (orphan)
@@ -716,29 +653,13 @@ static void test_truncate_crash(void **s)
 	assert_true(cut > 0);
 }
 
-static int setup(void **s)
-{
-	(void)s;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-inowr-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	return 0;
-}
-
-static int teardown(void **s)
-{
-	(void)s;
-	if (!getenv("NOSTALL_KEEP"))
-		(void)run("rm -rf '%s'", tmpdir);
-	return 0;
-}
-
 int main(void)
 {
-	if (run("command -v mke2fs debugfs e2fsck dumpe2fs >/dev/null 2>&1") != 0) {
-		printf("e2fsprogs missing: skipped\n");
-		return 0;
-	}
+	int orc = oracles_check("test_ext3_inode_write", "mke2fs e2fsck debugfs dumpe2fs");
+	if (orc >= 0)
+		return orc;
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "inowr"))
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fields_1k),   cmocka_unit_test(test_fields_4k),
 		cmocka_unit_test(test_fields_128),  cmocka_unit_test(test_map_1k),
@@ -748,5 +669,7 @@ int main(void)
 		cmocka_unit_test(test_enospc_4k),   cmocka_unit_test(test_orphans_1k),
 		cmocka_unit_test(test_orphans_4k),  cmocka_unit_test(test_truncate_crash),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	fsimg_tmpdir_remove(tmpdir);
+	return rc;
 }

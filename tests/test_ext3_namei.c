@@ -12,7 +12,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "dev/dev.h"
+#include "lib/fsimg.h"
+#include "lib/oracles.h"
+
 #include "ext3/ext3.h"
 #include "ext3/ext3_format.h"
 #include "ext3/ext3_fsops.h"
@@ -20,18 +22,13 @@
 #include "util/err.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 static char tmpdir[256];
-static bool have_e2fs;
 
 struct geo {
 	unsigned bs, isz;
@@ -43,77 +40,33 @@ static const struct ext3_cred cred = {1000, 100};
 
 /* ---- helpers ---- */
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-/* The whole output of a shell command (NUL-terminated, static buffer). */
-static const char *out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *out(const char *fmt, ...)
-{
-	static char buf[65536];
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	buf[0] = '\0';
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return buf;
-	size_t n = fread(buf, 1, sizeof buf - 1, p);
-	buf[n] = '\0';
-	pclose(p);
-	return buf;
-}
-
-static void skip_msg(const char *m)
-{
-	print_message("[  SKIP    ] %s\n", m);
-	skip();
-}
-
-#define NEED_E2FS()                                                    \
-	do {                                                           \
-		if (!have_e2fs)                                        \
-			skip_msg("e2fsprogs (mke2fs, debugfs) not found"); \
-	} while (0)
-
-/* A mounted image. */
+/* A test's image and its mount (fs and root: m's, named short). */
 struct fx {
 	char img[300];
 	struct geo g;
-	struct dev *d;
+	struct fsimg_mnt m;
 	struct ext3_fs *fs;
 	struct ext3_inode *root;
 };
 
-static void fx_mount(struct fx *f)
+/* flags: EXT3_MOUNT_JOURNAL (writable) or 0 (the read path). */
+static void fx_mount_flags(struct fx *f, unsigned flags)
 {
-	char spec[320];
-	snprintf(spec, sizeof spec, "file:%s", f->img);
-	assert_int_equal(dev_open(spec, &f->d), 0);
-	int rc = ext3_fs_mount(f->d, NULL, EXT3_MOUNT_JOURNAL, &f->fs);
-	if (rc)
-		fail_msg("mount %s: %s", f->img, err_last(rc));
-	assert_int_equal(ext3_iget(f->fs, EXT3_ROOT_INO, &f->root), 0);
+	fsimg_assert_mount(f->img, NULL, flags, &f->m);
+	f->fs = f->m.fs;
+	f->root = f->m.root;
 }
+
+static void fx_mount(struct fx *f) { fx_mount_flags(f, EXT3_MOUNT_JOURNAL); }
 
 static void fx_mkfs(struct fx *f, struct geo g, const char *tag)
 {
 	memset(f, 0, sizeof *f);
 	f->g = g;
 	snprintf(f->img, sizeof f->img, "%s/%s-%u-%u.img", tmpdir, tag, g.bs, g.isz);
-	assert_int_equal(run("mke2fs -q -t ext3 -F -b %u -I %u -N 256 '%s' 16M >/dev/null 2>&1", g.bs,
-			     g.isz, f->img), 0);
+	char extra[64];
+	snprintf(extra, sizeof extra, "-I %u -N 256", g.isz);
+	fsimg_assert_mkfs(f->img, g.bs, 16384, extra);
 }
 
 static void fx_open(struct fx *f, struct geo g, const char *tag)
@@ -122,22 +75,27 @@ static void fx_open(struct fx *f, struct geo g, const char *tag)
 	fx_mount(f);
 }
 
+/* Unmount without the e2fsck check. */
+static void fx_unmount(struct fx *f)
+{
+	fsimg_assert_umount(&f->m);
+	f->fs = NULL;
+	f->root = NULL;
+}
+
 /* Unmount and require e2fsck -fn to find nothing. */
 static void fx_umount(struct fx *f)
 {
-	ext3_iput(f->root);
-	f->root = NULL;
-	assert_int_equal(ext3_fs_unmount(f->fs), 0);
-	f->fs = NULL;
-	dev_close(f->d);
-	f->d = NULL;
-	if (run("e2fsck -fn '%s' >/dev/null 2>&1", f->img) != 0)
-		fail_msg("e2fsck -fn %s:\n%s", f->img, out("e2fsck -fn '%s' 2>&1", f->img));
+	fx_unmount(f);
+	fsimg_assert_clean(f->img);
 }
 
+/* debugfs's output for req (a static buffer). */
 static const char *dbg(const struct fx *f, const char *req)
 {
-	return out("debugfs -R '%s' '%s' 2>/dev/null", req, f->img);
+	static char buf[65536];
+	(void)fsimg_out(buf, sizeof buf, "debugfs -R '%s' '%s' 2>/dev/null", req, f->img);
+	return buf;
 }
 
 static void dbg_has(const struct fx *f, const char *req, const char *needle)
@@ -189,7 +147,6 @@ static void mk(struct ext3_inode *dir, const char *name, uint16_t mode)
 static void test_create_kinds(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	for (size_t gi = 0; gi < NGEOS; gi++) {
 		struct fx f;
 		fx_open(&f, geos[gi], "kinds");
@@ -283,10 +240,7 @@ static void test_create_kinds(void **state)
 		snprintf(want, sizeof want, "Size: %u", f.g.bs - 1);
 		dbg_has(&f, "stat /longest", want);
 		/* The read path (a read-only mount) sees the slow target. */
-		char spec[320];
-		snprintf(spec, sizeof spec, "file:%s", f.img);
-		assert_int_equal(dev_open(spec, &f.d), 0);
-		assert_int_equal(ext3_fs_mount(f.d, NULL, 0, &f.fs), 0);
+		fx_mount_flags(&f, 0);
 		uint32_t ino;
 		assert_int_equal(ext3_path_lookup(f.fs, "/slow", false, &ino), 0);
 		assert_int_equal(ext3_iget(f.fs, ino, &in), 0);
@@ -294,8 +248,7 @@ static void test_create_kinds(void **state)
 		assert_int_equal(rd[59], 'y');
 		ext3_iput(in);
 		assert_int_equal(ext3_path_lookup(f.fs, "/blk", false, &ino), 0);
-		ext3_fs_unmount(f.fs);
-		dev_close(f.d);
+		fx_unmount(&f);
 	}
 }
 
@@ -304,7 +257,6 @@ static void test_create_kinds(void **state)
 static void test_name_errors(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	struct fx f;
 	fx_open(&f, geos[0], "errs");
 	struct ext3_inode *in = NULL;
@@ -360,7 +312,6 @@ static void test_name_errors(void **state)
 static void test_link_unlink(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	for (size_t gi = 0; gi < NGEOS; gi += 3) {
 		struct fx f;
 		fx_open(&f, geos[gi], "link");
@@ -407,10 +358,9 @@ static void test_link_unlink(void **state)
 static void test_emlink(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	struct fx f;
 	fx_mkfs(&f, geos[1], "emlink");
-	assert_int_equal(run("debugfs -w -R 'mkdir full' '%s' >/dev/null 2>&1 && "
+	assert_int_equal(fsimg_run("debugfs -w -R 'mkdir full' '%s' >/dev/null 2>&1 && "
 			     "debugfs -w -R 'mkdir other' '%s' >/dev/null 2>&1 && "
 			     "debugfs -w -R 'mkdir other/mover' '%s' >/dev/null 2>&1 && "
 			     "debugfs -w -R 'write /dev/null f' '%s' >/dev/null 2>&1 && "
@@ -435,10 +385,8 @@ static void test_emlink(void **state)
 	ext3_iput(file);
 	ext3_iput(full);
 	ext3_iput(other);
-	ext3_iput(f.root);
-	assert_int_equal(ext3_fs_unmount(f.fs), 0);
-	dev_close(f.d);
-	assert_int_equal(run("debugfs -w -R 'sif f links_count 1' '%s' >/dev/null 2>&1 && "
+	fx_unmount(&f);
+	assert_int_equal(fsimg_run("debugfs -w -R 'sif f links_count 1' '%s' >/dev/null 2>&1 && "
 			     "debugfs -w -R 'sif full links_count 2' '%s' >/dev/null 2>&1 && "
 			     "e2fsck -fn '%s' >/dev/null 2>&1", f.img, f.img, f.img), 0);
 }
@@ -448,10 +396,9 @@ static void test_emlink(void **state)
 static void test_frozen(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	struct fx f;
 	fx_mkfs(&f, geos[1], "frozen");
-	assert_int_equal(run("cd '%s' && for c in 'mkdir app' 'write /dev/null imm' "
+	assert_int_equal(fsimg_run("cd '%s' && for c in 'mkdir app' 'write /dev/null imm' "
 			     "'write /dev/null app/old' 'sif imm flags 0x10' 'sif app flags 0x20'; "
 			     "do debugfs -w -R \"$c\" '%s' >/dev/null 2>&1 || exit 1; done",
 			     tmpdir, f.img), 0);
@@ -481,7 +428,6 @@ static void test_frozen(void **state)
 static void test_rename(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	for (size_t gi = 0; gi < NGEOS; gi++) {
 		struct fx f;
 		fx_open(&f, geos[gi], "rename");
@@ -581,7 +527,6 @@ static void test_rename(void **state)
 static void test_setattr(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	for (size_t gi = 0; gi < NGEOS; gi += 3) {
 		struct fx f;
 		fx_open(&f, geos[gi], "setattr");
@@ -648,7 +593,6 @@ static ssize_t xget(struct fx *f, struct ext3_inode *in, const char *name, char 
 static void test_xattr(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	for (size_t gi = 0; gi < NGEOS; gi++) {
 		struct fx f;
 		fx_open(&f, geos[gi], "xattr");
@@ -736,8 +680,7 @@ static void test_xattr(void **state)
 		dbg_has(&f, "ea_get /f user.k03", "value-8");
 		dbg_has(&f, "ea_list /f", "user.big (300)");
 		assert_null(strstr(dbg(&f, "ea_list /g"), "user.only"));
-		assert_int_equal(run("debugfs -w -R 'ea_set /g user.dbg fromdebugfs' '%s' >/dev/null 2>&1",
-				     f.img), 0);
+		assert_int_equal(fsimg_debugfs_w(f.img, "ea_set /g user.dbg fromdebugfs"), 0);
 		fx_mount(&f);
 		in = get(&f, f.root, "g");
 		assert_int_equal(xget(&f, in, "user.dbg", buf, sizeof buf), 11);
@@ -762,7 +705,6 @@ static void test_xattr(void **state)
 static void test_xattr_shared(void **state)
 {
 	(void)state;
-	NEED_E2FS();
 	for (size_t gi = 0; gi < NGEOS; gi += 2) {
 		struct fx f;
 		fx_open(&f, geos[gi], "xshared");
@@ -778,13 +720,13 @@ static void test_xattr_shared(void **state)
 		ext3_iput(in);
 		fx_umount(&f);
 		/* Make b and c share a's block: i_file_acl, i_blocks, h_refcount 3. */
-		assert_int_equal(run("for i in b c; do debugfs -w -R \"sif $i file_acl %u\" '%s' && "
+		assert_int_equal(fsimg_run("for i in b c; do debugfs -w -R \"sif $i file_acl %u\" '%s' && "
 				     "debugfs -w -R \"sif $i blocks %u\" '%s'; done >/dev/null 2>&1 && "
 				     "printf '\\003' | dd of='%s' bs=1 seek=%llu conv=notrunc "
 				     "status=none",
 				     blk, f.img, f.g.bs / 512, f.img, f.img,
 				     (unsigned long long)blk * f.g.bs + 4), 0);
-		assert_int_equal(run("e2fsck -fn '%s' >/dev/null 2>&1", f.img), 0);
+		fsimg_assert_clean(f.img);
 		fx_mount(&f);
 		in = get(&f, f.root, "b");
 		assert_int_equal(ext3_xattr_change(in, "user.mine", "b", 1, 0), 0);
@@ -818,27 +760,13 @@ static void test_xattr_shared(void **state)
 	}
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall_ext3_namei_XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	have_e2fs = run("command -v mke2fs >/dev/null && command -v debugfs >/dev/null && "
-			"command -v e2fsck >/dev/null") == 0;
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (tmpdir[0] && !getenv("NOSTALL_TEST_KEEP"))
-		run("rm -rf '%s'", tmpdir);
-	return 0;
-}
-
 int main(void)
 {
+	int orc = oracles_check("test_ext3_namei", "mke2fs e2fsck debugfs");
+	if (orc >= 0)
+		return orc;
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "ext3_namei"))
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_kinds),
 		cmocka_unit_test(test_name_errors),
@@ -850,5 +778,7 @@ int main(void)
 		cmocka_unit_test(test_xattr),
 		cmocka_unit_test(test_xattr_shared),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	fsimg_tmpdir_remove(tmpdir);
+	return rc;
 }

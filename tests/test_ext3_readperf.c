@@ -17,6 +17,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
+
 #include "nostall/nostall.h"
 
 #include "buf/buf.h"
@@ -50,18 +52,6 @@ struct hostfile {
 	size_t len;
 };
 static struct hostfile files[3] = {{"big", NULL, 0}, {"frag", NULL, 0}, {"sparse", NULL, 0}};
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static void fill_pattern(uint8_t *b, size_t n, unsigned seed)
 {
@@ -101,10 +91,9 @@ static int write_host(const char *name, const uint8_t *b, size_t len, bool spars
 static int group_setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall_readperf_XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "readperf"))
 		return -1;
-	have_e2fs = run("command -v mke2fs >/dev/null && command -v debugfs >/dev/null") == 0;
+	have_e2fs = fsimg_run("command -v mke2fs >/dev/null && command -v debugfs >/dev/null") == 0;
 	if (!have_e2fs)
 		return 0;
 	files[0].len = BIG_SIZE;
@@ -133,7 +122,7 @@ static int group_setup(void **state)
 	free(small);
 
 	snprintf(img, sizeof img, "%s/perf.img", tmpdir);
-	if (run("mke2fs -q -t ext3 -F -b 4096 '%s' 96M", img))
+	if (fsimg_mkfs(img, 4096, 96 * 1024, NULL))
 		return -1;
 	/* Fragmentation: 48 files of 64 KiB, every other one removed, then the
 	 * 3 MiB file fills the gaps. */
@@ -150,7 +139,7 @@ static int group_setup(void **state)
 	fprintf(c, "write %s/frag frag\n", tmpdir);
 	fprintf(c, "write %s/sparse sparse\n", tmpdir);
 	fclose(c);
-	if (run("debugfs -w -f '%s' '%s' >/dev/null 2>&1", cmdf, img))
+	if (fsimg_run("debugfs -w -f '%s' '%s' >/dev/null 2>&1", cmdf, img))
 		return -1;
 	return 0;
 }
@@ -160,8 +149,7 @@ static int group_teardown(void **state)
 	(void)state;
 	for (int i = 0; i < 3; i++)
 		free(files[i].data);
-	if (tmpdir[0] && !getenv("NOSTALL_TEST_KEEP"))
-		run("rm -rf '%s'", tmpdir);
+	fsimg_tmpdir_remove(tmpdir);
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
 #include "lib/oracles.h"
 
 #include "nostall/nostall.h"
@@ -31,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,18 +40,6 @@
 static char tmpdir[256];
 static uint64_t seed;
 static unsigned nfiles;
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static double now_s(void)
 {
@@ -73,31 +61,6 @@ static void name_of(char *out, size_t n, unsigned i, unsigned gen)
 {
 	static const char pad[] = "-padding-padding-padding-padding";
 	snprintf(out, n, "f%u.%u%.*s", i, gen, (int)(i % 29), pad);
-}
-
-static void fsck_clean(const char *img)
-{
-	int rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
-	if (rc) {
-		(void)run("head -40 '%s/fsck.out'", tmpdir);
-		fail_msg("e2fsck -fn %s: exit %d", img, rc);
-	}
-}
-
-static struct nostall_fs *mnt(const char *img, const char *opts, unsigned flags)
-{
-	struct nostall_fs *fs = NULL;
-	int rc = nostall_mount(img, opts, flags, &fs);
-	if (rc)
-		fail_msg("mount %s: %s", img, nostall_errmsg(rc));
-	return fs;
-}
-
-static void umnt(struct nostall_fs *fs)
-{
-	int rc = nostall_umount(fs);
-	if (rc)
-		fail_msg("umount: %s", nostall_errmsg(rc));
 }
 
 /* What the directory should hold: gen[i] = generation of name i, 0 if none. */
@@ -167,20 +130,11 @@ static void check_set(struct nostall_fs *fs, uint64_t dir, const struct set *s)
 	assert_int_equal(c.count, s->present);
 }
 
-/* "Indirect levels" of the directory's dx_root, by debugfs. */
+/* "Indirect levels" of the directory's dx_root, by debugfs (-1: none). */
 static int index_levels(const char *img, const char *dir)
 {
-	char cmd[700];
-	snprintf(cmd, sizeof cmd,
-		 "debugfs -R 'htree_dump %s' '%s' 2>/dev/null | grep -m1 'Indirect levels'", dir, img);
-	FILE *p = popen(cmd, "r");
-	assert_non_null(p);
-	char line[256] = "";
-	int levels = -1;
-	if (fgets(line, sizeof line, p))
-		(void)sscanf(line, " Indirect levels: %d", &levels);
-	pclose(p);
-	return levels;
+	return (int)fsimg_num("Indirect levels:", "debugfs -R 'htree_dump %s' '%s' 2>/dev/null", dir,
+			      img);
 }
 
 static void test_bigdir(void **state)
@@ -188,8 +142,9 @@ static void test_bigdir(void **state)
 	char img[300];
 	snprintf(img, sizeof img, "%s/bigdir.img", tmpdir);
 	unsigned n = nfiles;
-	assert_int_equal(run("mke2fs -q -t ext3 -b 1024 -N %u -F '%s' %uk >/dev/null 2>&1",
-			     n + n / 2 + 1000, img, 96 * 1024 + n / 4), 0);
+	char extra[32];
+	snprintf(extra, sizeof extra, "-N %u", n + n / 2 + 1000);
+	fsimg_assert_mkfs(img, 1024, 96 * 1024 + n / 4, extra);
 	struct set s = { .n = n, .gen = calloc(n, 1), .ino = calloc(n, sizeof(uint32_t)) };
 	unsigned *order = malloc(n * sizeof *order);
 	assert_true(s.gen && s.ino && order);
@@ -203,7 +158,7 @@ static void test_bigdir(void **state)
 		order[j] = t;
 	}
 
-	struct nostall_fs *fs = mnt(img, NULL, 0);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
 	assert_int_equal(nostall_mkdir(fs, "/big", 0755), 0);
 	uint64_t dir;
 	assert_int_equal(nostall_lookup(fs, "/big", 0, &dir), 0);
@@ -235,8 +190,8 @@ static void test_bigdir(void **state)
 	struct nostall_stat st;
 	assert_int_equal(nostall_stat(fs, "/big", 0, &st), 0);
 	assert_true(st.flags & 0x1000); /* EXT3_INDEX_FL */
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	int levels = index_levels(img, "/big");
 	if (n >= DEFAULT_N && levels != 1)
 		fail_msg("the index has %d indirect levels after %u creates, want 1 (two levels)", levels,
@@ -245,7 +200,7 @@ static void test_bigdir(void **state)
 	       n, t1 - t0, t2 - t1, (unsigned long long)st.size / 1024, levels + 1);
 
 	/* delete every other name; new names into the room they leave */
-	fs = mnt(img, NULL, 0);
+	fs = fsimg_api_mount(img, NULL, 0);
 	check_set(fs, dir, &s);
 	double t3 = now_s();
 	for (unsigned k = 0; k < n; k++) {
@@ -272,16 +227,16 @@ static void test_bigdir(void **state)
 		s.present++;
 	}
 	check_set(fs, dir, &s);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	printf("bigdir: %u unlinks %.2f s\n", n / 2, t4 - t3);
 
-	fs = mnt(img, NULL, NOSTALL_MOUNT_RDONLY);
+	fs = fsimg_api_mount(img, NULL, NOSTALL_MOUNT_RDONLY);
 	check_set(fs, dir, &s);
 	struct nostall_statfs sf;
 	assert_int_equal(nostall_statfs(fs, &sf), 0);
 	assert_int_equal(sf.files - sf.files_free, 11 + 1 + s.present);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	free(order);
 	free(s.gen);
 	free(s.ino);
@@ -296,18 +251,13 @@ int main(void)
 	nfiles = e && *e ? (unsigned)strtoul(e, NULL, 0) : DEFAULT_N;
 	printf("test_fs_bigdir: seed %llu (rerun: NOSTALL_SEED=%llu), %u files\n",
 	       (unsigned long long)seed, (unsigned long long)seed, nfiles);
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-bigdir-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
 	int orc = oracles_check("test_fs_bigdir", "mke2fs e2fsck debugfs");
-	if (orc >= 0) {
-		rmdir(tmpdir);
+	if (orc >= 0)
 		return orc;
-	}
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "bigdir"))
+		return 1;
 	const struct CMUnitTest tests[] = { cmocka_unit_test(test_bigdir) };
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	(void)run("rm -rf '%s'", tmpdir);
+	fsimg_tmpdir_remove(tmpdir);
 	return rc;
 }

@@ -25,6 +25,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
 #include "lib/oracles.h"
 
 #include "nostall/nostall.h"
@@ -35,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define KIB 1024ull
@@ -44,53 +44,9 @@
 
 static char tmpdir[256];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static void img_path(char *out, size_t n, const char *name)
 {
 	snprintf(out, n, "%s/%s", tmpdir, name);
-}
-
-static void mkimg(const char *img, unsigned bs, unsigned kib, const char *extra)
-{
-	int rc = run("mke2fs -q -t ext3 -b %u %s -F '%s' %uk >/dev/null 2>&1", bs, extra, img, kib);
-	if (rc)
-		fail_msg("mke2fs -b %u %s %s %uk: exit %d", bs, extra, img, kib, rc);
-}
-
-static void fsck_clean(const char *img)
-{
-	int rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
-	if (rc) {
-		(void)run("head -40 '%s/fsck.out'", tmpdir);
-		fail_msg("e2fsck -fn %s: exit %d", img, rc);
-	}
-}
-
-static struct nostall_fs *mnt(const char *img, const char *opts)
-{
-	struct nostall_fs *fs = NULL;
-	int rc = nostall_mount(img, opts, 0, &fs);
-	if (rc)
-		fail_msg("mount %s -o %s: %s", img, opts ? opts : "", nostall_errmsg(rc));
-	return fs;
-}
-
-static void umnt(struct nostall_fs *fs)
-{
-	int rc = nostall_umount(fs);
-	if (rc)
-		fail_msg("umount: %s", nostall_errmsg(rc));
 }
 
 /* The byte at offset off of file number id. */
@@ -236,12 +192,12 @@ static void blocks_case(unsigned bs, const char *mode)
 	char img[300], opts[64];
 	img_path(img, sizeof img, "blocks.img");
 	unsigned kib = bs == 1024 ? 8192 : 16384;
-	mkimg(img, bs, kib, "-m 5");
+	fsimg_assert_mkfs(img, bs, kib, "-m 5");
 	snprintf(opts, sizeof opts, "data=%s", mode);
 	static struct files f;
 	memset(&f, 0, sizeof f);
 
-	struct nostall_fs *fs = mnt(img, opts);
+	struct nostall_fs *fs = fsimg_api_mount(img, opts, 0);
 	for (int d = 0; d < 4; d++) {
 		char p[16];
 		snprintf(p, sizeof p, "/d%d", d);
@@ -280,11 +236,11 @@ static void blocks_case(unsigned bs, const char *mode)
 			 (unsigned long long)got, full);
 	f.size[f.n++] = got;
 	check_all(fs, &f);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 
 	/* Again after a remount: delete every other file, then refill. */
-	fs = mnt(img, opts);
+	fs = fsimg_api_mount(img, opts, 0);
 	check_all(fs, &f);
 	uint64_t total = 0;
 	for (unsigned i = 0; i < f.n; i += 2)
@@ -301,11 +257,11 @@ static void blocks_case(unsigned bs, const char *mode)
 		fail_msg("bs %u data=%s: freed %llu bytes, refilled only %llu", bs, mode,
 			 (unsigned long long)total, (unsigned long long)again);
 	check_all(fs, &f);
-	umnt(fs);
-	fsck_clean(img);
-	fs = mnt(img, "ro");
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
+	fs = fsimg_api_mount(img, "ro", 0);
 	check_all(fs, &f);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	nostall_cred_reset();
 	unlink(img);
 }
@@ -327,11 +283,11 @@ static void reserved_case(unsigned bs)
 {
 	char img[300];
 	img_path(img, sizeof img, "reserved.img");
-	mkimg(img, bs, bs == 1024 ? 8192 : 16384, "-m 5");
-	assert_int_equal(run("tune2fs -u 1234 -g 2000 '%s' >/dev/null 2>&1", img), 0);
+	fsimg_assert_mkfs(img, bs, bs == 1024 ? 8192 : 16384, "-m 5");
+	assert_int_equal(fsimg_run("tune2fs -u 1234 -g 2000 '%s' >/dev/null 2>&1", img), 0);
 	static struct files f;
 	memset(&f, 0, sizeof f);
-	struct nostall_fs *fs = mnt(img, NULL);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
 	struct nostall_info info;
 	assert_int_equal(nostall_info(fs, &info), 0);
 	uint64_t rsv = info.r_blocks_count;
@@ -388,11 +344,11 @@ static void reserved_case(unsigned bs)
 			 (unsigned long long)got, (unsigned long long)before,
 			 (unsigned long long)blocks_free(fs));
 	check_all(fs, &f);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	/* after a remount, an unprivileged user's write fails at once, and
 	 * works again once root deleted enough to free more than the reserve */
-	fs = mnt(img, NULL);
+	fs = fsimg_api_mount(img, NULL, 0);
 	nostall_cred_set(1000, 100, NULL, 0);
 	fname(p, sizeof p, f.n);
 	assert_int_equal(write_until(fs, p, f.n, bs, &full), 0);
@@ -410,8 +366,8 @@ static void reserved_case(unsigned bs)
 	f.n++;
 	check_all(fs, &f);
 	nostall_cred_reset();
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	unlink(img);
 }
 
@@ -451,8 +407,8 @@ static void inodes_case(unsigned bs)
 {
 	char img[300];
 	img_path(img, sizeof img, "inodes.img");
-	mkimg(img, bs, 8192, "-N 64");
-	struct nostall_fs *fs = mnt(img, NULL);
+	fsimg_assert_mkfs(img, bs, 8192, "-N 64");
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
 	struct nostall_statfs sf;
 	assert_int_equal(nostall_statfs(fs, &sf), 0);
 	assert_true(sf.files_free > 8 && sf.files_free < 200);
@@ -510,10 +466,10 @@ static void inodes_case(unsigned bs)
 	assert_int_equal(nostall_fd_write(fs, fd, "abc", 3), 3);
 	assert_int_equal(nostall_fd_close(fs, fd), 0);
 	assert_int_equal(nostall_symlink(fs, "t", "/x2"), -ENOSPC);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 
-	fs = mnt(img, NULL);
+	fs = fsimg_api_mount(img, NULL, 0);
 	assert_int_equal(nostall_stat(fs, "/x4", 0, &st), 0);
 	assert_int_equal(st.size, 3);
 	assert_int_equal(nostall_stat(fs, "/x1", 0, &st), 0);
@@ -526,8 +482,8 @@ static void inodes_case(unsigned bs)
 	assert_int_equal(nostall_unlink(fs, "/f2"), 0);
 	assert_int_equal(nostall_symlink(fs, "t", "/x2"), 0);
 	assert_int_equal(nostall_mknod(fs, "/x3", S_IFIFO | 0600, 0), -ENOSPC);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	unlink(img);
 }
 
@@ -558,10 +514,10 @@ static void efbig_case(unsigned bs, const char *mode)
 {
 	char img[300], opts[64];
 	img_path(img, sizeof img, "efbig.img");
-	mkimg(img, bs, 8192, "");
+	fsimg_assert_mkfs(img, bs, 8192, "");
 	snprintf(opts, sizeof opts, "data=%s", mode);
 	uint64_t max = max_size(bs);
-	struct nostall_fs *fs = mnt(img, opts);
+	struct nostall_fs *fs = fsimg_api_mount(img, opts, 0);
 	int fd = nostall_fd_open(fs, "/big", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(nostall_fd_pwrite(fs, fd, "a", 1, max), -EFBIG);
@@ -595,9 +551,9 @@ static void efbig_case(unsigned bs, const char *mode)
 	assert_true(fd >= 0);
 	assert_int_equal(nostall_fd_ftruncate(fs, fd, max), 0);
 	assert_int_equal(nostall_fd_close(fs, fd), 0);
-	umnt(fs);
-	fsck_clean(img);
-	fs = mnt(img, opts);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
+	fs = fsimg_api_mount(img, opts, 0);
 	assert_int_equal(nostall_stat(fs, "/big", 0, &st), 0);
 	assert_int_equal(st.size, max);
 	assert_int_equal(nostall_stat(fs, "/sparse", 0, &st), 0);
@@ -607,8 +563,8 @@ static void efbig_case(unsigned bs, const char *mode)
 	assert_int_equal(nostall_truncate(fs, "/big", 1), 0);
 	assert_int_equal(nostall_stat(fs, "/big", 0, &st), 0);
 	assert_int_equal(st.blocks, 0);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	unlink(img);
 }
 
@@ -628,8 +584,8 @@ static void nametoolong_case(unsigned bs)
 {
 	char img[300];
 	img_path(img, sizeof img, "names.img");
-	mkimg(img, bs, 16384, "");
-	struct nostall_fs *fs = mnt(img, NULL);
+	fsimg_assert_mkfs(img, bs, 16384, "");
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
 	char n256[300], p255[300], target[5000];
 	n256[0] = p255[0] = '/';
 	memset(n256 + 1, 'b', 256);
@@ -665,8 +621,8 @@ static void nametoolong_case(unsigned bs)
 	assert_int_equal(nostall_mkdir(fs, p255, 0755), 0);
 	assert_int_equal(nostall_stat(fs, "/longest", NOSTALL_NOFOLLOW, &st), 0);
 	assert_int_equal(st.size, bs - 1);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	unlink(img);
 }
 
@@ -689,8 +645,8 @@ static void emlink_case(unsigned bs)
 	char img[300];
 	img_path(img, sizeof img, "emlink.img");
 	/* 32,000 directories need 32,000 inodes and blocks */
-	mkimg(img, bs, bs == 1024 ? 65536 : 262144, "-N 40000");
-	struct nostall_fs *fs = mnt(img, "data=writeback");
+	fsimg_assert_mkfs(img, bs, bs == 1024 ? 65536 : 262144, "-N 40000");
+	struct nostall_fs *fs = fsimg_api_mount(img, "data=writeback", 0);
 	assert_int_equal(nostall_mkdir(fs, "/full", 0755), 0);
 	assert_int_equal(nostall_mkdir(fs, "/other", 0755), 0);
 	assert_int_equal(nostall_mkdir(fs, "/other/mover", 0755), 0);
@@ -723,11 +679,11 @@ static void emlink_case(unsigned bs)
 	assert_int_equal(st.nlink, LINK_MAX_EXT3);
 	assert_int_equal(nostall_link(fs, "/full/file", "/other/too-many"), -EMLINK);
 	assert_int_equal(nostall_stat(fs, "/other/too-many", 0, &st), -ENOENT);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 
 	/* one subdirectory less: the mkdir works, and then not again */
-	fs = mnt(img, NULL);
+	fs = fsimg_api_mount(img, NULL, 0);
 	assert_int_equal(nostall_rmdir(fs, "/full/s1"), 0);
 	assert_int_equal(nostall_unlink(fs, "/other/l1"), 0);
 	assert_int_equal(nostall_rename(fs, "/other/mover", "/full/mover", 0), 0);
@@ -736,8 +692,8 @@ static void emlink_case(unsigned bs)
 	assert_int_equal(nostall_link(fs, "/full/file", "/other/too-many"), -EMLINK);
 	assert_int_equal(nostall_stat(fs, "/full", 0, &st), 0);
 	assert_int_equal(st.nlink, LINK_MAX_EXT3);
-	umnt(fs);
-	fsck_clean(img);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
 	unlink(img);
 }
 
@@ -753,16 +709,11 @@ static void test_emlink_4k(void **state)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-enospc-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
 	int orc = oracles_check("test_fs_enospc", "mke2fs e2fsck tune2fs");
-	if (orc >= 0) {
-		rmdir(tmpdir);
+	if (orc >= 0)
 		return orc;
-	}
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "enospc"))
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_blocks_1k_ordered), cmocka_unit_test(test_blocks_4k_ordered),
 		cmocka_unit_test(test_blocks_1k_journal), cmocka_unit_test(test_blocks_4k_writeback),
@@ -773,6 +724,6 @@ int main(void)
 		cmocka_unit_test(test_reserved_1k),       cmocka_unit_test(test_reserved_4k),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	(void)run("rm -rf '%s'", tmpdir);
+	fsimg_tmpdir_remove(tmpdir);
 	return rc;
 }

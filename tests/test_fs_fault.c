@@ -28,6 +28,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
 #include "lib/oracles.h"
 
 #include "dev/dev.h"
@@ -40,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define KIB 1024ull
@@ -49,66 +49,11 @@
 
 static char tmpdir[256];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static uint8_t pat(unsigned id, uint64_t off)
 {
 	uint64_t x = (off / 8) * 0x9e3779b97f4a7c15ull + (id + 1) * 0xbf58476d1ce4e5b9ull;
 	x ^= x >> 29;
 	return (uint8_t)(x >> (8 * (off % 8)));
-}
-
-static void fsck_clean(const char *img)
-{
-	int rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
-	if (rc) {
-		(void)run("head -40 '%s/fsck.out'", tmpdir);
-		fail_msg("e2fsck -fn %s: exit %d", img, rc);
-	}
-}
-
-/* e2fsck -fy (journal replay, repairs), then it must be clean. */
-static void fsck_repair(const char *img)
-{
-	int rc = run("e2fsck -fy '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
-	if (rc != 0 && rc != 1) {
-		(void)run("head -40 '%s/fsck.out'", tmpdir);
-		fail_msg("e2fsck -fy %s: exit %d", img, rc);
-	}
-	fsck_clean(img);
-}
-
-static struct nostall_fs *mnt(const char *spec, const char *opts, unsigned flags)
-{
-	struct nostall_fs *fs = NULL;
-	int rc = nostall_mount(spec, opts, flags, &fs);
-	if (rc)
-		fail_msg("mount %s -o %s: %s", spec, opts ? opts : "", nostall_errmsg(rc));
-	return fs;
-}
-
-static void umnt(struct nostall_fs *fs)
-{
-	int rc = nostall_umount(fs);
-	if (rc)
-		fail_msg("umount: %s", nostall_errmsg(rc));
-}
-
-static void mkimg(const char *img, unsigned bs)
-{
-	int rc = run("mke2fs -q -t ext3 -b %u -F '%s' 16384k >/dev/null 2>&1", bs, img);
-	if (rc)
-		fail_msg("mke2fs: exit %d", rc);
 }
 
 /* Write [off, off+len) of pattern id; fsync if asked. Returns the write's,
@@ -157,7 +102,7 @@ static void check(struct nostall_fs *fs, const char *path, unsigned id, uint64_t
 /* Sectors [*lo, *hi] of the file's blocks (they must be contiguous). */
 static void file_sectors(const char *img, const char *path, unsigned bs, uint64_t *lo, uint64_t *hi)
 {
-	struct nostall_fs *fs = mnt(img, NULL, NOSTALL_MOUNT_RDONLY);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, NOSTALL_MOUNT_RDONLY);
 	struct nostall_file *f;
 	assert_int_equal(nostall_open(fs, path, 0, &f), 0);
 	uint64_t first = 0, prev = 0;
@@ -172,7 +117,7 @@ static void file_sectors(const char *img, const char *path, unsigned bs, uint64_
 		prev = p;
 	}
 	nostall_close(f);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	*lo = first * (bs / 512);
 	*hi = (prev + 1) * (bs / 512) - 1;
 }
@@ -183,18 +128,18 @@ static void data_case(unsigned bs, const char *mode)
 {
 	char img[300], spec[600], opts[64];
 	snprintf(img, sizeof img, "%s/data.img", tmpdir);
-	mkimg(img, bs);
+	fsimg_assert_mkfs(img, bs, 16384, NULL);
 	snprintf(opts, sizeof opts, "data=%s", mode);
-	struct nostall_fs *fs = mnt(img, opts, 0);
+	struct nostall_fs *fs = fsimg_api_mount(img, opts, 0);
 	assert_int_equal(put(fs, "/victim", 1, 0, VICTIM_BLOCKS * bs, true), 0);
 	assert_int_equal(put(fs, "/other", 2, 0, 8 * KIB, true), 0);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	uint64_t lo, hi;
 	file_sectors(img, "/victim", bs, &lo, &hi);
 
 	snprintf(spec, sizeof spec, "fault:file:%s,op=write,sector=%llu-%llu,err=eio", img,
 		 (unsigned long long)lo, (unsigned long long)hi);
-	fs = mnt(spec, opts, 0);
+	fs = fsimg_api_mount(spec, opts, 0);
 	/* 1: the file's own fsync writes its data: -EIO */
 	assert_int_equal(put(fs, "/victim", 3, 0, 2 * KIB, true), -EIO);
 	/* the journal is fine: metadata and other files go on */
@@ -210,16 +155,16 @@ static void data_case(unsigned bs, const char *mode)
 	assert_int_equal(nostall_fd_fsync(fs, fd, 0), -EIO);
 	assert_int_equal(nostall_fd_close(fs, fd), 0);
 	assert_int_equal(put(fs, "/after/new2", 6, 0, 3 * KIB, true), 0);
-	umnt(fs);
-	fsck_clean(img);
-	fs = mnt(img, NULL, NOSTALL_MOUNT_RDONLY);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
+	fs = fsimg_api_mount(img, NULL, NOSTALL_MOUNT_RDONLY);
 	check(fs, "/other", 2, 8 * KIB);
 	check(fs, "/after/new", 4, 12 * KIB);
 	check(fs, "/after/new2", 6, 3 * KIB);
 	struct nostall_stat st;
 	assert_int_equal(nostall_stat(fs, "/victim", 0, &st), 0);
 	assert_int_equal(st.size, VICTIM_BLOCKS * bs);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	unlink(img);
 }
 
@@ -243,16 +188,16 @@ static void data_abort_case(unsigned bs)
 {
 	char img[300], spec[600];
 	snprintf(img, sizeof img, "%s/abort.img", tmpdir);
-	mkimg(img, bs);
+	fsimg_assert_mkfs(img, bs, 16384, NULL);
 	const char *opts = "data=ordered,data_err=abort";
-	struct nostall_fs *fs = mnt(img, opts, 0);
+	struct nostall_fs *fs = fsimg_api_mount(img, opts, 0);
 	assert_int_equal(put(fs, "/victim", 1, 0, VICTIM_BLOCKS * bs, true), 0);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	uint64_t lo, hi;
 	file_sectors(img, "/victim", bs, &lo, &hi);
 	snprintf(spec, sizeof spec, "fault:file:%s,op=write,sector=%llu-%llu,err=eio", img,
 		 (unsigned long long)lo, (unsigned long long)hi);
-	fs = mnt(spec, opts, 0);
+	fs = fsimg_api_mount(spec, opts, 0);
 	assert_int_equal(put(fs, "/before", 2, 0, 10 * KIB, true), 0);
 	/* dirty victim data, then a commit forced by another file */
 	assert_int_equal(put(fs, "/victim", 3, 0, 2 * KIB, false), 0);
@@ -264,12 +209,12 @@ static void data_abort_case(unsigned bs)
 	assert_int_equal(put(fs, "/before", 2, 0, 10 * KIB, false), -EROFS);
 	assert_int_equal(nostall_fd_open(fs, "/x", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644), -EROFS);
 	(void)nostall_umount(fs); /* an error, but the mount is gone */
-	fsck_repair(img);
-	fs = mnt(img, NULL, NOSTALL_MOUNT_RDONLY);
+	fsimg_assert_repaired(img);
+	fs = fsimg_api_mount(img, NULL, NOSTALL_MOUNT_RDONLY);
 	check(fs, "/before", 2, 10 * KIB);
 	struct nostall_stat st;
 	assert_int_equal(nostall_stat(fs, "/later", 0, &st), -ENOENT);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	unlink(img);
 }
 
@@ -308,11 +253,11 @@ static void journal_case(unsigned bs, const char *mode)
 	char img[300], copy[320], spec[600], opts[64];
 	snprintf(img, sizeof img, "%s/journal.img", tmpdir);
 	snprintf(copy, sizeof copy, "%s/journal.nostall", tmpdir);
-	mkimg(img, bs);
-	struct nostall_fs *fs = mnt(img, NULL, NOSTALL_MOUNT_RDONLY);
+	fsimg_assert_mkfs(img, bs, 16384, NULL);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, NOSTALL_MOUNT_RDONLY);
 	struct nostall_stat st;
 	assert_int_equal(nostall_stat_ino(fs, 8, &st), 0);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	uint64_t jblocks = st.size / bs;
 	uint64_t j0 = journal_bmap(img, 0), jn = journal_bmap(img, jblocks - 1);
 	assert_true(jn > j0);
@@ -323,7 +268,7 @@ static void journal_case(unsigned bs, const char *mode)
 		 (unsigned long long)((j0 + 1) * (bs / 512)),
 		 (unsigned long long)((jn + 1) * (bs / 512) - 1));
 	snprintf(opts, sizeof opts, "data=%s", mode);
-	fs = mnt(spec, opts, 0);
+	fs = fsimg_api_mount(spec, opts, 0);
 	char p[32];
 	int done = 0, rc = 0;
 	for (; done < NFILES; done++) {
@@ -351,22 +296,22 @@ static void journal_case(unsigned bs, const char *mode)
 	(void)nostall_umount(fs);
 
 	/* nostall's mount and e2fsck both recover every committed file */
-	assert_int_equal(run("cp --sparse=always '%s' '%s'", img, copy), 0);
-	fs = mnt(copy, opts, 0);
+	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", img, copy), 0);
+	fs = fsimg_api_mount(copy, opts, 0);
 	for (int i = 0; i < done; i++) {
 		snprintf(p, sizeof p, "/f%d", i);
 		check(fs, p, 10 + (unsigned)i, (size_t)(1 + i) * 1500);
 	}
-	umnt(fs);
-	fsck_clean(copy);
-	fsck_repair(img);
-	fs = mnt(img, NULL, NOSTALL_MOUNT_RDONLY);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(copy);
+	fsimg_assert_repaired(img);
+	fs = fsimg_api_mount(img, NULL, NOSTALL_MOUNT_RDONLY);
 	for (int i = 0; i < done; i++) {
 		snprintf(p, sizeof p, "/f%d", i);
 		check(fs, p, 10 + (unsigned)i, (size_t)(1 + i) * 1500);
 	}
 	assert_int_equal(nostall_stat(fs, "/later", 0, &st), -ENOENT);
-	umnt(fs);
+	fsimg_api_umount(fs);
 	unlink(img);
 	unlink(copy);
 }
@@ -388,16 +333,11 @@ static void test_journal_writeback_4k(void **state)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-fsfault-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
 	int orc = oracles_check("test_fs_fault", "mke2fs e2fsck debugfs");
-	if (orc >= 0) {
-		rmdir(tmpdir);
+	if (orc >= 0)
 		return orc;
-	}
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "fsfault"))
+		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_data_ordered_1k),    cmocka_unit_test(test_data_ordered_4k),
 		cmocka_unit_test(test_data_writeback_1k),  cmocka_unit_test(test_data_err_abort_1k),
@@ -405,7 +345,6 @@ int main(void)
 		cmocka_unit_test(test_journal_journal_4k), cmocka_unit_test(test_journal_writeback_4k),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	if (!getenv("NOSTALL_KEEP"))
-		(void)run("rm -rf '%s'", tmpdir);
+	fsimg_tmpdir_remove(tmpdir);
 	return rc;
 }

@@ -57,22 +57,6 @@ static void mkimg(char *img, size_t n, const char *tag, unsigned bs, const char 
 		fail_msg("debugfs ssv def_hash_version %s", alg);
 }
 
-static void fsck_clean(const char *img)
-{
-	char msg[4096];
-	if (fsimg_fsck(img, msg, sizeof msg))
-		fail_msg("e2fsck -fn %s:\n%s", img, msg);
-}
-
-static struct nostall_fs *mnt(const char *img)
-{
-	struct nostall_fs *fs = NULL;
-	int rc = nostall_mount(img, NULL, 0, &fs);
-	if (rc)
-		fail_msg("mount %s: %s", img, nostall_errmsg(rc));
-	return fs;
-}
-
 /* ---- names and what the walk saw ---- */
 
 #define NHASH 32768u /* > MAXN: open addressing */
@@ -254,7 +238,7 @@ static void insert_batch(struct nostall_fs *fs, struct names *s, void *ctx)
 
 static struct nostall_fs *setup(const char *img, const char *dir, struct names *s, unsigned n0)
 {
-	struct nostall_fs *fs = mnt(img);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
 	int fd = nostall_fd_open(fs, "/t", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(nostall_fd_close(fs, fd), 0);
@@ -281,7 +265,7 @@ static void splits_case(unsigned bs)
 	walk_inserting(fs, "/d", &s, 4, insert_batch, &b, true);
 	full_walk(fs, "/d", &s);
 	assert_int_equal(nostall_umount(fs), 0);
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	names_free(&s);
 }
 
@@ -353,7 +337,7 @@ static void threaded_case(unsigned bs)
 		      atomic_load(&in.done));
 	full_walk(fs, "/d", &s);
 	assert_int_equal(nostall_umount(fs), 0);
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	names_free(&s);
 }
 
@@ -459,7 +443,7 @@ static void test_collisions(void **state)
 	walk_inserting(fs, "/c", &s, 2, insert_twins, &c, true);
 	full_walk(fs, "/c", &s);
 	assert_int_equal(nostall_umount(fs), 0);
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	names_free(&s);
 	free(pairs);
 }
@@ -498,7 +482,7 @@ static void convert_case(unsigned bs)
 	names_check(&s);
 	full_walk(fs, "/l", &s);
 	assert_int_equal(nostall_umount(fs), 0);
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	names_free(&s);
 }
 
@@ -543,7 +527,7 @@ static void test_linear_offsets(void **state)
 	names_check(&s);
 	full_walk(fs, "/d", &s);
 	assert_int_equal(nostall_umount(fs), 0);
-	fsck_clean(img);
+	fsimg_assert_clean(img);
 	names_free(&s);
 }
 

@@ -3,13 +3,17 @@
 #include "dev/dev.h"
 #include "ext3/ext3.h"
 #include "ext3/ext3_format.h"
+#include "ext3/ext3_int.h"
+#include "ext3/write.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static int status_of(int rc)
 {
@@ -68,7 +72,7 @@ void fsimg_tmpdir_remove(const char *dir)
 {
 	if (!dir[0])
 		return;
-	if (getenv("NOSTALL_TEST_KEEP")) {
+	if (getenv("NOSTALL_TEST_KEEP") || getenv("NOSTALL_KEEP")) {
 		printf("kept %s (NOSTALL_TEST_KEEP)\n", dir);
 		return;
 	}
@@ -87,15 +91,16 @@ int fsimg_fsck(const char *path, char *msg, size_t n)
 	return fsimg_out(msg ? msg : sink, msg ? n : sizeof sink, "e2fsck -fn '%s' 2>&1", path);
 }
 
-int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_mnt *m)
+/* Open the device spec, mount with flags, hold the root; on failure nothing is
+ * left open and m is zeroed. */
+static int mount_flags(const char *spec, const struct ext3_mount_opts *o, unsigned flags,
+		       struct fsimg_mnt *m)
 {
 	memset(m, 0, sizeof *m);
-	char spec[600];
-	snprintf(spec, sizeof spec, "file:%s", path);
 	int rc = dev_open(spec, &m->dev);
 	if (rc)
 		return rc;
-	rc = ext3_fs_mount(m->dev, o, EXT3_MOUNT_JOURNAL, &m->fs);
+	rc = ext3_fs_mount(m->dev, o, flags, &m->fs);
 	if (!rc)
 		rc = ext3_iget(m->fs, EXT3_ROOT_INO, &m->root);
 	if (rc) {
@@ -107,6 +112,33 @@ int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_
 	return rc;
 }
 
+int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_mnt *m)
+{
+	char spec[600];
+	snprintf(spec, sizeof spec, "file:%s", path);
+	return mount_flags(spec, o, EXT3_MOUNT_JOURNAL, m);
+}
+
+int fsimg_mount_spec(const char *spec, const char *opts, unsigned flags, struct fsimg_mnt *m)
+{
+	struct ext3_mount_opts o;
+	ext3_mount_opts_init(&o);
+	int rc = opts ? ext3_mount_opts_parse(&o, opts) : 0;
+	if (rc)
+		memset(m, 0, sizeof *m);
+	else
+		rc = mount_flags(spec, &o, flags, m);
+	ext3_mount_opts_release(&o);
+	return rc;
+}
+
+int fsimg_mount_opts(const char *path, const char *opts, unsigned flags, struct fsimg_mnt *m)
+{
+	char spec[600];
+	snprintf(spec, sizeof spec, "file:%s", path);
+	return fsimg_mount_spec(spec, opts, flags, m);
+}
+
 int fsimg_umount(struct fsimg_mnt *m)
 {
 	ext3_iput(m->root);
@@ -114,4 +146,145 @@ int fsimg_umount(struct fsimg_mnt *m)
 	dev_close(m->dev);
 	memset(m, 0, sizeof *m);
 	return rc;
+}
+
+int fsimg_fsck_repair(const char *path, char *msg, size_t n)
+{
+	char sink[1];
+	int rc = fsimg_out(msg ? msg : sink, msg ? n : sizeof sink, "e2fsck -fy '%s' 2>&1", path);
+	return rc == 1 ? 0 : rc;
+}
+
+/* Run cmd; for each output line containing key: count it, and take the
+ * number after it from the first such line into *num (if num). */
+static int scan(const char *cmd, const char *key, long long *num)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	char line[4096];
+	int n = 0;
+	while (fgets(line, sizeof line, p)) {
+		char *k = strstr(line, key);
+		if (!k)
+			continue;
+		if (num && n == 0)
+			*num = strtoll(k + strlen(key), NULL, 0);
+		n++;
+	}
+	pclose(p);
+	return n;
+}
+
+int fsimg_count(const char *needle, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return scan(cmd, needle, NULL);
+}
+
+long long fsimg_num(const char *key, const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	long long v = -1;
+	return scan(cmd, key, &v) > 0 ? v : -1;
+}
+
+int fsimg_debugfs_w(const char *path, const char *req)
+{
+	return fsimg_run("debugfs -w -R '%s' '%s' >/dev/null 2>&1", req, path);
+}
+
+int fsimg_fx_mkfs(struct fsimg_fx *x, const char *dir, const char *name, unsigned bs, unsigned kib,
+		  const char *extra)
+{
+	memset(x, 0, sizeof *x);
+	snprintf(x->img, sizeof x->img, "%s/%s.img", dir, name);
+	unlink(x->img);
+	return fsimg_mkfs(x->img, bs, kib, extra);
+}
+
+long long fsimg_dumpe2fs_num(const char *path, const char *key)
+{
+	return fsimg_num(key, "dumpe2fs -h '%s' 2>/dev/null", path);
+}
+
+uint64_t fsimg_gd_sum(const struct ext3_fs *fs, size_t off)
+{
+	uint64_t s = 0;
+	for (uint32_t g = 0; g < fs->g.groups; g++) {
+		uint16_t v;
+		memcpy(&v, (const char *)&fs->gd[g] + off, sizeof v);
+		s += v;
+	}
+	return s;
+}
+
+/* Stop h; the first error of the step or the stop. */
+static int hstop(struct jbd_handle *h, int rc)
+{
+	int src = ext3_journal_stop(h);
+	return rc ? rc : src;
+}
+
+int fsimg_new_inode(struct ext3_fs *fs, struct ext3_inode *dir, uint16_t mode,
+		    struct ext3_inode **out)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&dir->lock);
+	rc = ext3_new_inode(h, dir, mode, 0, 0, out);
+	pthread_rwlock_unlock(&dir->lock);
+	if (!rc)
+		pthread_rwlock_unlock(&(*out)->lock);
+	return hstop(h, rc);
+}
+
+int fsimg_free_inode(struct ext3_fs *fs, struct ext3_inode *in)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
+	if (!rc) {
+		pthread_rwlock_wrlock(&in->lock);
+		rc = ext3_free_inode(h, in);
+		pthread_rwlock_unlock(&in->lock);
+		rc = hstop(h, rc);
+	}
+	ext3_iput(in);
+	return rc;
+}
+
+int fsimg_new_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t goal, uint32_t n,
+		     uint64_t *first, uint32_t *count)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, n), &h);
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&in->lock);
+	*count = n;
+	rc = ext3_new_blocks(h, in, goal, count, first);
+	pthread_rwlock_unlock(&in->lock);
+	return hstop(h, rc);
+}
+
+int fsimg_free_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t first, uint32_t n)
+{
+	struct jbd_handle *h;
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, n), &h);
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&in->lock);
+	rc = ext3_free_blocks(h, in, first, n, false);
+	pthread_rwlock_unlock(&in->lock);
+	return hstop(h, rc);
 }
