@@ -249,7 +249,7 @@ static void bench_fs_usage(FILE *out)
 		"  --device SPEC   device (default: a 2 GiB file under /tmp, removed after); its\n"
 		"                  contents are destroyed (mkfs per run)\n"
 		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
-		"                  (default: journal, ordered and writeback)\n"
+		"                  (default: journal, ordered, writeback and guarded)\n"
 		"  --quick         tiny sizes (checks, not measurements)\n"
 		"  --mount         the workloads through `nostall mount` (FUSE), data=ordered unless\n"
 		"                  -o data=MODE; -o also takes the daemon's options (docs/fuse.md)\n"
@@ -405,8 +405,8 @@ int bench_fs(int argc, char **argv)
 		bench_fs_usage(stderr);
 		return 2;
 	}
-	const char *modes[3] = { "journal", "ordered", "writeback" };
-	int nmodes = 3;
+	const char *modes[4] = { "journal", "ordered", "writeback", "guarded" };
+	int nmodes = 4;
 	if (b.peers && !b.mount) {
 		fprintf(stderr, "nostall bench fs: --peers needs --mount\n");
 		return 2;
