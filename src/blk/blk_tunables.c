@@ -231,6 +231,30 @@ int blk_opts_validate(const char *opts)
 	return opts_parse(opts, validate_opt, NULL);
 }
 
+struct preset_find {
+	char *name;
+	size_t len;
+	bool found;
+};
+
+static int preset_cb(void *ctx, const char *name, const char *value)
+{
+	struct preset_find *f = ctx;
+	if (!strcmp(name, "preset") && value) {
+		snprintf(f->name, f->len, "%s", value);
+		f->found = true;
+	}
+	return 0;
+}
+
+bool blk_opts_preset(const char *opts, char *name, size_t len)
+{
+	struct preset_find f = { .name = name, .len = len };
+	if (opts && *opts && len)
+		(void)opts_parse(opts, preset_cb, &f);
+	return f.found;
+}
+
 unsigned blk_queue_sync_batch_op(struct blk_queue *q)
 {
 	pthread_mutex_lock(&q->lock);
