@@ -35,6 +35,7 @@ static struct fx *fx_new(bool rotational, bool queuing)
 	f->e.rotational = rotational;
 	f->e.queuing = queuing;
 	f->e.honour_noidle = true;
+	f->e.single_dispatch = true;
 	f->e.now_ns = T0;
 	assert_int_equal(f->e.ops->init(&f->e), 0);
 	return f;
@@ -723,6 +724,59 @@ static void test_async_budget(void **state)
 	fx_free(f);
 }
 
+/* Before 2.6.30's single-request dispatch (single_dispatch off: the
+ * 2.6.29 and 2.6.30-rc1 presets) a queue alone had no cap on its requests
+ * in the driver, and an async queue's request budget (16 at BE/4) was
+ * counted per dispatch round of at most quantum (4) requests, so it never
+ * ran out: only the async slice's time ended it. With others waiting the
+ * quantum still capped a queue. */
+static void test_dispatch_before_2630(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new(true, true);
+	f->e.single_dispatch = false;
+	struct blk_ioc *a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	for (int i = 0; i < 20; i++)
+		sub(f, a, (uint64_t)i * 8, BLK_WRITE);
+	int n = 0;
+	while (disp(f))
+		n++;
+	assert_int_equal(n, 20); /* 2.6.30: 16 (test_quantum) */
+	fx_free(f);
+
+	f = fx_new(true, true);
+	f->e.single_dispatch = false;
+	a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	struct blk_ioc *b = mkioc(f, BLK_IOPRIO_CLASS_BE, 0);
+	for (int i = 0; i < 20; i++)
+		sub(f, a, (uint64_t)i * 8, BLK_WRITE);
+	for (int i = 0; i < 20; i++)
+		sub(f, b, 500000 + (uint64_t)i * 8, BLK_WRITE);
+	int from_a = 0;
+	for (;;) {
+		struct request *r = disp_done(f);
+		assert_non_null(r);
+		if (r->sector >= 500000)
+			break;
+		from_a++;
+	}
+	assert_int_equal(from_a, 20); /* 2.6.30: 16 (test_async_budget) */
+	fx_free(f);
+
+	f = fx_new(true, true);
+	f->e.single_dispatch = false;
+	a = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	b = mkioc(f, BLK_IOPRIO_CLASS_BE, 4);
+	for (int i = 0; i < 20; i++)
+		sub(f, a, (uint64_t)i * 8, BLK_READ);
+	sub(f, b, 900000, BLK_READ);
+	n = 0;
+	while (disp(f))
+		n++;
+	assert_int_equal(n, 4);
+	fx_free(f);
+}
+
 /* merge_requests: next leaves, rq inherits the older deadline and FIFO
  * place; queues are freed when their last request is put. */
 static void test_merge_bookkeeping(void **state)
@@ -842,6 +896,7 @@ int main(void)
 		cmocka_unit_test(test_choose_back_seek),
 		cmocka_unit_test(test_preempt_rt),
 		cmocka_unit_test(test_quantum),
+		cmocka_unit_test(test_dispatch_before_2630),
 		cmocka_unit_test(test_async_budget),
 		cmocka_unit_test(test_merge_bookkeeping),
 		cmocka_unit_test(test_front_merge),

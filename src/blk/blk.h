@@ -148,6 +148,9 @@ int blk_opts_validate(const char *opts);
  * mount defaults are 2009's (barrier=0)? False for "nostall" and unknown
  * names. */
 bool blk_preset_is_era(const char *name);
+/* The last preset= of an option string (a queue's or a filesystem's mount
+ * options) into name (len bytes): true if there is one. Not validated. */
+bool blk_opts_preset(const char *opts, char *name, size_t len);
 
 /* The op that upper layers use for a batch of sync writes a caller will wait
  * for (journal commit, fsync_buffers_list) under the current era:
@@ -193,6 +196,10 @@ struct blk_batch {
 	pthread_cond_t cond;
 	unsigned pending;
 	int err; /* first error */
+	/* Optional: called for each bio of the batch as it completes (or is
+	 * refused), before the batch counts it done; no lock held. */
+	void (*bio_done)(struct bio *bio, int err, void *ctx);
+	void *bio_done_ctx;
 };
 void blk_batch_init(struct blk_batch *b);
 void blk_batch_destroy(struct blk_batch *b);

@@ -68,6 +68,8 @@ struct blk_tunables {
 	uint64_t sync_async_pools; /* patch 002: pools by sync/async (1) or read/write (0) */
 	uint64_t noidle;           /* patch 008: schedulers honour REQ_NOIDLE */
 	uint64_t ssd_plug;         /* patch 007: plug non-rotational devices unless they queue */
+	uint64_t single_dispatch;  /* cfq 2.6.30: one request per dispatch, quantum caps a
+				    * queue's requests in the driver (4x alone) */
 };
 
 /* The table of struct blk_tunables (blk_tunables.c). */
@@ -130,6 +132,7 @@ static inline void blk_elv_sync_state(struct blk_queue *q)
 {
 	q->elv.now_ns = clock_now_ns();
 	q->elv.honour_noidle = q->t.noidle;
+	q->elv.single_dispatch = q->t.single_dispatch;
 }
 
 /* ---- blk_pool.c ---- */

@@ -154,6 +154,8 @@ void blk_batch_init(struct blk_batch *b)
 	pthread_cond_init(&b->cond, NULL);
 	b->pending = 0;
 	b->err = 0;
+	b->bio_done = NULL;
+	b->bio_done_ctx = NULL;
 }
 
 void blk_batch_destroy(struct blk_batch *b)
@@ -174,7 +176,10 @@ static void batch_done(struct blk_batch *b, int err)
 
 static void batch_end_io(struct bio *bio, int err)
 {
-	batch_done(bio->private, err);
+	struct blk_batch *b = bio->private;
+	if (b->bio_done)
+		b->bio_done(bio, err, b->bio_done_ctx);
+	batch_done(b, err);
 }
 
 int blk_batch_submit(struct blk_queue *q, struct blk_batch *b, struct bio *bio)
@@ -185,8 +190,11 @@ int blk_batch_submit(struct blk_queue *q, struct blk_batch *b, struct bio *bio)
 	bio->end_io = batch_end_io;
 	bio->private = b;
 	int rc = blk_submit_bio(q, bio);
-	if (rc < 0)
+	if (rc < 0) {
+		if (b->bio_done)
+			b->bio_done(bio, rc, b->bio_done_ctx);
 		batch_done(b, rc);
+	}
 	return rc;
 }
 

@@ -29,6 +29,8 @@ const struct tunable_desc blk_queue_tunables[] = {
 	  "schedulers honour NOIDLE: no idling after WRITE_SYNC_PLUG (1, 2.6.30)" },
 	{ "ssd_plug", TUNABLE_BOOL, 0, 1, 1, offsetof(struct blk_tunables, ssd_plug), "",
 	  "plug non-rotational devices unless they queue (1, 2.6.30) or never (0)" },
+	{ "single_dispatch", TUNABLE_BOOL, 0, 1, 1, offsetof(struct blk_tunables, single_dispatch), "",
+	  "cfq: quantum caps a queue's requests in the drive, 4x when alone (1, 2.6.30) or only while others wait (0, 2.6.29)" },
 	{ NULL, 0, 0, 0, 0, 0, NULL, NULL },
 };
 
@@ -120,9 +122,11 @@ int blk_queue_set(struct blk_queue *q, const char *name, const char *value)
 			blk_pools_reevaluate(q);
 		if (d->offset == offsetof(struct blk_tunables, sync_async_pools) ||
 		    d->offset == offsetof(struct blk_tunables, noidle) ||
-		    d->offset == offsetof(struct blk_tunables, ssd_plug))
+		    d->offset == offsetof(struct blk_tunables, ssd_plug) ||
+		    d->offset == offsetof(struct blk_tunables, single_dispatch))
 			q->preset = "custom";
 		q->elv.honour_noidle = q->t.noidle;
+		q->elv.single_dispatch = q->t.single_dispatch;
 		pthread_mutex_unlock(&q->lock);
 		return 0;
 	}
@@ -229,6 +233,30 @@ static int validate_opt(void *ctx, const char *name, const char *value)
 int blk_opts_validate(const char *opts)
 {
 	return opts_parse(opts, validate_opt, NULL);
+}
+
+struct preset_find {
+	char *name;
+	size_t len;
+	bool found;
+};
+
+static int preset_cb(void *ctx, const char *name, const char *value)
+{
+	struct preset_find *f = ctx;
+	if (!strcmp(name, "preset") && value) {
+		snprintf(f->name, f->len, "%s", value);
+		f->found = true;
+	}
+	return 0;
+}
+
+bool blk_opts_preset(const char *opts, char *name, size_t len)
+{
+	struct preset_find f = { .name = name, .len = len };
+	if (opts && *opts && len)
+		(void)opts_parse(opts, preset_cb, &f);
+	return f.found;
 }
 
 unsigned blk_queue_sync_batch_op(struct blk_queue *q)

@@ -95,6 +95,9 @@ struct elevator {
 	bool queuing;           /* device queue depth > 1 (tagged) */
 	bool honour_noidle;     /* era toggle: false = 2.6.29/2.6.30-rc1, idle
 				 * after every sync request, NOIDLE ignored */
+	bool single_dispatch;   /* era toggle (cfq): false = 2.6.29/2.6.30-rc1,
+				 * a queue alone in the scheduler has no cap on
+				 * its requests in the driver */
 
 	/* Written by the scheduler. */
 	uint64_t kick_ns;       /* 0 = nothing; otherwise blk calls dispatch()

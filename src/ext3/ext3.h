@@ -64,6 +64,8 @@ struct ext3_mount_opts {
 	size_t file_readahead;      /* max readahead window per open file, 0 = off */
 	char *blk_opts;             /* block queue tunables and presets (owned), or NULL */
 	int data_mode;              /* EXT3_DATA_*, 0 = default (see above) */
+	int era_data_mode;          /* an era preset's default (ext3_era_data_mode), 0 = none:
+				     * takes the place of the build's default */
 	struct jbd_config jcfg;     /* commit=, barrier=, nobarrier, journal_ioprio= */
 	int errors;                 /* EXT3_ERRORS_* (ext3_format.h), 0 = the superblock's */
 	int data_err;               /* EXT3_DATA_ERR_*, 0 = ignore */
@@ -76,6 +78,13 @@ void ext3_mount_opts_init(struct ext3_mount_opts *o);
 int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts);
 void ext3_mount_opts_release(struct ext3_mount_opts *o);
 const char *ext3_data_mode_name(int mode);
+/* The default data mode of era preset `preset` (blk_preset_is_era) when
+ * neither data= nor the superblock's default mount options choose one:
+ * the kernel's CONFIG_EXT3_DEFAULTS_TO_ORDERED. 2.6.29: ordered; 2.6.30-rc1
+ * and 2.6.30: writeback (Linus made it a Kconfig option defaulting to
+ * writeback just before 2.6.30-rc1, seed 000). 0 for anything else (the
+ * build's EXT3_DATA_MODE_DEFAULT applies). */
+int ext3_era_data_mode(const char *preset);
 
 /* Mount flags. Without EXT3_MOUNT_JOURNAL the mount is read-only and never
  * writes, except that a journal needing recovery is replayed first (as the

@@ -101,8 +101,9 @@ static int journal_has_revoke(struct ext3_fs *fs)
 	return r;
 }
 
-/* The data mode: the option, else the superblock's default, else the
- * build's; a mode other than journal needs the revoke feature. */
+/* The data mode: the option, else the superblock's default, else the era
+ * preset's (o->era_data_mode), else the build's; a mode other than journal
+ * needs the revoke feature. */
 static int data_mode_resolve(struct ext3_fs *fs, const struct ext3_mount_opts *o, unsigned flags)
 {
 	int mode = o->data_mode;
@@ -111,7 +112,7 @@ static int data_mode_resolve(struct ext3_fs *fs, const struct ext3_mount_opts *o
 		case EXT3_DEFM_JMODE_DATA: mode = EXT3_DATA_JOURNAL; break;
 		case EXT3_DEFM_JMODE_ORDERED: mode = EXT3_DATA_ORDERED; break;
 		case EXT3_DEFM_JMODE_WBACK: mode = EXT3_DATA_WRITEBACK; break;
-		default: mode = EXT3_DATA_MODE_DEFAULT; break;
+		default: mode = o->era_data_mode ? o->era_data_mode : EXT3_DATA_MODE_DEFAULT; break;
 		}
 	}
 	if (mode != EXT3_DATA_JOURNAL && !o->noload && (fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL)) {

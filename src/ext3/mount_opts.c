@@ -223,11 +223,26 @@ int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts)
 		if (rc)
 			rc = err_wrap(-EINVAL, "mount options");
 	}
-	/* An era preset brings its 2009 mount defaults (barrier=0) unless
-	 * barrier= was given, in any order. */
-	if (!rc)
+	/* An era preset brings its 2009 mount defaults (barrier=0, fs/jbd's
+	 * commit) unless barrier= / journal_shadow= was given, in any order,
+	 * and its default data mode, which data= or the superblock's default
+	 * mount options override at mount (data_mode_resolve). */
+	if (!rc) {
 		jbd_config_era_defaults_opts(&o->jcfg, o->blk_opts);
+		char preset[32];
+		if (blk_opts_preset(o->blk_opts, preset, sizeof preset))
+			o->era_data_mode = ext3_era_data_mode(preset);
+	}
 	return rc;
+}
+
+int ext3_era_data_mode(const char *preset)
+{
+	if (!preset || !blk_preset_is_era(preset))
+		return 0;
+	/* CONFIG_EXT3_DEFAULTS_TO_ORDERED arrived (default n) in the 2.6.30
+	 * merge window, before -rc1; 2.6.29 knew only ordered. */
+	return strcmp(preset, "2.6.29") ? EXT3_DATA_WRITEBACK : EXT3_DATA_ORDERED;
 }
 
 const char *ext3_data_mode_name(int mode)

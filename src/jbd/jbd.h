@@ -62,7 +62,7 @@ struct jbd_location {
 				* length; with bmap: 0 = trust s_maxlen, else a bound */
 };
 
-/* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4,data_err=abort") ---- */
+/* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4,journal_shadow=copy,data_err=abort") ---- */
 
 struct jbd_config {
 	unsigned commit_interval_ms; /* commit=N seconds (0 = default 5) */
@@ -73,6 +73,17 @@ struct jbd_config {
 	 * jbd_inode and counted instead of aborting the journal; data_err=abort
 	 * (the default here; 2.6.30 ext3's own default was ignore) aborts. */
 	bool data_err_ignore;
+	/* journal_shadow=wait: 2.6.30's fs/jbd commit. The ordered data is
+	 * written and waited for before the metadata goes to the log, and a
+	 * metadata buffer whose log copy is being written (BJ_Shadow) gets
+	 * write access only when that write completes: a handle waits for
+	 * the commit's log I/O, issued at journal_ioprio. The era presets
+	 * bring it. journal_shadow=copy (nostall's default): the log copies
+	 * are the commit's own memory, taken under the journal lock, so no
+	 * handle ever waits for log I/O; data and log writes overlap
+	 * (jbd2's order). */
+	bool shadow_wait;
+	bool shadow_set;             /* journal_shadow= given: era defaults keep out */
 };
 void jbd_config_default(struct jbd_config *c);
 /* Apply one option. -ENOENT (no message) for a name that is not the
@@ -82,9 +93,11 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value);
 /* Apply a whole option string; unknown names are errors. */
 int jbd_config_parse(struct jbd_config *c, const char *opts);
 /* The mount defaults of era preset `preset` (blk_preset_is_era): barrier=0,
- * ext3's default until 2.6.38, unless barrier= or nobarrier was given (an
- * explicit option always wins, whatever the order). nostall's own default
- * (no preset, or preset=nostall) stays barrier=1. NULL: nothing. */
+ * ext3's default until 2.6.38, unless barrier= or nobarrier was given, and
+ * journal_shadow=wait (fs/jbd's commit) unless journal_shadow= was given
+ * (an explicit option always wins, whatever the order). nostall's own
+ * default (no preset, or preset=nostall) stays barrier=1,
+ * journal_shadow=copy. NULL: nothing. */
 void jbd_config_era_defaults(struct jbd_config *c, const char *preset);
 /* The same for the last preset= in a block-queue option string (a
  * filesystem's mount options), if any. */
@@ -282,6 +295,8 @@ struct jbd_stats {
 	uint64_t lock_updates;       /* jbd_journal_lock_updates (outermost) */
 	uint64_t handles;
 	uint64_t handle_waits_locked, handle_waits_nofit, handle_waits_space;
+	uint64_t shadow_waits;       /* write accesses that waited for a log write (journal_shadow=wait) */
+	uint64_t shadow_wait_ns;     /* ... their total wait */
 	uint64_t checkpoints, checkpoint_writes, tail_advances, wraps;
 	uint64_t sb_writes;
 	uint32_t head, tail, free, maxlen, first; /* log positions now */

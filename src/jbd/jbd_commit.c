@@ -42,7 +42,15 @@
  * The commit block is WRITE_SYNC (sync_dirty_buffer), WRITE under 2.6.29.
  *
  * The log blocks are private memory copies, so nothing a new transaction
- * does to a buffer can reach the log of this one.
+ * does to a buffer can reach the log of this one. With journal_shadow=wait
+ * (the era presets) the commit runs as 2.6.30's fs/jbd did: the ordered
+ * data is written and waited for first (DATA_SUBMIT, DATA_WAIT, then
+ * REVOKE, METADATA, LOG_WAIT), and each metadata buffer is shadowed from
+ * the moment its log copy is taken until that log write completes (the
+ * bio's completion clears it and wakes j->wait_shadow); a handle asking
+ * for write access to a shadowed buffer waits (jbd_trans.c). The copy
+ * still protects the log; the wait is the 2009 latency, bounded by how
+ * fast the log write gets through the queue at journal_ioprio (seed 010).
  *
  * Locking: j->lock around every shared field; never held across I/O or a
  * jbd_inode op.
@@ -56,6 +64,7 @@
 #include "../util/err.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +208,39 @@ int jbd_commit_submit(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, u
 	return blk_batch_submit(j->q, &c->batch, &b->bio);
 }
 
+/* A log block's bio completed (or was refused): its buffer is no longer
+ * shadowed. Runs on the completing thread, no lock held; the jh stays
+ * valid because the committing transaction owns it until FINISH, which
+ * comes after every bio of the batch is done. */
+static void commit_bio_done(struct bio *bio, int err, void *ctx)
+{
+	(void)err; /* the batch records it; the commit aborts at its wait */
+	struct jbd_journal *j = ctx;
+	struct jbd_logblk *b = (struct jbd_logblk *)((char *)bio - offsetof(struct jbd_logblk, bio));
+	if (!b->shadow)
+		return;
+	pthread_mutex_lock(&j->lock);
+	b->shadow->shadow = false;
+	b->shadow = NULL;
+	pthread_cond_broadcast(&j->wait_shadow);
+	pthread_mutex_unlock(&j->lock);
+}
+
+/* Unshadow what a failed commit never submitted (ABORT, after the batch
+ * is done). */
+static void commit_unshadow_all(struct jbd_commit *c)
+{
+	pthread_mutex_lock(&c->j->lock);
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->blks[i]->shadow) {
+			c->blks[i]->shadow->shadow = false;
+			c->blks[i]->shadow = NULL;
+		}
+	}
+	pthread_cond_broadcast(&c->j->wait_shadow);
+	pthread_mutex_unlock(&c->j->lock);
+}
+
 /* Record the error that sends the commit to ABORT. */
 enum jbd_commit_phase jbd_commit_error(struct jbd_commit *c, int err, const char *what)
 {
@@ -249,6 +291,7 @@ static enum jbd_commit_phase phase_switch(struct jbd_commit *c)
 	int nrevblk = (c->nrev + j->revokes_per_block - 1) / j->revokes_per_block;
 	j->reserved_committing = t->nbuffers + (t->nbuffers + j->tags_per_desc - 1) / j->tags_per_desc + nrevblk + 1;
 	c->sync = t->sync;
+	c->data_first = j->cfg.shadow_wait;
 	/* New handles may start the next transaction now. */
 	pthread_cond_broadcast(&j->wait_locked);
 	pthread_mutex_unlock(&j->lock);
@@ -267,6 +310,11 @@ static void metadata_copy(struct jbd_commit *c, struct jbd_jh *jh, struct jbd_lo
 	const void *src = jh->frozen ? jh->frozen : buf_data(jh->bh);
 	memcpy(b->data, src, j->bs);
 	jh->copied = true;
+	if (c->data_first) {
+		/* BJ_Shadow until the log write completes (commit_bio_done). */
+		jh->shadow = true;
+		b->shadow = jh;
+	}
 	/* A committed copy (undo access) takes the frozen one at FINISH. */
 	if (!jh->committed && !jh->committed_stale) {
 		free(jh->frozen);
@@ -430,6 +478,7 @@ static enum jbd_commit_phase phase_finish(struct jbd_commit *c)
 static enum jbd_commit_phase phase_abort(struct jbd_commit *c)
 {
 	(void)blk_batch_wait(c->j->q, &c->batch);
+	commit_unshadow_all(c);
 	err_wrap(c->err, "jbd: commit of transaction %u: %s", c->tid, c->failed ? c->failed : "failed");
 	jbd_journal_abort(c->j, c->err);
 	return JBD_CP_DONE;
@@ -469,6 +518,36 @@ static const unsigned phase_next[JBD_CP_PHASES] = {
 	[JBD_CP_ABORT] = PH(JBD_CP_DONE),
 };
 
+/* fs/jbd's order (journal_shadow=wait): the data first, then the log.
+ * Legal successors and the success successor of each reordered phase. */
+static const unsigned phase_next_jbd[JBD_CP_PHASES] = {
+	[JBD_CP_LOCK] = PH(JBD_CP_SWITCH) | PH(JBD_CP_DONE),
+	[JBD_CP_SWITCH] = PH(JBD_CP_DATA_SUBMIT) | PH(JBD_CP_DONE),
+	[JBD_CP_DATA_SUBMIT] = PH(JBD_CP_DATA_WAIT) | PH(JBD_CP_ABORT),
+	[JBD_CP_DATA_WAIT] = PH(JBD_CP_REVOKE) | PH(JBD_CP_ABORT),
+	[JBD_CP_REVOKE] = PH(JBD_CP_METADATA) | PH(JBD_CP_ABORT),
+	[JBD_CP_METADATA] = PH(JBD_CP_LOG_WAIT) | PH(JBD_CP_ABORT),
+	[JBD_CP_LOG_WAIT] = PH(JBD_CP_COMMIT_BLOCK) | PH(JBD_CP_ABORT),
+	[JBD_CP_COMMIT_BLOCK] = PH(JBD_CP_FINISH) | PH(JBD_CP_ABORT),
+	[JBD_CP_FINISH] = PH(JBD_CP_DONE),
+	[JBD_CP_ABORT] = PH(JBD_CP_DONE),
+};
+static const enum jbd_commit_phase jbd_order_succ[JBD_CP_PHASES] = {
+	[JBD_CP_DATA_SUBMIT] = JBD_CP_DATA_WAIT,
+	[JBD_CP_DATA_WAIT] = JBD_CP_REVOKE,
+	[JBD_CP_METADATA] = JBD_CP_LOG_WAIT,
+};
+
+/* The phase after `from` that returned `ret`: a success in a reordered
+ * phase goes where fs/jbd's order says. */
+static enum jbd_commit_phase phase_order(const struct jbd_commit *c, enum jbd_commit_phase from,
+					 enum jbd_commit_phase ret)
+{
+	if (!c->data_first || ret == JBD_CP_ABORT || ret == JBD_CP_DONE || !jbd_order_succ[from])
+		return ret;
+	return jbd_order_succ[from];
+}
+
 const char *jbd_commit_phase_name(enum jbd_commit_phase p)
 {
 	static const char *names[JBD_CP_PHASES] = { "LOCK",     "SWITCH",   "DATA_SUBMIT",  "REVOKE",
@@ -481,7 +560,8 @@ const char *jbd_commit_phase_name(enum jbd_commit_phase p)
  * condition: stop at once rather than write a corrupt log. */
 static void phase_check(const struct jbd_commit *c, enum jbd_commit_phase from, enum jbd_commit_phase to)
 {
-	if ((unsigned)to < JBD_CP_PHASES && (phase_next[from] & PH(to)))
+	const unsigned *next = c->data_first ? phase_next_jbd : phase_next;
+	if ((unsigned)to < JBD_CP_PHASES && (next[from] & PH(to)))
 		return;
 	fprintf(stderr, "jbd: BUG: commit of transaction %u: illegal phase transition %s -> %s\n", c->tid,
 		jbd_commit_phase_name(from), jbd_commit_phase_name(to));
@@ -492,9 +572,11 @@ void jbd_commit_transaction(struct jbd_journal *j)
 {
 	struct jbd_commit c = { .j = j, .t0 = clock_now_ns() };
 	blk_batch_init(&c.batch);
+	c.batch.bio_done = commit_bio_done;
+	c.batch.bio_done_ctx = j;
 	enum jbd_commit_phase p = JBD_CP_LOCK;
 	while (p != JBD_CP_DONE) {
-		enum jbd_commit_phase next = phase_fns[p](&c);
+		enum jbd_commit_phase next = phase_order(&c, p, phase_fns[p](&c));
 		phase_check(&c, p, next);
 		p = next;
 	}

@@ -131,6 +131,9 @@ struct jbd_jh {
 	bool dirty_t;                    /* dirtied in t */
 	bool dirty_next;                 /* dirtied in next_t */
 	bool copied;                     /* the commit of t has taken its log copy */
+	bool shadow;                     /* journal_shadow=wait: that log copy is being
+					  * written (BJ_Shadow); cleared at its
+					  * completion, which wakes j->wait_shadow */
 	bool jdirty;                     /* committed, not yet written home */
 };
 
@@ -161,6 +164,7 @@ struct jbd_journal {
 	pthread_cond_t wait_thread;    /* wakes the commit thread */
 	pthread_cond_t wait_inode;     /* a jbd_inode's commit op returned */
 	pthread_cond_t wait_barrier;   /* lock_updates released */
+	pthread_cond_t wait_shadow;    /* a shadowed buffer's log write completed */
 	pthread_mutex_t checkpoint_mutex;
 	pthread_mutex_t sb_mutex;
 
@@ -202,7 +206,9 @@ struct jbd_inode {
  * A state machine: each phase runs on the commit thread and returns the
  * next one; jbd_commit_transaction checks every transition (an illegal one
  * is a bug: abort()). A runtime error in a phase goes to ABORT, which
- * aborts the journal. */
+ * aborts the journal. The phases return the successor in the default
+ * (jbd2) order below; with journal_shadow=wait the machine runs fs/jbd's
+ * order instead: DATA_SUBMIT, DATA_WAIT, REVOKE, METADATA, LOG_WAIT. */
 enum jbd_commit_phase {
 	JBD_CP_LOCK = 0,      /* RUNNING -> LOCKED: no new handles, wait for the open ones */
 	JBD_CP_SWITCH,        /* LOCKED -> FLUSH: the committing transaction; a new one may run */
@@ -223,6 +229,8 @@ const char *jbd_commit_phase_name(enum jbd_commit_phase p);
 struct jbd_logblk {
 	struct bio bio;
 	void *data;
+	struct jbd_jh *shadow;    /* journal_shadow=wait: the buffer this is the log
+				   * copy of, shadowed until the bio completes */
 };
 
 struct jbd_commit {
@@ -230,6 +238,7 @@ struct jbd_commit {
 	struct jbd_transaction *t;
 	uint32_t tid;
 	bool sync;
+	bool data_first;               /* journal_shadow=wait: fs/jbd's phase order */
 	unsigned write_op, commit_op;  /* the era's ops (jbd_commit.c) */
 	uint64_t t0;
 	int nrev;                      /* revoke records (fixed at SWITCH) */

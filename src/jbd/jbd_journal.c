@@ -34,6 +34,8 @@ void jbd_config_default(struct jbd_config *c)
 	c->ioprio_class = BLK_IOPRIO_CLASS_BE;
 	c->ioprio_level = 4;
 	c->data_err_ignore = false;
+	c->shadow_wait = false;
+	c->shadow_set = false;
 }
 
 int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
@@ -70,6 +72,16 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
 		c->ioprio_level = lvl;
 		return 0;
 	}
+	if (!strcmp(name, "journal_shadow")) {
+		if (value && !strcmp(value, "wait"))
+			c->shadow_wait = true;
+		else if (value && !strcmp(value, "copy"))
+			c->shadow_wait = false;
+		else
+			return err_set(-EINVAL, "jbd: journal_shadow=%s: want wait or copy", value ? value : "");
+		c->shadow_set = true;
+		return 0;
+	}
 	if (!strcmp(name, "data_err")) {
 		if (value && !strcmp(value, "ignore"))
 			c->data_err_ignore = true;
@@ -86,7 +98,7 @@ static int config_cb(void *ctx, const char *name, const char *value)
 {
 	int rc = jbd_config_set(ctx, name, value);
 	if (rc == -ENOENT)
-		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, data_err=)",
+		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, journal_shadow=, data_err=)",
 			       name);
 	return rc;
 }
@@ -100,24 +112,20 @@ int jbd_config_parse(struct jbd_config *c, const char *opts)
 
 void jbd_config_era_defaults(struct jbd_config *c, const char *preset)
 {
-	if (preset && blk_preset_is_era(preset) && !c->barrier_set)
+	if (!preset || !blk_preset_is_era(preset))
+		return;
+	if (!c->barrier_set)
 		c->barrier = false;
-}
-
-static int preset_cb(void *ctx, const char *name, const char *value)
-{
-	char *last = ctx;
-	if (!strcmp(name, "preset") && value)
-		snprintf(last, 32, "%s", value);
-	return 0;
+	/* fs/jbd waited on BJ_Shadow buffers in every 2009 kernel (and until
+	 * ext3 left the tree); nostall's own default copies instead. */
+	if (!c->shadow_set)
+		c->shadow_wait = true;
 }
 
 void jbd_config_era_defaults_opts(struct jbd_config *c, const char *queue_opts)
 {
-	char last[32] = "";
-	if (queue_opts && *queue_opts)
-		(void)opts_parse(queue_opts, preset_cb, last); /* validated by the queue */
-	if (last[0])
+	char last[32];
+	if (blk_opts_preset(queue_opts, last, sizeof last))
 		jbd_config_era_defaults(c, last);
 }
 
@@ -195,6 +203,7 @@ void jbd__abort(struct jbd_journal *j, int err)
 	pthread_cond_broadcast(&j->wait_updates);
 	pthread_cond_broadcast(&j->wait_commit);
 	pthread_cond_broadcast(&j->wait_thread);
+	pthread_cond_broadcast(&j->wait_shadow);
 }
 
 void jbd_journal_abort(struct jbd_journal *j, int err)
@@ -286,6 +295,7 @@ static void journal_free(struct jbd_journal *j)
 		pthread_cond_destroy(&j->wait_thread);
 		pthread_cond_destroy(&j->wait_inode);
 		pthread_cond_destroy(&j->wait_barrier);
+		pthread_cond_destroy(&j->wait_shadow);
 	}
 	jbd_map_free(&j->map);
 	free(j->sbbuf);
@@ -377,6 +387,7 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 	clock_cond_init(&j->wait_thread);
 	clock_cond_init(&j->wait_inode);
 	clock_cond_init(&j->wait_barrier);
+	clock_cond_init(&j->wait_shadow);
 	j->inited = true;
 	/* s_start non-zero from now on: a crash replays what commits. */
 	rc = jbd_write_superblock(j, j->tail_sequence, j->tail, 0, true);

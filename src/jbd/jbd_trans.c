@@ -15,6 +15,16 @@
  * only for buffers whose next owner has not been granted access without a
  * frozen copy, so the two never race.
  *
+ * With journal_shadow=wait (2.6.30's fs/jbd) a buffer whose log copy the
+ * committing transaction is writing (jh->shadow, BJ_Shadow) is not handed
+ * to a new transaction until that write completes: the first access of the
+ * running transaction sleeps on j->wait_shadow with no lock held, then
+ * starts over. Later accesses of the same transaction (it already has the
+ * buffer as next_t, through a frozen copy or an earlier wait) go through,
+ * as in the kernel. The waiter holds its handle open meanwhile, which can
+ * only delay the running transaction's commit, never the committing one's
+ * log I/O, so there is no cycle.
+ *
  * Locking: j->lock for all of the above; get_write_access takes the buffer
  * lock first (waiting for checkpoint I/O on it), then j->lock.
  */
@@ -307,6 +317,24 @@ static struct jbd_jh *jh_get(struct jbd_journal *j, struct buffer_head *bh)
 
 enum access { ACCESS_WRITE, ACCESS_CREATE, ACCESS_UNDO };
 
+/* Sleep until bh's log write completes (or the journal aborts). The
+ * caller's reference keeps bh; its journal head is looked up afresh each
+ * time, since the commit may free it once unshadowed. */
+static void shadow_wait(struct jbd_journal *j, struct buffer_head *bh)
+{
+	uint64_t t0 = clock_now_ns();
+	pthread_mutex_lock(&j->lock);
+	j->st.shadow_waits++;
+	for (;;) {
+		struct jbd_jh *jh = buf_private(bh);
+		if (j->aborted || !jh || !jh->shadow)
+			break;
+		pthread_cond_wait(&j->wait_shadow, &j->lock);
+	}
+	j->st.shadow_wait_ns += clock_now_ns() - t0;
+	pthread_mutex_unlock(&j->lock);
+}
+
 static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum access kind)
 {
 	struct jbd_journal *j = h->j;
@@ -315,10 +343,12 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum acce
 		return err_set(-EINVAL, "jbd: get_write_access on a stopped handle");
 	if (buf_cache_of(bh) != j->cache)
 		return err_set(-EINVAL, "jbd: buffer of another cache");
+	int rc;
+again:
 	/* Wait for I/O on the buffer (a checkpoint write) to finish. */
 	buf_lock(bh);
 	pthread_mutex_lock(&j->lock);
-	int rc = 0;
+	rc = 0;
 	if (j->aborted) {
 		rc = -EROFS;
 		goto out;
@@ -327,6 +357,14 @@ static int do_get_access(struct jbd_handle *h, struct buffer_head *bh, enum acce
 	if (!jh) {
 		rc = -ENOMEM;
 		goto out;
+	}
+	if (jh->shadow && jh->t != t && jh->next_t != t) {
+		/* BJ_Shadow: the committing transaction is writing this
+		 * buffer to the log; 2.6.30 could not copy it out now. */
+		pthread_mutex_unlock(&j->lock);
+		buf_unlock(bh);
+		shadow_wait(j, bh);
+		goto again;
 	}
 	/* A dirty-in-cache buffer now belongs to the journal: its changes
 	 * reach the disk through the log. */
@@ -469,6 +507,7 @@ void jbd__jh_commit_done(struct jbd_jh *jh, struct jbd_transaction *t)
 	copies_commit_done(jh);
 	jh->dirty_t = false;
 	jh->copied = false;
+	jh->shadow = false; /* its log write is done: LOG_WAIT came first */
 	jh->t = NULL;
 	if (jh->next_t) {
 		struct jbd_transaction *nt = jh->next_t;

@@ -7,7 +7,10 @@
  * The matrix: every workload in data=ordered per era preset; the modes
  * where the claim is about modes (fsync-under-stream under 2.6.30, every
  * mode per preset in a full run); atime's journal_ioprio BE/4 vs RT/4 and
- * max-sectors' max_sectors_kb 512 vs 64 under 2.6.30. Every run gets a
+ * max-sectors' max_sectors_kb 512 vs 64 under 2.6.30. fsync-under-stream
+ * runs every era in its default data mode (config "era-default": ordered
+ * for 2.6.29, writeback for 2.6.30-rc1 and 2.6.30, ext3_era_data_mode)
+ * and in ordered and writeback (config "stream") beside it. Every run gets a
  * fresh filesystem in a child process (repro_job.c); the parent keeps no
  * threads, so fork is safe.
  */
@@ -16,6 +19,7 @@
 #include "../cmds.h"
 
 #include "dev/dev.h"
+#include "ext3/ext3.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -127,6 +131,14 @@ static void add_nostall(struct rp_bench *b, const char *workload, enum rp_kind k
 		snprintf(r->status, sizeof r->status, "skipped: not built (data=guarded is issue 10, wt-guarded)");
 }
 
+/* fsync-under-stream's config: "era-default" for the era's default data
+ * mode (what a 2009 user of that kernel got without data=), else "stream". */
+static const char *fus_config(const char *preset, const char *mode)
+{
+	int m = ext3_era_data_mode(preset);
+	return m && !strcmp(ext3_data_mode_name(m), mode) ? "era-default" : "stream";
+}
+
 static void matrix_build(struct rp_bench *b)
 {
 	bool full = !b->quick && !b->micro;
@@ -134,12 +146,14 @@ static void matrix_build(struct rp_bench *b)
 		add_nostall(b, "jens", RP_JENS, presets[i], "ordered", "idle", NULL);
 	for (int i = 0; i < NPRESETS && b->kind_on[RP_JENS_STREAM]; i++)
 		add_nostall(b, "jens", RP_JENS_STREAM, presets[i], "ordered", "stream", NULL);
-	/* ordered and writeback per era (the era claim in both), every mode
-	 * under 2.6.30; a full run: every mode per era */
+	/* ordered and writeback per era (one of them the era's default mode:
+	 * the era claim; ordered in every era: the 2009 mode's own view),
+	 * every mode under 2.6.30; a full run: every mode per era */
 	for (int i = 0; i < NPRESETS && b->kind_on[RP_FUS]; i++)
 		for (int m = 0; m < NMODES; m++)
 			if (full || m < 2 || i == NPRESETS - 1)
-				add_nostall(b, "fsync-under-stream", RP_FUS, presets[i], modes[m], "stream", NULL);
+				add_nostall(b, "fsync-under-stream", RP_FUS, presets[i], modes[m],
+					    fus_config(presets[i], modes[m]), NULL);
 	for (int i = 0; i < NPRESETS && b->kind_on[RP_TESTER]; i++)
 		add_nostall(b, "fsync-tester", RP_TESTER, presets[i], "ordered", "random-writer", NULL);
 	static const char *const prio[] = { "journal_ioprio=BE/4", "journal_ioprio=RT/4" };

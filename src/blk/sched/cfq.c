@@ -412,10 +412,13 @@ static struct request *cfq_dispatch(struct elevator *e, bool force)
 		max_dispatch = 1;
 	if (q->dispatched >= max_dispatch) {
 		/* IDLE: one at a time; others waiting: no more; alone: up to
-		 * four times the quantum. */
-		if (cfqq_class_idle(q) || cd->busy_queues > 1)
+		 * four times the quantum. Before 2.6.30's single-request
+		 * dispatch (single_dispatch off) a queue alone had no cap:
+		 * an async streamer could fill the drive's queue. */
+		if (cd->busy_queues > 1)
 			goto out;
-		if (q->dispatched >= 4 * (uint64_t)max_dispatch)
+		if (e->single_dispatch &&
+		    (cfqq_class_idle(q) || q->dispatched >= 4 * (uint64_t)max_dispatch))
 			goto out;
 	}
 	/* Dispatching ends an idle window the queue's new request left
@@ -428,9 +431,15 @@ static struct request *cfq_dispatch(struct elevator *e, bool force)
 	q->slice_dispatch++;
 	q->must_dispatch = false;
 	/* An async queue that used its request budget, or an IDLE queue after
-	 * one request, gives way when others wait. */
+	 * one request, gives way when others wait. Before single_dispatch the
+	 * budget was counted per dispatch round, which moved at most quantum
+	 * requests: a budget above quantum (16 at BE/4) never ran out, only
+	 * the async slice's time did. */
+	uint64_t used = q->slice_dispatch;
+	if (!e->single_dispatch && used > max_dispatch)
+		used = max_dispatch;
 	if (cd->busy_queues > 1 &&
-	    ((!q->sync && q->slice_dispatch >= cfq_prio_to_maxrq(cd, q->ioprio)) || cfqq_class_idle(q))) {
+	    ((!q->sync && used >= cfq_prio_to_maxrq(cd, q->ioprio)) || cfqq_class_idle(q))) {
 		q->slice_end = e->now_ns + 1;
 		cfq_slice_expired(cd, false);
 	}
