@@ -160,10 +160,11 @@ int jbd_cleanup_tail(struct jbd_journal *j)
 {
 	pthread_mutex_lock(&j->sb_mutex);
 	pthread_mutex_lock(&j->lock);
-	if (j->aborted) {
+	if (j->aborted || j->emptied) {
+		bool aborted = j->aborted;
 		pthread_mutex_unlock(&j->lock);
 		pthread_mutex_unlock(&j->sb_mutex);
-		return j->aborted ? -EIO : 0;
+		return aborted ? -EIO : 0;
 	}
 	uint32_t tail, seq;
 	struct list_node *first = list_first(&j->checkpoint_list);

@@ -178,6 +178,7 @@ struct jbd_journal {
 	uint32_t head, tail, tail_sequence, free;
 	int reserved_committing;           /* log blocks the commit still allocates */
 	bool aborted;
+	bool emptied;                /* destroy wrote s_start 0: the tail never moves again (j->lock + sb_mutex) */
 	int err;
 	bool stopping, thread_running;
 	/* jbd_journal_lock_updates: barrier_depth > 0 keeps new handles out;

@@ -453,12 +453,20 @@ int jbd_journal_destroy(struct jbd_journal *j)
 		if (rc == 0 && !jbd_journal_aborted(j)) {
 			/* Clean: nothing to replay; the next mount starts after the
 			 * last id used (the kernel's ++j_transaction_sequence). */
+			/* Under sb_mutex, and marked emptied: a tail update still in
+			 * flight (the commit thread's checkpoint after its last
+			 * commit) would otherwise rewrite s_start from j->head after
+			 * this write - a clean image whose journal says "replay me"
+			 * (found by nostall crashtest). */
+			pthread_mutex_lock(&j->sb_mutex);
 			pthread_mutex_lock(&j->lock);
 			j->tail = 0;
 			j->tail_sequence = ++j->transaction_sequence;
+			j->emptied = true;
 			uint32_t seq = j->tail_sequence;
 			pthread_mutex_unlock(&j->lock);
-			rc = jbd_write_superblock(j, seq, 0, 0, true);
+			rc = jbd__write_sb(j, seq, 0, 0);
+			pthread_mutex_unlock(&j->sb_mutex);
 			if (rc == 0)
 				rc = jbd_map_flush(&j->map);
 		}
