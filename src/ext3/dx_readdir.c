@@ -166,7 +166,8 @@ static int dxr_deliver(struct dxr *r, size_t ready)
 		}
 		i = end;
 	}
-	memmove(r->v, r->v + ready, (r->n - ready) * sizeof *r->v);
+	if (ready && r->n > ready) /* memmove(NULL, ...) is undefined even for 0 bytes */
+		memmove(r->v, r->v + ready, (r->n - ready) * sizeof *r->v);
 	r->n -= ready;
 	return rc;
 }
