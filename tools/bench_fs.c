@@ -244,13 +244,15 @@ const char *fsb_workload_name(enum fsb_workload w)
 static void bench_fs_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--json] [--quick]\n"
+		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--json] [--quick]\n"
 		"       nostall bench fs --mount [--peers] [--device file:PATH] [-o OPTS] [--workload ..] [--json] [--quick]\n"
 		"  --device SPEC   device (default: a 2 GiB file under /tmp, removed after); its\n"
 		"                  contents are destroyed (mkfs per run)\n"
 		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
 		"                  (default: journal, ordered, writeback and guarded)\n"
 		"  --quick         tiny sizes (checks, not measurements)\n"
+		"  --seconds S     fsync-under-stream's measuring time (default 10, 6 on sim:;\n"
+		"                  p99 is printed from 100 samples on)\n"
 		"  --mount         the workloads through `nostall mount` (FUSE), data=ordered unless\n"
 		"                  -o data=MODE; -o also takes the daemon's options (docs/fuse.md)\n"
 		"  --peers         with --mount, as root: also kernel ext3 (loop device, data=ordered\n"
@@ -347,6 +349,8 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 	b->dev_bytes = g.size_bytes;
 	b->sim = !strncmp(b->spec, "sim:", 4) || strstr(b->spec, ":sim:");
 	fsb_sizes_pick(b);
+	if (b->seconds > 0)
+		b->sz.fus_seconds = b->seconds;
 	if (b->sz.fs_bytes < 64 * FSB_MiB) {
 		fprintf(stderr, "nostall bench fs: device '%s' is too small (want at least 64 MiB)\n", b->spec);
 		return 1;
@@ -379,7 +383,8 @@ int bench_fs(int argc, char **argv)
 		{ "device", required_argument, NULL, 'd' }, { "workload", required_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },         { "mount", no_argument, NULL, 'm' },
-		{ "peers", no_argument, NULL, 'p' },        { NULL, 0, NULL, 0 },
+		{ "peers", no_argument, NULL, 'p' },        { "seconds", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
 	};
 	optind = 1;
 	int ch;
@@ -392,6 +397,15 @@ int bench_fs(int argc, char **argv)
 		case 'o': b.user_opts = optarg; break;
 		case 'm': b.mount = true; break;
 		case 'p': b.peers = true; break;
+		case 's': {
+			char *end;
+			b.seconds = strtod(optarg, &end);
+			if (*end || !(b.seconds > 0 && b.seconds <= 3600)) {
+				fprintf(stderr, "nostall bench fs: --seconds wants 0 < S <= 3600, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'h': bench_fs_usage(stdout); return 0;
 		default: bench_fs_usage(stderr); return 2;
 		}

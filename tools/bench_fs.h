@@ -37,6 +37,7 @@ struct fsb {
 	bool mount, peers;        /* --mount, --peers (bench_fs_mount.c) */
 	uint64_t dev_bytes;
 	uint64_t cache_bytes;     /* the mount's cache= (default 64 MiB) */
+	double seconds;           /* --seconds: fsync-under-stream time (0 = the size's default) */
 	struct fsb_sizes sz;
 };
 

@@ -1,9 +1,11 @@
 /* nostall: command-line entry point. */
 #include "cmds.h"
 #include "fs/common.h"
+#include "fuse/fuse_ioc.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A command is either a function (fn, usage) or a filesystem command
  * descriptor (fs), which carries its own usage line. */
@@ -61,6 +63,11 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* `nostall info MOUNTPOINT` asks a running FUSE daemon (an image is a
+	 * file, a mount point a directory). */
+	struct stat st;
+	if (argc == 3 && !strcmp(argv[1], "info") && stat(argv[2], &st) == 0 && S_ISDIR(st.st_mode))
+		return nfuse_info_mountpoint(argv[2]);
 	for (size_t i = 0; i < NR_COMMANDS; i++) {
 		if (strcmp(argv[1], commands[i].name))
 			continue;

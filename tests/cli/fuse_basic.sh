@@ -88,6 +88,10 @@ roundtrip() { # opts label
 	truncate -s 100000 "$m/blob2" && [ "$(stat -c %s "$m/blob2")" = 100000 ] || fail "$2: truncate"
 	dd if=/dev/zero of="$m/big" bs=1M count=20 status=none conv=fsync || fail "$2: 20 MB write"
 	"$NOSTALL" sync "$m" || fail "$2: nostall sync"
+	# The mode in use: the build default (guarded) unless -o data= says.
+	want=guarded
+	case ${1:-} in *data=*) want=${1#*data=}; want=${want%%,*} ;; esac
+	"$NOSTALL" info "$m" | grep -q "^Data mode: *$want\$" || fail "$2: nostall info MOUNTPOINT: $("$NOSTALL" info "$m" 2>&1)"
 	ls "$m" | sort | tr '\n' ' ' | grep -q "^big blob blob2 d hard lost+found sym $" || fail "$2: listing: $(ls "$m")"
 	"$NOSTALL" umount "$m" || fail "$2: nostall umount"
 	mountpoint -q "$m" && fail "$2: still mounted after nostall umount"

@@ -192,3 +192,24 @@ int cmd_sync(int argc, char **argv)
 	}
 	return 0;
 }
+
+int nfuse_info_mountpoint(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "nostall info: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	char mode[16] = { 0 };
+	int rc = ioctl(fd, NOSTALL_IOC_DATA_MODE, mode);
+	int e = errno;
+	close(fd);
+	if (rc < 0) {
+		fprintf(stderr, "nostall info: %s: %s\n", dir, e == ENOTTY ? "not a nostall mount" : strerror(e));
+		return 1;
+	}
+	mode[sizeof mode - 1] = 0;
+	printf("%-26s %s\n", "Mount point:", dir);
+	printf("%-26s %s\n", "Data mode:", mode);
+	return 0;
+}

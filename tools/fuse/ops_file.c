@@ -11,6 +11,7 @@
 #include "fuse_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,11 +406,24 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &v);
 }
 
-/* NOSTALL_IOC_SYNC: what sync(2) would do if it reached a FUSE daemon. */
+/* NOSTALL_IOC_SYNC: what sync(2) would do if it reached a FUSE daemon.
+ * NOSTALL_IOC_DATA_MODE: the data mode in use (nostall info MOUNTPOINT). */
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
 {
+	if (cmd == NOSTALL_IOC_DATA_MODE) {
+		struct nostall_info info;
+		char mode[16] = { 0 };
+		int rc = nostall_info(nfuse_of(req)->fs, &info);
+		if (rc) {
+			nfuse_reply_rc(req, rc);
+			return;
+		}
+		snprintf(mode, sizeof mode, "%s", info.data_mode);
+		fuse_reply_ioctl(req, 0, mode, out_bufsz < sizeof mode ? out_bufsz : sizeof mode);
+		return;
+	}
 	if (cmd != NOSTALL_IOC_SYNC) {
 		fuse_reply_err(req, ENOTTY);
 		return;
