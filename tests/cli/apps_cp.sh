@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (long application run; its C code runs under ASan in the unit tests)
 # cp -a of a large tree on the FUSE mount in every data mode
 # (tests/lib/apps_common.sh): the varied host tree of tests/lib/fs_mktree.py
 # plus a bulk of generated files (sizes from 0 to a few MiB) is copied onto

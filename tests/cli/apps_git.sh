@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (long application run; its C code runs under ASan in the unit tests)
 # git on the FUSE mount in every data mode (tests/lib/apps_common.sh): a
 # generated tree of several thousand files is committed over many commits
 # (each adding, changing, renaming and deleting files), `git fsck --full`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (long application run; its C code runs under ASan in the unit tests)
 # A parallel build on the FUSE mount in every data mode
 # (tests/lib/apps_common.sh): a generated C project (modules, a shared
 # header, a static library, a program) is built with make -j, the program

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (long application run; its C code runs under ASan in the unit tests)
 # rsync on the FUSE mount in every data mode (tests/lib/apps_common.sh): the
 # varied host tree of tests/lib/fs_mktree.py (hard links, symlinks, sparse
 # files, xattrs, devices, odd owners and times) goes onto the mount with

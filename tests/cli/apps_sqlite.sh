@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (long application run; its C code runs under ASan in the unit tests)
 # sqlite3 on the FUSE mount in every data mode (tests/lib/apps_common.sh):
 # autocommit inserts with synchronous=FULL (each one fsyncs) in WAL and in
 # rollback-journal (DELETE) mode, then PRAGMA integrity_check = ok and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (long application run; its C code runs under ASan in the unit tests)
 # tar on the FUSE mount in every data mode (tests/lib/apps_common.sh): a
 # varied host tree (tests/lib/fs_mktree.py: every file type, sparse files,
 # hard links, symlinks, user.* and trusted.* xattrs, odd owners, modes and

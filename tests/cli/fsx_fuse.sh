@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (long application run; its C code runs under ASan in the unit tests)
 # The exerciser and Debian's stress tools on the FUSE mount
 # (docs/exerciser.md; shared set-up in tests/lib/apps_common.sh):
 #   1. fsx (tests/fsx), seeded, on a default mount (data=ordered) and with
