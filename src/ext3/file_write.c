@@ -109,6 +109,10 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 	if (rc)
 		return rc;
 	uint32_t blocks0 = in->a.blocks;
+	if (guarded && (rc = ext3_guarded_write_begin(in, off, len)) < 0) {
+		(void)ext3_journal_stop(h);
+		return rc;
+	}
 	ssize_t n = page_mapping_write(m, off, buf, len, in->i_size);
 	if (n > 0) {
 		bool grew = off + (uint64_t)n > in->i_size;

@@ -428,6 +428,26 @@ int ext3_guarded_block_new(struct ext3_inode *in, uint64_t index)
 	return rc;
 }
 
+int ext3_guarded_write_begin(struct ext3_inode *in, uint64_t off, uint64_t len)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g || !len || off + len <= in->i_disksize)
+		return 0; /* inside the on-disk size: the size does not move */
+	uint64_t bs = in->fs->g.block_size;
+	uint64_t mapped_end = (in->i_size + bs - 1) / bs * bs; /* pages below may have blocks */
+	if (off >= mapped_end)
+		return 0; /* only new blocks: data_map files their extents */
+	int rc = 0;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_get(g, in);
+	if (gi)
+		gi->hole_fill = true;
+	else
+		rc = err_set(-ENOMEM, "ext3: out of memory for guarded data");
+	pthread_mutex_unlock(&g->lock);
+	return rc;
+}
+
 int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
