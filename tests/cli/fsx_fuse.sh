@@ -25,9 +25,9 @@ echo "fsx_fuse: $OPS ops, seed $SEED (NOSTALL_FSX_SEED=$SEED to repeat)"
 img=$APPS_TMP/fs.img
 mnt=$APPS_TMP/mnt
 
-fresh() { # opts label
+fresh() { # opts label [size]
 	rm -f "$img"
-	mke2fs -q -F -t ext3 -I 256 -b 4096 "$img" 512M >/dev/null 2>&1 || { fail "$2: mke2fs"; return 1; }
+	mke2fs -q -F -t ext3 -I 256 -b 4096 "$img" "${3:-512M}" >/dev/null 2>&1 || { fail "$2: mke2fs"; return 1; }
 	apps_mount "$img" "$mnt" "$1"
 }
 finish() { # label
@@ -55,14 +55,16 @@ done
 
 # stress-ng: each stressor checks its own results (--verify); they run
 # side by side so that they also race each other.
-# KNOWN BUG (issue 10 open): data=guarded (the default) under -o
-# writeback_cache loses written data in stress-ng's readahead stressor
-# (pages read back after the kernel wrote them back and dropped them); the
-# writeback_cache run is in data=ordered until it is fixed - said as a skip.
-echo "SKIP: stress-ng with writeback_cache runs in data=ordered: data=guarded + writeback_cache fails the readahead stressor (known bug, issue 10)"
-for opts in "" "writeback_cache,data=ordered"; do
+# The image must not fill: the stressors' defaults (mmap-file 256M,
+# copy-file 256M, sync-file, readahead 64M, ...) oversubscribe 512M, and
+# with -o writeback_cache write(2) has returned before the kernel sends the
+# data, so a write-back the daemon refuses with ENOSPC is lost in every data
+# mode (the readahead and hdd stressors then read holes). 2G (sparse) leaves
+# room; fsync/close are where such a loss is reported, and these stressors
+# do not check them.
+for opts in "" "writeback_cache"; do
 	label="stress-ng ${opts:-default}"
-	fresh "$opts" "$label" || continue
+	fresh "$opts" "$label" 2G || continue
 	mkdir "$mnt/s"
 	t0=$SECONDS
 	if ! (cd "$mnt/s" && stress-ng --temp-path . --verify --timeout "${STRESS_S}s" \
