@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
 #include "lib/oracles.h"
 
 #include "api/api_int.h"
@@ -35,18 +36,6 @@
 
 static char tmpdir[256];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static uint8_t pat(unsigned id, uint64_t off)
 {
 	uint64_t x = (off / 8 + 1) * 0x9e3779b97f4a7c15ull + (id + 1) * 0xbf58476d1ce4e5b9ull;
@@ -57,14 +46,14 @@ static uint8_t pat(unsigned id, uint64_t off)
 static void mkimg(const char *name, unsigned bs, unsigned kib, char *img, size_t n)
 {
 	snprintf(img, n, "%s/%s", tmpdir, name);
-	assert_int_equal(run("mke2fs -q -t ext3 -b %u -F '%s' %uk >/dev/null 2>&1", bs, img, kib), 0);
+	assert_int_equal(fsimg_run("mke2fs -q -t ext3 -b %u -F '%s' %uk >/dev/null 2>&1", bs, img, kib), 0);
 }
 
 static void fsck_clean(const char *img)
 {
-	int rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
+	int rc = fsimg_run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
 	if (rc) {
-		(void)run("head -30 '%s/fsck.out'", tmpdir);
+		(void)fsimg_run("head -30 '%s/fsck.out'", tmpdir);
 		fail_msg("e2fsck -fn %s: exit %d", img, rc);
 	}
 }
@@ -425,7 +414,7 @@ static uint64_t first_block_of(const char *img, unsigned bs, uint64_t len)
 {
 	char copy[300];
 	snprintf(copy, sizeof copy, "%.290s.probe", img);
-	assert_int_equal(run("cp '%s' '%s'", img, copy), 0);
+	assert_int_equal(fsimg_run("cp '%s' '%s'", img, copy), 0);
 	struct nostall_fs *fs = mnt(copy, "data=guarded,commit=60");
 	put(fs, "/e", 9, 0, len);
 	struct nostall_file *f = NULL;
@@ -514,7 +503,7 @@ static void test_default_mode(void **state)
 	assert_string_equal(info.data_mode, "guarded");
 	umnt(fs);
 	/* the superblock's default mount options win */
-	assert_int_equal(run("tune2fs -o journal_data_ordered '%s' >/dev/null 2>&1", img), 0);
+	assert_int_equal(fsimg_run("tune2fs -o journal_data_ordered '%s' >/dev/null 2>&1", img), 0);
 	fs = mnt(img, NULL);
 	assert_int_equal(nostall_info(fs, &info), 0);
 	assert_string_equal(info.data_mode, "ordered");
@@ -605,16 +594,9 @@ static void test_concurrent(void **state)
 
 int main(void)
 {
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-guarded-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	int orc = oracles_check("test_ext3_guarded", "mke2fs e2fsck tune2fs");
-	if (orc >= 0) {
-		rmdir(tmpdir);
+	int orc = fsimg_main_begin("test_ext3_guarded", "guarded", "mke2fs e2fsck tune2fs", NULL, tmpdir, sizeof tmpdir);
+	if (orc >= 0)
 		return orc;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle_1k),    cmocka_unit_test(test_lifecycle_4k),
 		cmocka_unit_test(test_hole_fill),       cmocka_unit_test(test_fsync_isolation),
@@ -623,7 +605,6 @@ int main(void)
 		cmocka_unit_test(test_concurrent),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	if (!getenv("NOSTALL_KEEP"))
-		(void)run("rm -rf '%s'", tmpdir);
+	fsimg_tmpdir_remove(tmpdir);
 	return rc;
 }

@@ -35,6 +35,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
 #include "lib/oracles.h"
 
 #include "dev/dev.h"
@@ -60,18 +61,6 @@
 static char tmpdir[256];
 static uint64_t seed;
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static uint64_t rnd(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -89,9 +78,9 @@ static uint8_t pat(unsigned id, uint64_t off)
 
 static void fsck_clean(const char *img)
 {
-	int rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
+	int rc = fsimg_run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", img, tmpdir);
 	if (rc) {
-		(void)run("head -40 '%s/fsck.out'", tmpdir);
+		(void)fsimg_run("head -40 '%s/fsck.out'", tmpdir);
 		fail_msg("e2fsck -fn %s: exit %d", img, rc);
 	}
 }
@@ -143,9 +132,9 @@ static void rec_start(struct rec *r, const char *name, unsigned bs, unsigned kib
 	snprintf(r->img, sizeof r->img, "%s/%s.img", tmpdir, name);
 	snprintf(r->base, sizeof r->base, "%s/%s.base", tmpdir, name);
 	snprintf(r->log, sizeof r->log, "%s/%s.log", tmpdir, name);
-	assert_int_equal(run("mke2fs -q -t ext3 -b %u %s -F '%s' %uk >/dev/null 2>&1", bs, mkfs, r->img,
+	assert_int_equal(fsimg_run("mke2fs -q -t ext3 -b %u %s -F '%s' %uk >/dev/null 2>&1", bs, mkfs, r->img,
 			     kib), 0);
-	assert_int_equal(run("cp --sparse=always '%s' '%s'", r->img, r->base), 0);
+	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", r->img, r->base), 0);
 	char spec[800];
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", r->img, r->log);
 	int rc = dev_open(spec, &r->d);
@@ -172,7 +161,7 @@ static void rec_remove(struct rec *r)
 /* The crash state after entries [0, upto) of the recording. */
 static void crash_image(const struct rec *r, uint64_t upto, const char *out)
 {
-	assert_int_equal(run("cp --sparse=always '%s' '%s'", r->base, out), 0);
+	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", r->base, out), 0);
 	char spec[400];
 	snprintf(spec, sizeof spec, "file:%s", out);
 	struct dev *d;
@@ -272,7 +261,7 @@ static long long orphan_head(const char *crash)
 {
 	char copy[500], spec[520];
 	snprintf(copy, sizeof copy, "%s.journal", crash);
-	assert_int_equal(run("cp --sparse=always '%s' '%s'", crash, copy), 0);
+	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", crash, copy), 0);
 	snprintf(spec, sizeof spec, "file:%s", copy);
 	struct dev *d;
 	assert_int_equal(dev_open(spec, &d), 0);
@@ -318,7 +307,7 @@ static void orphan_case(unsigned bs)
 	snprintf(a, sizeof a, "%s/orphan.nostall", tmpdir);
 	snprintf(e, sizeof e, "%s/orphan.e2fsck", tmpdir);
 	crash_image(&r, mark_index(r.log, "unlinked") + 1, a);
-	assert_int_equal(run("cp --sparse=always '%s' '%s'", a, e), 0);
+	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", a, e), 0);
 	/* the crash state has the file on the orphan list */
 	assert_int_equal(orphan_head(a), (long long)ino);
 	/* nostall: the mount recovers the journal and frees the orphan */
@@ -328,7 +317,7 @@ static void orphan_case(unsigned bs)
 	umnt(fs);
 	fsck_clean(a);
 	/* e2fsck frees it too */
-	int rc = run("e2fsck -fy '%s' >/dev/null 2>&1", e);
+	int rc = fsimg_run("e2fsck -fy '%s' >/dev/null 2>&1", e);
 	assert_true(rc == 0 || rc == 1);
 	fsck_clean(e);
 	assert_int_equal(dumpe2fs_field(e, "First orphan inode"), -1);
@@ -430,7 +419,7 @@ static unsigned truncate_attempt(unsigned bs, const char *mode)
 		snprintf(where, sizeof where, "truncate bs %u data=%s, crash point %llu", bs, mode,
 			 (unsigned long long)pts[k]);
 		crash_image(&r, pts[k], a);
-		assert_int_equal(run("cp --sparse=always '%s' '%s'", a, e), 0);
+		assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", a, e), 0);
 		if (orphan_head(a) > 0)
 			halfway++;
 		fs = mnt(a, opts, 0);
@@ -451,7 +440,7 @@ static unsigned truncate_attempt(unsigned bs, const char *mode)
 		check_data(fs, "/other", 4, 20 * KIB, true, 0, 0, where);
 		umnt(fs);
 		fsck_clean(a);
-		int rc = run("e2fsck -fy '%s' >/dev/null 2>&1", e);
+		int rc = fsimg_run("e2fsck -fy '%s' >/dev/null 2>&1", e);
 		assert_true(rc == 0 || rc == 1);
 		fsck_clean(e);
 		if (dumpe2fs_field(a, "Free blocks") != dumpe2fs_field(e, "Free blocks"))
@@ -612,14 +601,14 @@ static void fsync_case(unsigned bs, const char *mode)
 		snprintf(where, sizeof where, "fsync bs %u data=%s seed %llu, crash point %llu (round %d)",
 			 bs, mode, (unsigned long long)seed, (unsigned long long)upto, round);
 		crash_image(&r, upto, a);
-		assert_int_equal(run("cp --sparse=always '%s' '%s'", a, e), 0);
+		assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", a, e), 0);
 		/* nostall's recovery: a read-write mount */
 		fs = mnt(a, opts, 0);
 		check_round(fs, &s, round, where);
 		umnt(fs);
 		fsck_clean(a);
 		/* e2fsck's recovery, read by a read-only mount */
-		int rc = run("e2fsck -y -E journal_only '%s' >/dev/null 2>&1", e);
+		int rc = fsimg_run("e2fsck -y -E journal_only '%s' >/dev/null 2>&1", e);
 		if (rc != 0 && rc != 1)
 			fail_msg("%s: e2fsck -E journal_only: exit %d", where, rc);
 		fs = mnt(e, NULL, NOSTALL_MOUNT_RDONLY);
@@ -664,20 +653,9 @@ static void test_fsync_writeback_4k(void **state)
 
 int main(void)
 {
-	const char *s = getenv("NOSTALL_SEED");
-	seed = s && *s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	printf("test_fs_crash: seed %llu (rerun: NOSTALL_SEED=%llu)\n", (unsigned long long)seed,
-	       (unsigned long long)seed);
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-fscrash-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	int orc = oracles_check("test_fs_crash", "mke2fs e2fsck dumpe2fs");
-	if (orc >= 0) {
-		rmdir(tmpdir);
+	int orc = fsimg_main_begin("test_fs_crash", "fscrash", "mke2fs e2fsck dumpe2fs", &seed, tmpdir, sizeof tmpdir);
+	if (orc >= 0)
 		return orc;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orphan_unlinked_1k), cmocka_unit_test(test_orphan_unlinked_4k),
 		cmocka_unit_test(test_truncate_cut_1k),    cmocka_unit_test(test_truncate_cut_4k),
@@ -686,7 +664,6 @@ int main(void)
 		cmocka_unit_test(test_fsync_journal_4k),   cmocka_unit_test(test_fsync_writeback_4k),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	if (!getenv("NOSTALL_KEEP"))
-		(void)run("rm -rf '%s'", tmpdir);
+	fsimg_tmpdir_remove(tmpdir);
 	return rc;
 }

@@ -33,6 +33,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
 #include "lib/oracles.h"
 
 #include "dev/dev.h"
@@ -57,18 +58,6 @@
 
 static char tmpdir[256];
 static uint64_t seed;
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -348,7 +337,7 @@ static void make_image(struct wl *w)
 		assert_int_equal(fwrite(blk, 1, sizeof blk, f), sizeof blk);
 	}
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(run("mke2fs -q -t ext3 -b %u -E nodiscard -F '%s' >/dev/null 2>&1", w->bs, w->img),
+	assert_int_equal(fsimg_run("mke2fs -q -t ext3 -b %u -E nodiscard -F '%s' >/dev/null 2>&1", w->bs, w->img),
 			 0);
 }
 
@@ -358,7 +347,7 @@ static void record(struct wl *w, void (*fn)(struct wl *))
 	snprintf(w->base, sizeof w->base, "%s/%s-%s.base", tmpdir, w->name, w->mode);
 	snprintf(w->log, sizeof w->log, "%s/%s-%s.log", tmpdir, w->name, w->mode);
 	make_image(w);
-	assert_int_equal(run("cp '%s' '%s'", w->img, w->base), 0);
+	assert_int_equal(fsimg_run("cp '%s' '%s'", w->img, w->base), 0);
 	char spec[800], opts[64];
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", w->img, w->log);
 	snprintf(opts, sizeof opts, "data=%s", w->mode);
@@ -378,7 +367,7 @@ static void record(struct wl *w, void (*fn)(struct wl *))
 	if (rc)
 		fail_msg("umount: %s", nostall_errmsg(rc));
 	dev_close(w->d);
-	assert_int_equal(run("e2fsck -fn '%s' >/dev/null 2>&1", w->img), 0);
+	assert_int_equal(fsimg_run("e2fsck -fn '%s' >/dev/null 2>&1", w->img), 0);
 }
 
 static uint64_t mark_index(const char *log, const char *name)
@@ -401,7 +390,7 @@ static uint64_t mark_index(const char *log, const char *name)
 
 static void crash_image(const struct wl *w, uint64_t upto, const char *out)
 {
-	assert_int_equal(run("cp '%s' '%s'", w->base, out), 0);
+	assert_int_equal(fsimg_run("cp '%s' '%s'", w->base, out), 0);
 	char spec[420];
 	snprintf(spec, sizeof spec, "file:%s", out);
 	struct dev *d;
@@ -439,7 +428,7 @@ static bool orphans_pending(const char *crash)
 {
 	char copy[500], spec[520];
 	snprintf(copy, sizeof copy, "%s.journal", crash);
-	assert_int_equal(run("cp '%s' '%s'", crash, copy), 0);
+	assert_int_equal(fsimg_run("cp '%s' '%s'", crash, copy), 0);
 	snprintf(spec, sizeof spec, "file:%s", copy);
 	struct dev *d;
 	assert_int_equal(dev_open(spec, &d), 0);
@@ -536,7 +525,7 @@ static int crash_check(struct wl *w, uint64_t upto, bool *orphaned)
 	snprintf(e, sizeof e, "%s/crash.e2fsck", tmpdir);
 	snprintf(opts, sizeof opts, "data=%s", w->mode);
 	crash_image(w, upto, a);
-	assert_int_equal(run("cp '%s' '%s'", a, e), 0);
+	assert_int_equal(fsimg_run("cp '%s' '%s'", a, e), 0);
 	*orphaned = orphans_pending(a);
 	int stale = 0;
 	/* nostall: journal replay and orphan cleanup at a read-write mount */
@@ -548,20 +537,20 @@ static int crash_check(struct wl *w, uint64_t upto, bool *orphaned)
 		fail_msg("%s: mount: %s", where, nostall_errmsg(rc));
 	stale += check_state(w, fs, upto, where) > 0;
 	assert_int_equal(nostall_umount(fs), 0);
-	rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", a, tmpdir);
+	rc = fsimg_run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", a, tmpdir);
 	if (rc) {
-		(void)run("head -30 '%s/fsck.out'", tmpdir);
+		(void)fsimg_run("head -30 '%s/fsck.out'", tmpdir);
 		fail_msg("%s: e2fsck -fn after the nostall recovery: exit %d", where, rc);
 	}
 	/* e2fsck: journal, orphan list, full check; read by a read-only mount */
 	snprintf(where, sizeof where, "%s data=%s seed %llu, crash point %llu, e2fsck", w->name, w->mode,
 		 (unsigned long long)seed, (unsigned long long)upto);
-	rc = run("e2fsck -fy '%s' >'%s/fsck.out' 2>&1", e, tmpdir);
+	rc = fsimg_run("e2fsck -fy '%s' >'%s/fsck.out' 2>&1", e, tmpdir);
 	if (rc != 0 && rc != 1) {
-		(void)run("head -30 '%s/fsck.out'", tmpdir);
+		(void)fsimg_run("head -30 '%s/fsck.out'", tmpdir);
 		fail_msg("%s: e2fsck -fy: exit %d", where, rc);
 	}
-	rc = run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", e, tmpdir);
+	rc = fsimg_run("e2fsck -fn '%s' >'%s/fsck.out' 2>&1", e, tmpdir);
 	if (rc)
 		fail_msg("%s: e2fsck -fn after e2fsck -fy: exit %d", where, rc);
 	rc = nostall_mount(e, NULL, NOSTALL_MOUNT_RDONLY, &fs);
@@ -641,20 +630,9 @@ CASE(rename_replace, "rename-replace", 1024, true)
 
 int main(void)
 {
-	const char *s = getenv("NOSTALL_SEED");
-	seed = s && *s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	printf("test_fs_guarded_crash: seed %llu (rerun: NOSTALL_SEED=%llu)\n", (unsigned long long)seed,
-	       (unsigned long long)seed);
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/nostall-gcrash-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	int orc = oracles_check("test_fs_guarded_crash", "mke2fs e2fsck dumpe2fs");
-	if (orc >= 0) {
-		rmdir(tmpdir);
+	int orc = fsimg_main_begin("test_fs_guarded_crash", "gcrash", "mke2fs e2fsck dumpe2fs", &seed, tmpdir, sizeof tmpdir);
+	if (orc >= 0)
 		return orc;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_append_guarded),         cmocka_unit_test(test_append_writeback),
 		cmocka_unit_test(test_overwrite_guarded),      cmocka_unit_test(test_overwrite_writeback),
@@ -663,7 +641,6 @@ int main(void)
 		cmocka_unit_test(test_rename_replace_guarded), cmocka_unit_test(test_rename_replace_writeback),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	if (!getenv("NOSTALL_KEEP"))
-		(void)run("rm -rf '%s'", tmpdir);
+	fsimg_tmpdir_remove(tmpdir);
 	return rc;
 }

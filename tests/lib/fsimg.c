@@ -1,4 +1,5 @@
 #include "fsimg.h"
+#include "oracles.h"
 
 #include "dev/dev.h"
 #include "ext3/ext3.h"
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int status_of(int rc)
@@ -66,6 +68,25 @@ int fsimg_tmpdir(char *out, size_t n, const char *tag)
 		return -e;
 	}
 	return 0;
+}
+
+int fsimg_main_begin(const char *test, const char *tag, const char *oracles, uint64_t *seed,
+		     char *dir, size_t n)
+{
+	if (seed) {
+		const char *s = getenv("NOSTALL_SEED");
+		*seed = s && *s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+		printf("%s: seed %llu (rerun: NOSTALL_SEED=%llu)\n", test, (unsigned long long)*seed,
+		       (unsigned long long)*seed);
+	}
+	if (fsimg_tmpdir(dir, n, tag) < 0)
+		return 1;
+	int orc = oracles_check(test, oracles);
+	if (orc >= 0) {
+		rmdir(dir);
+		dir[0] = '\0';
+	}
+	return orc;
 }
 
 void fsimg_tmpdir_remove(const char *dir)

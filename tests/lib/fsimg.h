@@ -31,6 +31,12 @@ int fsimg_tmpdir(char *out, size_t n, const char *tag);
 /* rm -rf it, unless NOSTALL_TEST_KEEP or NOSTALL_KEEP is set (then say
  * where it is). */
 void fsimg_tmpdir_remove(const char *dir);
+/* The start of a test program's main(): the seed (NOSTALL_SEED=N, else
+ * time ^ pid; printed with the rerun command) into *seed unless seed is
+ * NULL, the temp dir (fsimg_tmpdir), the oracles (oracles_check). Returns
+ * -1 to go on, else main's exit status (the temp dir is gone then). */
+int fsimg_main_begin(const char *test, const char *tag, const char *oracles, uint64_t *seed,
+		     char *dir, size_t n);
 
 /* mke2fs -q -t ext3 -F -b bs EXTRA PATH KIBk. 0 or mke2fs's exit status. */
 int fsimg_mkfs(const char *path, unsigned bs, unsigned kib, const char *extra);
