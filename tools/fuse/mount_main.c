@@ -159,19 +159,10 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 	}
 	if (!a->foreground && chdir("/") < 0)
 		say("chdir /: %s", strerror(errno));
-	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-	if (!cfg) {
-		say("out of memory");
-		goto out_unmount;
-	}
-	fuse_loop_cfg_set_max_threads(cfg, nf->o.threads);
-	fuse_loop_cfg_set_clone_fd(cfg, 1);
-	int lrc = fuse_session_loop_mt(nf->se, cfg);
-	fuse_loop_cfg_destroy(cfg);
+	int lrc = nfuse_loop_run(nf->se, nf->o.threads, nf->o.handoff_us);
 	rc = lrc < 0 ? lrc : 0;
 	if (lrc < 0)
 		say("session loop: %s", strerror(-lrc));
-out_unmount:
 	fuse_session_unmount(nf->se);
 out_sig:
 	fuse_remove_signal_handlers(nf->se);

@@ -1,0 +1,309 @@
+/* The daemon's session loop (docs/fuse.md, "Threads"): leader/followers
+ * with a stall hand-off, instead of libfuse's multi-threaded loop.
+ *
+ * Why: libfuse's loop keeps several threads blocked in read(2) on
+ * /dev/fuse; the kernel wakes one waiter per request in turn, so
+ * consecutive requests of one client land on different threads (a
+ * context switch and cold caches each). One thread serving everything is
+ * about twice as fast for cold reads and small-file creates (measured),
+ * but an fsync (milliseconds of commit) or a read waiting for the disk
+ * would then stall every other process's requests.
+ *
+ * So one thread at a time, the leader, reads requests and serves them
+ * itself while they are quick. It gives up the reader role (a follower
+ * is woken, or a thread started, up to the threads= limit) when
+ *   - the request is one that waits for the disk by design (FSYNC,
+ *     FSYNCDIR, IOCTL: the sync ioctl): before serving it, or
+ *   - its request has run for handoff_us (default 1 ms; READ 20 times
+ *     that, see request_limit): the monitor
+ *     thread, woken by a timerfd the leader arms at each request, sees the
+ *     leader still busy with that request and hands the role on.
+ * A thread that lost the role finishes its request and then waits as a
+ * follower (or takes the role again if nobody holds it).
+ *
+ * Locking: lp->lock guards every field below it in struct nloop (the
+ * leader's request start, the role, the thread table). It is a leaf: no
+ * library call and no FUSE request is made under it. Threads other than
+ * the caller's block all signals, so SIGINT/SIGTERM reach the thread
+ * waiting in nfuse_loop_run (libfuse's handlers end the session there).
+ * Exit: the session ends (unmount: the read fails with ENODEV; a signal);
+ * the reader, blocked in read(2), is cancelled (cancellation is enabled
+ * only around the read), the followers are woken, all are joined. */
+#include "fuse_int.h"
+
+#include <errno.h>
+#include <linux/fuse.h> /* opcodes (struct fuse_in_header) */
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NLOOP_MAX_THREADS 256
+
+struct nloop {
+	struct fuse_session *se;
+	unsigned max_threads;
+	uint64_t handoff_ns;
+	int tfd;                      /* the monitor's timer, -1 with one thread */
+	sem_t finished;               /* posted when the session ends */
+
+	pthread_mutex_t lock;
+	pthread_cond_t followers;     /* idle threads wait for the reader role */
+	bool reader_taken;            /* a thread holds the reader role */
+	uint64_t leader_seq;          /* bumped each time the role is taken */
+	bool leader_busy;             /* the leader is serving a request */
+	uint64_t busy_due;            /* ... and hands the role on at (CLOCK_MONOTONIC ns) */
+	unsigned idle;                /* threads waiting in `followers` */
+	unsigned nthreads;
+	pthread_t threads[NLOOP_MAX_THREADS];
+	bool exiting;
+	int error;                    /* a read error that ended the loop */
+	uint64_t handoffs;            /* (stats) role given up mid-request */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *worker_main(void *arg);
+
+/* A new worker, created with every signal blocked (it inherits the mask).
+ * Under lp->lock. */
+static void worker_spawn(struct nloop *lp)
+{
+	if (lp->nthreads >= lp->max_threads || lp->exiting)
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_create(&lp->threads[lp->nthreads], NULL, worker_main, lp) == 0)
+		lp->nthreads++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The leader gives up the reader role: a follower takes it, or a new
+ * thread, or (all busy, at the limit) the first thread to finish. Under
+ * lp->lock. */
+static void role_release(struct nloop *lp)
+{
+	lp->reader_taken = false;
+	lp->leader_busy = false;
+	if (lp->idle)
+		pthread_cond_signal(&lp->followers);
+	else
+		worker_spawn(lp);
+}
+
+static void timer_arm(struct nloop *lp, uint64_t at_ns)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(at_ns / 1000000000u),
+						.tv_nsec = (long)(at_ns % 1000000000u) } };
+	timerfd_settime(lp->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* How long the leader may serve this request before the role goes on:
+ * 0 for requests that wait for the disk by design (the role goes first);
+ * READ gets NLOOP_READ_FACTOR times the limit, because the next READs are
+ * usually the same reader's readahead, which a second thread would serve
+ * out of order (measured: 1 ms for reads halved a cold sequential read). */
+#define NLOOP_READ_FACTOR 20
+static uint64_t request_limit(const struct nloop *lp, const struct fuse_buf *buf)
+{
+	if (buf->flags & FUSE_BUF_IS_FD || buf->size < sizeof(struct fuse_in_header))
+		return lp->handoff_ns;
+	uint32_t op = ((const struct fuse_in_header *)buf->mem)->opcode;
+	if (op == FUSE_FSYNC || op == FUSE_FSYNCDIR || op == FUSE_IOCTL)
+		return 0;
+	return op == FUSE_READ ? lp->handoff_ns * NLOOP_READ_FACTOR : lp->handoff_ns;
+}
+
+static void session_ended(struct nloop *lp, int err)
+{
+	pthread_mutex_lock(&lp->lock);
+	if (err < 0 && !lp->error)
+		lp->error = err;
+	lp->exiting = true;
+	pthread_cond_broadcast(&lp->followers);
+	pthread_mutex_unlock(&lp->lock);
+	fuse_session_exit(lp->se);
+	sem_post(&lp->finished);
+}
+
+static void buf_free(void *arg)
+{
+	free(((struct fuse_buf *)arg)->mem);
+}
+
+/* Serve requests as the leader until the role is lost (0) or the session
+ * ends (1). */
+static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
+{
+	for (;;) {
+		int old;
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+		int res = fuse_session_receive_buf(lp->se, buf);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+		if (res == -EINTR || res == -EAGAIN)
+			continue;
+		if (res <= 0 || fuse_session_exited(lp->se)) {
+			session_ended(lp, res);
+			return 1;
+		}
+		uint64_t limit = lp->tfd >= 0 ? request_limit(lp, buf) : 0, due = 0;
+		if (limit) {
+			due = now_ns() + limit;
+			timer_arm(lp, due);
+		}
+		pthread_mutex_lock(&lp->lock);
+		if (lp->tfd >= 0 && !limit) {
+			role_release(lp);
+		} else {
+			lp->leader_busy = true;
+			lp->busy_due = due;
+		}
+		pthread_mutex_unlock(&lp->lock);
+		fuse_session_process_buf(lp->se, buf);
+		pthread_mutex_lock(&lp->lock);
+		bool still = lp->reader_taken && lp->leader_seq == seq && !lp->exiting;
+		if (still)
+			lp->leader_busy = false;
+		pthread_mutex_unlock(&lp->lock);
+		if (!still)
+			return 0;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct nloop *lp = arg;
+	struct fuse_buf buf = { 0 };
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	pthread_cleanup_push(buf_free, &buf);
+	for (;;) {
+		pthread_mutex_lock(&lp->lock);
+		while (lp->reader_taken && !lp->exiting) {
+			lp->idle++;
+			pthread_cond_wait(&lp->followers, &lp->lock);
+			lp->idle--;
+		}
+		if (lp->exiting) {
+			pthread_mutex_unlock(&lp->lock);
+			break;
+		}
+		lp->reader_taken = true;
+		uint64_t seq = ++lp->leader_seq;
+		pthread_mutex_unlock(&lp->lock);
+		if (lead(lp, &buf, seq))
+			break;
+	}
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+/* The monitor: when the leader's request has run for handoff_ns, the role
+ * goes on. The timer is re-armed by the leader at each request, so it
+ * fires only after a quiet or a slow spell. */
+static void *monitor_main(void *arg)
+{
+	struct nloop *lp = arg;
+	for (;;) {
+		uint64_t n;
+		if (read(lp->tfd, &n, sizeof n) < 0 && errno != EINTR && errno != EAGAIN)
+			break;
+		pthread_mutex_lock(&lp->lock);
+		if (lp->exiting) {
+			pthread_mutex_unlock(&lp->lock);
+			break;
+		}
+		if (lp->reader_taken && lp->leader_busy && lp->busy_due) {
+			if (now_ns() >= lp->busy_due) {
+				lp->handoffs++;
+				role_release(lp);
+			} else {
+				timer_arm(lp, lp->busy_due); /* a newer request than the timer's */
+			}
+		}
+		pthread_mutex_unlock(&lp->lock);
+	}
+	return NULL;
+}
+
+int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned handoff_us)
+{
+	struct nloop *lp = calloc(1, sizeof *lp);
+	if (!lp)
+		return -ENOMEM;
+	lp->se = se;
+	lp->max_threads = max_threads < 1 ? 1 : max_threads > NLOOP_MAX_THREADS ? NLOOP_MAX_THREADS : max_threads;
+	lp->handoff_ns = (uint64_t)handoff_us * 1000u;
+	lp->tfd = -1;
+	pthread_mutex_init(&lp->lock, NULL);
+	pthread_cond_init(&lp->followers, NULL);
+	sem_init(&lp->finished, 0, 0);
+	int rc = 0;
+	pthread_t monitor;
+	bool have_monitor = false;
+	if (lp->max_threads > 1) {
+		lp->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (lp->tfd < 0) {
+			rc = -errno;
+			goto out;
+		}
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		have_monitor = pthread_create(&monitor, NULL, monitor_main, lp) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!have_monitor) {
+			rc = -EAGAIN;
+			goto out;
+		}
+	}
+	pthread_mutex_lock(&lp->lock);
+	worker_spawn(lp);
+	bool started = lp->nthreads > 0;
+	pthread_mutex_unlock(&lp->lock);
+	if (!started) {
+		rc = -EAGAIN;
+		session_ended(lp, rc);
+	}
+	/* a signal interrupts sem_wait; libfuse's handler has ended the session */
+	while (!fuse_session_exited(se))
+		sem_wait(&lp->finished);
+	pthread_mutex_lock(&lp->lock);
+	lp->exiting = true;
+	pthread_cond_broadcast(&lp->followers);
+	unsigned n = lp->nthreads;
+	if (have_monitor)
+		timer_arm(lp, 1); /* in the past: the monitor wakes and sees exiting */
+	pthread_mutex_unlock(&lp->lock);
+	/* The reader may be blocked in read(2): cancel every worker; one
+	 * serving a request has cancellation disabled and ends by itself. The
+	 * table does not grow any more (exiting). */
+	for (unsigned i = 0; i < n; i++)
+		pthread_cancel(lp->threads[i]);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(lp->threads[i], NULL);
+	if (have_monitor)
+		pthread_join(monitor, NULL);
+	rc = lp->error;
+	if (getenv("NOSTALL_FUSE_LOOP_STATS"))
+		fprintf(stderr, "loop: %u threads, %llu handoffs by the monitor, %llu leaders\n", n,
+			(unsigned long long)lp->handoffs, (unsigned long long)lp->leader_seq);
+out:
+	if (lp->tfd >= 0)
+		close(lp->tfd);
+	sem_destroy(&lp->finished);
+	pthread_cond_destroy(&lp->followers);
+	pthread_mutex_destroy(&lp->lock);
+	free(lp);
+	return rc;
+}
