@@ -63,6 +63,13 @@ struct nloop {
 	bool exiting;
 	int error;                    /* a read error that ended the loop */
 	uint64_t handoffs;            /* (stats) role given up mid-request */
+
+	/* NOSTALL_FUSE_STATS=FILE: per-opcode count, time and hand-offs written
+	 * to FILE when the session ends (measuring requests per operation) */
+	const char *stats_path;
+	struct {
+		uint64_t n, ns, max_ns;
+	} ops[64];
 };
 
 static uint64_t now_ns(void)
@@ -70,6 +77,33 @@ static uint64_t now_ns(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void stats_add(struct nloop *lp, uint32_t op, uint64_t ns)
+{
+	op = op < 64 ? op : 63;
+	__atomic_add_fetch(&lp->ops[op].n, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&lp->ops[op].ns, ns, __ATOMIC_RELAXED);
+	uint64_t m = __atomic_load_n(&lp->ops[op].max_ns, __ATOMIC_RELAXED);
+	while (ns > m && !__atomic_compare_exchange_n(&lp->ops[op].max_ns, &m, ns, false,
+						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static void stats_write(const struct nloop *lp, unsigned nthreads)
+{
+	FILE *f = fopen(lp->stats_path, "a");
+	if (!f)
+		return;
+	fprintf(f, "threads %u handoffs %llu leaders %llu\n", nthreads,
+		(unsigned long long)lp->handoffs, (unsigned long long)lp->leader_seq);
+	for (unsigned i = 0; i < 64; i++)
+		if (lp->ops[i].n)
+			fprintf(f, "op %u n %llu avg_us %.1f max_us %.1f\n", i,
+				(unsigned long long)lp->ops[i].n,
+				(double)lp->ops[i].ns / (double)lp->ops[i].n / 1e3,
+				(double)lp->ops[i].max_ns / 1e3);
+	fclose(f);
 }
 
 static void *worker_main(void *arg);
@@ -169,7 +203,12 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 			lp->busy_due = due;
 		}
 		pthread_mutex_unlock(&lp->lock);
+		uint64_t s0 = lp->stats_path ? now_ns() : 0;
+		uint32_t op = buf->size >= sizeof(struct fuse_in_header)
+				      ? ((const struct fuse_in_header *)buf->mem)->opcode : 0;
 		fuse_session_process_buf(lp->se, buf);
+		if (lp->stats_path)
+			stats_add(lp, op, now_ns() - s0);
 		pthread_mutex_lock(&lp->lock);
 		bool still = lp->reader_taken && lp->leader_seq == seq && !lp->exiting;
 		if (still)
@@ -245,6 +284,7 @@ int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned hando
 	lp->max_threads = max_threads < 1 ? 1 : max_threads > NLOOP_MAX_THREADS ? NLOOP_MAX_THREADS : max_threads;
 	lp->handoff_ns = (uint64_t)handoff_us * 1000u;
 	lp->tfd = -1;
+	lp->stats_path = getenv("NOSTALL_FUSE_STATS");
 	pthread_mutex_init(&lp->lock, NULL);
 	pthread_cond_init(&lp->followers, NULL);
 	sem_init(&lp->finished, 0, 0);
@@ -295,9 +335,8 @@ int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned hando
 	if (have_monitor)
 		pthread_join(monitor, NULL);
 	rc = lp->error;
-	if (getenv("NOSTALL_FUSE_LOOP_STATS"))
-		fprintf(stderr, "loop: %u threads, %llu handoffs by the monitor, %llu leaders\n", n,
-			(unsigned long long)lp->handoffs, (unsigned long long)lp->leader_seq);
+	if (lp->stats_path)
+		stats_write(lp, n);
 out:
 	if (lp->tfd >= 0)
 		close(lp->tfd);
