@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,43 @@ struct mctx {
 	struct mrow rows[FSB_NWORKLOADS][NSYS];
 	bool ran[FSB_NWORKLOADS];
 };
+
+/* SIGINT/SIGTERM/SIGHUP during a run: the phase under way ends (Ctrl-C
+ * also reaches the load child, which is in our process group; the mount
+ * daemons are not), the system is unmounted as after any run, and the
+ * run stops there; then the signal is raised again with its default
+ * action. No mount is left behind. */
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+	stop_sig = sig;
+}
+
+static void stop_handlers(bool install)
+{
+	struct sigaction sa = { .sa_handler = install ? on_stop : SIG_DFL };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Is dir a mount point (/proc/self/mountinfo's fifth field)? A mount
+ * command killed by the signal may have left one that p->mounted does not
+ * know of. */
+static bool dir_is_mounted(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return false;
+	char line[4096], mp[4096];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f))
+		found = sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && !strcmp(mp, dir);
+	fclose(f);
+	return found;
+}
 
 /* ------------------------------------------------------------ phases */
 
@@ -148,6 +186,10 @@ static int wl_phases(struct mctx *m, struct mrow *row, const enum rp_kind *ks, c
 {
 	for (int i = 0; i < n; i++) {
 		struct rp_run r;
+		if (stop_sig) {
+			snprintf(row->status, sizeof row->status, "failed: interrupted by signal %d", (int)stop_sig);
+			return -1;
+		}
 		if (i == 1 && cold(m, row))
 			return -1;
 		int rc = phase_run(m, row, ks[i], &r);
@@ -343,8 +385,11 @@ static void run_one(struct mctx *m, enum fsb_workload w, int s)
 		}
 		return;
 	}
-	mworkloads[w](m, row);
+	if (!stop_sig)
+		mworkloads[w](m, row);
 	fsb_progress(m->b, "%s on %s (%s): unmount", row->r.workload, sys->system, m->p.mode);
+	if (!m->p.mounted && stop_sig && dir_is_mounted(m->p.dir))
+		m->p.mounted = true; /* the mount command was killed after mounting */
 	rp_peer_umount(&m->p);
 	if (m->p.mounted && !row->status[0])
 		snprintf(row->status, sizeof row->status, "failed: could not unmount %.120s", m->p.dir);
@@ -396,14 +441,20 @@ int fsb_mount_run(struct fsb *b, const bool *selected, const char *image)
 		printf("bench fs --mount: %llu MiB filesystems on %s (host disk), fresh per system and workload;\n"
 		       "caches made cold before reads and stats (nostall: mount restarted; all: sync + drop_caches)\n",
 		       (unsigned long long)(b->sz.fs_bytes / FSB_MiB), image);
-	for (int w = 0; w < FSB_NWORKLOADS; w++) {
+	stop_sig = 0;
+	stop_handlers(true);
+	for (int w = 0; w < FSB_NWORKLOADS && !stop_sig; w++) {
 		if (!selected[w])
 			continue;
 		m->ran[w] = true;
 		for (int s = 0; s < NSYS; s++) {
 			m->rows[w][s].r.workload = fsb_workload_name((enum fsb_workload)w);
 			m->rows[w][s].system = msystems[s].system;
-			run_one(m, (enum fsb_workload)w, s);
+			if (stop_sig)
+				snprintf(m->rows[w][s].status, sizeof m->rows[w][s].status,
+					 "failed: interrupted by signal %d", (int)stop_sig);
+			else
+				run_one(m, (enum fsb_workload)w, s);
 		}
 		fprintf(stderr, "\r%82s\r", "");
 		if (m->rows[w][0].status[0])
@@ -415,7 +466,17 @@ int fsb_mount_run(struct fsb *b, const bool *selected, const char *image)
 		fflush(stdout);
 	}
 	print_targets(m);
+	if (dir_is_mounted(m->p.dir)) { /* a signal between a mount and its record */
+		m->p.mounted = true;
+		rp_peer_umount(&m->p);
+	}
 	rmdir(m->p.dir);
 	free(m);
+	int sig = stop_sig;
+	stop_handlers(false);
+	if (sig) {
+		fprintf(stderr, "nostall bench fs: interrupted (signal %d); nothing left mounted\n", sig);
+		raise(sig);
+	}
 	return ret;
 }
