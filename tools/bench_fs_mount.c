@@ -65,8 +65,8 @@ struct mctx {
 /* SIGINT/SIGTERM/SIGHUP during a run: the phase under way ends (Ctrl-C
  * also reaches the load child, which is in our process group; the mount
  * daemons are not), the system is unmounted as after any run, and the
- * run stops there; then the signal is raised again with its default
- * action. No mount is left behind. */
+ * run stops there with exit status 128 + the signal (the caller then
+ * removes its image file). No mount is left behind. */
 static volatile sig_atomic_t stop_sig;
 
 static void on_stop(int sig)
@@ -476,7 +476,7 @@ int fsb_mount_run(struct fsb *b, const bool *selected, const char *image)
 	stop_handlers(false);
 	if (sig) {
 		fprintf(stderr, "nostall bench fs: interrupted (signal %d); nothing left mounted\n", sig);
-		raise(sig);
+		ret = 128 + sig; /* the caller removes its image file */
 	}
 	return ret;
 }
