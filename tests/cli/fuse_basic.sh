@@ -4,7 +4,9 @@
 #      kernel (write, read back, append, rename, links, symlink, xattr,
 #      truncate, big file), nostall sync, nostall umount (returns when the
 #      image is clean), e2fsck -fn clean, the library sees the same data;
-#   2. -o writeback_cache: the same round trip;
+#   2. -o writeback_cache, -o threads=1: the same round trip; the session
+#      loop's hand-offs (NOSTALL_FUSE_STATS): every FSYNC hands the reader
+#      role on, threads=1 never does;
 #   3. bad input: missing image, corrupt superblock, missing mount point,
 #      a file as mount point, a busy mount point, an image already mounted,
 #      an unknown option: each one line on stderr, non-zero exit, and the
@@ -101,6 +103,34 @@ roundtrip() { # opts label
 }
 roundtrip "" "defaults"
 roundtrip writeback_cache "writeback_cache"
+roundtrip threads=1 "threads=1"
+
+# 1b. the session loop (tools/fuse/loop.c): with NOSTALL_FUSE_STATS the
+# daemon writes its hand-offs and per-opcode counts at unmount. Each FSYNC
+# (opcode 20) hands the reader role on before it is served, so five fsyncs
+# make at least six leaders (the first, then one per fsync); with threads=1
+# nobody takes it over: one leader, no hand-off.
+loopstats() { # opts label -> ls_ho ls_leaders (empty on failure)
+	local img=$tmp/ls.img
+	ls_ho="" ls_leaders=""
+	mkimg "$img"
+	rm -f "$tmp/stats"
+	NOSTALL_FUSE_STATS=$tmp/stats "$NOSTALL" mount ${1:+-o "$1"} "$img" "$m" || { fail "$2: mount"; return; }
+	python3 -c "
+import os
+fd = os.open('$m/f', os.O_CREAT | os.O_WRONLY, 0o644)
+for i in range(5):
+    os.write(fd, b'x' * 100)
+    os.fsync(fd)
+os.close(fd)" || fail "$2: fsyncs"
+	"$NOSTALL" umount "$m" || fail "$2: umount"
+	grep -q "^op 20 n 5 " "$tmp/stats" || { cat "$tmp/stats"; fail "$2: stats do not count 5 FSYNC requests"; }
+	read -r ls_ho ls_leaders < <(sed -n 's/^threads [0-9]* handoffs \([0-9]*\) leaders \([0-9]*\)$/\1 \2/p' "$tmp/stats")
+}
+loopstats "" "loop default"
+[ "${ls_leaders:-0}" -ge 6 ] || fail "loop default: '$ls_leaders' leaders for 5 fsyncs (each hands the role on)"
+loopstats threads=1 "loop threads=1"
+[ "${ls_leaders:-}" = 1 ] && [ "${ls_ho:-}" = 0 ] || fail "loop threads=1: '$ls_leaders' leaders, '$ls_ho' hand-offs (want 1 and 0)"
 
 # 3. bad input: one line, non-zero, nothing written
 mkimg "$tmp/good.img"
@@ -127,6 +157,7 @@ badcase "file as mount point" "$tmp/good.img" "$tmp/afile"
 badcase "unknown option" -o no_such_option "$tmp/good.img" "$m"
 badcase "bad option value" -o data=bogus "$tmp/good.img" "$m"
 badcase "bad daemon option" -o threads=0 "$tmp/good.img" "$m"
+badcase "bad hand-off time" -o handoff_us=5 "$tmp/good.img" "$m"
 [ "$(md5sum "$tmp/good.img" "$tmp/bad.img")" = "$sum0" ] || fail "bad input changed an image"
 mkimg "$tmp/other.img"
 "$NOSTALL" mount "$tmp/other.img" "$m" || fail "mount for the busy cases"
