@@ -6,8 +6,9 @@
 # "skipped: REASON"; nostall-fuse always runs; without --peers the peers are
 # skipped with that reason; one line per issue 11 target with its ratio;
 # the table form has a row per system and the targets; an unknown mount
-# option fails the run (exit 1) and says why; usage errors exit 2; nothing
-# is left mounted, attached or on disk.
+# option fails the run (exit 1) and says why; usage errors exit 2; SIGINT
+# mid-run exits 130 with nothing mounted; nothing is left mounted, attached
+# or on disk.
 # Needs /dev/fuse (exits 77 otherwise); the peers need root (their rows are
 # then checked to say so).
 # nostall-test: release-only
@@ -101,6 +102,24 @@ for args in "--peers" "--mount --device sim:ssd" "--mount --workload nope"; do
 	rc=0; "$NOSTALL" bench fs $args >/dev/null 2>&1 || rc=$?
 	[ "$rc" = 2 ] || fail "bench fs $args should exit 2 (got $rc)"
 done
+
+# SIGINT mid-run (once nostall-fuse's first phase runs): exit 128+2, the
+# interruption said on stderr, the mount gone (the kept --device image is
+# mounted nowhere)
+sigdev="$tmp/sig.img"
+truncate -s 128M "$sigdev"
+"$NOSTALL" bench fs --mount --quick --workload stream,creates,fsync-under-stream,jens --device "file:$sigdev" \
+	>"$tmp/sig.out" 2>"$tmp/sig.err" &
+bpid=$!
+for _ in $(seq 600); do
+	grep -q "stream-write on nostall-fuse" "$tmp/sig.err" && break
+	sleep 0.05
+done
+kill -INT "$bpid"
+rc=0; wait "$bpid" || rc=$?
+[ "$rc" = 130 ] || { tr '\r' '\n' <"$tmp/sig.err" | tail -3; fail "SIGINT: exit $rc, want 130"; }
+grep -q "interrupted (signal 2); nothing left mounted" "$tmp/sig.err" || fail "SIGINT: no message"
+! grep -q " fuse.nostall $sigdev " /proc/self/mountinfo || { fail "SIGINT: $sigdev still mounted"; "$NOSTALL" umount "$(grep " fuse.nostall $sigdev " /proc/self/mountinfo | cut -d' ' -f5)"; }
 
 # nothing left behind: no mount of, loop device on, or file of the images used
 for f in $(grep -oh '/tmp/nostall-benchfs\.[A-Za-z0-9]*' "$tmp/all.json" "$tmp/table" | sort -u) "$dev"; do
