@@ -86,7 +86,7 @@ done
 # remount, which reads it back through a fresh mount from the image.
 FIO=(--name=v --directory="$mnt/f" --rw=randwrite --bsrange=512-64k --size="$FIO_SIZE" --numjobs=2
 	--ioengine=psync --fsync=16 --verify=crc32c --verify_fatal=1 --randrepeat=1
-	--randseed="$SEED" --group_reporting)
+	--randseed="$SEED" --group_reporting --verify_state_save=0)
 for opts in "" "writeback_cache"; do
 	label="fio ${opts:-default}"
 	fresh "$opts" "$label" || continue
