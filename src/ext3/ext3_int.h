@@ -55,8 +55,9 @@ struct ext3_inode {
 		uint64_t last_lblk, last_phys; /* last block mapped: the next goal */
 		void *node;                 /* balloc.c's link in the fs-wide set */
 	} rsv;
-	/* orphan.c: the in-memory orphan list (fs->orphan_lock). */
-	struct ext3_inode *orphan_next;
+	/* orphan.c: the in-memory orphan list (fs->orphan_lock), doubly
+	 * linked so that a deletion finds its predecessor at once. */
+	struct ext3_inode *orphan_next, *orphan_prev;
 	bool on_orphan;
 	/* file_data.c: the page mapping of a regular file's data and its
 	 * ordered-data handle, created lazily under in->lock as writer and freed

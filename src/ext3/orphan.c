@@ -4,13 +4,15 @@
  * On disk the list starts at the superblock's s_last_orphan and goes on
  * through each orphan's i_dtime (the next orphan's number, 0 at the end).
  * In memory fs->orphans holds the same inodes in the same order, linked by
- * orphan_next; an orphan's on-disk i_dtime is always written from its
+ * orphan_next and back by orphan_prev (a deletion from the middle does not
+ * walk the list, which guarded mode's one entry per growing file makes
+ * long); an orphan's on-disk i_dtime is always written from its
  * in-memory successor (inode_write.c), so the two never disagree. New
  * orphans go at the head; a deletion from the middle rewrites the
  * predecessor's i_dtime (without its inode lock: only that field, under
  * fs->orphan_lock), a deletion of the head rewrites s_last_orphan.
  *
- * Locking: fs->orphan_lock protects fs->orphans, every orphan_next and the
+ * Locking: fs->orphan_lock protects fs->orphans, every orphan_next/_prev and the
  * orphans' on-disk i_dtime. It is taken after the inode lock and the
  * journal handle, before group locks and fs->sb_lock; an inode's on_orphan
  * changes under its own lock (writer) and fs->orphan_lock, so either one
@@ -47,6 +49,9 @@ int ext3_orphan_add(struct jbd_handle *h, struct ext3_inode *in)
 		return 0;
 	}
 	in->orphan_next = fs->orphans;
+	in->orphan_prev = NULL;
+	if (fs->orphans)
+		fs->orphans->orphan_prev = in;
 	fs->orphans = in;
 	in->on_orphan = true;
 	int rc = ext3_inode_write_raw(h, in, true);
@@ -54,11 +59,24 @@ int ext3_orphan_add(struct jbd_handle *h, struct ext3_inode *in)
 		rc = orphan_head_write(h, fs);
 	if (rc) { /* the journal is aborted: keep memory as it was */
 		fs->orphans = in->orphan_next;
+		if (fs->orphans)
+			fs->orphans->orphan_prev = NULL;
 		in->orphan_next = NULL;
 		in->on_orphan = false;
 	}
 	pthread_mutex_unlock(&fs->orphan_lock);
 	return rc;
+}
+
+/* Take in out of the in-memory list. Caller holds fs->orphan_lock. */
+static void orphan_unlink(struct ext3_fs *fs, struct ext3_inode *in)
+{
+	if (in->orphan_prev)
+		in->orphan_prev->orphan_next = in->orphan_next;
+	else if (fs->orphans == in)
+		fs->orphans = in->orphan_next;
+	if (in->orphan_next)
+		in->orphan_next->orphan_prev = in->orphan_prev;
 }
 
 int ext3_orphan_del(struct jbd_handle *h, struct ext3_inode *in)
@@ -69,19 +87,15 @@ int ext3_orphan_del(struct jbd_handle *h, struct ext3_inode *in)
 		pthread_mutex_unlock(&fs->orphan_lock);
 		return 0;
 	}
-	struct ext3_inode *prev = NULL, **pp = &fs->orphans;
-	while (*pp && *pp != in) {
-		prev = *pp;
-		pp = &(*pp)->orphan_next;
-	}
+	struct ext3_inode *prev = in->orphan_prev;
 	int rc = 0;
-	if (!*pp) { /* on_orphan without being listed: a bug, keep going */
+	if (prev ? prev->orphan_next != in : fs->orphans != in) { /* a bug, keep going */
 		rc = err_set(-EUCLEAN, "ext3: inode %u marked orphan but not on the list", in->ino);
 	} else {
-		*pp = in->orphan_next;
+		orphan_unlink(fs, in);
 		rc = prev ? ext3_inode_write_orphan_next(h, prev) : orphan_head_write(h, fs);
 	}
-	in->orphan_next = NULL;
+	in->orphan_next = in->orphan_prev = NULL;
 	in->on_orphan = false;
 	in->a.dtime = 0;
 	if (!rc)
@@ -94,12 +108,9 @@ void ext3_orphan_forget(struct ext3_inode *in)
 {
 	struct ext3_fs *fs = in->fs;
 	pthread_mutex_lock(&fs->orphan_lock);
-	struct ext3_inode **pp = &fs->orphans;
-	while (*pp && *pp != in)
-		pp = &(*pp)->orphan_next;
-	if (*pp)
-		*pp = in->orphan_next;
-	in->orphan_next = NULL;
+	if (in->on_orphan)
+		orphan_unlink(fs, in);
+	in->orphan_next = in->orphan_prev = NULL;
 	in->on_orphan = false;
 	pthread_mutex_unlock(&fs->orphan_lock);
 }
@@ -194,9 +205,10 @@ int ext3_evict_inode(struct ext3_inode *in)
  * checking every link: a number out of range, an inode not in use, or one
  * met twice ends the walk with ext3_fs_error (the valid prefix is still
  * processed). */
-static int chain_load(struct ext3_fs *fs, struct ext3_inode ***tail, unsigned *n)
+static int chain_load(struct ext3_fs *fs, unsigned *n)
 {
 	uint32_t ino = le32_to_cpu(fs->sb.s_last_orphan);
+	struct ext3_inode *last = NULL; /* the list's tail: mount starts it empty */
 	int rc = 0;
 	while (ino && !rc) {
 		if (*n >= fs->g.inodes_count || ino < fs->first_ino || ino > fs->g.inodes_count)
@@ -216,8 +228,12 @@ static int chain_load(struct ext3_fs *fs, struct ext3_inode ***tail, unsigned *n
 		if (!loop) {
 			in->on_orphan = true;
 			in->orphan_next = NULL;
-			**tail = in;
-			*tail = &in->orphan_next;
+			in->orphan_prev = last;
+			if (last)
+				last->orphan_next = in;
+			else
+				fs->orphans = in;
+			last = in;
 			(*n)++;
 		}
 		pthread_mutex_unlock(&fs->orphan_lock);
@@ -247,10 +263,9 @@ int ext3_orphan_cleanup(struct ext3_fs *fs)
 		int src = ext3_journal_stop(h);
 		return rc ? rc : src;
 	}
-	struct ext3_inode **tail = &fs->orphans;
 	unsigned n = 0;
 	/* -EUCLEAN: reported (ext3_fs_error); the valid prefix is processed. */
-	int lrc = chain_load(fs, &tail, &n);
+	int lrc = chain_load(fs, &n);
 	/* Process from the head: each one leaves the list (truncated ones in
 	 * ext3_truncate, unlinked ones in their eviction at ext3_iput, which
 	 * drops them from memory even when it fails). */
@@ -264,6 +279,8 @@ int ext3_orphan_cleanup(struct ext3_fs *fs)
 		if (live && in->on_orphan) { /* an error: give up on it in memory */
 			pthread_mutex_lock(&fs->orphan_lock);
 			fs->orphans = in->orphan_next;
+			if (fs->orphans)
+				fs->orphans->orphan_prev = NULL;
 			in->on_orphan = false;
 			in->orphan_next = NULL;
 			pthread_mutex_unlock(&fs->orphan_lock);
