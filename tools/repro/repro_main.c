@@ -194,6 +194,50 @@ static int matrix_run(struct rp_bench *b)
 
 /* ------------------------------------------------------------ front-end */
 
+/* What --workload accepts: bench repro's own workloads. rp_kind_parse also
+ * knows bench fs --mount's phases (stream-write, ...), which this matrix
+ * never runs: naming one is an error, not a run that measures nothing. */
+static const struct {
+	const char *name;
+	int kind; /* enum rp_kind; -1: max-sectors (fsync-under-stream runs) */
+} repro_workloads[] = {
+	{ "jens", RP_JENS },     { "jens-stream", RP_JENS_STREAM }, { "fsync-under-stream", RP_FUS },
+	{ "fsync-tester", RP_TESTER }, { "atime", RP_ATIME },     { "max-sectors", -1 },
+};
+#define NWORKLOADS (sizeof repro_workloads / sizeof repro_workloads[0])
+
+static void workloads_list(FILE *out)
+{
+	for (size_t i = 0; i < NWORKLOADS; i++)
+		fprintf(out, "%s%s", i ? "," : "", repro_workloads[i].name);
+}
+
+static int workload_select(struct rp_bench *b, const char *name)
+{
+	for (size_t i = 0; i < NWORKLOADS; i++) {
+		if (strcmp(name, repro_workloads[i].name))
+			continue;
+		if (repro_workloads[i].kind < 0)
+			b->maxsec_on = true;
+		else
+			b->kind_on[repro_workloads[i].kind] = true;
+		return 0;
+	}
+	enum rp_kind k;
+	if (!*name)
+		fprintf(stderr, "nostall bench repro: empty workload name in --workload");
+	else if (rp_kind_parse(name, &k) == 0)
+		fprintf(stderr, "nostall bench repro: unknown workload '%s' (a phase of `nostall bench fs --mount`, "
+				"not a bench repro workload)", name);
+	else
+		fprintf(stderr, "nostall bench repro: unknown workload '%s'", name);
+	err_clear();
+	fprintf(stderr, "; valid workloads: ");
+	workloads_list(stderr);
+	fprintf(stderr, "\n");
+	return -EINVAL;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -206,10 +250,14 @@ static void usage(FILE *out)
 		"                  device, data=ordered and writeback, barrier=1) and fuse2fs (root)\n"
 		"  --out DIR       report.md, results.json, plots (default build/repro)\n"
 		"  --json          results.json on stdout too\n"
-		"  --workload L    jens,jens-stream,fsync-under-stream,fsync-tester,atime,max-sectors\n"
+		"  --workload L    a comma-separated list of: ");
+	workloads_list(out);
+	fprintf(out, "\n"
 		"  --micro         tiny sizes: checks the output, measures nothing\n");
 }
 
+/* --workload L: a comma-separated list; every name must be a workload
+ * (an empty name too is an error: "jens," selects nothing extra). */
 static int select_workloads(struct rp_bench *b, const char *only)
 {
 	for (int i = 0; i < RP_NKINDS; i++)
@@ -217,18 +265,18 @@ static int select_workloads(struct rp_bench *b, const char *only)
 	b->maxsec_on = !only;
 	if (!only)
 		return 0;
-	char *copy = strdup(only), *save = NULL;
-	int rc = copy ? 0 : -ENOMEM;
-	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && !rc; t = strtok_r(NULL, ",", &save)) {
-		enum rp_kind k;
-		if (!strcmp(t, "max-sectors"))
-			b->maxsec_on = true;
-		else if (rp_kind_parse(t, &k) == 0)
-			b->kind_on[k] = true;
-		else
-			rc = -EINVAL;
-		if (rc)
-			fprintf(stderr, "nostall bench repro: unknown workload '%s'\n", t);
+	char *copy = strdup(only);
+	if (!copy)
+		return -ENOMEM;
+	int rc = 0;
+	char *t = copy;
+	for (char *comma; !rc; t = comma + 1) {
+		comma = strchr(t, ',');
+		if (comma)
+			*comma = 0;
+		rc = workload_select(b, t);
+		if (!comma)
+			break;
 	}
 	free(copy);
 	return rc;
