@@ -436,7 +436,7 @@ static int write_file(struct load *l, const char *path, uint64_t bytes)
  * waits on the journal and the disk queue, not first cold reads of its
  * own files behind the readers, which journal_ioprio does not touch. The
  * readers' files stay cold. (The probe's iterations never reach
- * UINT32_MAX, the warm-up's create.) */
+ * UINT32_MAX - n, the warm-up's creates.) */
 static int probe_warm(struct load *l)
 {
 	char buf[4096];
@@ -445,18 +445,24 @@ static int probe_warm(struct load *l)
 		char path[32];
 		snprintf(path, sizeof path, "probe/p%u", i);
 		struct rp_file *f;
-		rc = rp_open(l->fs, path, O_RDONLY, &f);
+		rc = rp_open(l->fs, path, O_RDWR, &f);
 		if (rc)
 			break;
 		rc = io_rc(rp_pread(f, buf, sizeof buf, 0));
+		rc = rc ? rc : io_rc(rp_pwrite(f, "x", 1, 0));
 		int crc = rp_close(f);
 		rc = rc ? rc : crc;
 	}
-	rc = rc ? rc : probe_create(l, UINT32_MAX);
+	/* As many creates as the probe will make, then their unlinks: the
+	 * probe's creates reuse those inodes (lowest free first), whose
+	 * inode-table and directory blocks are now cached. */
+	unsigned n = (unsigned)(l->p->seconds / l->p->period) + 16;
+	for (unsigned j = 0; j < n && !rc; j++)
+		rc = probe_create(l, UINT32_MAX - j);
 	rc = rc ? rc : probe_rename(l, UINT32_MAX);
-	if (!rc) {
+	for (unsigned j = 0; j < n && !rc; j++) {
 		char path[32];
-		snprintf(path, sizeof path, "probe/r%u", UINT32_MAX);
+		snprintf(path, sizeof path, "probe/%c%u", j ? 'c' : 'r', UINT32_MAX - j);
 		rc = rp_unlink(l->fs, path);
 	}
 	return rc;
