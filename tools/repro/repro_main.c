@@ -288,7 +288,7 @@ static void usage(FILE *out)
 		"                           [--workload NAME[,NAME..]] [--micro]\n"
 		"  --device SPEC   sim:hdd (default), sim:ssd, file:[PATH] (a temporary file under /tmp\n"
 		"                  when PATH is empty); the device's contents are destroyed\n"
-		"  --quick         the default run in about 3 minutes (make bench)\n"
+		"  --quick         the default run in about 4 minutes (make bench)\n"
 		"  --peers         also run the workloads on nostall over FUSE, the kernel's ext3 (loop\n"
 		"                  device, data=ordered and writeback, barrier=1) and fuse2fs (root)\n"
 		"  --out DIR       report.md, results.json, plots (default build/repro)\n"
