@@ -549,9 +549,10 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	 * streamer takes seconds): go on until min_samples or the cap. The
 	 * figures below cover the whole measured time. */
 	uint64_t cap = t0 + (uint64_t)(p->max_seconds * 1e9);
-	while (!rc && (k == RP_FUS || k == RP_TESTER) && !atomic_load(&l.stop) && atomic_load(&l.fsyncs) < p->min_samples &&
-	       clock_now_ns() < cap)
-		load_sleep(&l, clock_now_ns() + 50 * NS_PER_MS < cap ? clock_now_ns() + 50 * NS_PER_MS : cap);
+	bool sample_floor = k == RP_FUS || k == RP_TESTER;
+	for (uint64_t now; !rc && sample_floor && !atomic_load(&l.stop) && atomic_load(&l.fsyncs) < p->min_samples &&
+			   (now = clock_now_ns()) < cap;)
+		load_sleep(&l, now + 50 * NS_PER_MS < cap ? now + 50 * NS_PER_MS : cap);
 	uint64_t t1 = clock_now_ns(), b1 = atomic_load(&l.bytes), f1 = atomic_load(&l.files);
 	/* Figures first: they are out even if a thread then hangs. */
 	if (!rc && k != RP_JENS && k != RP_ATIME && nbg)
