@@ -4,8 +4,10 @@
 # results.json validates against docs/bench-repro.schema.json (stdlib
 # validator, tools/repro/json_validate.py), has a record for every run of
 # the matrix (guarded's "skipped" until it is built), the plots are
-# non-empty SVGs, the report has its tables and checks; `nostall load` on a
-# host directory speaks the protocol; usage errors exit 2.
+# non-empty SVGs, the report has its tables and checks; percentiles of too
+# few samples are n/a and the sample-floor runs go past --seconds; `nostall
+# load` on a host directory speaks the protocol and honours --min-samples /
+# --max-seconds; usage errors (an unknown workload among them) exit 2.
 # nostall-test: release-only
 set -eu
 : "${NOSTALL:?path to the nostall binary}"
@@ -85,8 +87,52 @@ for t in "### jens" "### fsync-under-stream" "### fsync-tester" "### atime" "###
 	grep -q "^$t" "$tmp/out/report.md" || fail "report: no table '$t'"
 done
 [ "$(grep -c '^| nostall | sim:ssd,size=1G |' "$tmp/out/report.md")" = 23 ] || fail "report: want 23 run rows"
-grep -q "skipped: not built" "$tmp/out/report.md" || grep -q "| guarded | stream | [0-9]" "$tmp/out/report.md" ||
+grep -q "skipped: not built" "$tmp/out/report.md" || grep -Eq "\| guarded \| stream \| (n/a|[0-9])" "$tmp/out/report.md" ||
 	fail "report: guarded neither measured nor skipped with a reason"
+
+# fewest samples: --micro's fsync-under-stream and fsync-tester runs measure
+# past --seconds (0.4/0.5 s) until 3 fsyncs or the 1 s cap; the report says
+# n/a for a percentile of fewer than 5 samples (RP_MIN_SAMPLES) and keeps
+# the max; max_sectors_kb=512 reports the fsync-under-stream 2.6.30 run.
+python3 - "$tmp/out/results.json" "$tmp/out/report.md" <<'PY'
+import json, sys
+recs = json.load(open(sys.argv[1]))
+def runs(w):
+    return {(r["preset"], r["mode"], r["config"]) for r in recs if r["workload"] == w}
+def get(w, key, metric):
+    v = [r for r in recs if r["workload"] == w and (r["preset"], r["mode"], r["config"]) == key and r["metric"] == metric]
+    assert len(v) == 1, (w, key, metric, v)
+    return v[0]
+for w, seconds in (("fsync-under-stream", 0.4), ("fsync-tester", 0.5), ("max-sectors", 0.4)):
+    for key in runs(w):
+        m = get(w, key, "measured_s")["value"]
+        n = get(w, key, "fsync_p50_ms")["samples"]
+        assert m >= seconds, ("stopped before --seconds", w, key, m)
+        assert n >= 3 or m >= 0.999, ("stopped with %d fsyncs before the cap" % n, w, key, m)
+for mode in ("ordered", "writeback"):
+    a = {r["metric"]: r["value"] for r in recs if r["workload"] == "max-sectors" and r["mode"] == mode and r["config"] == "max_sectors_kb=512"}
+    b = {r["metric"]: r["value"] for r in recs if r["workload"] == "fsync-under-stream" and r["preset"] == "2.6.30" and r["mode"] == mode}
+    assert a and a == b, ("max_sectors_kb=512 is not the fsync-under-stream 2.6.30 run", mode, a, b)
+# every table row: p50 and p99 cells n/a below 5 samples, numbers from 5 on
+rows = 0
+head = None
+for line in open(sys.argv[2]):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if line.startswith("| system |"):
+        head = cells
+        continue
+    if not line.startswith("| nostall |") or head is None or "samples" not in head:
+        continue
+    n = int(cells[head.index("samples")])
+    for i, h in enumerate(head):
+        if h.endswith("p50 ms") or h == "p99 ms":  # the series the samples column counts
+            rows += 1
+            if n < 5:
+                assert cells[i] == "n/a", ("a percentile of %d samples" % n, line)
+            elif "skipped" not in line:
+                assert cells[i] != "n/a", ("a percentile of %d samples is n/a" % n, line)
+assert rows > 0, "no percentile cells found"
+PY
 
 # nostall load: the peers' binary on a host directory
 mkdir "$tmp/dir"
@@ -95,11 +141,44 @@ mkdir "$tmp/dir"
 grep -Eq '^M total_s [0-9.e+-]+ s$' "$tmp/load.out" || fail "load: no total_s"
 [ "$(wc -l <"$tmp/dir/jens.txt")" = 5 ] || fail "load: jens.txt should have 5 lines"
 
+# nostall load's sample floor: --seconds 0.1 holds 2-3 fsyncs of a 50 ms
+# period; --min-samples 8 makes it go on to 8 (the cap is far), and a
+# floor it cannot reach within --max-seconds ends at the cap
+"$NOSTALL" load "$tmp/dir" fsync-under-stream --seconds 0.1 --warmup 0 --min-samples 8 --max-seconds 60 \
+	--stream-bytes 4194304 >"$tmp/fus.out" || fail "load fsync-under-stream exited $?"
+n=$(grep -c '^S fsync ' "$tmp/fus.out")
+[ "$n" -ge 8 ] || { cat "$tmp/fus.out"; fail "load: --min-samples 8 gave $n fsyncs"; }
+"$NOSTALL" load "$tmp/dir" fsync-under-stream --seconds 0.1 --warmup 0 --min-samples 100000 --max-seconds 0.5 \
+	--stream-bytes 4194304 >"$tmp/fus.out" || fail "load fsync-under-stream (capped) exited $?"
+python3 - "$tmp/fus.out" <<'PY' || fail "load: the --max-seconds cap"
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+m = [float(l.split()[2]) for l in lines if l.startswith("M measured_s ")]
+n = sum(l.startswith("S fsync ") for l in lines)
+assert len(m) == 1 and m[0] >= 0.5 and 0 < n < 100000, (m, n)
+PY
+
 # usage errors exit 2
 for args in "--workload nope" "extra" "--bogus"; do
 	rc=0; "$NOSTALL" bench repro $args >/dev/null 2>&1 || rc=$?
 	[ "$rc" = 2 ] || fail "bench repro $args should exit 2 (got $rc)"
 done
+# every name --workload does not run is an error naming it and the valid
+# ones: bench fs --mount's phases (stream-write ran nothing before), typos,
+# an empty name; before any run starts (no output directory)
+valid="jens,jens-stream,fsync-under-stream,fsync-tester,atime,max-sectors"
+for w in stream-write stream-read creates stats unlinks nope "jens,stream-write" "atime,,jens" "jens,"; do
+	rc=0; "$NOSTALL" bench repro --micro --out "$tmp/none" --workload "$w" >/dev/null 2>"$tmp/werr" || rc=$?
+	[ "$rc" = 2 ] || fail "--workload '$w' should exit 2 (got $rc)"
+	[ ! -e "$tmp/none" ] || fail "--workload '$w' ran something"
+	case $w in
+	*,,* | *,) grep -q "empty workload name" "$tmp/werr" || fail "--workload '$w': $(head -1 "$tmp/werr")" ;;
+	*) bad=${w#jens,}; grep -q "unknown workload '$bad'" "$tmp/werr" || fail "--workload '$w': $(head -1 "$tmp/werr")" ;;
+	esac
+	grep -q "valid workloads: $valid" "$tmp/werr" || fail "--workload '$w' does not list the valid workloads"
+done
+grep -q "bench fs --mount" <("$NOSTALL" bench repro --workload stream-write 2>&1) ||
+	fail "--workload stream-write does not say it is a bench fs --mount phase"
 for args in "" "$tmp/dir" "$tmp/dir nope" "$tmp/dir jens --jens-n x"; do
 	rc=0; "$NOSTALL" load $args >/dev/null 2>&1 || rc=$?
 	[ "$rc" = 2 ] || fail "load $args should exit 2 (got $rc)"

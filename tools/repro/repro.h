@@ -42,6 +42,9 @@
 struct rp_params {
 	unsigned jens_n;          /* Jens loop iterations */
 	double seconds;           /* measuring time of a timed workload */
+	unsigned min_samples;     /* fsync-under-stream: measure past `seconds` until
+	                           * this many fsyncs completed ... */
+	double max_seconds;       /* ... or this much measuring time (a hard cap) */
 	double warmup;            /* the streamer runs alone this long first */
 	double period;            /* the sampler's period (s) */
 	uint64_t stream_bytes;    /* a streamer wraps inside a file this big */
@@ -49,6 +52,16 @@ struct rp_params {
 	unsigned tester_write;    /* fsync-tester: bytes per pwrite+fsync */
 	unsigned files, dirs;     /* creates/stats/unlinks (bench fs --mount) */
 };
+
+/* The longest a run measures: max_seconds when above seconds (the child's
+ * deadline is this plus warm-up and slack, so nothing hangs). */
+double rp_params_span(const struct rp_params *p);
+
+/* The fewest samples behind a percentile the report gives a verdict on
+ * (below: n/a). The median lies between the smallest and the largest of 5
+ * samples with probability 1 - 2/2^5 = 94%; a p99 of fewer than 100
+ * samples is their maximum (nearest rank), and the report says so. */
+#define RP_MIN_SAMPLES 5u
 
 /* The full run's parameters (what `nostall load` assumes unless told). */
 void rp_params_default(struct rp_params *p);
@@ -165,6 +178,8 @@ struct rp_run {
 	char config[48];          /* "idle", "stream", "journal_ioprio=RT/4", ... */
 	char opts[160];           /* extra mount options (nostall) */
 	struct rp_params p;
+	int same_as;              /* 1 + the index of a run with the same mount whose
+	                           * figures this one reports (not run again); 0: none */
 	/* results */
 	char status[160];         /* "" ok, else "skipped: ...", "failed: ...", "timed out: ..." */
 	bool timed_out;

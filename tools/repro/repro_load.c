@@ -64,6 +64,7 @@ struct load {
 	atomic_bool stop;           /* background load and sampler */
 	atomic_uint_fast64_t bytes; /* streamer / random writer / readers */
 	atomic_uint_fast64_t files; /* build: files created */
+	atomic_uint fsyncs;         /* fsyncer: fsyncs completed (min_samples) */
 	unsigned seed;
 	unsigned jens_done;         /* Jens loop: iterations done, and when */
 	uint64_t jens_t0, jens_t1;
@@ -329,6 +330,8 @@ static void *fsyncer_main(void *arg)
 	uint64_t period = (uint64_t)(l->p->period * 1e9), next = clock_now_ns();
 	while (!rc && !atomic_load(&l->stop)) {
 		rc = TIMED(l, "fsync", append_fsync(f, buf, len));
+		if (!rc)
+			atomic_fetch_add(&l->fsyncs, 1);
 		next += period;
 		uint64_t now = clock_now_ns();
 		if (next < now)
@@ -428,6 +431,43 @@ static int write_file(struct load *l, const char *path, uint64_t bytes)
 	return rc;
 }
 
+/* After the caches are dropped, the probe's own files, its directory and
+ * what a create there allocates from are read back: the probe then times
+ * waits on the journal and the disk queue, not first cold reads of its
+ * own files behind the readers, which journal_ioprio does not touch. The
+ * readers' files stay cold. (The probe's iterations never reach
+ * UINT32_MAX - n, the warm-up's creates.) */
+static int probe_warm(struct load *l)
+{
+	char buf[4096];
+	int rc = 0;
+	for (unsigned i = 0; i < PROBE_FILES && !rc; i++) {
+		char path[32];
+		snprintf(path, sizeof path, "probe/p%u", i);
+		struct rp_file *f;
+		rc = rp_open(l->fs, path, O_RDWR, &f);
+		if (rc)
+			break;
+		rc = io_rc(rp_pread(f, buf, sizeof buf, 0));
+		rc = rc ? rc : io_rc(rp_pwrite(f, "x", 1, 0));
+		int crc = rp_close(f);
+		rc = rc ? rc : crc;
+	}
+	/* As many creates as the probe will make, then their unlinks: the
+	 * probe's creates reuse those inodes (lowest free first), whose
+	 * inode-table and directory blocks are now cached. */
+	unsigned n = (unsigned)(l->p->seconds / l->p->period) + 16;
+	for (unsigned j = 0; j < n && !rc; j++)
+		rc = probe_create(l, UINT32_MAX - j);
+	rc = rc ? rc : probe_rename(l, UINT32_MAX);
+	for (unsigned j = 0; j < n && !rc; j++) {
+		char path[32];
+		snprintf(path, sizeof path, "probe/%c%u", j ? 'c' : 'r', UINT32_MAX - j);
+		rc = rp_unlink(l->fs, path);
+	}
+	return rc;
+}
+
 /* atime's files: the readers' big files (then made cold), the probe's
  * files, the build's directories. */
 static int atime_setup(struct load *l)
@@ -451,7 +491,8 @@ static int atime_setup(struct load *l)
 		pp[i] = paths[i];
 		rc = write_file(l, paths[i], l->p->reader_bytes);
 	}
-	return rc ? rc : rp_drop_caches(l->fs, pp, READERS);
+	rc = rc ? rc : rp_drop_caches(l->fs, pp, READERS);
+	return rc ? rc : probe_warm(l);
 }
 
 /* ------------------------------------------------------------ runner */
@@ -472,6 +513,7 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	atomic_init(&l.stop, false);
 	atomic_init(&l.bytes, 0);
 	atomic_init(&l.files, 0);
+	atomic_init(&l.fsyncs, 0);
 	l.seed = (unsigned)clock_now_ns();
 	struct worker bg[MAX_WORKERS] = { 0 }, timed = { 0 };
 	unsigned nbg = 0;
@@ -503,10 +545,20 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 		rc = worker_join(&timed, UINT64_MAX);
 	else if (!rc)
 		load_sleep(&l, end);
+	/* Too few fsyncs for a percentile (an ordered fsync beside the
+	 * streamer takes seconds): go on until min_samples or the cap. The
+	 * figures below cover the whole measured time. */
+	uint64_t cap = t0 + (uint64_t)(p->max_seconds * 1e9);
+	bool sample_floor = k == RP_FUS || k == RP_TESTER;
+	for (uint64_t now; !rc && sample_floor && !atomic_load(&l.stop) && atomic_load(&l.fsyncs) < p->min_samples &&
+			   (now = clock_now_ns()) < cap;)
+		load_sleep(&l, now + 50 * NS_PER_MS < cap ? now + 50 * NS_PER_MS : cap);
 	uint64_t t1 = clock_now_ns(), b1 = atomic_load(&l.bytes), f1 = atomic_load(&l.files);
 	/* Figures first: they are out even if a thread then hangs. */
 	if (!rc && k != RP_JENS && k != RP_ATIME && nbg)
 		rp_out_metric(o, "stream_mbps", mbps(b1 - b0, t1 - t0), "MiB/s");
+	if (!rc && k != RP_JENS)
+		rp_out_metric(o, "measured_s", (double)(t1 - t0) / 1e9, "s");
 	if (!rc && k == RP_ATIME) {
 		rp_out_metric(o, "readers_mbps", mbps(b1 - b0, t1 - t0), "MiB/s");
 		rp_out_metric(o, "build_files_per_s", (double)(f1 - f0) / ((double)(t1 - t0) / 1e9), "1/s");
@@ -546,6 +598,8 @@ static const struct pdesc {
 } pdescs[] = {
 	{ "jens-n", offsetof(struct rp_params, jens_n), false, true },
 	{ "seconds", offsetof(struct rp_params, seconds), false, false },
+	{ "min-samples", offsetof(struct rp_params, min_samples), false, true },
+	{ "max-seconds", offsetof(struct rp_params, max_seconds), false, false },
 	{ "warmup", offsetof(struct rp_params, warmup), false, false },
 	{ "period", offsetof(struct rp_params, period), false, false },
 	{ "stream-bytes", offsetof(struct rp_params, stream_bytes), true, false },

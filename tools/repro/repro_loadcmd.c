@@ -1,6 +1,7 @@
 /* nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S]
  *                           [--period S] [--stream-bytes B] [--reader-bytes B]
  *                           [--tester-write B] [--files N] [--dirs N]
+ *                           [--min-samples N] [--max-seconds S]
  *
  * bench repro's workloads with POSIX calls in a directory: the peers'
  * workload binary (the kernel's ext3 on a loop device, fuse2fs, nostall
@@ -22,6 +23,9 @@ static void load_usage(FILE *out)
 {
 	fprintf(out, "usage: nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S] [--period S]\n"
 		     "                    [--stream-bytes B] [--reader-bytes B] [--tester-write B] [--files N] [--dirs N]\n"
+		     "                    [--min-samples N] [--max-seconds S]\n"
+		     "  --min-samples, --max-seconds: fsync-under-stream and fsync-tester measure past\n"
+		     "  --seconds until N fsyncs completed or S seconds of measuring, whichever first\n"
 		     "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime,\n"
 		     "           stream-write, stream-read, creates, stats, unlinks (bench fs --mount's phases)\n"
 		     "output: bench repro's line protocol (docs/bench-repro.md)\n");

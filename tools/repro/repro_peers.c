@@ -94,7 +94,7 @@ static void peer_run_one(struct peer_env *e, struct rp_run *r)
 		char spec[300];
 		snprintf(spec, sizeof spec, "file:%s", e->p.image);
 		struct rp_exec x = { .spec = spec, .fs_bytes = e->b->fs_bytes,
-				     .deadline_s = r->p.seconds + r->p.warmup + 60 + r->p.jens_n * 0.1 };
+				     .deadline_s = rp_params_span(&r->p) + r->p.warmup + 60 + r->p.jens_n * 0.1 };
 		int rc = rp_job_run(r, &x);
 		if (rc < 0)
 			snprintf(r->status, sizeof r->status, "failed: %s", err_last(rc));
@@ -108,7 +108,7 @@ static void peer_run_one(struct peer_env *e, struct rp_run *r)
 	char *argv[32] = { (char *)e->b->self, "load", e->p.dir, (char *)rp_kind_name(r->kind) };
 	int n = 4 + rp_params_argv(&r->p, bufs, argv + 4, 24);
 	argv[n] = NULL;
-	struct rp_exec x = { .argv = argv, .deadline_s = r->p.seconds + r->p.warmup + 60 + r->p.jens_n * 0.1 };
+	struct rp_exec x = { .argv = argv, .deadline_s = rp_params_span(&r->p) + r->p.warmup + 60 + r->p.jens_n * 0.1 };
 	int rc = rp_job_run(r, &x);
 	if (rc < 0)
 		snprintf(r->status, sizeof r->status, "failed: %s", err_last(rc));

@@ -96,12 +96,6 @@ static const struct rp_run *find(const struct rp_bench *b, const char *workload,
 
 static unsigned samples_of(const struct rp_run *r, const char *metric);
 
-/* A percentile of fewer samples than this is not a basis for a verdict
- * (one fsync that lasted the whole run says nothing about the tail). A
- * 3 s ordered fsync gives only 2-3 samples in a --quick run: the verdict
- * then shows its sample count. */
-#define CHECK_MIN_SAMPLES 2
-
 /* One side of a ratio: a run and its metric. */
 struct side {
 	const char *workload, *system, *preset, *mode, *config, *metric, *name;
@@ -138,7 +132,7 @@ static void check_print(FILE *f, const struct rp_bench *b, const struct check *c
 	const char *verdict;
 	if (isnan(ratio) || isinf(ratio) || den <= 0)
 		verdict = "n/a (a run is missing, skipped or failed)";
-	else if (few < CHECK_MIN_SAMPLES)
+	else if (few < RP_MIN_SAMPLES)
 		verdict = "n/a (too few samples for a percentile)";
 	else if (!strcmp(c->rel, ">=") ? ratio >= c->target
 		 : !strcmp(c->rel, ">") ? ratio > c->target
@@ -200,7 +194,10 @@ static const struct check peer_checks[] = {
 static void checks_write(FILE *f, const struct rp_bench *b)
 {
 	static const char head[] = "| claim | figures | ratio | target | verdict |\n|---|---|---|---|---|\n";
-	fprintf(f, "\n## Done-when checks (issue 13)\n\n%s", head);
+	fprintf(f, "\n## Done-when checks (issue 13)\n\n"
+		   "A verdict on a latency needs %u samples on each side (fewer: n/a); a p99 of fewer than\n"
+		   "100 samples is their maximum (nearest rank).\n\n%s",
+		RP_MIN_SAMPLES, head);
 	for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
 		check_print(f, b, &checks[i]);
 	if (!b->peers)
@@ -224,7 +221,9 @@ static void cell(FILE *f, const struct rp_run *r, const char *metric)
 		fprintf(f, " ~%.3g (extrapolated) |", rp_run_get(r, "total_s_extrapolated"));
 		return;
 	}
-	if (isnan(v)) {
+	/* A percentile of too few samples is not reported (max is). */
+	bool pct = strstr(metric, "_p50_ms") || strstr(metric, "_p99_ms");
+	if (isnan(v) || (pct && samples_of(r, metric) < RP_MIN_SAMPLES)) {
 		fprintf(f, " n/a |");
 		return;
 	}
@@ -290,7 +289,7 @@ static const struct column cols_jens[] = {
 };
 static const struct column cols_fus[] = {
 	{ "fsync_p50_ms", "fsync p50 ms" }, { "fsync_p99_ms", "p99 ms" }, { "fsync_max_ms", "max ms" },
-	{ "fsync_timeouts", "timeouts" },   { "stream_mbps", "streamer MiB/s" },
+	{ "fsync_timeouts", "timeouts" },   { "stream_mbps", "streamer MiB/s" }, { "measured_s", "measured s" },
 };
 static const struct column cols_atime[] = {
 	{ "probe_p50_ms", "probe p50 ms" },         { "probe_p99_ms", "p99 ms" },
@@ -330,13 +329,13 @@ int rp_report_write(const struct rp_bench *b)
 	table_write(f, b, "jens", "jens: 2,000 x open/write/fsync/close (seed 001); idle and beside a streamer",
 		    cols_jens, 5, "fsync_p50_ms");
 	table_write(f, b, "fsync-under-stream", "fsync-under-stream: 4 KiB append + fsync every 50 ms beside a streaming writer",
-		    cols_fus, 5, "fsync_p50_ms");
+		    cols_fus, 6, "fsync_p50_ms");
 	table_write(f, b, "fsync-tester", "fsync-tester: 1 MiB pwrite + fsync every second beside a random 4 KiB writer",
-		    cols_fus, 5, "fsync_p50_ms");
+		    cols_fus, 6, "fsync_p50_ms");
 	table_write(f, b, "atime", "atime (seed 010): probe operations beside readers and a build, journal_ioprio BE/4 vs RT/4",
 		    cols_atime, 10, "probe_p50_ms");
 	table_write(f, b, "max-sectors", "max-sectors: fsync-under-stream with max_sectors_kb 512 vs 64",
-		    cols_fus, 5, "fsync_p50_ms");
+		    cols_fus, 6, "fsync_p50_ms");
 	fprintf(f, "\n## Plots\n\n");
 	if (prc < 0)
 		fprintf(f, "No plots: %s\n", why);
