@@ -287,6 +287,15 @@ static void ratio_fields(struct fsb_run *r, const char *name, const char *lo, co
 	fsb_field_json(r, hi, z, decimals);
 }
 
+/* ", 2/5" for the progress line ("" without repetitions). */
+static void rep_label(char *s, size_t n, unsigned i, unsigned reps)
+{
+	if (reps > 1)
+		snprintf(s, n, ", %u/%u", i + 1, reps);
+	else
+		s[0] = 0;
+}
+
 /* Whether repetition `rep` measures the raw floor first. */
 static bool raw_first(unsigned rep)
 {
@@ -337,9 +346,8 @@ int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
 	unsigned n = b->sz.jens_n, reps = b->sz.reps;
 	double total[99], floor[99], x[99];
 	for (unsigned i = 0; i < reps && !rc; i++) {
-		char rep[32] = "";
-		if (reps > 1)
-			snprintf(rep, sizeof rep, ", %u/%u", i + 1, reps);
+		char rep[32];
+		rep_label(rep, sizeof rep, i, reps);
 		uint64_t t = 0;
 		int64_t fl = 0;
 		for (int step = 0; step < 2 && !rc; step++) {
@@ -458,9 +466,8 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	uint64_t sector = (b->sz.fs_bytes - bytes) / 2 / DEV_SECTOR_SIZE & ~2047ull;
 	double w[99], rw[99], wp[99], rd[99], rr[99], rp[99];
 	for (unsigned i = 0; i < reps && !rc; i++) {
-		char rep[32] = "";
-		if (reps > 1)
-			snprintf(rep, sizeof rep, ", %u/%u", i + 1, reps);
+		char rep[32];
+		rep_label(rep, sizeof rep, i, reps);
 		uint64_t tw = 0, tr = 0, rss = 0;
 		int64_t raw_w = 0, raw_r = 0;
 		for (int step = 0; step < 2 && !rc; step++) {
