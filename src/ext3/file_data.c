@@ -400,26 +400,12 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	pthread_rwlock_rdlock(&in->lock);
 	bool dir = (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
 	struct page_mapping *m = in->mapping;
-	struct jbd_inode *ji = in->jinode;
 	bool have = datasync ? in->has_datasync_tid : in->has_sync_tid;
 	uint32_t tid = datasync ? in->datasync_tid : in->sync_tid;
 	pthread_rwlock_unlock(&in->lock);
 	int rc = 0;
-	bool overlap = false;
-	if (m && ji && have && fs->opts.data_mode == EXT3_DATA_ORDERED) {
-		/* data=ordered, the inode filed in the running transaction
-		 * `tid` that the commit below commits: that commit's ordered
-		 * data wait covers the writeback started here, so start it and
-		 * let it overlap the log writes (2.6.30's vfs_fsync: fdatawrite,
-		 * ->fsync, fdatawait): one device round trip less per fsync.
-		 * Otherwise (filed elsewhere) wait for it before committing. */
-		rc = page_mapping_writeback(m, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_ALL, blk_queue_sync_batch_op(fs->q));
-		overlap = !rc && jbd_inode_filed_running(ji, tid);
-		if (!rc && !overlap)
-			rc = page_mapping_wait(m, 0, PAGE_INDEX_MAX);
-	} else if (m && ext3_data_paged(fs)) {
+	if (m && ext3_data_paged(fs))
 		rc = page_mapping_sync(m, 0, PAGE_INDEX_MAX, blk_queue_sync_batch_op(fs->q));
-	}
 	if (m && ext3_guarded_mode(fs)) {
 		/* This file's completions only, then its size in a handle: the
 		 * commit below then covers it, and writes nobody's data. */
@@ -435,11 +421,6 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	int crc = ext3_data_commit(fs, dir ? false : have, tid);
 	if (!rc)
 		rc = crc;
-	if (overlap) { /* done by the commit; the mapping's error, if any */
-		int wrc = page_mapping_wait(m, 0, PAGE_INDEX_MAX);
-		if (!rc)
-			rc = wrc;
-	}
 	if (in->jinode) {
 		int e = jbd_inode_error(in->jinode);
 		if (!rc && e)

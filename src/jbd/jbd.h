@@ -255,11 +255,6 @@ int jbd_inode_release(struct jbd_inode *ji);
 /* The first data error recorded with data_err=ignore since the last call
  * (then cleared), or 0. */
 int jbd_inode_error(struct jbd_inode *ji);
-/* Whether ji is filed in the running transaction and that is `tid`: the
- * commit of tid then runs ji's submit and wait ops after this returns, so
- * writeback started before the call is waited for before its commit block
- * (fsync overlaps its data write with the commit's log writes). */
-bool jbd_inode_filed_running(struct jbd_inode *ji, uint32_t tid);
 /* For a submit op: the write op of the commit of `tid` for its ordered
  * data, as 2.6.30's journal_submit_data_buffers chose it: the era's sync
  * batch op (blk_queue_sync_batch_op) when a sync handle (fsync, O_SYNC)

@@ -101,18 +101,6 @@ int jbd_inode_error(struct jbd_inode *ji)
 	return err;
 }
 
-bool jbd_inode_filed_running(struct jbd_inode *ji, uint32_t tid)
-{
-	struct jbd_journal *j = ji->j;
-	pthread_mutex_lock(&j->lock);
-	struct jbd_transaction *t = j->running;
-	/* next_t == t: ji->t is committing and ji joins t's list when that
-	 * commit finishes, before t can commit. */
-	bool yes = !j->aborted && t && t->tid == tid && (ji->t == t || ji->next_t == t);
-	pthread_mutex_unlock(&j->lock);
-	return yes;
-}
-
 unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid)
 {
 	pthread_mutex_lock(&j->lock);
