@@ -35,7 +35,13 @@
 void fsb_field(struct fsb_run *r, const char *name, double v, int decimals)
 {
 	if (r->nf < FSB_MAX_FIELDS)
-		r->f[r->nf++] = (struct fsb_field){ name, v, decimals };
+		r->f[r->nf++] = (struct fsb_field){ name, v, decimals, false };
+}
+
+void fsb_field_json(struct fsb_run *r, const char *name, double v, int decimals)
+{
+	if (r->nf < FSB_MAX_FIELDS)
+		r->f[r->nf++] = (struct fsb_field){ name, v, decimals, true };
 }
 
 void fsb_progress(const struct fsb *b, const char *fmt, ...)
@@ -58,27 +64,33 @@ static void progress_done(void)
 
 /* ------------------------------------------------------------ env */
 
-int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e)
+int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e)
 {
 	memset(e, 0, sizeof *e);
 	e->b = b;
 	snprintf(e->opts, sizeof e->opts, "data=%s%s%s", mode, b->user_opts ? "," : "",
 		 b->user_opts ? b->user_opts : "");
 	int rc = dev_open(b->spec, &e->dev);
+	return rc < 0 ? err_wrap(rc, "device %s: ", b->spec) : 0;
+}
+
+/* Not closing the device on failure: the caller's fsb_env_close does. */
+int fsb_env_fresh(struct fsb_env *e)
+{
+	struct ext3_mkfs_params p = { .size_bytes = e->b->sz.fs_bytes, .block_size = 4096 };
+	int rc = ext3_mkfs(e->dev, &p);
 	if (rc < 0)
-		return err_wrap(rc, "device %s: ", b->spec);
-	struct ext3_mkfs_params p = { .size_bytes = b->sz.fs_bytes, .block_size = 4096 };
-	rc = ext3_mkfs(e->dev, &p);
-	if (rc < 0) {
-		fsb_env_close(e);
-		return err_wrap(rc, "mkfs on %s: ", b->spec);
-	}
+		return err_wrap(rc, "mkfs on %s: ", e->b->spec);
 	rc = nostall_mount_dev(e->dev, e->opts, 0, &e->fs);
-	if (rc < 0) {
+	return rc < 0 ? err_wrap(rc, "mount -o %s: ", e->opts) : 0;
+}
+
+int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e)
+{
+	int rc = fsb_env_dev_open(b, mode, e);
+	if (!rc && (rc = fsb_env_fresh(e)) < 0)
 		fsb_env_close(e);
-		return err_wrap(rc, "mount -o %s: ", e->opts);
-	}
-	return 0;
+	return rc;
 }
 
 int fsb_env_remount(struct fsb_env *e)
@@ -129,15 +141,15 @@ static void fsb_sizes_pick(struct fsb *b)
 	if (b->quick) {
 		*s = (struct fsb_sizes){ .jens_n = 20, .stream_bytes = 8 * FSB_MiB, .creates_n = 100,
 					 .creates_dirs = 2, .creates_bytes = 1024, .fus_idle = 3, .fus_seconds = 0.5,
-					 .fus_file_bytes = 4 * FSB_MiB, .fs_bytes = 128 * FSB_MiB };
+					 .fus_file_bytes = 4 * FSB_MiB, .fs_bytes = 128 * FSB_MiB, .reps = 2 };
 	} else if (b->sim) {
 		*s = (struct fsb_sizes){ .jens_n = 200, .stream_bytes = 64 * FSB_MiB, .creates_n = 1000,
 					 .creates_dirs = 4, .creates_bytes = 1024, .fus_idle = 10, .fus_seconds = 6,
-					 .fus_file_bytes = 64 * FSB_MiB, .fs_bytes = 1024 * FSB_MiB };
+					 .fus_file_bytes = 64 * FSB_MiB, .fs_bytes = 1024 * FSB_MiB, .reps = 3 };
 	} else {
 		*s = (struct fsb_sizes){ .jens_n = 2000, .stream_bytes = 1024 * FSB_MiB, .creates_n = 10000,
 					 .creates_dirs = 10, .creates_bytes = 1024, .fus_idle = 20, .fus_seconds = 10,
-					 .fus_file_bytes = 512 * FSB_MiB, .fs_bytes = 2048 * FSB_MiB };
+					 .fus_file_bytes = 512 * FSB_MiB, .fs_bytes = 2048 * FSB_MiB, .reps = 5 };
 	}
 	s->fs_bytes = min_u64(s->fs_bytes, b->dev_bytes) & ~(4096ull - 1);
 	if (!b->quick && s->stream_bytes < 4 * b->cache_bytes)
@@ -202,12 +214,14 @@ static void print_runs(const struct fsb *b, struct fsb_run *runs, int n)
 	printf("\n%s on %s\n", runs[0].workload, b->spec);
 	printf("  %-10s", "config");
 	for (int j = 0; j < runs[0].nf; j++)
-		printf(" %*s", (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)), runs[0].f[j].name);
+		if (!runs[0].f[j].json_only)
+			printf(" %*s", (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)), runs[0].f[j].name);
 	printf("\n");
 	for (int i = 0; i < n; i++) {
 		printf("  %-10s", runs[i].config);
 		for (int j = 0; j < runs[i].nf; j++)
-			print_value(&runs[i].f[j], (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)));
+			if (!runs[i].f[j].json_only)
+				print_value(&runs[i].f[j], (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)));
 		printf("\n");
 	}
 	bool same = true;
@@ -244,7 +258,8 @@ const char *fsb_workload_name(enum fsb_workload w)
 static void bench_fs_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--json] [--quick]\n"
+		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--reps N]\n"
+		"                        [--json] [--quick]\n"
 		"       nostall bench fs --mount [--peers] [--device file:PATH] [-o OPTS] [--workload ..] [--json] [--quick]\n"
 		"  --device SPEC   device (default: a 2 GiB file under /tmp, removed after); its\n"
 		"                  contents are destroyed (mkfs per run)\n"
@@ -253,6 +268,9 @@ static void bench_fs_usage(FILE *out)
 		"  --quick         tiny sizes (checks, not measurements)\n"
 		"  --seconds S     fsync-under-stream's measuring time (default 10, 6 on sim:;\n"
 		"                  p99 is printed from 100 samples on)\n"
+		"  --reps N        stream and jens: N repetitions, each beside its own raw floor,\n"
+		"                  fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
+		"                  2 with --quick)\n"
 		"  --mount         the workloads through `nostall mount` (FUSE), data=ordered unless\n"
 		"                  -o data=MODE; -o also takes the daemon's options (docs/fuse.md)\n"
 		"  --peers         with --mount, as root: also kernel ext3 (loop device, data=ordered\n"
@@ -351,6 +369,8 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 	fsb_sizes_pick(b);
 	if (b->seconds > 0)
 		b->sz.fus_seconds = b->seconds;
+	if (b->reps > 0)
+		b->sz.reps = b->reps;
 	if (b->sz.fs_bytes < 64 * FSB_MiB) {
 		fprintf(stderr, "nostall bench fs: device '%s' is too small (want at least 64 MiB)\n", b->spec);
 		return 1;
@@ -384,6 +404,7 @@ int bench_fs(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },         { "mount", no_argument, NULL, 'm' },
 		{ "peers", no_argument, NULL, 'p' },        { "seconds", required_argument, NULL, 's' },
+		{ "reps", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	optind = 1;
@@ -404,6 +425,16 @@ int bench_fs(int argc, char **argv)
 				fprintf(stderr, "nostall bench fs: --seconds wants 0 < S <= 3600, not '%s'\n", optarg);
 				return 2;
 			}
+			break;
+		}
+		case 'r': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > 99) {
+				fprintf(stderr, "nostall bench fs: --reps wants 1..99, not '%s'\n", optarg);
+				return 2;
+			}
+			b.reps = (unsigned)v;
 			break;
 		}
 		case 'h': bench_fs_usage(stdout); return 0;

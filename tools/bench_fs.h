@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define FSB_MiB (1024ull * 1024)
-#define FSB_MAX_FIELDS 14
+#define FSB_MAX_FIELDS 18
 
 /* What a run measures, scaled to the device (fsb_sizes_pick). */
 struct fsb_sizes {
@@ -28,6 +28,7 @@ struct fsb_sizes {
 	double fus_seconds;       /* fsync-under-stream measurement time */
 	uint64_t fus_file_bytes;  /* the streamer wraps inside a file this big */
 	uint64_t fs_bytes;        /* filesystem size made by mkfs */
+	unsigned reps;            /* stream and jens: alternating fs/raw repetitions */
 };
 
 struct fsb {
@@ -38,14 +39,17 @@ struct fsb {
 	uint64_t dev_bytes;
 	uint64_t cache_bytes;     /* the mount's cache= (default 64 MiB) */
 	double seconds;           /* --seconds: fsync-under-stream time (0 = the size's default) */
+	unsigned reps;            /* --reps: stream and jens repetitions (0 = the size's default) */
 	struct fsb_sizes sz;
 };
 
-/* One figure; NAN prints as n/a (null in JSON). */
+/* One figure; NAN prints as n/a (null in JSON). A json_only figure (a
+ * spread) is left out of the table. */
 struct fsb_field {
 	const char *name;
 	double value;
 	int decimals;
+	bool json_only;
 };
 
 struct fsb_run {
@@ -53,10 +57,11 @@ struct fsb_run {
 	const char *config;       /* data mode */
 	struct fsb_field f[FSB_MAX_FIELDS];
 	int nf;
-	char note[160];           /* printed under the table (counts, sizes) */
+	char note[256];           /* printed under the table (counts, sizes) */
 };
 
 void fsb_field(struct fsb_run *r, const char *name, double v, int decimals);
+void fsb_field_json(struct fsb_run *r, const char *name, double v, int decimals);
 
 /* A run's device and mounted filesystem: fresh mkfs, then mounted with
  * data=MODE plus the user's -o. The device is opened per run and closed by
@@ -68,6 +73,11 @@ struct fsb_env {
 	char opts[512];
 };
 int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e);
+/* fsb_env_open in two steps: the device only (raw floors can run before
+ * any filesystem is made), then a fresh mkfs + mount (again after each
+ * fsb_env_unmount, for repetitions). */
+int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e);
+int fsb_env_fresh(struct fsb_env *e);
 /* Unmount and mount again (the library's caches start cold). */
 int fsb_env_remount(struct fsb_env *e);
 /* Unmount (if mounted). Returns rc if already an error, else the unmount's. */

@@ -235,14 +235,81 @@ static double quantile_ms(const uint64_t *v, unsigned n, double q)
 	return (double)v[i ? i - 1 : 0] / 1e6;
 }
 
+/* ------------------------------------------------------------ repetitions */
+
+/* The device's rate moves a lot from second to second on a shared host
+ * (a file: device on a virtual disk: 1.0 to 3.0 GB/s from one run to the
+ * next), so a floor measured once, minutes away from the filesystem's
+ * figure, compares two different machines. Stream and jens therefore
+ * repeat: each repetition measures the filesystem and its raw floor back
+ * to back, in alternating order (fs then raw, raw then fs: a drift favours
+ * neither side), and the figures are medians; a ratio is the median of the
+ * per-repetition ratios (each of two neighbouring measurements). */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of v[0..n) (sorts v); the mean of the middle two for even n. */
+static double median(double *v, unsigned n)
+{
+	if (!n)
+		return NAN;
+	qsort(v, n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double min_of(const double *v, unsigned n)
+{
+	double m = n ? v[0] : NAN;
+	for (unsigned i = 1; i < n; i++)
+		m = v[i] < m ? v[i] : m;
+	return m;
+}
+
+static double max_of(const double *v, unsigned n)
+{
+	double m = n ? v[0] : NAN;
+	for (unsigned i = 1; i < n; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
+}
+
+/* The ratios' median (the figure) with their spread (JSON only). */
+static void ratio_fields(struct fsb_run *r, const char *name, const char *lo, const char *hi, double *v,
+			 unsigned n, int decimals)
+{
+	double a = min_of(v, n), z = max_of(v, n);
+	fsb_field(r, name, median(v, n), decimals);
+	fsb_field_json(r, lo, a, decimals);
+	fsb_field_json(r, hi, z, decimals);
+}
+
+/* ", 2/5" for the progress line ("" without repetitions). */
+static void rep_label(char *s, size_t n, unsigned i, unsigned reps)
+{
+	if (reps > 1)
+		snprintf(s, n, ", %u/%u", i + 1, reps);
+	else
+		s[0] = 0;
+}
+
+/* Whether repetition `rep` measures the raw floor first. */
+static bool raw_first(unsigned rep)
+{
+	return rep % 2 == 1;
+}
+
 /* ------------------------------------------------------------ jens */
 
 /* The seed's loop (Jens Axboe, April 2009): fopen, fprintf a line, fsync,
- * fclose, 2,000 times. "a" mode: O_CREAT|O_WRONLY|O_APPEND. */
-int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
+ * fclose, 2,000 times. "a" mode: O_CREAT|O_WRONLY|O_APPEND. On a fresh
+ * filesystem, unmounted at the end; elapsed ns of the loop in *ns. */
+static int jens_once(struct fsb *b, struct fsb_env *e, const char *mode, const char *rep, uint64_t *ns)
 {
-	struct fsb_env e;
-	int rc = fsb_env_open(b, mode, &e);
+	int rc = fsb_env_fresh(e);
 	if (rc < 0)
 		return rc;
 	static const char line[] = "Some data here\n";
@@ -251,7 +318,7 @@ int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
 	uint64_t t0 = clock_now_ns();
 	for (unsigned i = 0; i < n && !rc; i++) {
 		struct nostall_file *f;
-		rc = nostall_create(e.fs, path, NOSTALL_O_CREAT | NOSTALL_O_WRONLY | NOSTALL_O_APPEND, 0644, &f);
+		rc = nostall_create(e->fs, path, NOSTALL_O_CREAT | NOSTALL_O_WRONLY | NOSTALL_O_APPEND, 0644, &f);
 		if (rc < 0) {
 			rc = api_err(rc, "open", path);
 			break;
@@ -264,26 +331,53 @@ int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
 		if (!rc)
 			rc = crc;
 		if (i % 100 == 99)
-			fsb_progress(b, "jens (data=%s): %u/%u fsyncs", mode, i + 1, n);
+			fsb_progress(b, "jens (data=%s%s): %u/%u fsyncs", mode, rep, i + 1, n);
 	}
-	uint64_t total = clock_now_ns() - t0;
-	rc = fsb_env_unmount(&e, rc);
-	int64_t floor = 0;
-	if (!rc) {
-		fsb_progress(b, "jens (data=%s): floor, %u write+flush round trips", mode, 2 * n);
-		floor = raw_roundtrips(e.dev, 2 * n, b->sz.fs_bytes);
-		if (floor < 0)
-			rc = (int)floor;
+	*ns = clock_now_ns() - t0;
+	return fsb_env_unmount(e, rc);
+}
+
+int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
+{
+	struct fsb_env e;
+	int rc = fsb_env_dev_open(b, mode, &e);
+	if (rc < 0)
+		return rc;
+	unsigned n = b->sz.jens_n, reps = b->sz.reps;
+	double total[99], floor[99], x[99];
+	for (unsigned i = 0; i < reps && !rc; i++) {
+		char rep[32];
+		rep_label(rep, sizeof rep, i, reps);
+		uint64_t t = 0;
+		int64_t fl = 0;
+		for (int step = 0; step < 2 && !rc; step++) {
+			if (step == raw_first(i)) {
+				rc = jens_once(b, &e, mode, rep, &t);
+				continue;
+			}
+			fsb_progress(b, "jens (data=%s%s): floor, %u write+flush round trips", mode, rep, 2 * n);
+			fl = raw_roundtrips(e.dev, 2 * n, b->sz.fs_bytes);
+			if (fl < 0)
+				rc = (int)fl;
+		}
+		total[i] = secs(t);
+		floor[i] = secs((uint64_t)fl);
+		x[i] = fl > 0 ? (double)t / (double)fl : NAN;
 	}
 	fsb_env_close(&e);
 	if (rc < 0)
 		return rc;
-	fsb_field(r, "total_s", secs(total), 3);
-	fsb_field(r, "floor_s", secs((uint64_t)floor), 3);
-	fsb_field(r, "x_floor", (double)total / (double)floor, 2);
-	fsb_field(r, "ms_per_fsync", (double)total / 1e6 / n, 3);
+	double total_s = median(total, reps);
+	fsb_field(r, "total_s", total_s, 3);
+	fsb_field(r, "floor_s", median(floor, reps), 3);
+	ratio_fields(r, "x_floor", "x_floor_min", "x_floor_max", x, reps, 2);
+	fsb_field(r, "ms_per_fsync", total_s * 1e3 / n, 3);
 	fsb_field(r, "fsyncs", n, 0);
-	snprintf(r->note, sizeof r->note, "floor = %u x (4 KiB write + flush) on the raw device", 2 * n);
+	fsb_field(r, "reps", reps, 0);
+	snprintf(r->note, sizeof r->note,
+		 "floor = %u x (4 KiB write + flush) on the raw device; medians of %u repetitions, fs and floor "
+		 "alternating; x_floor = median of the per-repetition ratios",
+		 2 * n, reps);
 	return 0;
 }
 
@@ -309,26 +403,22 @@ static int read_all(struct nostall_fs *fs, const char *path, char *buf, uint64_t
 	return rc;
 }
 
-int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
+/* One filesystem pass: fresh filesystem, write + fsync + close (timed:
+ * *tw, with the peak RSS meanwhile in *rss), remount, read back (*tr),
+ * unmount. */
+static int stream_once(struct fsb *b, struct fsb_env *e, const char *mode, const char *rep, char *buf,
+		       uint64_t *tw, uint64_t *tr, uint64_t *rss)
 {
-	struct fsb_env e;
-	int rc = fsb_env_open(b, mode, &e);
+	int rc = fsb_env_fresh(e);
 	if (rc < 0)
 		return rc;
 	const char *path = "/stream";
-	uint64_t bytes = b->sz.stream_bytes, got = 0, tw = 0, tr = 0, rss = 0;
-	char *buf = malloc(IO_CHUNK);
-	if (!buf) {
-		fsb_env_close(&e);
-		return err_set(-ENOMEM, "out of memory");
-	}
-	for (unsigned i = 0; i < IO_CHUNK; i++)
-		buf[i] = (char)('a' + i % 26);
-	fsb_progress(b, "stream (data=%s): writing %llu MiB", mode, (unsigned long long)(bytes / FSB_MiB));
+	uint64_t bytes = b->sz.stream_bytes, got = 0;
+	fsb_progress(b, "stream (data=%s%s): writing %llu MiB", mode, rep, (unsigned long long)(bytes / FSB_MiB));
 	fsb_rss_reset();
 	uint64_t t0 = clock_now_ns();
 	struct nostall_file *f;
-	rc = nostall_create(e.fs, path, NOSTALL_O_CREAT | NOSTALL_O_WRONLY | NOSTALL_O_TRUNC, 0644, &f);
+	rc = nostall_create(e->fs, path, NOSTALL_O_CREAT | NOSTALL_O_WRONLY | NOSTALL_O_TRUNC, 0644, &f);
 	if (rc < 0) {
 		rc = api_err(rc, "create", path);
 	} else {
@@ -340,44 +430,83 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 		if (!rc)
 			rc = frc;
 	}
-	tw = clock_now_ns() - t0;
-	rss = fsb_rss_peak();
+	*tw = clock_now_ns() - t0;
+	*rss = fsb_rss_peak();
 	if (!rc)
-		rc = fsb_env_remount(&e);
+		rc = fsb_env_remount(e);
 	if (!rc) {
-		fsb_progress(b, "stream (data=%s): reading back", mode);
+		fsb_progress(b, "stream (data=%s%s): reading back", mode, rep);
 		t0 = clock_now_ns();
-		rc = read_all(e.fs, path, buf, &got);
-		tr = clock_now_ns() - t0;
+		rc = read_all(e->fs, path, buf, &got);
+		*tr = clock_now_ns() - t0;
 		if (!rc && got != bytes)
 			rc = err_set(-EIO, "read back %llu bytes of %llu", (unsigned long long)got,
 				     (unsigned long long)bytes);
 	}
-	free(buf);
-	rc = fsb_env_unmount(&e, rc);
-	int64_t rw = 0, rr = 0;
-	uint64_t sector = (b->sz.fs_bytes - bytes) / 2 / DEV_SECTOR_SIZE & ~2047ull;
-	if (!rc) {
-		fsb_progress(b, "stream (data=%s): raw device write and read", mode);
-		rw = raw_seq(e.dev, DEV_OP_WRITE, sector, bytes);
-		rr = rw < 0 ? rw : raw_seq(e.dev, DEV_OP_READ, sector, bytes);
-		rc = rr < 0 ? (int)rr : 0;
+	return fsb_env_unmount(e, rc);
+}
+
+int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
+{
+	struct fsb_env e;
+	int rc = fsb_env_dev_open(b, mode, &e);
+	if (rc < 0)
+		return rc;
+	uint64_t bytes = b->sz.stream_bytes, rss_max = 0;
+	unsigned reps = b->sz.reps;
+	char *buf = malloc(IO_CHUNK);
+	if (!buf) {
+		fsb_env_close(&e);
+		return err_set(-ENOMEM, "out of memory");
 	}
+	for (unsigned i = 0; i < IO_CHUNK; i++)
+		buf[i] = (char)('a' + i % 26);
+	/* The raw transfers land on the filesystem's blocks: they run before
+	 * its mkfs or after its unmount, never beside it. */
+	uint64_t sector = (b->sz.fs_bytes - bytes) / 2 / DEV_SECTOR_SIZE & ~2047ull;
+	double w[99], rw[99], wp[99], rd[99], rr[99], rp[99];
+	for (unsigned i = 0; i < reps && !rc; i++) {
+		char rep[32];
+		rep_label(rep, sizeof rep, i, reps);
+		uint64_t tw = 0, tr = 0, rss = 0;
+		int64_t raw_w = 0, raw_r = 0;
+		for (int step = 0; step < 2 && !rc; step++) {
+			if (step == raw_first(i)) {
+				rc = stream_once(b, &e, mode, rep, buf, &tw, &tr, &rss);
+				continue;
+			}
+			fsb_progress(b, "stream (data=%s%s): raw device write and read", mode, rep);
+			raw_w = raw_seq(e.dev, DEV_OP_WRITE, sector, bytes);
+			raw_r = raw_w < 0 ? raw_w : raw_seq(e.dev, DEV_OP_READ, sector, bytes);
+			rc = raw_r < 0 ? (int)raw_r : 0;
+		}
+		if (rc)
+			break;
+		rss_max = rss > rss_max ? rss : rss_max;
+		w[i] = mibps(bytes, tw);
+		rw[i] = mibps(bytes, (uint64_t)raw_w);
+		wp[i] = pct(w[i], rw[i]);
+		rd[i] = mibps(bytes, tr);
+		rr[i] = mibps(bytes, (uint64_t)raw_r);
+		rp[i] = pct(rd[i], rr[i]);
+	}
+	free(buf);
 	fsb_env_close(&e);
 	if (rc < 0)
 		return rc;
-	double w = mibps(bytes, tw), raw_w = mibps(bytes, (uint64_t)rw);
-	double rd = mibps(bytes, tr), raw_r = mibps(bytes, (uint64_t)rr);
-	fsb_field(r, "write_mbps", w, 1);
-	fsb_field(r, "raw_write_mbps", raw_w, 1);
-	fsb_field(r, "write_pct", pct(w, raw_w), 1);
-	fsb_field(r, "read_mbps", rd, 1);
-	fsb_field(r, "raw_read_mbps", raw_r, 1);
-	fsb_field(r, "read_pct", pct(rd, raw_r), 1);
-	fsb_field(r, "rss_peak_mib", rss ? (double)rss / FSB_MiB : NAN, 1);
+	fsb_field(r, "write_mbps", median(w, reps), 1);
+	fsb_field(r, "raw_write_mbps", median(rw, reps), 1);
+	ratio_fields(r, "write_pct", "write_pct_min", "write_pct_max", wp, reps, 1);
+	fsb_field(r, "read_mbps", median(rd, reps), 1);
+	fsb_field(r, "raw_read_mbps", median(rr, reps), 1);
+	ratio_fields(r, "read_pct", "read_pct_min", "read_pct_max", rp, reps, 1);
+	fsb_field(r, "rss_peak_mib", rss_max ? (double)rss_max / FSB_MiB : NAN, 1);
 	fsb_field(r, "rss_bound_mib", (double)(b->cache_bytes + 64 * FSB_MiB) / FSB_MiB, 0);
-	snprintf(r->note, sizeof r->note, "%llu MiB file, cache=%lluM; MiB/s; rss_peak = VmHWM while writing%s",
-		 (unsigned long long)(bytes / FSB_MiB), (unsigned long long)(b->cache_bytes / FSB_MiB),
+	fsb_field(r, "reps", reps, 0);
+	snprintf(r->note, sizeof r->note,
+		 "%llu MiB file, cache=%lluM; MiB/s, medians of %u repetitions, fs and raw alternating; "
+		 "*_pct = median of the per-repetition ratios; rss_peak = the largest VmHWM while writing%s",
+		 (unsigned long long)(bytes / FSB_MiB), (unsigned long long)(b->cache_bytes / FSB_MiB), reps,
 		 b->sim ? " (includes the simulated disk's in-memory store)" : "");
 	return 0;
 }

@@ -16,8 +16,8 @@ pos='(0*[1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)' # a number above zero
 dev='"device":"file:/tmp/nostall-benchfs\.[A-Za-z0-9]+"'
 for mode in journal ordered writeback guarded; do
 	want=(
-		"\"scenario\":\"jens\",$dev,\"config\":\"$mode\",\"total_s\":$pos,\"floor_s\":$pos,\"x_floor\":$pos,\"ms_per_fsync\":$pos,\"fsyncs\":20}"
-		"\"scenario\":\"stream\",$dev,\"config\":\"$mode\",\"write_mbps\":$pos,\"raw_write_mbps\":$pos,\"write_pct\":$pos,\"read_mbps\":$pos,\"raw_read_mbps\":$pos,\"read_pct\":$pos,\"rss_peak_mib\":$pos,\"rss_bound_mib\":$pos}"
+		"\"scenario\":\"jens\",$dev,\"config\":\"$mode\",\"total_s\":$pos,\"floor_s\":$pos,\"x_floor\":$pos,\"x_floor_min\":$pos,\"x_floor_max\":$pos,\"ms_per_fsync\":$pos,\"fsyncs\":20,\"reps\":2}"
+		"\"scenario\":\"stream\",$dev,\"config\":\"$mode\",\"write_mbps\":$pos,\"raw_write_mbps\":$pos,\"write_pct\":$pos,\"write_pct_min\":$pos,\"write_pct_max\":$pos,\"read_mbps\":$pos,\"raw_read_mbps\":$pos,\"read_pct\":$pos,\"read_pct_min\":$pos,\"read_pct_max\":$pos,\"rss_peak_mib\":$pos,\"rss_bound_mib\":$pos,\"reps\":2}"
 		"\"scenario\":\"creates\",$dev,\"config\":\"$mode\",\"creates_per_s\":$pos,\"stats_per_s\":$pos,\"unlinks_per_s\":$pos,\"files\":100}"
 		"\"scenario\":\"fsync-under-stream\",$dev,\"config\":\"$mode\",\"floor_ms\":$pos,\"idle_p50_ms\":$pos,\"p50_ms\":$pos,\"p99_ms\":(null|$pos),\"max_ms\":$pos,\"samples\":$pos,\"stream_mbps\":$pos}"
 	)
@@ -43,7 +43,7 @@ grep -Eq "^  ordered +$num +$num" "$tmp/table" && grep -q "^jens on sim:ssd" "$t
 	{ cat "$tmp/table"; echo "FAIL: table"; exit 1; }
 
 # usage errors exit 2
-for args in "--workload nope" "-o data=bogus" "-o ro" "extra"; do
+for args in "--workload nope" "-o data=bogus" "-o ro" "extra" "--reps 0" "--reps x"; do
 	rc=0; "$NOSTALL" bench fs $args >/dev/null 2>&1 || rc=$?
 	[ "$rc" = 2 ] || { echo "FAIL: bench fs $args should exit 2 (got $rc)"; exit 1; }
 done
