@@ -187,6 +187,12 @@ ssize_t page_mapping_read(struct page_mapping *m, uint64_t off, void *buf, size_
  * written before an error, or the negative errno if none was. */
 ssize_t page_mapping_write(struct page_mapping *m, uint64_t off, const void *buf, size_t len,
 			   uint64_t i_size);
+/* The same without the throttle: the caller calls page_cache_balance_dirty
+ * once it holds no journal handle (Linux's generic_perform_write throttles
+ * after write_end, which stopped ext3's handle; a writer throttled inside
+ * its handle holds up every commit, and with it every other file's fsync). */
+ssize_t page_mapping_write_nobalance(struct page_mapping *m, uint64_t off, const void *buf, size_t len,
+				     uint64_t i_size);
 /* Start writing the dirty pages with index in [start, end] with op rw
  * (BLK_WRITE, BLK_WRITE_SYNC_PLUG, ...; plugged: the caller or a wait
  * unplugs). Returns 0 or -ENOMEM (run buffer); I/O errors surface through
