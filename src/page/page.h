@@ -31,6 +31,10 @@
  *   to write the oldest dirty pages down to it; past dirty_ratio (20 %) of dirty + writeback pages a
  *   writer is throttled in page_cache_balance_dirty (it writes back dirty pages
  *   itself, then waits for writeback to complete, until under the limit).
+ *   The limit is per thread (2.6.30's task_dirty_limit): lowered by up to an
+ *   eighth in proportion to the thread's share of the pages dirtied lately,
+ *   so a streaming writer is held a little below it and a light writer
+ *   beside it is not throttled for the streamer's pages.
  *   Every dirty_writeback interval (5 s) the flusher writes pages dirty for
  *   longer than dirty_expire (30 s).
  *
