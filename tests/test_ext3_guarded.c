@@ -278,12 +278,28 @@ static void test_hole_fill(void **state)
 	assert_int_equal(nostall_truncate(fs, "/h", 40 * bs), 0);
 	s = snap_of(fs, "/h");
 	assert_int_equal(s.disksize, 40 * bs);
+	/* Past i_disksize (extents pending: nothing written back yet), a
+	 * rewrite of a page wholly below i_size is not ordered; new bytes past
+	 * i_size in the partial last block are. */
+	put(fs, "/r", 3, 0, 8 * bs + 100);
+	s = snap_of(fs, "/r");
+	assert_true(s.disksize < 2 * bs);
+	ext3_guarded_stats(fs->e, &st0);
+	put(fs, "/r", 3, 2 * bs, bs);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.hole_fills, st0.hole_fills);
+	assert_false(snap_of(fs, "/r").ordered);
+	put(fs, "/r", 3, 8 * bs + 100, 50);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.hole_fills - st0.hole_fills, 1);
+	assert_true(snap_of(fs, "/r").ordered);
 	umnt(fs);
 	fsck_clean(img);
 	fs = mnt(img, NULL);
 	struct nostall_stat nst;
 	assert_int_equal(nostall_stat(fs, "/h", 0, &nst), 0);
 	assert_int_equal(nst.size, 40 * bs);
+	check(fs, "/r", 3, 8 * bs + 150, 0, 0);
 	umnt(fs);
 	unlink(img);
 }
