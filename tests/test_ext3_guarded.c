@@ -5,7 +5,9 @@
  * log: device, against data=ordered), truncate and unlink with pending
  * extents, a failed write (the size stays below it until the page is
  * written again), a journal abort with pending extents, the default mode,
- * and concurrent writers, fsyncs, truncates and syncs (TSan).
+ * concurrent writers, fsyncs, truncates and syncs (TSan), and the page
+ * cache's per-thread dirty limit that keeps an fsyncing appender beside a
+ * streaming writer from being throttled for the streamer's pages.
  * nostall-test: concurrent
  * mke2fs, e2fsck and tune2fs must be installed. */
 #include <stdarg.h>
@@ -15,8 +17,10 @@
 
 #include "lib/fsimg.h"
 #include "lib/oracles.h"
+#include "lib/pagefs.h"
 
 #include "api/api_int.h"
+#include "blk/blk.h"
 #include "dev/dev.h"
 #include "ext3/ext3_int.h"
 #include "ext3/guarded.h"
@@ -26,6 +30,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,12 +278,28 @@ static void test_hole_fill(void **state)
 	assert_int_equal(nostall_truncate(fs, "/h", 40 * bs), 0);
 	s = snap_of(fs, "/h");
 	assert_int_equal(s.disksize, 40 * bs);
+	/* Past i_disksize (extents pending: nothing written back yet), a
+	 * rewrite of a page wholly below i_size is not ordered; new bytes past
+	 * i_size in the partial last block are. */
+	put(fs, "/r", 3, 0, 8 * bs + 100);
+	s = snap_of(fs, "/r");
+	assert_true(s.disksize < 2 * bs);
+	ext3_guarded_stats(fs->e, &st0);
+	put(fs, "/r", 3, 2 * bs, bs);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.hole_fills, st0.hole_fills);
+	assert_false(snap_of(fs, "/r").ordered);
+	put(fs, "/r", 3, 8 * bs + 100, 50);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.hole_fills - st0.hole_fills, 1);
+	assert_true(snap_of(fs, "/r").ordered);
 	umnt(fs);
 	fsck_clean(img);
 	fs = mnt(img, NULL);
 	struct nostall_stat nst;
 	assert_int_equal(nostall_stat(fs, "/h", 0, &nst), 0);
 	assert_int_equal(nst.size, 40 * bs);
+	check(fs, "/r", 3, 8 * bs + 150, 0, 0);
 	umnt(fs);
 	unlink(img);
 }
@@ -592,6 +613,70 @@ static void test_concurrent(void **state)
 	unlink(img);
 }
 
+/* ---------------------------------------- the fsync writer's dirty limit */
+
+struct heavy {
+	struct env *e;
+	atomic_bool done;
+	int bad; /* writes that failed */
+};
+
+/* A thread that has dirtied every page of the cache lately (several
+ * periods of it, cleaned in between), then dirties pages up to just under
+ * the cache's dirty limit and balances: its own limit is lower (2.6.30's
+ * task_dirty_limit), so it is throttled - and waits, the queue is stopped. */
+static void *heavy_main(void *arg)
+{
+	struct heavy *h = arg;
+	struct env *e = h->e;
+	uint64_t limit = pfs_stats(e).dirty_limit;
+	static unsigned char buf[4096];
+	for (int round = 0; round < 6; round++) {
+		for (uint64_t i = 0; i < limit - 2; i++)
+			h->bad += page_mapping_write_nobalance(e->m, i * 4096, buf, 4096, i * 4096) != 4096;
+		h->bad += page_mapping_sync(e->m, 0, PAGE_INDEX_MAX, BLK_WRITE) != 0;
+	}
+	blk_queue_stop(e->q);
+	for (uint64_t i = 0; i < limit - 2; i++)
+		h->bad += page_mapping_write_nobalance(e->m, i * 4096, buf, 4096, i * 4096) != 4096;
+	page_cache_balance_dirty(e->pc);
+	atomic_store(&h->done, true);
+	return NULL;
+}
+
+static void test_light_writer_limit(void **state)
+{
+	struct page_params p = pfs_quiet_params(256);
+	struct env e;
+	pfs_env_open(&e, "mem:16M", &p, false);
+	uint64_t limit = pfs_stats(&e).dirty_limit;
+	assert_true(limit >= 16); /* an eighth of it is at least 2 pages */
+	struct heavy h = { .e = &e };
+	atomic_init(&h.done, false);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, heavy_main, &h), 0);
+	/* Until the heavy writer is throttled (or returned: not throttled). */
+	while (!atomic_load(&h.done) && pfs_stats(&e).throttle_waits == 0)
+		usleep(1000);
+	bool throttled = !atomic_load(&h.done);
+	if (!throttled) {
+		pthread_join(t, NULL);
+		pfs_env_close(&e);
+		fail_msg("a writer of every recent page was not throttled below the dirty limit");
+	}
+	/* This thread dirtied nothing lately: its limit is the cache's, and
+	 * one page more stays under it - written without waiting for the
+	 * stopped queue. */
+	uint64_t before = pfs_stats(&e).throttled;
+	pfs_write_pages(&e, 200, 1, 3);
+	assert_int_equal(pfs_stats(&e).throttled, before);
+	blk_queue_start(e.q);
+	blk_queue_unplug(e.q);
+	pthread_join(t, NULL);
+	assert_int_equal(h.bad, 0);
+	pfs_env_close(&e);
+}
+
 int main(void)
 {
 	int orc = fsimg_main_begin("test_ext3_guarded", "guarded", "mke2fs e2fsck tune2fs", NULL, tmpdir, sizeof tmpdir);
@@ -602,7 +687,7 @@ int main(void)
 		cmocka_unit_test(test_hole_fill),       cmocka_unit_test(test_fsync_isolation),
 		cmocka_unit_test(test_truncate_pending), cmocka_unit_test(test_write_error),
 		cmocka_unit_test(test_abort_pending),   cmocka_unit_test(test_default_mode),
-		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_concurrent),      cmocka_unit_test(test_light_writer_limit),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

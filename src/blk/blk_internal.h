@@ -70,6 +70,8 @@ struct blk_tunables {
 	uint64_t ssd_plug;         /* patch 007: plug non-rotational devices unless they queue */
 	uint64_t single_dispatch;  /* cfq 2.6.30: one request per dispatch, quantum caps a
 				    * queue's requests in the driver (4x alone) */
+	uint64_t async_ramp;       /* cfq 2.6.32 low_latency async depth ramp (off in
+				    * every preset) */
 };
 
 /* The table of struct blk_tunables (blk_tunables.c). */
@@ -133,6 +135,7 @@ static inline void blk_elv_sync_state(struct blk_queue *q)
 	q->elv.now_ns = clock_now_ns();
 	q->elv.honour_noidle = q->t.noidle;
 	q->elv.single_dispatch = q->t.single_dispatch;
+	q->elv.async_ramp = q->t.async_ramp;
 }
 
 /* ---- blk_pool.c ---- */

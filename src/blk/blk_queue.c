@@ -14,7 +14,7 @@
 
 struct blk_preset {
 	const char *name;
-	bool sync_async_pools, noidle, ssd_plug, single_dispatch;
+	bool sync_async_pools, noidle, ssd_plug, single_dispatch, async_ramp;
 	unsigned sync_batch_op;
 	unsigned barrier_mode;
 	bool era; /* a 2009 kernel: its mount defaults too (barrier=0) */
@@ -24,10 +24,10 @@ struct blk_preset {
  * with FUA off). "nostall" is the default: 2.6.30's block layer with the
  * barriers of later kernels (flush + FUA, no drain). */
 static const struct blk_preset presets[] = {
-	{ "2.6.29", false, false, false, false, BLK_WRITE, BLK_BARRIER_DRAIN, true },
-	{ "2.6.30-rc1", false, false, false, false, BLK_WRITE_SYNC, BLK_BARRIER_DRAIN, true },
-	{ "2.6.30", true, true, true, true, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_DRAIN, true },
-	{ "nostall", true, true, true, true, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_MODERN, false },
+	{ "2.6.29", false, false, false, false, false, BLK_WRITE, BLK_BARRIER_DRAIN, true },
+	{ "2.6.30-rc1", false, false, false, false, false, BLK_WRITE_SYNC, BLK_BARRIER_DRAIN, true },
+	{ "2.6.30", true, true, true, true, false, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_DRAIN, true },
+	{ "nostall", true, true, true, true, false, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_MODERN, false },
 };
 #define NR_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -68,6 +68,7 @@ int blk_queue_preset_apply(struct blk_queue *q, const char *name)
 	q->t.noidle = p->noidle;
 	q->t.ssd_plug = p->ssd_plug;
 	q->t.single_dispatch = p->single_dispatch;
+	q->t.async_ramp = p->async_ramp;
 	q->sync_batch_op = p->sync_batch_op;
 	q->barrier_mode = p->barrier_mode;
 	q->preset = p->name;

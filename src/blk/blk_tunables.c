@@ -31,6 +31,8 @@ const struct tunable_desc blk_queue_tunables[] = {
 	  "plug non-rotational devices unless they queue (1, 2.6.30) or never (0)" },
 	{ "single_dispatch", TUNABLE_BOOL, 0, 1, 1, offsetof(struct blk_tunables, single_dispatch), "",
 	  "cfq: quantum caps a queue's requests in the drive, 4x when alone (1, 2.6.30) or only while others wait (0, 2.6.29)" },
+	{ "async_ramp", TUNABLE_BOOL, 0, 1, 0, offsetof(struct blk_tunables, async_ramp), "",
+	  "cfq: after a sync completion an async queue keeps 1 request in the drive, 1 more per slice_sync (1, 2.6.32 low_latency; 0, 2.6.30)" },
 	{ NULL, 0, 0, 0, 0, 0, NULL, NULL },
 };
 
@@ -123,10 +125,12 @@ int blk_queue_set(struct blk_queue *q, const char *name, const char *value)
 		if (d->offset == offsetof(struct blk_tunables, sync_async_pools) ||
 		    d->offset == offsetof(struct blk_tunables, noidle) ||
 		    d->offset == offsetof(struct blk_tunables, ssd_plug) ||
-		    d->offset == offsetof(struct blk_tunables, single_dispatch))
+		    d->offset == offsetof(struct blk_tunables, single_dispatch) ||
+		    d->offset == offsetof(struct blk_tunables, async_ramp))
 			q->preset = "custom";
 		q->elv.honour_noidle = q->t.noidle;
 		q->elv.single_dispatch = q->t.single_dispatch;
+		q->elv.async_ramp = q->t.async_ramp;
 		pthread_mutex_unlock(&q->lock);
 		return 0;
 	}

@@ -74,6 +74,7 @@ int blk_elv_start(struct blk_queue *q, const struct elv_ops *ops)
 	e->queuing = q->geo.queue_depth > 1;
 	e->honour_noidle = q->t.noidle;
 	e->single_dispatch = q->t.single_dispatch;
+	e->async_ramp = q->t.async_ramp;
 	e->now_ns = clock_now_ns();
 	return ops->init ? ops->init(e) : 0;
 }

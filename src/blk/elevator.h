@@ -98,6 +98,8 @@ struct elevator {
 	bool single_dispatch;   /* era toggle (cfq): false = 2.6.29/2.6.30-rc1,
 				 * a queue alone in the scheduler has no cap on
 				 * its requests in the driver */
+	bool async_ramp;        /* cfq: 2.6.32's async depth ramp after a sync
+				 * completion (off in every preset) */
 
 	/* Written by the scheduler. */
 	uint64_t kick_ns;       /* 0 = nothing; otherwise blk calls dispatch()

@@ -113,7 +113,7 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 		(void)ext3_journal_stop(h);
 		return rc;
 	}
-	ssize_t n = page_mapping_write(m, off, buf, len, in->i_size);
+	ssize_t n = page_mapping_write_nobalance(m, off, buf, len, in->i_size);
 	if (n > 0) {
 		bool grew = off + (uint64_t)n > in->i_size;
 		if (grew)
@@ -132,6 +132,12 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 		(void)ext3_guarded_write_end(h, in);
 	}
 	int src = ext3_journal_stop(h);
+	/* Throttled (dirty limit) only now, without the handle, as Linux's
+	 * generic_perform_write after write_end: a throttled writer holding a
+	 * handle would hold the next commit - and every fsync - in its lock
+	 * phase for as long as its writeback wait lasts. */
+	if (n > 0)
+		page_cache_balance_dirty(page_mapping_cache(m));
 	if (!rc)
 		rc = src;
 	if (rc < 0)

@@ -437,6 +437,15 @@ int ext3_guarded_write_begin(struct ext3_inode *in, uint64_t off, uint64_t len)
 	uint64_t mapped_end = (in->i_size + bs - 1) / bs * bs; /* pages below may have blocks */
 	if (off >= mapped_end)
 		return 0; /* only new blocks: data_map files their extents */
+	/* Pages wholly below i_size hold bytes of this file's writes (or
+	 * zeros) on disk once their extents are done: a rewrite of them may
+	 * show the older bytes after a crash, as any overwrite. Only the
+	 * partial last block's bytes past i_size are new bytes in a block
+	 * that no extent covers. (Ordering every rewrite below i_size made a
+	 * streamer that wraps around its file order its data while i_disksize
+	 * lagged, and the next fsync's commit wrote all of it.) */
+	if (off + len <= in->i_size || in->i_size % bs == 0)
+		return 0;
 	int rc = 0;
 	pthread_mutex_lock(&g->lock);
 	struct ginode *gi = gi_get(g, in);
@@ -493,7 +502,9 @@ void ext3_guarded_io_done(struct ext3_inode *in, uint64_t first, uint64_t last, 
 	uint64_t done = 0, failed = 0;
 	pthread_mutex_lock(&g->lock);
 	struct ginode *gi = gi_find(g, in->ino);
-	if (gi && !gi->dying) {
+	/* The state is found by number: only this inode's own (a completion
+	 * never marks another inode's extents, whatever reuses the number). */
+	if (gi && gi->in == in && !gi->dying) {
 		uint64_t low0 = ext_low(gi);
 		ext_complete(gi, first, last, err, &done, &failed);
 		g->st.done += done;

@@ -41,13 +41,12 @@ void ext3_guarded_destroy(struct ext3_guarded *g);
  * extent; inside: a hole fill, ordered at the chunk's end. 0 or -ENOMEM. */
 int ext3_guarded_block_new(struct ext3_inode *in, uint64_t index);
 /* Before a write of [off, off + len): when it ends past i_disksize and
- * touches a page below ceil(i_size / block) - a page that may already have
- * a block (the partial last block, or one whose extent is pending or
- * already completed for older bytes) - its new bytes are under no extent,
- * so this write's data is ordered (like a hole fill: the next
- * ext3_guarded_write_end files the jbd_inode). Found by nostall crashtest
- * (too_long on append and links). Caller holds in->lock as writer.
- * 0 or -ENOMEM. */
+ * writes bytes past i_size inside the partial last block (a block that
+ * exists, so no extent covers its new bytes), this write's data is ordered
+ * (like a hole fill: the next ext3_guarded_write_end files the jbd_inode).
+ * Found by nostall crashtest (too_long on append and links). Rewrites of
+ * pages wholly below i_size need nothing: their blocks hold this file's
+ * older bytes. Caller holds in->lock as writer. 0 or -ENOMEM. */
 int ext3_guarded_write_begin(struct ext3_inode *in, uint64_t off, uint64_t len);
 
 /* End of a write chunk, in its handle, after i_size moved (in->lock as

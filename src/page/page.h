@@ -31,6 +31,10 @@
  *   to write the oldest dirty pages down to it; past dirty_ratio (20 %) of dirty + writeback pages a
  *   writer is throttled in page_cache_balance_dirty (it writes back dirty pages
  *   itself, then waits for writeback to complete, until under the limit).
+ *   The limit is per thread (2.6.30's task_dirty_limit): lowered by up to an
+ *   eighth in proportion to the thread's share of the pages dirtied lately,
+ *   so a streaming writer is held a little below it and a light writer
+ *   beside it is not throttled for the streamer's pages.
  *   Every dirty_writeback interval (5 s) the flusher writes pages dirty for
  *   longer than dirty_expire (30 s).
  *
@@ -187,6 +191,12 @@ ssize_t page_mapping_read(struct page_mapping *m, uint64_t off, void *buf, size_
  * written before an error, or the negative errno if none was. */
 ssize_t page_mapping_write(struct page_mapping *m, uint64_t off, const void *buf, size_t len,
 			   uint64_t i_size);
+/* The same without the throttle: the caller calls page_cache_balance_dirty
+ * once it holds no journal handle (Linux's generic_perform_write throttles
+ * after write_end, which stopped ext3's handle; a writer throttled inside
+ * its handle holds up every commit, and with it every other file's fsync). */
+ssize_t page_mapping_write_nobalance(struct page_mapping *m, uint64_t off, const void *buf, size_t len,
+				     uint64_t i_size);
 /* Start writing the dirty pages with index in [start, end] with op rw
  * (BLK_WRITE, BLK_WRITE_SYNC_PLUG, ...; plugged: the caller or a wait
  * unplugs). Returns 0 or -ENOMEM (run buffer); I/O errors surface through

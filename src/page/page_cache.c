@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,6 +552,7 @@ void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now)
 	list_add_tail(&pg->m->dirty, &pg->mdirty);
 	pc->nr_dirty++;
 	pg->m->nr_dirty++;
+	page_task_dirtied_locked(pc);
 	if (pc->kick_limit && pc->nr_dirty > pc->kick_limit)
 		page_flusher_wake_locked(pc);
 }
@@ -688,6 +690,8 @@ int page_cache_create(struct blk_queue *q, unsigned page_size, const struct page
 	struct page_cache *pc = calloc(1, sizeof *pc);
 	if (!pc)
 		return -ENOMEM;
+	static atomic_uint_fast64_t next_id = 1;
+	pc->id = atomic_fetch_add(&next_id, 1);
 	pc->q = q;
 	pc->p = prm;
 	pc->page_size = page_size;

@@ -111,6 +111,9 @@ struct page_cache {
 	struct page_params p;    /* pc (tunables change at run time) */
 	uint64_t max_pages, dirty_limit, bg_limit, max_run;
 	uint64_t kick_limit;     /* dirty pages that wake the flusher (0: never) */
+	uint64_t dirtied;        /* pages made dirty, ever (the writers' proportions) */
+	uint64_t id;             /* unique per cache ever created (a thread's
+				  * proportion state names its cache by it) */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;     /* see "Waiting" above */
@@ -200,6 +203,9 @@ size_t page_grab_batch(struct page_mapping *m, uint64_t index, size_t n, struct 
 void page_unshare_locked(struct page_cache *pc, struct page *pg);
 /* Set / clear PG_DIRTY with the lists and counters. pc->lock held. */
 void page_set_dirty_locked(struct page_cache *pc, struct page *pg, uint64_t now);
+/* The calling thread dirtied a page (its share of the dirtying sets its
+ * dirty limit: page_cache_balance_dirty). pc->lock held. */
+void page_task_dirtied_locked(struct page_cache *pc);
 void page_clear_dirty_locked(struct page_cache *pc, struct page *pg);
 /* Take pg out of its mapping's index (and the LRU if unreferenced): freed
  * now (returned for page_free) if unreferenced, else marked detached.

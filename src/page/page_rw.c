@@ -244,7 +244,8 @@ static int write_whole_pages(struct page_mapping *m, uint64_t index, size_t n, c
 			chain = f;
 		}
 	}
-	*throttle = pc->nr_dirty + pc->nr_writeback > pc->dirty_limit;
+	/* Past the lowest per-thread limit (page_cache_balance_dirty decides). */
+	*throttle = pc->nr_dirty + pc->nr_writeback > pc->dirty_limit - pc->dirty_limit / 8;
 	pthread_mutex_unlock(&pc->lock);
 	free_chain(chain);
 	*written = done * pc->page_size;
@@ -255,7 +256,7 @@ static int write_whole_pages(struct page_mapping *m, uint64_t index, size_t n, c
  * into them (write: allocate, read-modify-write, dirty, throttle). Returns
  * the bytes copied, or the error if none were. */
 static ssize_t copy_range(struct page_mapping *m, uint64_t off, void *buf, size_t len, uint64_t i_size,
-			  bool write)
+			  bool write, bool balance)
 {
 	unsigned ps = m->pc->page_size;
 	size_t done = 0;
@@ -286,7 +287,7 @@ static ssize_t copy_range(struct page_mapping *m, uint64_t off, void *buf, size_
 			return done ? (ssize_t)done : rc;
 		done += n;
 		/* No page lock held here: throttling may write and wait. */
-		if (throttle)
+		if (throttle && balance)
 			page_cache_balance_dirty(m->pc);
 	}
 	return (ssize_t)done;
@@ -298,14 +299,20 @@ ssize_t page_mapping_read(struct page_mapping *m, uint64_t off, void *buf, size_
 		return 0;
 	if (len > i_size - off)
 		len = (size_t)(i_size - off);
-	return copy_range(m, off, buf, len, i_size, false);
+	return copy_range(m, off, buf, len, i_size, false, false);
 }
 
 ssize_t page_mapping_write(struct page_mapping *m, uint64_t off, const void *buf, size_t len,
 			   uint64_t i_size)
 {
 	/* Only read from in this direction. */
-	return copy_range(m, off, (void *)(uintptr_t)buf, len, i_size, true);
+	return copy_range(m, off, (void *)(uintptr_t)buf, len, i_size, true, true);
+}
+
+ssize_t page_mapping_write_nobalance(struct page_mapping *m, uint64_t off, const void *buf, size_t len,
+				     uint64_t i_size)
+{
+	return copy_range(m, off, (void *)(uintptr_t)buf, len, i_size, true, false);
 }
 
 /* ------------------------------------------------- truncate, invalidate */

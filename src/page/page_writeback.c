@@ -429,20 +429,71 @@ static size_t write_chunk_locked(struct page_cache *pc)
 	return sub;
 }
 
+/* 2.6.30's per-task dirty limit (task_dirty_limit, since 2.6.24): each
+ * writer's limit is the cache's lowered by up to an eighth, in proportion
+ * to its share of the pages dirtied lately, so a heavy writer is throttled
+ * a little below the limit and a light one (a process appending a record
+ * and fsyncing) is not throttled for the heavy one's pages. The share is a
+ * floating proportion: a thread's count halves every `dirty_limit` pages
+ * dirtied in the cache (a period); share = count / (period + pages into
+ * the current period). State per thread, for one cache at a time (by id:
+ * a new cache may reuse a freed one's address). */
+static _Thread_local struct {
+	uint64_t pc_id;
+	uint64_t count, period;
+} task_dirty;
+
+static uint64_t task_period_len(const struct page_cache *pc)
+{
+	return pc->dirty_limit ? pc->dirty_limit : 1;
+}
+
+/* Decay this thread's count to the cache's current period. */
+static void task_dirty_decay(const struct page_cache *pc)
+{
+	uint64_t period = pc->dirtied / task_period_len(pc);
+	if (task_dirty.pc_id != pc->id) {
+		task_dirty.pc_id = pc->id;
+		task_dirty.count = 0;
+	} else if (period > task_dirty.period) {
+		uint64_t d = period - task_dirty.period;
+		task_dirty.count = d >= 64 ? 0 : task_dirty.count >> d;
+	}
+	task_dirty.period = period;
+}
+
+void page_task_dirtied_locked(struct page_cache *pc)
+{
+	pc->dirtied++;
+	task_dirty_decay(pc);
+	task_dirty.count++;
+}
+
+/* This thread's dirty limit (pc->lock held). */
+static uint64_t task_dirty_limit_locked(const struct page_cache *pc)
+{
+	task_dirty_decay(pc);
+	uint64_t len = task_period_len(pc), den = len + pc->dirtied % len;
+	uint64_t num = task_dirty.count < den ? task_dirty.count : den;
+	uint64_t cut = pc->dirty_limit / 8;
+	return pc->dirty_limit - (uint64_t)((double)cut * (double)num / (double)den);
+}
+
 void page_cache_balance_dirty(struct page_cache *pc)
 {
 	bool throttled = false;
 	pthread_mutex_lock(&pc->lock);
 	if (pc->kick_limit && pc->nr_dirty > pc->kick_limit)
 		page_flusher_wake_locked(pc);
-	while (pc->nr_dirty + pc->nr_writeback > pc->dirty_limit) {
+	uint64_t limit = task_dirty_limit_locked(pc);
+	while (pc->nr_dirty + pc->nr_writeback > limit) {
 		if (!throttled) {
 			pc->st.throttled++;
 			throttled = true;
 		}
 		if (pc->nr_dirty) {
 			pc->st.throttle_writes += write_chunk_locked(pc);
-			if (pc->nr_dirty + pc->nr_writeback <= pc->dirty_limit)
+			if (pc->nr_dirty + pc->nr_writeback <= limit)
 				break;
 		}
 		pc->st.throttle_waits++;

@@ -87,6 +87,8 @@ struct cfq_data {
 	uint64_t last_position;     /* end of the last dispatched request */
 	uint64_t last_end_request;  /* last completion of a non-IDLE queue */
 	bool any_end_request;
+	uint64_t last_end_sync;     /* last sync completion (async_ramp) */
+	bool any_end_sync;
 	uint64_t idle_timer_ns;     /* idle window expiry, 0 = not armed */
 	uint64_t idle_start_ns;
 };
