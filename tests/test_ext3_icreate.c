@@ -189,6 +189,14 @@ static void test_cached_block_kept(void **state)
 		assert_int_equal(ext3_unlink(m.root, "x", 1), 0);
 		assert_int_equal(ext3_unlink(m.root, "y", 1), 0);
 		assert_int_equal(create(m.root, "z"), x);
+		/* The lowest free number is taken: a hole among used ones
+		 * (ialloc.c's word-at-a-time bitmap scan), else y. */
+		char hole[32];
+		snprintf(hole, sizeof hole, "f%u", keep + 3);
+		assert_int_equal(ext3_unlink(m.root, hole, strlen(hole)), 0);
+		assert_int_equal(create(m.root, "w"), keep + 3);
+		assert_int_equal(create(m.root, "v"), y);
+		assert_int_equal(ext3_unlink(m.root, "v", 1), 0);
 		fsimg_assert_umount(&m);
 		fsimg_assert_clean(img);
 		assert_keep_intact(img, keep);

@@ -151,6 +151,25 @@ static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
 
 /* ---- the bitmap ---- */
 
+/* The first clear bit of the nbits of bm, or nbits. Full 64-bit words are
+ * skipped whole (a filling group's bitmap is mostly full: a bit at a time
+ * was 15% of a create's CPU), then bytes, then the bit in the byte. */
+static uint32_t first_zero_bit(const uint8_t *bm, uint32_t nbits)
+{
+	uint32_t byte = 0, nbytes = nbits / 8;
+	for (uint64_t w; byte + 8 <= nbytes; byte += 8) {
+		memcpy(&w, bm + byte, 8);
+		if (w != UINT64_MAX)
+			break;
+	}
+	while (byte < nbytes && bm[byte] == 0xff)
+		byte++;
+	uint32_t bit = byte * 8;
+	while (bit < nbits && (bm[bit >> 3] & (1u << (bit & 7))))
+		bit++;
+	return bit < nbits ? bit : nbits;
+}
+
 /* Group g's inode bitmap with write access (group lock held). */
 static int ibitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		       struct buffer_head **bh)
@@ -214,9 +233,7 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		goto out;
 	}
 	uint8_t *bm = buf_data(bh);
-	uint32_t ipg = fs->g.inodes_per_group, bit = 0;
-	while (bit < ipg && (bm[bit >> 3] & (1u << (bit & 7))))
-		bit = (bit & 7) == 0 && bm[bit >> 3] == 0xff ? bit + 8 : bit + 1;
+	uint32_t ipg = fs->g.inodes_per_group, bit = first_zero_bit(bm, ipg);
 	if (bit >= ipg) {
 		ret = ext3_fs_error(fs, "group %u: inode bitmap full but %u inodes free in the "
 				    "descriptor", g, fs->gd[g].bg_free_inodes_count);
