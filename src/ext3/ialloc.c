@@ -16,7 +16,8 @@
  * The new inode is initialised in memory (mode, owner, times, a new
  * generation, inherited flags, i_extra_isize 28 with large inodes: the size
  * of 2.6.30 ext3's large-inode fields), put in the inode cache by ext3_iget
- * and written with ext3_mark_inode_dirty.
+ * and written with ext3_mark_inode_dirty. Its inode-table block is not read
+ * from disk when no other inode of the block is in use (itable_fresh).
  */
 #include "ext3/write.h"
 
@@ -150,6 +151,25 @@ static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
 
 /* ---- the bitmap ---- */
 
+/* The first clear bit of the nbits of bm, or nbits. Full 64-bit words are
+ * skipped whole (a filling group's bitmap is mostly full: a bit at a time
+ * was 15% of a create's CPU), then bytes, then the bit in the byte. */
+static uint32_t first_zero_bit(const uint8_t *bm, uint32_t nbits)
+{
+	uint32_t byte = 0, nbytes = nbits / 8;
+	for (uint64_t w; byte + 8 <= nbytes; byte += 8) {
+		memcpy(&w, bm + byte, 8);
+		if (w != UINT64_MAX)
+			break;
+	}
+	while (byte < nbytes && bm[byte] == 0xff)
+		byte++;
+	uint32_t bit = byte * 8;
+	while (bit < nbits && (bm[bit >> 3] & (1u << (bit & 7))))
+		bit++;
+	return bit < nbits ? bit : nbits;
+}
+
 /* Group g's inode bitmap with write access (group lock held). */
 static int ibitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		       struct buffer_head **bh)
@@ -157,9 +177,50 @@ static int ibitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 	return ext3_journal_bread(h, fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", false, bh);
 }
 
+/* The inode-table block of the inode at bit (just claimed in bm, group g's
+ * bitmap, group lock held), made up in memory when nothing in it can be in
+ * use: 2.6.30 ext3's "in_mem" case of locating a new inode. When every
+ * other bit of the block is clear in the current bitmap (the buffer we
+ * allocate from, so it includes this transaction's claims), no slot of the
+ * block holds a live inode and its disk contents do not matter: the block
+ * is zeroed and marked uptodate instead of read. A block already uptodate
+ * in the cache is used as it is (it may hold a just-freed inode whose slot
+ * is journaled in this or the committing transaction); the buffer lock
+ * orders this against a reader or readahead of the same block. Returns the
+ * buffer with a reference (held until the new inode is written, so the
+ * block is not reclaimed and read back meanwhile), or NULL: the block must
+ * be read (or the buffer could not be had; the read path copes). */
+static struct buffer_head *itable_fresh(struct ext3_fs *fs, uint32_t g, const uint8_t *bm,
+					uint32_t bit)
+{
+	uint32_t ipb = fs->g.inodes_per_block, ipg = fs->g.inodes_per_group;
+	uint32_t first = bit - bit % ipb;
+	uint32_t end = ipg - first > ipb ? first + ipb : ipg;
+	for (uint32_t b = first; b < end; b++)
+		if (b != bit && (bm[b >> 3] & (1u << (b & 7))))
+			return NULL;
+	uint64_t blk;
+	unsigned off;
+	ext3_fs_inode_loc(fs, g * ipg + bit + 1, &blk, &off);
+	if (blk >= fs->g.blocks_count)
+		return NULL; /* corrupt descriptor: the read reports it */
+	int err = 0;
+	struct buffer_head *bh = buf_get(fs->cache, blk, &err);
+	if (!bh)
+		return NULL;
+	buf_lock(bh);
+	if (!buf_uptodate(bh)) {
+		memset(buf_data(bh), 0, buf_size(bh));
+		buf_set_uptodate(bh);
+	}
+	buf_unlock(bh);
+	return bh;
+}
+
 /* Claim a free inode in group g: its number, 0 when the group is full, or
- * an error. */
-static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, bool is_dir)
+ * an error. *itable: the inode's table block when itable_fresh made it. */
+static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, bool is_dir,
+			   struct buffer_head **itable)
 {
 	pthread_mutex_lock(&fs->group_locks[g]);
 	int64_t ret = 0;
@@ -172,9 +233,7 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		goto out;
 	}
 	uint8_t *bm = buf_data(bh);
-	uint32_t ipg = fs->g.inodes_per_group, bit = 0;
-	while (bit < ipg && (bm[bit >> 3] & (1u << (bit & 7))))
-		bit = (bit & 7) == 0 && bm[bit >> 3] == 0xff ? bit + 8 : bit + 1;
+	uint32_t ipg = fs->g.inodes_per_group, bit = first_zero_bit(bm, ipg);
 	if (bit >= ipg) {
 		ret = ext3_fs_error(fs, "group %u: inode bitmap full but %u inodes free in the "
 				    "descriptor", g, fs->gd[g].bg_free_inodes_count);
@@ -189,6 +248,8 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 	rc = ext3_journal_dirty_metadata(h, bh);
 	if (!rc)
 		rc = ext3_group_adjust(h, fs, g, 0, -1, is_dir ? 1 : 0);
+	if (!rc)
+		*itable = itable_fresh(fs, g, bm, bit);
 	ret = rc ? rc : (int64_t)ino;
 out:
 	buf_put(bh);
@@ -279,8 +340,9 @@ int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, 
 	/* The chosen group, then every other one (another thread may have
 	 * taken the last inode of the chosen one meanwhile). */
 	int64_t ino = 0;
+	struct buffer_head *itable = NULL;
 	for (uint32_t i = 0; i < fs->g.groups && !ino; i++) {
-		ino = group_claim(h, fs, (uint32_t)((start + i) % fs->g.groups), is_dir);
+		ino = group_claim(h, fs, (uint32_t)((start + i) % fs->g.groups), is_dir, &itable);
 		if (ino < 0)
 			return (int)ino;
 	}
@@ -289,12 +351,14 @@ int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, 
 	struct ext3_inode *in;
 	int rc = ext3_iget(fs, (uint32_t)ino, &in);
 	if (rc) {
+		buf_put(itable);
 		(void)ino_release(h, fs, (uint32_t)ino, is_dir);
 		return rc;
 	}
 	pthread_rwlock_wrlock(&in->lock);
 	inode_init_new(in, dir, mode, uid, gid);
 	rc = ext3_mark_inode_dirty(h, in);
+	buf_put(itable);
 	if (rc) {
 		(void)ino_release(h, fs, (uint32_t)ino, is_dir);
 		pthread_rwlock_unlock(&in->lock);
