@@ -50,6 +50,7 @@ struct nfuse_opts {
 	double attr_timeout, entry_timeout, negative_timeout;
 	unsigned threads;       /* the session loop's thread limit */
 	unsigned handoff_us;    /* a request running this long hands the reader role on (loop.c) */
+	unsigned spin_us;       /* the reader polls this long before blocking (loop.c) */
 };
 
 /* Split OPTS (may be NULL). Returns 0 or a negative errno with the message
@@ -133,7 +134,8 @@ int nfuse_acl_chmod(struct nfuse *nf, uint64_t ino, uint32_t mode);
  * reader role handed on when a request has run handoff_us or waits for the
  * disk by design. Returns when the session ends: 0, or the negative errno
  * of the read that ended it. */
-int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned handoff_us);
+int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned handoff_us,
+		   unsigned spin_us);
 
 /* The op tables, filled by each file (mount_main.c assembles them). */
 void nfuse_ops_inode(struct fuse_lowlevel_ops *ops);

@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <linux/fuse.h> /* opcodes (struct fuse_in_header) */
+#include <poll.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ struct nloop {
 	struct fuse_session *se;
 	unsigned max_threads;
 	uint64_t handoff_ns;
+	uint64_t spin_ns;             /* poll before a blocking read (spin_for_request) */
 	int tfd;                      /* the monitor's timer, -1 with one thread */
 	sem_t finished;               /* posted when the session ends */
 
@@ -175,12 +177,30 @@ static void buf_free(void *arg)
 	free(((struct fuse_buf *)arg)->mem);
 }
 
+/* Before blocking in read(2), poll /dev/fuse for up to spin_ns: the
+ * next request of a client doing a sequence of calls (create: lookup,
+ * create, write, flush, release) usually arrives within tens of
+ * microseconds of the reply, and catching it awake saves the sleep and the
+ * cross-CPU wake-up, which costs more than the request on a virtual
+ * machine (docs/fuse.md, "Threads"). */
+static void spin_for_request(struct nloop *lp)
+{
+	struct pollfd pfd = { .fd = fuse_session_fd(lp->se), .events = POLLIN };
+	uint64_t end = now_ns() + lp->spin_ns;
+	do {
+		if (poll(&pfd, 1, 0) != 0)
+			return;
+	} while (now_ns() < end);
+}
+
 /* Serve requests as the leader until the role is lost (0) or the session
  * ends (1). */
 static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 {
 	for (;;) {
 		int old;
+		if (lp->spin_ns)
+			spin_for_request(lp);
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
 		int res = fuse_session_receive_buf(lp->se, buf);
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
@@ -275,7 +295,8 @@ static void *monitor_main(void *arg)
 	return NULL;
 }
 
-int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned handoff_us)
+int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned handoff_us,
+		   unsigned spin_us)
 {
 	struct nloop *lp = calloc(1, sizeof *lp);
 	if (!lp)
@@ -283,6 +304,7 @@ int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned hando
 	lp->se = se;
 	lp->max_threads = max_threads < 1 ? 1 : max_threads > NLOOP_MAX_THREADS ? NLOOP_MAX_THREADS : max_threads;
 	lp->handoff_ns = (uint64_t)handoff_us * 1000u;
+	lp->spin_ns = (uint64_t)spin_us * 1000u;
 	lp->tfd = -1;
 	lp->stats_path = getenv("NOSTALL_FUSE_STATS");
 	pthread_mutex_init(&lp->lock, NULL);

@@ -159,7 +159,7 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 	}
 	if (!a->foreground && chdir("/") < 0)
 		say("chdir /: %s", strerror(errno));
-	int lrc = nfuse_loop_run(nf->se, nf->o.threads, nf->o.handoff_us);
+	int lrc = nfuse_loop_run(nf->se, nf->o.threads, nf->o.handoff_us, nf->o.spin_us);
 	rc = lrc < 0 ? lrc : 0;
 	if (lrc < 0)
 		say("session loop: %s", strerror(-lrc));
