@@ -548,6 +548,73 @@ static void test_hdd_write_cache(void **state)
 	dev_close(d);
 }
 
+/* hdd wcache=1: a cached write over sectors still dirty in the cache
+ * replaces them (a drive overwrites a dirty cached sector in place): one
+ * destage per sector at the flush, not one per write, and the replaced
+ * copies give their cache space back. A long FUA write queued first keeps
+ * the actuator busy (a ~5 ms seek) while the cached writes land, so every
+ * destage is still queued when the newer data arrives (model time). */
+static void test_hdd_write_cache_overwrite(void **state)
+{
+	(void)state;
+	struct dev *d = open_ok("sim:hdd,depth=64");
+	static char bufs[5][8192];
+	static char want[24 * 512], got[24 * 512];
+	for (int k = 0; k < 5; k++)
+		memset(bufs[k], 'A' + k, sizeof(bufs[k]));
+	/* [996, 1020): W1 over [1000,1016), then W2 inside it, W3 over its
+	 * tail, W4 over its head; then 50 rewrites of one block elsewhere. */
+	const struct { uint64_t sector; uint32_t nr; } w[4] = { { 1000, 16 }, { 1004, 4 }, { 1012, 8 }, { 996, 6 } };
+	const uint64_t x = 5000000, far = 130000000;
+	enum { NX = 50, N = 1 + 4 + NX + 1 };
+	struct dev_io ios[N];
+	struct counter c;
+	atomic_init(&c.done, 0);
+	atomic_init(&c.errors, 0);
+	flush_dev = d;
+	atomic_store(&destages_at_flush, 0);
+	assert_int_equal(dev_sim_freeze(d, true), 0);
+	unsigned n = 0;
+	ios[n++] = (struct dev_io){ .op = DEV_OP_WRITE, .sector = far, .nr_sectors = 8, .buf = bufs[4],
+				    .flags = DEV_IO_FUA, .done = count_done, .priv = &c };
+	for (int k = 0; k < 4; k++)
+		ios[n++] = (struct dev_io){ .op = DEV_OP_WRITE, .sector = w[k].sector, .nr_sectors = w[k].nr,
+					    .buf = bufs[k], .done = count_done, .priv = &c };
+	for (int i = 0; i < NX; i++)
+		ios[n++] = (struct dev_io){ .op = DEV_OP_WRITE, .sector = x, .nr_sectors = 8,
+					    .buf = bufs[i % 4], .done = count_done, .priv = &c };
+	ios[n++] = (struct dev_io){ .op = DEV_OP_FLUSH, .done = flush_done, .priv = &c };
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(dev_submit(d, &ios[i]), 0);
+	assert_int_equal(dev_sim_freeze(d, false), 0);
+	while (atomic_load(&c.done) < N)
+		usleep(100);
+	assert_int_equal(atomic_load(&c.errors), 0);
+	struct dev_sim_stats st = stats(d);
+	assert_int_equal(st.cached_writes, 4 + NX);
+	/* 24 sectors of [996,1020) in 5 pieces ([996,1002) [1002,1004)
+	 * [1004,1008) [1008,1012) [1012,1020)) and x once: 6, not 54. */
+	printf("%d overlapping cached writes: %" PRIu64 " destages at the flush\n", 4 + NX,
+	       (uint64_t)atomic_load(&destages_at_flush));
+	assert_int_equal(atomic_load(&destages_at_flush), 6);
+	assert_int_equal(st.destages, 6);
+	/* The newest bytes win, sector by sector. */
+	memset(want, 'D', 6 * 512);
+	memset(want + 6 * 512, 'A', 2 * 512);
+	memset(want + 8 * 512, 'B', 4 * 512);
+	memset(want + 12 * 512, 'A', 4 * 512);
+	memset(want + 16 * 512, 'C', 8 * 512);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 996, 24, got, 0), 0);
+	assert_memory_equal(want, got, sizeof(want));
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, x, 8, got, 0), 0);
+	assert_memory_equal(bufs[(NX - 1) % 4], got, 4096);
+	/* The cache is empty again: 16 MiB (its size) queued at once all fit. */
+	queued_batch(d, DEV_OP_WRITE, 2000000, 1024, 32, 1024);
+	assert_int_equal(stats(d).cached_writes, 4 + NX + 32);
+	assert_int_equal(dev_flush_sync(d), 0);
+	dev_close(d);
+}
+
 /* Close with commands still queued: waits, every done() is called. */
 static void test_sim_close_waits(void **state)
 {
@@ -604,6 +671,7 @@ int main(void)
 		cmocka_unit_test(test_ssd_nq_costs),
 		cmocka_unit_test(test_ssd_parallel),
 		cmocka_unit_test(test_hdd_write_cache),
+		cmocka_unit_test(test_hdd_write_cache_overwrite),
 		cmocka_unit_test(test_sim_close_waits),
 		cmocka_unit_test(test_sim_over_depth),
 	};

@@ -71,8 +71,58 @@ static void inservice_add(struct sim_dev *s, struct sim_job *j)
 	list_add_before(pos, &j->node);
 }
 
+/* New data for [sector, end) has landed in the write cache: the dirty copies
+ * of those sectors still waiting to be destaged are stale. Like a drive that
+ * overwrites a dirty cached sector in place, drop them from the queued
+ * destages (trimming or splitting a destage that only partly overlaps) and
+ * release their cache space; the caller queues the new data once. A destage
+ * already on a server is writing the old copy and stays (the new data is
+ * destaged after it, so the media ends up with the newest bytes). Timing
+ * only: the store always holds the newest data, written when the host
+ * command completed (finish_host), so no destage ever moves stale bytes and
+ * a read returns the newest data. */
+static void destage_replace(struct sim_dev *s, uint64_t sector, uint64_t end)
+{
+	struct list_node *pos, *tmp;
+	list_for_each_safe(pos, tmp, &s->mediaq) {
+		struct sim_job *t = list_entry(pos, struct sim_job, node);
+		uint64_t t_end = t->sector + t->nr;
+		if (t->io || t_end <= sector || t->sector >= end)
+			continue;
+		if (t->sector < sector && t_end > end) {
+			/* The new data falls inside: split off the tail. If
+			 * that fails, keep the stale copy (costs time only). */
+			struct sim_job *tail = calloc(1, sizeof(*tail));
+			if (!tail)
+				continue;
+			*tail = *t;
+			tail->sector = end;
+			tail->nr = (uint32_t)(t_end - end);
+			list_add_before(t->node.next, &tail->node);
+			s->destage_pending++;
+			t->nr = (uint32_t)(sector - t->sector);
+			s->cache_used -= (end - sector) << DEV_SECTOR_SHIFT;
+			continue;
+		}
+		uint64_t lo = t->sector > sector ? t->sector : sector;
+		uint64_t hi = t_end < end ? t_end : end;
+		s->cache_used -= (hi - lo) << DEV_SECTOR_SHIFT;
+		if (hi - lo == t->nr) {
+			list_del(&t->node);
+			free(t);
+			s->destage_pending--;
+		} else if (lo == t->sector) {
+			t->sector = hi;
+			t->nr = (uint32_t)(t_end - hi);
+		} else {
+			t->nr = (uint32_t)(lo - t->sector);
+		}
+	}
+}
+
 static void queue_destage(struct sim_dev *s, uint64_t sector, uint32_t nr, uint64_t now)
 {
+	destage_replace(s, sector, sector + nr);
 	/* Merge with a queued destage that ends where this one starts. */
 	if (!list_empty(&s->mediaq)) {
 		struct sim_job *t = list_entry(s->mediaq.prev, struct sim_job, node);
@@ -113,6 +163,10 @@ static void admit_one(struct sim_dev *s, struct sim_job *j, uint64_t now)
 		inservice_add(s, j);
 		return;
 	}
+	/* A write to the media (FUA, or no room in the cache) supersedes the
+	 * dirty cached copies of its sectors too. */
+	if (j->op == DEV_OP_WRITE)
+		destage_replace(s, j->sector, j->sector + j->nr);
 	list_add_tail(&s->mediaq, &j->node);
 	s->host_media++;
 }
