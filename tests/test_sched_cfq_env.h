@@ -1,5 +1,6 @@
 /* Shared by the CFQ tests (test_sched_cfq.c: slices, classes, idling;
- * test_sched_cfq_dispatch.c: sector choice, FIFO, quantum, merges): a CFQ
+ * test_sched_cfq_dispatch.c: sector choice, FIFO, quantum, merges;
+ * test_blk_cfq_ramp.c: the async_ramp depth): a CFQ
  * elevator driven directly on a fake clock, the test playing blk
  * (set_request, add_request, dispatch, in_driver, completed, put_request). */
 #ifndef NOSTALL_TEST_SCHED_CFQ_ENV_H
