@@ -3,7 +3,8 @@
  * i_disksize and the orphan entry that follow them, ordered data only for
  * hole fills and partial tails, fsync that writes no other file's data (a
  * log: device, against data=ordered), truncate and unlink with pending
- * extents, a failed write (the size stays below it until the page is
+ * extents (also the last close while the logger logs the file: freed once
+ * the completion work drained), a failed write (the size stays below it until the page is
  * written again), a journal abort with pending extents, the default mode,
  * concurrent writers, fsyncs, truncates and syncs (TSan), and the page
  * cache's per-thread dirty limit that keeps an fsyncing appender beside a
@@ -427,6 +428,91 @@ static void test_truncate_pending(void **state)
 	unlink(img);
 }
 
+/* ----------------------------------------------- the logger's reference */
+
+/* The logger stops in its hook while it holds an inode's lock (and, with
+ * its own reference, the inode); the test drops the last other reference
+ * meanwhile. */
+struct hold {
+	uint32_t ino;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool in_hook, release;
+};
+
+static void hold_hook(struct ext3_inode *in, void *arg)
+{
+	struct hold *h = arg;
+	if (in->ino != h->ino)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->in_hook = true;
+	pthread_cond_broadcast(&h->cond);
+	while (!h->release)
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Unlink, then the last close while the logger logs the file's completed
+ * extents: the inode and its blocks are free once the completion work has
+ * drained (the logger's put is the final one and frees it). Before the
+ * logger took a reference, the close's final put found the inode locked,
+ * took it for a live one and left it allocated until the unmount. */
+static void test_unlink_while_logged(void **state)
+{
+	char img[300];
+	unsigned bs = 1024;
+	mkimg("ulog.img", bs, 16384, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, "data=guarded,commit=60");
+	struct nostall_statfs sf0, sf1;
+	assert_int_equal(nostall_statfs(fs, &sf0), 0);
+	put(fs, "/u", 12, 0, 48 * bs); /* pending extents, dirty pages */
+	int fd = nostall_fd_open(fs, "/u", NOSTALL_O_RDONLY, 0);
+	assert_true(fd >= 0);
+	struct ext3_inode *in = inode_of(fs, "/u");
+	assert_true(ext3_guarded_inode_extents(in) > 0);
+	assert_int_equal(nostall_unlink(fs, "/u"), 0);
+	struct hold h = { .ino = in->ino };
+	pthread_mutex_init(&h.lock, NULL);
+	pthread_cond_init(&h.cond, NULL);
+	ext3_guarded_set_log_hook(fs->e, hold_hook, &h);
+	/* The pages written: their completion queues the inode for the
+	 * logger, which stops in the hook holding in->lock. */
+	pthread_rwlock_rdlock(&in->lock);
+	struct page_mapping *m = in->mapping;
+	pthread_rwlock_unlock(&in->lock);
+	assert_non_null(m);
+	assert_int_equal(page_mapping_sync(m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	for (int i = 0;; i++) { /* 30 s: the completion work never came */
+		pthread_mutex_lock(&h.lock);
+		bool in_hook = h.in_hook;
+		pthread_mutex_unlock(&h.lock);
+		if (in_hook)
+			break;
+		if (i == 30000)
+			fail_msg("the logger never logged the unlinked file");
+		usleep(1000);
+	}
+	/* Every other reference goes (a read-only descriptor's close takes
+	 * no inode lock): in must not be touched after this. */
+	ext3_iput(in);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	pthread_mutex_lock(&h.lock);
+	h.release = true;
+	pthread_cond_broadcast(&h.cond);
+	pthread_mutex_unlock(&h.lock);
+	assert_int_equal(ext3_guarded_drain(fs->e), 0);
+	ext3_guarded_set_log_hook(fs->e, NULL, NULL);
+	assert_int_equal(nostall_statfs(fs, &sf1), 0);
+	assert_int_equal(sf1.files_free, sf0.files_free);
+	assert_int_equal(sf1.blocks_free, sf0.blocks_free);
+	umnt(fs);
+	fsck_clean(img);
+	pthread_cond_destroy(&h.cond);
+	pthread_mutex_destroy(&h.lock);
+	unlink(img);
+}
+
 /* --------------------------------------------------------- write errors */
 
 /* The blocks /e gets on a fresh copy of img (the allocator is
@@ -685,7 +771,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lifecycle_1k),    cmocka_unit_test(test_lifecycle_4k),
 		cmocka_unit_test(test_hole_fill),       cmocka_unit_test(test_fsync_isolation),
-		cmocka_unit_test(test_truncate_pending), cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_truncate_pending), cmocka_unit_test(test_unlink_while_logged),
+		cmocka_unit_test(test_write_error),
 		cmocka_unit_test(test_abort_pending),   cmocka_unit_test(test_default_mode),
 		cmocka_unit_test(test_concurrent),      cmocka_unit_test(test_light_writer_limit),
 	};

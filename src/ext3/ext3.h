@@ -200,6 +200,11 @@ int ext3_iget(struct ext3_fs *fs, uint32_t ino, struct ext3_inode **out);
 void ext3_iput(struct ext3_inode *in);
 /* Another reference to an inode the caller holds one to. */
 struct ext3_inode *ext3_igrab(struct ext3_inode *in);
+/* A reference to a cached inode the caller holds none to but knows is still
+ * in memory (its eviction cannot have finished): NULL while it is being
+ * evicted or read; an unreferenced inode leaves the LRU. Its final
+ * ext3_iput frees it if unlinked. */
+struct ext3_inode *ext3_igrab_live(struct ext3_inode *in);
 
 uint32_t ext3_inode_ino(const struct ext3_inode *in);
 void ext3_inode_attr_get(struct ext3_inode *in, struct ext3_inode_attr *out);

@@ -75,7 +75,10 @@ struct ext3_guarded {
 	struct ginode *hash[GUARD_BUCKETS];
 	struct ginode *qhead, *qtail;
 	bool stop, running;
-	struct ginode *logging;      /* the inode the logger works on */
+	struct ginode *logging;      /* the inode the logger works on, until its
+				      * reference is put */
+	ext3_guarded_log_hook_fn log_hook; /* tests: called under in->lock */
+	void *log_hook_arg;
 	pthread_t logger;
 	struct ext3_guarded_stats st;
 };
@@ -534,17 +537,37 @@ static void *logger_main(void *arg)
 		queue_del(g, gi);
 		gi->busy = true;
 		g->logging = gi;
-		struct ext3_inode *in = gi->in;
+		ext3_guarded_log_hook_fn hook = g->log_hook;
+		void *hook_arg = g->log_hook_arg;
 		pthread_mutex_unlock(&g->lock);
-		pthread_rwlock_wrlock(&in->lock);
-		/* Errors (a read-only or aborted journal) leave the size where
-		 * it is on disk: safe, and reported by fsync. */
-		(void)catch_up_logged(g, in);
-		pthread_rwlock_unlock(&in->lock);
+		/* A reference for the work: gi->in stays in memory while gi is
+		 * busy (eviction waits), but without a reference a final iput
+		 * meanwhile would see the lock held, take an unlinked inode
+		 * for a live one and leave it allocated until the next unmount
+		 * or orphan cleanup. NULL: being evicted, which logs the final
+		 * state itself (evict_final). */
+		struct ext3_inode *in = ext3_igrab_live(gi->in);
+		if (in) {
+			pthread_rwlock_wrlock(&in->lock);
+			/* Errors (a read-only or aborted journal) leave the size
+			 * where it is on disk: safe, and reported by fsync. */
+			(void)catch_up_logged(g, in);
+			if (hook)
+				hook(in, hook_arg);
+			pthread_rwlock_unlock(&in->lock);
+		}
 		pthread_mutex_lock(&g->lock);
 		gi->busy = false;
-		g->logging = NULL;
 		g->st.logs++;
+		pthread_cond_broadcast(&g->cond);
+		pthread_mutex_unlock(&g->lock);
+		/* Maybe the last reference: an unlinked inode is freed here
+		 * (its eviction waits for busy, cleared above; gi may be gone
+		 * after). g->logging stays set, so ext3_guarded_drain returns
+		 * only once that is done. */
+		ext3_iput(in);
+		pthread_mutex_lock(&g->lock);
+		g->logging = NULL;
 		pthread_cond_broadcast(&g->cond);
 	}
 	pthread_mutex_unlock(&g->lock);
@@ -768,6 +791,17 @@ void ext3_guarded_stats(struct ext3_fs *fs, struct ext3_guarded_stats *out)
 	for (unsigned b = 0; b < GUARD_BUCKETS; b++)
 		for (struct ginode *gi = g->hash[b]; gi; gi = gi->hnext)
 			out->pending += gi->n;
+	pthread_mutex_unlock(&g->lock);
+}
+
+void ext3_guarded_set_log_hook(struct ext3_fs *fs, ext3_guarded_log_hook_fn fn, void *arg)
+{
+	struct ext3_guarded *g = guard_of(fs);
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->log_hook = fn;
+	g->log_hook_arg = arg;
 	pthread_mutex_unlock(&g->lock);
 }
 

@@ -105,6 +105,10 @@ struct ext3_guarded_stats {
 	uint64_t pending;     /* extent ranges now (all inodes) */
 };
 void ext3_guarded_stats(struct ext3_fs *fs, struct ext3_guarded_stats *out);
+/* Tests: fn(in, arg) is called by the logger thread for each inode it logs,
+ * with a reference to it and in->lock held as writer (NULL: none). */
+typedef void (*ext3_guarded_log_hook_fn)(struct ext3_inode *in, void *arg);
+void ext3_guarded_set_log_hook(struct ext3_fs *fs, ext3_guarded_log_hook_fn fn, void *arg);
 /* Pending or failed extent ranges of one inode now (tests). */
 size_t ext3_guarded_inode_extents(struct ext3_inode *in);
 

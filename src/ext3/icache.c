@@ -196,6 +196,17 @@ struct ext3_inode *ext3_igrab(struct ext3_inode *in)
 	return in;
 }
 
+struct ext3_inode *ext3_igrab_live(struct ext3_inode *in)
+{
+	struct ext3_icache *c = &in->fs->icache;
+	pthread_mutex_lock(&c->lock);
+	bool live = !in->freeing;
+	if (live && in->refs++ == 0)
+		lru_unlink(c, in);
+	pthread_mutex_unlock(&c->lock);
+	return live ? in : NULL;
+}
+
 /* Unlinked and in use (a free inode read by number has mode 0)? Caller
  * holds c->lock; only tries the inode lock (a holder means a live user). */
 static bool inode_unlinked(struct ext3_inode *in)
