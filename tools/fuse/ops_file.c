@@ -111,6 +111,15 @@ static void file_opened(fuse_req_t req, struct nfuse *nf, struct nostall_file *f
 	/* The kernel's page cache stays valid across opens: nothing but this
 	 * mount changes the image (docs/fuse.md, "Caching"). */
 	fi->keep_cache = 1;
+	/* No FLUSH on close(2) (FOPEN_NOFLUSH; the kernel ignores it with the
+	 * writeback cache, whose close must send the dirty pages): ext3 has
+	 * no flush method, its close(2) does nothing but drop the reference,
+	 * and the last one is the release step, which RELEASE performs
+	 * (nostall_close). A round trip per close saved (docs/fuse.md,
+	 * "Performance notes"); -o close_flush brings FLUSH back, and with it
+	 * a pending write error reported by close(2). */
+	if (!nf->o.close_flush)
+		fi->noflush = 1;
 	int rc;
 	if (created) {
 		struct fuse_entry_param e;
