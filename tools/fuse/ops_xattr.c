@@ -39,7 +39,7 @@ static bool is_acl(const char *name, bool *dflt)
  * usually absent: a stack buffer serves the common sizes, so that no
  * allocation is made per request (a 64 KiB malloc + free per create made
  * the thread's malloc arena shrink and regrow: an mprotect and page faults
- * per create). A larger ACL is read again into a buffer of its size. */
+ * per create). A larger ACL is read again into a 64 KiB buffer. */
 static int acl_read(struct nfuse *nf, uint64_t ino, const char *name, struct acl **out)
 {
 	*out = NULL;
