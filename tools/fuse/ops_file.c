@@ -1,9 +1,11 @@
 /* FUSE ops on open files and directories, statfs and the sync ioctl
  * (docs/fuse.md).
  *
- * Durability is ext3's, per call: flush (every close(2)) is ext3's
- * release step and reports the file's pending write error; release closes
- * the handle; fsync/fdatasync commit this inode's transaction (and its data
+ * Durability is ext3's, per call: close(2) sends no flush (FOPEN_NOFLUSH,
+ * file_opened), as ext3 has none; with -o close_flush or the writeback
+ * cache, flush (every close(2)) is ext3's release step and reports the
+ * file's pending write error; release is the release step and closes the
+ * handle; fsync/fdatasync commit this inode's transaction (and its data
  * in ordered mode) with nostall_fsync, never the whole filesystem; fsyncdir
  * commits the directory's. None of them answers ENOSYS: the kernel would
  * then skip every later call of that kind. The whole-filesystem commit is
