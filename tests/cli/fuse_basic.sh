@@ -6,7 +6,11 @@
 #      image is clean), e2fsck -fn clean, the library sees the same data;
 #   2. -o writeback_cache, -o threads=1: the same round trip; the session
 #      loop's hand-offs (NOSTALL_FUSE_STATS): every FSYNC hands the reader
-#      role on, threads=1 never does;
+#      role on, threads=1 never does, a request running past handoff_us is
+#      handed on by the monitor's timer; close(2) sends no FLUSH by default
+#      (FOPEN_NOFLUSH), one per close with -o close_flush; a write the
+#      device refuses at writeback: close(2) succeeds, the next fsync
+#      reports EIO; a default ACL of 100 entries is inherited in full;
 #   3. bad input: missing image, corrupt superblock, missing mount point,
 #      a file as mount point, a busy mount point, an image already mounted,
 #      an unknown option: each one line on stderr, non-zero exit, and the
@@ -29,7 +33,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root"; exit 77; }
-for tool in mke2fs e2fsck fusermount3 runuser; do
+for tool in mke2fs e2fsck debugfs dumpe2fs fusermount3 runuser; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool not installed"; exit 77; }
 done
 [ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
@@ -110,27 +114,107 @@ roundtrip threads=1 "threads=1"
 # (opcode 20) hands the reader role on before it is served, so five fsyncs
 # make at least six leaders (the first, then one per fsync); with threads=1
 # nobody takes it over: one leader, no hand-off.
-loopstats() { # opts label -> ls_ho ls_leaders (empty on failure)
+loopstats() { # opts label [python body] -> ls_ho ls_leaders ls_flush (empty on failure)
 	local img=$tmp/ls.img
-	ls_ho="" ls_leaders=""
+	ls_ho="" ls_leaders="" ls_flush=""
 	mkimg "$img"
 	rm -f "$tmp/stats"
 	NOSTALL_FUSE_STATS=$tmp/stats "$NOSTALL" mount ${1:+-o "$1"} "$img" "$m" || { fail "$2: mount"; return; }
 	python3 -c "
 import os
-fd = os.open('$m/f', os.O_CREAT | os.O_WRONLY, 0o644)
+m = '$m'
+${3:-fd = os.open(m + '/f', os.O_CREAT | os.O_WRONLY, 0o644)
 for i in range(5):
     os.write(fd, b'x' * 100)
     os.fsync(fd)
-os.close(fd)" || fail "$2: fsyncs"
+os.close(fd)}" || fail "$2: the calls failed"
 	"$NOSTALL" umount "$m" || fail "$2: umount"
-	grep -q "^op 20 n 5 " "$tmp/stats" || { cat "$tmp/stats"; fail "$2: stats do not count 5 FSYNC requests"; }
+	[ -n "${3:-}" ] || grep -q "^op 20 n 5 " "$tmp/stats" || { cat "$tmp/stats"; fail "$2: stats do not count 5 FSYNC requests"; }
 	read -r ls_ho ls_leaders < <(sed -n 's/^threads [0-9]* handoffs \([0-9]*\) leaders \([0-9]*\)$/\1 \2/p' "$tmp/stats")
+	ls_flush=$(sed -n 's/^op 25 n \([0-9]*\) .*/\1/p' "$tmp/stats")
+	ls_flush=${ls_flush:-0}
 }
 loopstats "" "loop default"
 [ "${ls_leaders:-0}" -ge 6 ] || fail "loop default: '$ls_leaders' leaders for 5 fsyncs (each hands the role on)"
+[ "$ls_flush" = 0 ] || fail "loop default: $ls_flush FLUSH requests (FOPEN_NOFLUSH: want none)"
 loopstats threads=1 "loop threads=1"
 [ "${ls_leaders:-}" = 1 ] && [ "${ls_ho:-}" = 0 ] || fail "loop threads=1: '$ls_leaders' leaders, '$ls_ho' hand-offs (want 1 and 0)"
+# -o close_flush: one FLUSH per close(2), dup'ed descriptors included
+loopstats close_flush "loop close_flush" "fd = os.open(m + '/f', os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b'x' * 100)
+os.close(os.dup(fd))
+os.close(fd)
+os.close(os.open(m + '/f', os.O_RDONLY))"
+[ "$ls_flush" = 3 ] || fail "loop close_flush: $ls_flush FLUSH requests for 3 closes"
+# the monitor's timer: 1 MiB writes run far longer than handoff_us=10, so
+# the monitor hands the reader role on mid-request (the timer is armed at
+# the first request and re-armed from the monitor while requests last)
+loopstats handoff_us=10 "loop handoff_us=10" "fd = os.open(m + '/f', os.O_CREAT | os.O_WRONLY, 0o644)
+for i in range(32):
+    os.write(fd, b'y' * (1 << 20))
+os.close(fd)"
+[ "${ls_ho:-0}" -ge 1 ] || fail "loop handoff_us=10: '$ls_ho' hand-offs during 32 writes of 1 MiB (want some)"
+
+# 1c. close(2) and write errors (FOPEN_NOFLUSH): a write the device
+# refuses at writeback does not fail close(2), as on ext3 (no FLUSH
+# request), and the file's next fsync reports it. The file's blocks are
+# known from a first mount; the second mount's device fails writes there.
+wimg=$tmp/werr.img
+mkimg "$wimg" 64M
+"$NOSTALL" mount "$wimg" "$m" || fail "write error: mount"
+python3 -c "
+import os
+fd = os.open('$m/f', os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b'a' * (1 << 20))
+os.fsync(fd)
+os.close(fd)" || fail "write error: first write"
+"$NOSTALL" umount "$m" || fail "write error: umount"
+bs=$(dumpe2fs -h "$wimg" 2>/dev/null | sed -n 's/^Block size: *//p')
+read -r b0 b1 < <(debugfs -R "blocks /f" "$wimg" 2>/dev/null | tr ' ' '\n' | grep . | sed -n '1p;$p' | tr '\n' ' ')
+if [ -n "$bs" ] && [ -n "${b1:-}" ]; then
+	spb=$((bs / 512))
+	"$NOSTALL" mount -o data=writeback "fault:file:$wimg,op=write,sector=$((b0 * spb))-$((b1 * spb + spb - 1)),err=eio" "$m" ||
+		fail "write error: mount over a fault device"
+	out=$(python3 -c "
+import os
+fd = os.open('$m/f', os.O_WRONLY)
+os.write(fd, b'b' * (1 << 20))
+os.close(fd)
+print('close ok')
+fd = os.open('$m/f', os.O_WRONLY)
+try:
+    os.fsync(fd)
+    print('fsync ok')
+except OSError as e:
+    print('fsync errno', e.errno)
+os.close(fd)" 2>&1)
+	[ "$out" = "close ok
+fsync errno 5" ] || fail "write error: want close ok then fsync EIO, got: $out"
+	"$NOSTALL" umount "$m" >/dev/null 2>&1 || umount "$m" 2>/dev/null
+else
+	fail "write error: no block list for /f (bs '$bs', blocks '${b0:-}-${b1:-}')"
+fi
+
+# 1d. a default ACL of 100 named users (about 800 bytes on disk, past the
+# daemon's 512-byte first read of a directory's default ACL) is inherited
+# in full by a new file.
+if command -v setfacl >/dev/null 2>&1 && command -v getfacl >/dev/null 2>&1; then
+	aimg=$tmp/acl.img
+	mkimg "$aimg"
+	if "$NOSTALL" mount "$aimg" "$m"; then
+		spec=$(for u in $(seq 1000 1099); do printf 'd:u:%d:r,' "$u"; done)
+		mkdir "$m/big" && setfacl -m "${spec%,}" "$m/big" && touch "$m/big/f" ||
+			fail "large ACL: setfacl or create"
+		n=$(getfacl -n "$m/big/f" 2>/dev/null | grep -c '^user:1[0-9][0-9][0-9]:')
+		[ "$n" = 100 ] || fail "large ACL: $n of 100 named users inherited"
+		"$NOSTALL" umount "$m" || fail "large ACL: umount"
+		fsck_clean "$aimg" "large ACL"
+	else
+		fail "large ACL: mount"
+	fi
+else
+	echo "SKIP: setfacl/getfacl not installed (large default ACL)"
+fi
 
 # 3. bad input: one line, non-zero, nothing written
 mkimg "$tmp/good.img"

@@ -47,6 +47,7 @@ struct nfuse_opts {
 	bool acl;               /* FUSE_CAP_POSIX_ACL (default on; noacl turns it off) */
 	bool allow_other;
 	bool debug;
+	bool close_flush;       /* close(2) sends FLUSH (off: FOPEN_NOFLUSH, ops_file.c) */
 	double attr_timeout, entry_timeout, negative_timeout;
 	unsigned threads;       /* the session loop's thread limit */
 	unsigned handoff_us;    /* a request running this long hands the reader role on (loop.c) */

@@ -15,9 +15,14 @@
  *   - the request is one that waits for the disk by design (FSYNC,
  *     FSYNCDIR, IOCTL: the sync ioctl): before serving it, or
  *   - its request has run for handoff_us (default 1 ms; READ 20 times
- *     that, see request_limit): the monitor
- *     thread, woken by a timerfd the leader arms at each request, sees the
- *     leader still busy with that request and hands the role on.
+ *     that, see request_limit): the monitor thread, woken by a timerfd,
+ *     sees the leader still busy with that request and hands the role on.
+ *     The timer is armed only when none is pending (timer_at): a request
+ *     due later than the pending expiry is seen when the monitor wakes,
+ *     which re-arms for it. Arming per request cost a timerfd_settime
+ *     (and a timer reprogramming, a VM exit on a virtual machine) on
+ *     every request; now it costs at most one monitor wake-up per
+ *     handoff_us while requests stream.
  * A thread that lost the role finishes its request and then waits as a
  * follower (or takes the role again if nobody holds it).
  *
@@ -59,6 +64,7 @@ struct nloop {
 	uint64_t leader_seq;          /* bumped each time the role is taken */
 	bool leader_busy;             /* the leader is serving a request */
 	uint64_t busy_due;            /* ... and hands the role on at (CLOCK_MONOTONIC ns) */
+	uint64_t timer_at;            /* the monitor's timer expires then; 0: not armed */
 	unsigned idle;                /* threads waiting in `followers` */
 	unsigned nthreads;
 	pthread_t threads[NLOOP_MAX_THREADS];
@@ -137,8 +143,10 @@ static void role_release(struct nloop *lp)
 		worker_spawn(lp);
 }
 
+/* Under lp->lock (timer_at follows the timer). */
 static void timer_arm(struct nloop *lp, uint64_t at_ns)
 {
+	lp->timer_at = at_ns;
 	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(at_ns / 1000000000u),
 						.tv_nsec = (long)(at_ns % 1000000000u) } };
 	timerfd_settime(lp->tfd, TFD_TIMER_ABSTIME, &its, NULL);
@@ -210,17 +218,17 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 			session_ended(lp, res);
 			return 1;
 		}
-		uint64_t limit = lp->tfd >= 0 ? request_limit(lp, buf) : 0, due = 0;
-		if (limit) {
-			due = now_ns() + limit;
-			timer_arm(lp, due);
-		}
+		uint64_t limit = lp->tfd >= 0 ? request_limit(lp, buf) : 0;
+		uint64_t due = limit ? now_ns() + limit : 0;
 		pthread_mutex_lock(&lp->lock);
 		if (lp->tfd >= 0 && !limit) {
 			role_release(lp);
 		} else {
 			lp->leader_busy = true;
 			lp->busy_due = due;
+			/* a pending expiry before due: the monitor re-arms then */
+			if (due && !lp->timer_at)
+				timer_arm(lp, due);
 		}
 		pthread_mutex_unlock(&lp->lock);
 		uint64_t s0 = lp->stats_path ? now_ns() : 0;
@@ -282,6 +290,7 @@ static void *monitor_main(void *arg)
 			pthread_mutex_unlock(&lp->lock);
 			break;
 		}
+		lp->timer_at = 0; /* expired */
 		if (lp->reader_taken && lp->leader_busy && lp->busy_due) {
 			if (now_ns() >= lp->busy_due) {
 				lp->handoffs++;

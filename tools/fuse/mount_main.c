@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,16 @@ out:
  * pipe (daemon mode) or -1. Returns the exit status. */
 static int daemon_run(const struct mount_args *a, int ready_fd)
 {
+	/* glibc serves blocks of 128 KiB and more (and, with posix_memalign,
+	 * anything whose size plus alignment passes its adaptive threshold)
+	 * by mmap and gives them back by munmap: the page cache's 512 KiB
+	 * writeback buffers beyond its small pool cost an mmap, page faults on
+	 * first touch and a munmap with a TLB shoot-down to every CPU the
+	 * daemon's threads ran on, several times per small file written back.
+	 * Kept in the heap instead (docs/fuse.md, "Performance notes"); free
+	 * space at a heap's top is given back past 8 MiB. */
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 	struct nfuse nf = { .ready_fd = ready_fd };
 	pthread_mutex_init(&nf.hlock, NULL);
 	nf.handles.next = nf.handles.prev = &nf.handles;

@@ -74,6 +74,10 @@ static int daemon_opt(struct parse_ctx *c, const char *name, const char *value, 
 		o->acl = true;
 	else if (!strcmp(name, "debug") && !value)
 		o->debug = true;
+	else if (!strcmp(name, "close_flush") && !value)
+		o->close_flush = true;
+	else if (!strcmp(name, "noclose_flush") && !value)
+		o->close_flush = false;
 	else if (!strcmp(name, "attr_timeout"))
 		return timeout_parse(name, value, &o->attr_timeout);
 	else if (!strcmp(name, "entry_timeout"))

@@ -1,9 +1,11 @@
 /* FUSE ops on open files and directories, statfs and the sync ioctl
  * (docs/fuse.md).
  *
- * Durability is ext3's, per call: flush (every close(2)) is ext3's
- * release step and reports the file's pending write error; release closes
- * the handle; fsync/fdatasync commit this inode's transaction (and its data
+ * Durability is ext3's, per call: close(2) sends no flush (FOPEN_NOFLUSH,
+ * file_opened), as ext3 has none; with -o close_flush or the writeback
+ * cache, flush (every close(2)) is ext3's release step and reports the
+ * file's pending write error; release is the release step and closes the
+ * handle; fsync/fdatasync commit this inode's transaction (and its data
  * in ordered mode) with nostall_fsync, never the whole filesystem; fsyncdir
  * commits the directory's. None of them answers ENOSYS: the kernel would
  * then skip every later call of that kind. The whole-filesystem commit is
@@ -111,6 +113,15 @@ static void file_opened(fuse_req_t req, struct nfuse *nf, struct nostall_file *f
 	/* The kernel's page cache stays valid across opens: nothing but this
 	 * mount changes the image (docs/fuse.md, "Caching"). */
 	fi->keep_cache = 1;
+	/* No FLUSH on close(2) (FOPEN_NOFLUSH; the kernel ignores it with the
+	 * writeback cache, whose close must send the dirty pages): ext3 has
+	 * no flush method, its close(2) does nothing but drop the reference,
+	 * and the last one is the release step, which RELEASE performs
+	 * (nostall_close). A round trip per close saved (docs/fuse.md,
+	 * "Performance notes"); -o close_flush brings FLUSH back, and with it
+	 * a pending write error reported by close(2). */
+	if (!nf->o.close_flush)
+		fi->noflush = 1;
 	int rc;
 	if (created) {
 		struct fuse_entry_param e;

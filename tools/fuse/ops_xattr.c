@@ -34,14 +34,27 @@ static bool is_acl(const char *name, bool *dflt)
 	return *dflt || !strcmp(name, ACL_ACCESS);
 }
 
-/* The stored ACL of ino (ext3 format) parsed; *out NULL when there is none. */
+/* The stored ACL of ino (ext3 format) parsed; *out NULL when there is none.
+ * Every create and mkdir reads its directory's default ACL, which is
+ * usually absent: a stack buffer serves the common sizes, so that no
+ * allocation is made per request (a 64 KiB malloc + free per create made
+ * the thread's malloc arena shrink and regrow: an mprotect and page faults
+ * per create). A larger ACL is read again into a 64 KiB buffer. */
 static int acl_read(struct nfuse *nf, uint64_t ino, const char *name, struct acl **out)
 {
 	*out = NULL;
+	unsigned char small[512];
+	ssize_t n = nostall_getxattr_ino(nf->fs, ino, name, small, sizeof small);
+	if (n == -ENODATA)
+		return 0;
+	if (n >= 0)
+		return acl_from_ext3(small, (size_t)n, out);
+	if (n != -ERANGE)
+		return (int)n;
 	unsigned char *buf = malloc(XATTR_MAX);
 	if (!buf)
 		return -ENOMEM;
-	ssize_t n = nostall_getxattr_ino(nf->fs, ino, name, buf, XATTR_MAX);
+	n = nostall_getxattr_ino(nf->fs, ino, name, buf, XATTR_MAX);
 	int rc = n == -ENODATA ? 0 : n < 0 ? (int)n : acl_from_ext3(buf, (size_t)n, out);
 	free(buf);
 	return rc;
