@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -521,6 +522,58 @@ static void t_durability_calls(void)
 		close(dfd);
 }
 
+/* Fill the filesystem as U1, a write at a time, until it fails; returns
+ * the errno (0 if it never did, which cannot happen on a bounded fs). */
+static int do_fill(const void *a)
+{
+	const struct o *o = a;
+	int fd = open(o->p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0)
+		return errno;
+	static char buf[1 << 20];
+	memset(buf, 'r', sizeof buf);
+	int e = 0;
+	for (;;) {
+		ssize_t n = write(fd, buf, sizeof buf);
+		if (n < 0) {
+			e = errno;
+			break;
+		}
+	}
+	close(fd);
+	return e;
+}
+
+/* The root-reserved blocks (s_r_blocks_count, 5 % by mke2fs): an ordinary
+ * user's writes stop with ENOSPC when only they are left, root's go on
+ * (ext3_has_free_blocks). A FUSE daemon runs as root, so it must allocate
+ * with the caller's credentials, not its own. Runs last: it fills the
+ * filesystem, then frees what it wrote. */
+static void t_reserved(void)
+{
+	mkdir_as(P("full"), 0777, 0, 0);
+	struct o o = { .p = P("full/user") };
+	int r = as_user(U1, do_fill, &o);
+	struct statvfs sv;
+	int sr = statvfs(root, &sv);
+	check("an ordinary user's write stops at the reserved blocks with ENOSPC",
+	      r == ENOSPC && sr == 0 && sv.f_bavail * sv.f_frsize < (1u << 20) &&
+		      sv.f_bfree * sv.f_frsize > (1u << 20),
+	      "rc %d, bavail %llu bfree %llu blocks", r, (unsigned long long)sv.f_bavail,
+	      (unsigned long long)sv.f_bfree);
+	int fd = open(P("full/root"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	static char buf[256 << 10];
+	memset(buf, 'R', sizeof buf);
+	ssize_t n = fd >= 0 ? write(fd, buf, sizeof buf) : -1;
+	int ok = n == (ssize_t)sizeof buf && fsync(fd) == 0;
+	check("root writes into the reserved blocks", ok, "n %zd errno %d", n, errno);
+	if (fd >= 0)
+		close(fd);
+	unlink(P("full/user"));
+	unlink(P("full/root"));
+	rmdir(P("full"));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2 || geteuid() != 0) {
@@ -542,6 +595,7 @@ int main(int argc, char **argv)
 	t_acl();
 	t_owners();
 	t_durability_calls();
+	t_reserved();
 	printf("%d checks, %d failed\n", checks, fails);
 	return fails ? 1 : 0;
 }

@@ -248,7 +248,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct nostall_file *f = fh_of(fi)->f;
 	struct nostall_stat before, after;
 	int rc = nostall_fstat(f, &before);
+	/* the writer's credentials decide whether the root-reserved blocks may
+	 * be allocated (ext3_has_free_blocks); the daemon itself runs as root */
+	nfuse_cred_from_req(req);
 	ssize_t n = rc ? rc : nostall_pwrite(f, buf, size, (uint64_t)off);
+	nostall_cred_reset();
 	if (n > 0 && (before.mode & 06000) && !nostall_fstat(f, &after) &&
 	    after.mode != before.mode) {
 		struct nostall_setattr sa = { .valid = NOSTALL_SET_MODE, .mode = before.mode & 07777 };

@@ -257,8 +257,11 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct nfuse *nf = nfuse_of(req);
 	struct nostall_stat st;
 	int rc = nfuse_name_check(newname);
-	if (!rc)
+	if (!rc) {
+		nfuse_cred_from_req(req); /* a directory block may be allocated */
 		rc = nostall_link_at(nf->fs, nfuse_to_ext3(ino), nfuse_to_ext3(newparent), newname, &st);
+		nostall_cred_reset();
+	}
 	if (rc)
 		nfuse_reply_rc(req, rc);
 	else
@@ -291,9 +294,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	 * RENAME_WHITEOUT (overlayfs) is not ext3's */
 	if (!rc && (flags & ~(unsigned)(NOSTALL_RENAME_NOREPLACE | NOSTALL_RENAME_EXCHANGE)))
 		rc = -EINVAL;
-	if (!rc)
+	if (!rc) {
+		nfuse_cred_from_req(req); /* a directory block may be allocated */
 		rc = nostall_rename_at(nfuse_of(req)->fs, nfuse_to_ext3(parent), name,
 				       nfuse_to_ext3(newparent), newname, flags);
+		nostall_cred_reset();
+	}
 	nfuse_reply_rc(req, rc);
 }
 

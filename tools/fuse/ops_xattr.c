@@ -211,6 +211,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	struct nfuse *nf = nfuse_of(req);
 	bool dflt;
 	int rc;
+	/* the caller's credentials: an xattr block may be allocated, and only
+	 * root may use the root-reserved blocks (the daemon runs as root) */
+	nfuse_cred_from_req(req);
 	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
 		rc = -EINVAL;
 	else if (is_acl(name, &dflt))
@@ -219,6 +222,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		rc = nostall_setxattr_ino(nf->fs, nfuse_to_ext3(ino), name, value, size,
 					  (flags & XATTR_CREATE ? NOSTALL_XATTR_CREATE : 0) |
 					  (flags & XATTR_REPLACE ? NOSTALL_XATTR_REPLACE : 0));
+	nostall_cred_reset();
 	nfuse_reply_rc(req, rc);
 }
 
