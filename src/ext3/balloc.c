@@ -154,6 +154,19 @@ static uint32_t next_allocatable(const uint8_t *bm, const uint8_t *cd, uint32_t 
 {
 	uint32_t bit = from;
 	while (bit <= to) {
+		/* a full 64-bit word of the bitmap (and of the committed copy's
+		 * union) is skipped at once: a nearly full group is scanned from
+		 * the same goal by every new file */
+		if (!(bit & 63) && bit + 63 <= to) {
+			uint64_t w, c = 0;
+			memcpy(&w, bm + (bit >> 3), 8);
+			if (cd)
+				memcpy(&c, cd + (bit >> 3), 8);
+			if ((w | c) == UINT64_MAX) {
+				bit += 64;
+				continue;
+			}
+		}
 		if (!(bit & 7)) {
 			uint8_t used = bm[bit >> 3] | (cd ? cd[bit >> 3] : 0);
 			if (used == 0xff) {
