@@ -338,18 +338,30 @@ static void test_fast_path_taken(void **state)
 	struct ext3_fread_stats st;
 	ext3_fread_stats(r, &st);
 	buf_cache_stats(ext3_fs_cache(m.fs), &b1);
-	print_message("24 MiB in 1 MiB reads: %llu windows, %llu bios, window %zu, cache misses %llu\n",
+	print_message("24 MiB in 1 MiB reads: %llu windows, %llu bios, window %zu, cache misses %llu, prefetches %llu, ahead_min %llu\n",
 		      (unsigned long long)st.windows, (unsigned long long)st.bios, st.window,
-		      (unsigned long long)(b1.misses - b0.misses));
+		      (unsigned long long)(b1.misses - b0.misses), (unsigned long long)st.map_prefetches, (unsigned long long)st.ahead_min);
 	assert_int_equal(st.direct_bytes, BIG_SIZE);
 	assert_int_equal(st.slow_bytes, 0);
 	assert_int_equal(st.fallbacks, 0);
-	assert_int_equal(st.window, 4 * MIB);
-	assert_true(st.windows <= 10);
-	/* runs end at leaf indirect blocks (4 MiB of data each) and windows */
-	assert_true(st.bios <= 3 * st.windows);
-	/* the data did not go through the cache: only the indirect blocks did */
-	assert_true(b1.misses - b0.misses <= 16);
+	/* the allowance ramps up to twice file_readahead (the two windows'
+	 * memory), in segments of a quarter of it (1 MiB) */
+	assert_int_equal(st.window, 8 * MIB);
+	assert_true(st.windows >= 24 && st.windows <= 30);
+	/* runs end at leaf indirect blocks (4 MiB of data each) and segments */
+	assert_true(st.bios <= 2 * st.windows);
+	/* Refilled a segment at a time: after every read at full allowance at
+	 * least 7 MiB were queued past it (two whole windows refilled only
+	 * when the reader moved on left as little as one window, 4 MiB). */
+	assert_true(st.ahead_samples > 0);
+	assert_true(st.ahead_min >= 7 * MIB);
+	/* the leaf pointer blocks past the ramp-up were started ahead of their
+	 * mapping (24 MiB: seven pointer blocks), so the mapping read only the
+	 * first ones itself */
+	assert_true(st.map_prefetches >= 3);
+	/* the data did not go through the cache: only the indirect blocks did,
+	 * most of them read ahead (a miss is a synchronous read) */
+	assert_true(b1.misses - b0.misses <= 4);
 	ext3_fread_destroy(r);
 
 	/* fast path off: everything through the cache */

@@ -258,6 +258,16 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
 		       uint64_t *physical, uint64_t *count);
 
+/* Start reading the leaf pointer block that maps `logical` without waiting
+ * for it (the levels above it are read and waited for: one block per apb
+ * leaves), so that a later ext3_inode_map_run of that range finds it cached
+ * instead of waiting behind the data already queued. *next = the first
+ * logical block past that leaf's span (past the direct blocks for one of
+ * those). Errors as ext3_inode_bmap's; the caller may ignore them (the
+ * mapping meets and reports them again). */
+int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			    uint64_t *next);
+
 /* ---- file data reads with per-open-file readahead (file_read.c) ----
  *
  * Large sequential reads bypass the buffer cache: the range plus a
@@ -280,12 +290,20 @@ void ext3_fread_destroy(struct ext3_fread *r);
  * error, the error on the next call). */
 ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off);
 struct ext3_fread_stats {
-	uint64_t windows;      /* windows issued */
+	uint64_t windows;      /* readahead segments issued */
 	uint64_t bios;         /* data bios submitted */
 	uint64_t direct_bytes; /* bytes copied out of windows */
 	uint64_t slow_bytes;   /* bytes read through the buffer cache */
 	uint64_t fallbacks;    /* windows given up (I/O error, map error, dirty cache) */
-	size_t window;         /* current window size */
+	size_t window;         /* current readahead allowance (bytes past the reader) */
+	uint64_t ahead_min;    /* at full allowance: the fewest bytes issued past the
+				* end of a read (not counting the file's last segment) */
+	uint64_t ahead_samples; /* reads that ahead_min looked at */
+	uint64_t waits;        /* segments the reader found still in flight */
+	uint64_t wait_ns;      /* time it spent waiting for them */
+	uint64_t issue_ns;     /* time spent issuing segments (mapping included) */
+	uint64_t copy_ns;      /* time spent copying out of segments */
+	uint64_t map_prefetches; /* leaf pointer blocks started ahead of the mapping */
 };
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */

@@ -55,6 +55,7 @@
 #include "blk/blk.h"
 #include "buf/buf.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -63,19 +64,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FR_MIN_WINDOW (128u * 1024)      /* first window of a stream, at least */
-#define FR_LARGE (64u * 1024)            /* reads this large always use windows */
+#define FR_MIN_WINDOW (128u * 1024)      /* first allowance of a stream, at least */
+#define FR_LARGE (64u * 1024)            /* reads this large always use segments */
 #define FR_MAX_WINDOW_CAP (64u << 20)
 #define FR_BUF_ALIGN 4096u               /* O_DIRECT file devices need no bounce */
+#define FR_NSEG 8u                       /* segments in a reader's ring */
 
 struct fr_win {
-	uint8_t *buf;          /* buf_size bytes, grown as windows grow */
+	uint8_t *buf;          /* buf_size bytes, grown as segments grow */
 	size_t buf_size;
 	uint64_t start;        /* file byte offset (block aligned) */
-	uint64_t len;          /* bytes covered (whole blocks); 0 = empty window */
-	uint64_t marker;       /* consuming at or past this offset issues the next window */
+	uint64_t len;          /* bytes covered (whole blocks); 0 = empty */
 	bool inflight;         /* batch submitted, not waited for yet */
-	bool short_map;        /* mapping stopped early (error): no window after it */
 	struct blk_batch batch;
 	struct bio *bios;
 	size_t nbios, cap;
@@ -85,11 +85,20 @@ struct ext3_fread {
 	struct ext3_fs *fs;
 	struct ext3_inode *in;  /* a reference (ext3_igrab) */
 	size_t max_window;     /* 0: fast path off */
+	uint64_t seg_max;      /* largest segment: 2 * max_window / FR_NSEG */
 	pthread_mutex_t lock;  /* protects everything below */
 	uint64_t next_off;     /* end of the last read: sequential detection */
-	uint64_t window;       /* size of the next window to issue */
-	struct fr_win win[2];
-	unsigned cur;          /* win[cur] is being consumed, win[cur ^ 1] is next */
+	uint64_t window;       /* readahead allowance: bytes issued past the reader */
+	uint64_t marker;       /* the stream's first request ends here: no more
+				* readahead until the reader gets past it */
+	uint64_t ra_end;       /* end of the last segment issued (stream live) */
+	uint64_t pf_next;      /* leaf pointer blocks are prefetched up to this
+				* logical block */
+	bool live;             /* a stream is live: ra_end means something */
+	bool ra_stop;          /* no segment after ra_end (a mapping error or a
+				* refused issue): the buffer-cache path goes on */
+	struct fr_win win[FR_NSEG];
+	unsigned head, nlive;  /* win[head..head+nlive) in file order, modulo FR_NSEG */
 	struct ext3_fread_stats st;
 };
 
@@ -116,6 +125,10 @@ int ext3_fread_create(struct ext3_fs *fs, struct ext3_inode *in, size_t max_wind
 		if (max_window > FR_MAX_WINDOW_CAP)
 			max_window = FR_MAX_WINDOW_CAP;
 		max_window = (size_t)pow2_ceil(max_window);
+		uint32_t bs = fs->g.block_size;
+		r->seg_max = 2 * (uint64_t)max_window / FR_NSEG;
+		if (r->seg_max < bs)
+			r->seg_max = bs;
 	}
 	r->max_window = max_window;
 	pthread_mutex_init(&r->lock, NULL);
@@ -128,7 +141,15 @@ static int win_wait(struct ext3_fread *r, struct fr_win *w)
 {
 	if (!w->inflight)
 		return 0;
+	pthread_mutex_lock(&w->batch.lock);
+	bool pending = w->batch.pending > 0;
+	pthread_mutex_unlock(&w->batch.lock);
+	uint64_t t0 = pending ? clock_now_ns() : 0;
 	int rc = blk_batch_wait(r->fs->q, &w->batch);
+	if (pending) { /* the reader is ahead of the device */
+		r->st.waits++;
+		r->st.wait_ns += clock_now_ns() - t0;
+	}
 	blk_batch_destroy(&w->batch);
 	w->inflight = false;
 	return rc;
@@ -139,7 +160,29 @@ static void win_drop(struct ext3_fread *r, struct fr_win *w)
 {
 	(void)win_wait(r, w);
 	w->len = 0;
-	w->short_map = false;
+}
+
+/* The i-th live segment (0 = the oldest, the one the reader is in). */
+static struct fr_win *seg(struct ext3_fread *r, unsigned i)
+{
+	return &r->win[(r->head + i) % FR_NSEG];
+}
+
+/* Forget the oldest live segment. */
+static void ring_pop(struct ext3_fread *r)
+{
+	win_drop(r, seg(r, 0));
+	r->head = (r->head + 1) % FR_NSEG;
+	r->nlive--;
+}
+
+/* End the stream: every segment forgotten (after its I/O). */
+static void ring_reset(struct ext3_fread *r)
+{
+	while (r->nlive)
+		ring_pop(r);
+	r->live = false;
+	r->ra_stop = false;
 }
 
 void ext3_fread_destroy(struct ext3_fread *r)
@@ -147,8 +190,8 @@ void ext3_fread_destroy(struct ext3_fread *r)
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->lock);
-	for (int i = 0; i < 2; i++) {
-		win_drop(r, &r->win[i]);
+	ring_reset(r);
+	for (unsigned i = 0; i < FR_NSEG; i++) {
 		free(r->win[i].buf);
 		free(r->win[i].bios);
 	}
@@ -171,6 +214,15 @@ static bool win_has(const struct fr_win *w, uint64_t pos)
 	return w->len && pos >= w->start && pos - w->start < w->len;
 }
 
+/* Index of the live segment holding pos, or -1. */
+static int ring_find(struct ext3_fread *r, uint64_t pos)
+{
+	for (unsigned i = 0; i < r->nlive; i++)
+		if (win_has(seg(r, i), pos))
+			return (int)i;
+	return -1;
+}
+
 static int win_add_bio(struct fr_win *w, uint64_t sector, uint32_t size, void *data)
 {
 	if (array_grow(&w->bios, &w->cap, w->nbios, sizeof *w->bios, 16))
@@ -184,17 +236,16 @@ static int win_add_bio(struct fr_win *w, uint64_t sector, uint32_t size, void *d
 	return 0;
 }
 
-/* Issue window w for [start, start + size) (start block aligned), bounded
- * by the end of the file. Returns false when nothing could be issued (dirty
- * cache, no memory, or the first block does not map): the caller then reads
- * through the buffer cache. Caller holds r->lock; w is idle (not in flight). */
-static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, uint64_t size,
-		      uint64_t marker)
+/* Issue segment w for [start, start + size) (start block aligned), bounded
+ * by the end of the file. Returns false when nothing could be issued (end of
+ * file, dirty cache, no memory, or the first block does not map); a mapping
+ * that stops early (an error) issues what it mapped and sets r->ra_stop.
+ * Caller holds r->lock; w is idle (not in flight). */
+static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, uint64_t size)
 {
 	struct ext3_fs *fs = r->fs;
 	uint32_t bs = fs->g.block_size;
 	w->len = 0;
-	w->short_map = false;
 	uint64_t fend = ext3_inode_size(r->in) + bs - 1;
 	fend -= fend % bs; /* the file's end, rounded up to whole blocks */
 	if (start >= fend)
@@ -209,7 +260,7 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	}
 	if (w->buf_size < size) {
 		/* Small files get small buffers; a stream's buffers grow with its
-		 * windows (a handful of reallocations up to max_window). */
+		 * segments (a handful of reallocations up to seg_max). */
 		size_t want = (size_t)(size + FR_BUF_ALIGN - 1) / FR_BUF_ALIGN * FR_BUF_ALIGN;
 		free(w->buf);
 		w->buf_size = 0;
@@ -224,9 +275,8 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	uint64_t pos = start, end = start + size;
 	while (pos < end) {
 		uint64_t phys, cnt;
-		if (ext3_inode_map_run(fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys,
-				       &cnt) < 0) {
-			w->short_map = true; /* the buffer-cache path reports it */
+		if (ext3_inode_map_run(fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys, &cnt) < 0) {
+			r->ra_stop = true; /* the buffer-cache path reports it */
 			break;
 		}
 		uint8_t *dst = w->buf + (pos - start);
@@ -234,7 +284,7 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		if (phys == 0) {
 			memset(dst, 0, (size_t)bytes);
 		} else if (win_add_bio(w, phys * (bs / DEV_SECTOR_SIZE), (uint32_t)bytes, dst)) {
-			w->short_map = true;
+			r->ra_stop = true;
 			break;
 		}
 		pos += bytes;
@@ -245,8 +295,6 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	}
 	w->start = start;
 	w->len = pos - start;
-	/* A request that reaches past this window goes on: read ahead at once. */
-	w->marker = marker < start + w->len ? marker : start;
 	r->st.windows++;
 	if (w->nbios) {
 		blk_batch_init(&w->batch);
@@ -254,23 +302,103 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		for (size_t i = 0; i < w->nbios; i++)
 			(void)blk_batch_submit(fs->q, &w->batch, &w->bios[i]); /* a refusal is the batch's error */
 		r->st.bios += w->nbios;
-		/* Dispatch now: nobody may wait for this window for a while, and
+		/* Dispatch now: nobody may wait for this segment for a while, and
 		 * its runs are already as large as they get (no merging to wait for). */
 		blk_queue_unplug(fs->q);
 	}
 	return true;
 }
 
-/* The window after `w`, asynchronously, if there is none yet. */
-static void ra_next(struct ext3_fread *r)
+/* Mapping a segment reads the leaf pointer block that maps it (one per 4 MiB
+ * of data with 4 KiB blocks). Read synchronously when the segment is issued,
+ * that block waits behind the allowance already queued (up to 2 x
+ * max_window) while the reader waits for it: that wait was most of a
+ * stream's time on file:. So the leaves up to one allowance past ra_end
+ * are started early, and mapping finds them cached. */
+static void ra_prefetch_map(struct ext3_fread *r)
 {
-	struct fr_win *c = &r->win[r->cur], *n = &r->win[r->cur ^ 1];
-	if (n->len || c->short_map)
-		return;
-	uint64_t start = c->start + c->len;
-	if (r->window < r->max_window)
+	uint32_t bs = r->fs->g.block_size;
+	uint64_t fend = (ext3_inode_size(r->in) + bs - 1) / bs;
+	uint64_t target = (r->ra_end + 3 * r->window) / bs;
+	if (target > fend)
+		target = fend;
+	if (r->pf_next < r->ra_end / bs)
+		r->pf_next = r->ra_end / bs;
+	bool started = false;
+	while (r->pf_next < target) {
+		uint64_t next;
+		if (ext3_inode_map_prefetch(r->fs, r->in, r->pf_next, &next) < 0 || next <= r->pf_next) {
+			r->pf_next = target; /* the mapping reports it */
+			break;
+		}
+		r->pf_next = next;
+		r->st.map_prefetches++;
+		started = true;
+	}
+	if (started)
+		blk_queue_unplug(r->fs->q); /* a plugged queue would hold them back */
+}
+
+/* Keep the readahead allowance issued past `pos`: append segments at
+ * ra_end while a whole segment fits in the allowance and the ring has a free
+ * slot. Segments are half the allowance (at most seg_max), so the ring is
+ * refilled a segment at a time as the reader consumes one, instead of a
+ * whole window at a time: the device never runs dry while the caller copies. */
+static void ra_fill(struct ext3_fread *r, uint64_t pos)
+{
+	uint32_t bs = r->fs->g.block_size;
+	uint64_t s = r->window / 2 < r->seg_max ? r->window / 2 : r->seg_max;
+	s -= s % bs;
+	if (s < bs)
+		s = bs;
+	while (r->live && !r->ra_stop && r->nlive < FR_NSEG) {
+		uint64_t ahead = r->ra_end > pos ? r->ra_end - pos : 0;
+		if (ahead + s > r->window && ahead)
+			return;
+		struct fr_win *w = seg(r, r->nlive);
+		uint64_t t0 = clock_now_ns();
+		bool ok = win_issue(r, w, r->ra_end, s);
+		r->st.issue_ns += clock_now_ns() - t0;
+		if (!ok)
+			return; /* end of file, dirty data, no memory: tried again later */
+		r->nlive++;
+		r->ra_end = w->start + w->len;
+	}
+	ra_prefetch_map(r);
+}
+
+/* Ramp the allowance up (doubling per consumed segment, like the kernel's
+ * window per window) to twice max_window: the same memory as two windows. */
+static void ra_grow(struct ext3_fread *r)
+{
+	if (r->window < 2 * (uint64_t)r->max_window)
 		r->window *= 2;
-	(void)win_issue(r, n, start, r->window, start); /* marker: its first byte */
+	if (r->window > 2 * (uint64_t)r->max_window)
+		r->window = 2 * (uint64_t)r->max_window;
+}
+
+/* A new stream at pos for a request of `len` bytes ending at `marker`:
+ * its first allowance is twice the request (at least FR_MIN_WINDOW, at most
+ * max_window), issued at once; more only once the reader passes the request. */
+static bool ra_start(struct ext3_fread *r, uint64_t pos, uint64_t len, uint64_t marker)
+{
+	ring_reset(r);
+	uint64_t want = r->max_window;
+	if (len < r->max_window / 2) {
+		want = pow2_ceil(len) * 2;
+		if (want < FR_MIN_WINDOW)
+			want = FR_MIN_WINDOW;
+		if (want > r->max_window)
+			want = r->max_window;
+	}
+	uint32_t bs = r->fs->g.block_size;
+	r->window = want;
+	r->marker = marker;
+	r->live = true;
+	r->ra_end = pos - pos % bs;
+	r->pf_next = 0;
+	ra_fill(r, r->ra_end);
+	return r->nlive > 0;
 }
 
 ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off)
@@ -289,8 +417,8 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 	uint8_t *dst = buf;
 	size_t done = 0;
 	pthread_mutex_lock(&r->lock);
-	bool stream = off == r->next_off || len >= FR_LARGE || win_has(&r->win[0], off) ||
-		      win_has(&r->win[1], off);
+	bool stream = off == r->next_off || len >= FR_LARGE || ring_find(r, off) >= 0 ||
+		      (r->live && off == r->ra_end);
 	if (!stream) {
 		r->next_off = off + len; /* optimistic: the common case is a full read */
 		pthread_mutex_unlock(&r->lock);
@@ -303,54 +431,58 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 		pthread_mutex_unlock(&r->lock);
 		return n;
 	}
-	uint32_t bs = r->fs->g.block_size;
 	while (done < len) {
 		uint64_t pos = off + done;
-		struct fr_win *c = &r->win[r->cur], *n = &r->win[r->cur ^ 1];
-		if (!win_has(c, pos)) {
-			if (win_has(n, pos)) {
-				/* Moving on to the readahead window: the old one is done. */
-				win_drop(r, c);
-				r->cur ^= 1;
-			} else {
-				/* A new stream: its first window is twice the request
-				 * (at least FR_MIN_WINDOW); the next window is issued when
-				 * the reader goes past its first request. */
-				win_drop(r, c);
-				win_drop(r, n);
-				uint64_t want = r->max_window;
-				if (len - done < r->max_window / 2) {
-					want = pow2_ceil(len - done) * 2;
-					if (want < FR_MIN_WINDOW)
-						want = FR_MIN_WINDOW;
-					if (want > r->max_window)
-						want = r->max_window;
-				}
-				r->window = want;
-				uint64_t start = pos - pos % bs;
-				uint64_t marker = off + len;
-				if (!win_issue(r, c, start, want, marker))
-					break;
-			}
-			c = &r->win[r->cur];
+		int i = ring_find(r, pos);
+		if (i < 0 && r->live && !r->ra_stop && pos == r->ra_end) {
+			ra_fill(r, pos); /* the reader caught up with the readahead */
+			i = ring_find(r, pos);
 		}
-		if (pos >= c->marker)
-			ra_next(r);
+		if (i < 0) {
+			if (r->live && r->ra_stop && pos >= r->ra_end)
+				break; /* past a mapping error or a refusal: the cache's turn */
+			if (!ra_start(r, pos, len - done, off + len))
+				break;
+			i = ring_find(r, pos);
+			if (i < 0)
+				break;
+		}
+		while (i-- > 0)
+			ring_pop(r); /* segments behind the reader are done */
+		if (pos >= r->marker)
+			ra_fill(r, pos);
+		struct fr_win *c = seg(r, 0);
 		if (win_wait(r, c) < 0) {
-			/* An I/O error: drop the windows, read the rest through the
+			/* An I/O error: drop the stream, read the rest through the
 			 * buffer cache, which retries block by block and reports it. */
 			r->st.fallbacks++;
-			win_drop(r, &r->win[r->cur ^ 1]);
-			win_drop(r, c);
+			ring_reset(r);
 			break;
 		}
 		uint64_t avail = c->start + c->len - pos;
 		size_t cp = len - done < avail ? len - done : (size_t)avail;
+		uint64_t t0 = clock_now_ns();
 		memcpy(dst + done, c->buf + (pos - c->start), cp);
+		r->st.copy_ns += clock_now_ns() - t0;
 		done += cp;
 		r->st.direct_bytes += cp;
+		if (cp == avail) {
+			/* Consumed: its slot goes to the next segment at once. */
+			ring_pop(r);
+			if (off + done >= r->marker) {
+				ra_grow(r);
+				ra_fill(r, off + done);
+			}
+		}
 	}
 	r->next_off = off + done;
+	if (r->live && r->window == 2 * (uint64_t)r->max_window && r->ra_end < isize &&
+	    !r->ra_stop) {
+		uint64_t ahead = r->ra_end > r->next_off ? r->ra_end - r->next_off : 0;
+		if (!r->st.ahead_samples || ahead < r->st.ahead_min)
+			r->st.ahead_min = ahead;
+		r->st.ahead_samples++;
+	}
 	pthread_mutex_unlock(&r->lock);
 	if (done == len)
 		return (ssize_t)done;

@@ -5,6 +5,7 @@
  * reader (ext3.h, "inodes"); the _locked variants expect it held. */
 #include "ext3/ext3_int.h"
 
+#include "blk/blk.h"
 #include "buf/buf.h"
 #include "util/err.h"
 
@@ -329,6 +330,52 @@ void ext3_map_cache_reset(struct ext3_map_cache *mc)
 static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
 {
 	return p < fs->g.blocks_count && p >= fs->g.first_data_block;
+}
+
+int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			    uint64_t *next)
+{
+	uint64_t apb = fs->g.apb;
+	*next = logical + 1;
+	if (logical < EXT3_NDIR_BLOCKS) {
+		*next = EXT3_NDIR_BLOCKS; /* mapped by the inode itself */
+		return 0;
+	}
+	pthread_rwlock_rdlock(&in->lock);
+	uint64_t l = 0;
+	uint32_t cur = 0;
+	int levels = 0;
+	int rc = map_indirect_root(in, apb, logical, &l, &cur, &levels);
+	if (!rc) {
+		*next = logical - l % apb + apb; /* the leaf's span ends there */
+		uint64_t span = 1;
+		for (int k = 1; k < levels; k++)
+			span *= apb;
+		/* The levels above the leaf synchronously (one block per apb
+		 * leaves, cached after the first), the leaf asynchronously. */
+		for (int lv = levels; lv > 1 && cur && map_ptr_ok(fs, cur); lv--) {
+			struct buffer_head *bh;
+			rc = ext3_bread(fs, cur, "indirect", &bh);
+			if (rc) {
+				cur = 0;
+				break;
+			}
+			cur = le32_to_cpu(((const uint32_t *)buf_data(bh))[(l / span) % apb]);
+			span /= apb;
+			buf_put(bh);
+		}
+		/* META, as 2.6.30 reads metadata: CFQ dispatches it before the
+		 * queue's data (which sorts before it by sector: the leaf sits
+		 * after the data already queued), so it is in well before the
+		 * mapping needs it. */
+		struct buffer_head *lbh = cur && map_ptr_ok(fs, cur) ? buf_get(ext3_fs_cache(fs), cur, NULL) : NULL;
+		if (lbh) {
+			buf_ll_rw_block(BLK_READ | BLK_REQ_META, 1, &lbh);
+			buf_put(lbh);
+		}
+	}
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
 }
 
 /* map_run with in->lock held as reader and mc owned by the caller. */
