@@ -411,6 +411,49 @@ static void test_fast_path_taken(void **state)
 /* Dirty data in the buffer cache wins over the disk. The fast path's rule
  * is per inode: the write path counts the inode's dirty data
  * (ext3_inode_dirty_data_add), so the test does what it will do. */
+/* The mapping of a segment whose leaf pointer block is not cached yet is a
+ * guess (the data right after the leaf, as a sequential write lays it out);
+ * the fragmented file's leaf is followed by other files' blocks, so the
+ * guess is wrong and must be caught before a byte of it is copied out. */
+static void test_guess_checked(void **state)
+{
+	(void)state;
+	NEED_E2FS();
+	char spec[400];
+	snprintf(spec, sizeof spec, "file:%s", img);
+	for (int k = 0; k < 2; k++) {
+		struct imount m;
+		imount_open(&m, spec, k ? "big" : "frag");
+		const struct hostfile *hf = &files[k ? 0 : 1];
+		struct ext3_fread *r;
+		assert_int_equal(ext3_fread_create(m.fs, m.in, 4 * MIB, &r), 0);
+		uint8_t *b = malloc(MIB);
+		uint64_t off = 0;
+		ssize_t n;
+		while ((n = ext3_fread_pread(r, b, MIB, off)) > 0) {
+			assert_memory_equal(b, hf->data + off, (size_t)n);
+			off += (uint64_t)n;
+		}
+		assert_int_equal(n, 0);
+		assert_int_equal(off, hf->len);
+		struct ext3_fread_stats st;
+		ext3_fread_stats(r, &st);
+		print_message("%s: %llu segments, %llu guessed, %llu wrong\n", hf->name,
+			      (unsigned long long)st.windows, (unsigned long long)st.guesses,
+			      (unsigned long long)st.guess_misses);
+		assert_true(st.guesses >= 1);
+		if (k == 0)
+			assert_true(st.guess_misses >= 1); /* frag: caught and re-read */
+		else
+			assert_int_equal(st.guess_misses, 0); /* big: laid out sequentially */
+		assert_int_equal(st.direct_bytes, hf->len);
+		assert_int_equal(st.slow_bytes, 0);
+		ext3_fread_destroy(r);
+		free(b);
+		imount_close(&m);
+	}
+}
+
 static void test_dirty_cache_wins(void **state)
 {
 	(void)state;
@@ -610,6 +653,7 @@ int main(void)
 		cmocka_unit_test(test_sequential_vs_host),
 		cmocka_unit_test(test_random_preads),
 		cmocka_unit_test(test_fast_path_taken),
+		cmocka_unit_test(test_guess_checked),
 		cmocka_unit_test(test_dirty_cache_wins),
 		cmocka_unit_test(test_read_errors),
 		cmocka_unit_test(test_concurrent_readers),

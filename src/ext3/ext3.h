@@ -267,6 +267,15 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
  * mapping meets and reports them again). */
 int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 			    uint64_t *next);
+/* ext3_inode_map_run (with the inode's own map cache) that never waits for
+ * a leaf pointer block: when the leaf is not cached, its read is started
+ * and the result (1) is a guess, the run a sequentially written file has:
+ * the blocks right after the leaf (*physical = leaf + 1 + the index in the
+ * leaf, *count up to the leaf's end, at most max). Data read from a guess
+ * must be checked with ext3_inode_map_run before it is used. 0: a real
+ * mapping, as ext3_inode_map_run's. */
+int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			 uint64_t max, uint64_t *physical, uint64_t *count);
 
 /* ---- file data reads with per-open-file readahead (file_read.c) ----
  *
@@ -304,6 +313,8 @@ struct ext3_fread_stats {
 	uint64_t issue_ns;     /* time spent issuing segments (mapping included) */
 	uint64_t copy_ns;      /* time spent copying out of segments */
 	uint64_t map_prefetches; /* leaf pointer blocks started ahead of the mapping */
+	uint64_t guesses;      /* segments issued on a guessed mapping */
+	uint64_t guess_misses; /* ... whose check failed (re-read) */
 };
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */

@@ -76,6 +76,7 @@ struct fr_win {
 	uint64_t start;        /* file byte offset (block aligned) */
 	uint64_t len;          /* bytes covered (whole blocks); 0 = empty */
 	bool inflight;         /* batch submitted, not waited for yet */
+	bool guessed;          /* part of it was read on a guessed mapping */
 	struct blk_batch batch;
 	struct bio *bios;
 	size_t nbios, cap;
@@ -272,13 +273,16 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		w->buf_size = want;
 	}
 	w->nbios = 0;
+	w->guessed = false;
 	uint64_t pos = start, end = start + size;
 	while (pos < end) {
 		uint64_t phys, cnt;
-		if (ext3_inode_map_run(fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys, &cnt) < 0) {
+		int g = ext3_inode_map_guess(fs, r->in, pos / bs, (end - pos) / bs, &phys, &cnt);
+		if (g < 0) {
 			r->ra_stop = true; /* the buffer-cache path reports it */
 			break;
 		}
+		w->guessed |= g == 1;
 		uint8_t *dst = w->buf + (pos - start);
 		uint64_t bytes = cnt * bs;
 		if (phys == 0) {
@@ -296,6 +300,7 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	w->start = start;
 	w->len = pos - start;
 	r->st.windows++;
+	r->st.guesses += w->guessed;
 	if (w->nbios) {
 		blk_batch_init(&w->batch);
 		w->inflight = true;
@@ -307,6 +312,34 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		blk_queue_unplug(fs->q);
 	}
 	return true;
+}
+
+/* Does segment w (its I/O done) hold what the real mapping says, i.e. was
+ * its guess right? Maps its range again (the leaf is in by now: it was read
+ * before the data that follows it) and compares with the bios issued. */
+static bool win_check(struct ext3_fread *r, struct fr_win *w)
+{
+	uint32_t bs = r->fs->g.block_size;
+	uint64_t pos = w->start, end = w->start + w->len;
+	size_t bi = 0;
+	while (pos < end) {
+		uint64_t phys, cnt;
+		if (ext3_inode_map_run(r->fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys, &cnt) < 0)
+			return false; /* the buffer-cache path reports it */
+		uint8_t *at = w->buf + (pos - w->start);
+		bool bio_here = bi < w->nbios && w->bios[bi].data == at;
+		if (phys == 0) {
+			if (bio_here)
+				return false; /* a hole read as data */
+		} else {
+			if (!bio_here || w->bios[bi].sector != phys * (bs / DEV_SECTOR_SIZE) ||
+			    w->bios[bi].size != cnt * bs)
+				return false;
+			bi++;
+		}
+		pos += cnt * bs;
+	}
+	return bi == w->nbios;
 }
 
 /* Mapping a segment reads the leaf pointer block that maps it (one per 4 MiB
@@ -458,6 +491,21 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 			r->st.fallbacks++;
 			ring_reset(r);
 			break;
+		}
+		if (c->guessed) {
+			if (!win_check(r, c)) {
+				/* A wrong guess (the file is not laid out sequentially):
+				 * drop it and everything after it, map for real from here
+				 * (the check left the leaf cached: no guess this time). */
+				r->st.guess_misses++;
+				uint64_t keep = r->window;
+				ring_reset(r);
+				if (!ra_start(r, pos, len - done, off + len))
+					break;
+				r->window = keep > r->window ? keep : r->window;
+				continue;
+			}
+			c->guessed = false;
 		}
 		uint64_t avail = c->start + c->len - pos;
 		size_t cp = len - done < avail ? len - done : (size_t)avail;

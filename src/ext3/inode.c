@@ -332,6 +332,22 @@ static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
 	return p < fs->g.blocks_count && p >= fs->g.first_data_block;
 }
 
+/* Is pointer block `blk` cached and uptodate? If not, start reading it
+ * without waiting. META, as 2.6.30 reads metadata: CFQ dispatches it before
+ * the queue's data, which sorts before it by sector when it lies ahead of
+ * the data already queued. */
+static bool leaf_start(struct ext3_fs *fs, uint32_t blk)
+{
+	struct buffer_head *bh = buf_get(ext3_fs_cache(fs), blk, NULL);
+	if (!bh)
+		return false;
+	bool ok = buf_uptodate(bh);
+	if (!ok)
+		buf_ll_rw_block(BLK_READ | BLK_REQ_META, 1, &bh);
+	buf_put(bh);
+	return ok;
+}
+
 int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 			    uint64_t *next)
 {
@@ -364,24 +380,20 @@ int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t 
 			span /= apb;
 			buf_put(bh);
 		}
-		/* META, as 2.6.30 reads metadata: CFQ dispatches it before the
-		 * queue's data (which sorts before it by sector: the leaf sits
-		 * after the data already queued), so it is in well before the
-		 * mapping needs it. */
-		struct buffer_head *lbh = cur && map_ptr_ok(fs, cur) ? buf_get(ext3_fs_cache(fs), cur, NULL) : NULL;
-		if (lbh) {
-			buf_ll_rw_block(BLK_READ | BLK_REQ_META, 1, &lbh);
-			buf_put(lbh);
-		}
+		if (cur && map_ptr_ok(fs, cur))
+			(void)leaf_start(fs, cur);
 	}
 	pthread_rwlock_unlock(&in->lock);
 	return rc;
 }
 
-/* map_run with in->lock held as reader and mc owned by the caller. */
+/* map_run with in->lock held as reader and mc owned by the caller. With
+ * `guess` non-NULL a leaf pointer block that is not cached is not waited for:
+ * its read is started and *guess set to its block number (return 1, *count
+ * = the blocks up to the leaf's end, at most max). */
 static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
-			  uint64_t *physical, uint64_t *count);
+			  uint64_t *physical, uint64_t *count, uint32_t *guess);
 
 int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
@@ -390,19 +402,50 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 	pthread_rwlock_rdlock(&in->lock);
 	int rc;
 	if (mc) {
-		rc = map_run_locked(fs, in, mc, logical, max, physical, count);
+		rc = map_run_locked(fs, in, mc, logical, max, physical, count, NULL);
 	} else {
 		pthread_mutex_lock(&in->map_lock);
-		rc = map_run_locked(fs, in, &in->map, logical, max, physical, count);
+		rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
 		pthread_mutex_unlock(&in->map_lock);
 	}
 	pthread_rwlock_unlock(&in->lock);
 	return rc;
 }
 
+int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			 uint64_t max, uint64_t *physical, uint64_t *count)
+{
+	pthread_rwlock_rdlock(&in->lock);
+	pthread_mutex_lock(&in->map_lock);
+	uint32_t leaf = 0;
+	int rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, &leaf);
+	if (rc == 1) {
+		/* ext3 puts a leaf right before the data it maps when a file is
+		 * written sequentially: guess that. */
+		uint64_t apb = fs->g.apb, idx = (logical - EXT3_NDIR_BLOCKS) % apb;
+		uint64_t p = (uint64_t)leaf + 1 + idx;
+		/* The allocator goes on in the next group past its bitmaps and
+		 * inode table: never guess across a group's end (there, wait). */
+		uint64_t g = ((uint64_t)leaf - fs->g.first_data_block) / fs->g.blocks_per_group;
+		uint64_t gend = fs->g.first_data_block + (g + 1) * fs->g.blocks_per_group;
+		if (gend > fs->g.blocks_count)
+			gend = fs->g.blocks_count;
+		if (p >= gend) {
+			rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
+		} else {
+			if (p + *count > gend)
+				*count = gend - p;
+			*physical = p;
+		}
+	}
+	pthread_mutex_unlock(&in->map_lock);
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
 static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
-			  uint64_t *physical, uint64_t *count)
+			  uint64_t *physical, uint64_t *count, uint32_t *guess)
 {
 	*physical = 0;
 	*count = 0;
@@ -437,6 +480,12 @@ static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 				uint64_t left = span - l % span;
 				*count = left < max ? left : max;
 				return 0;
+			}
+			if (lv == 1 && guess && map_ptr_ok(fs, cur) && !leaf_start(fs, cur)) {
+				uint64_t left = apb - l % apb;
+				*count = left < max ? left : max;
+				*guess = cur;
+				return 1;
 			}
 			struct buffer_head *bh;
 			int rc = ext3_bread(fs, cur, "indirect", &bh);
