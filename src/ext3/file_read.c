@@ -1,23 +1,44 @@
-/* File data reads with per-open-file readahead windows that bypass the
- * buffer cache. See docs/ext3-read-path.md, "Sequential reads".
+/* File data reads with per-open-file readahead that bypasses the buffer
+ * cache. See docs/ext3-read-path.md, "Sequential reads".
  *
- * A reader (one per open file) keeps two windows: `cur`, the one being
- * consumed, and `next`, the asynchronous readahead behind it. A window is a
- * block-aligned byte range of the file and a buffer of the same size; issuing
- * it maps the range into physically contiguous runs (ext3_inode_map_run with
- * the inode's copy of the last leaf indirect block), zero-fills the holes and
- * sends one READ bio per run straight to the block queue (the queue splits
- * runs larger than max_sectors_kb), so a 4 MiB window is about eight 512 KiB
- * requests in flight. Like the kernel's ondemand readahead, the first window
- * of a stream is small (twice the request, at least 128 KiB), each following
- * one doubles up to the maximum, and the next window is issued as soon as the
- * reader starts consuming the current one (for the first window: once the
- * reader goes past its first request), so the device always has a window
- * queued while the caller copies the previous one.
+ * A reader (one per open file) keeps a ring of FR_NSEG segments in file
+ * order: the oldest is the one being consumed, the others the readahead
+ * behind it. A segment is a block-aligned byte range of the file and a buffer
+ * of the same size; issuing it maps the range into physically contiguous runs
+ * (with the inode's copy of the last leaf indirect block), zero-fills the
+ * holes and sends one READ bio per run straight to the block queue (which
+ * splits runs larger than max_sectors_kb). The readahead allowance (bytes
+ * issued past the reader) starts at twice the first request (at least
+ * 128 KiB, at most max_window), doubles per consumed segment once the reader
+ * passes its first request (like the kernel's ondemand readahead), up to
+ * 2 x max_window (the memory of the former two windows); segments are half
+ * the allowance, at most 2 x max_window / FR_NSEG (1 MiB by default).
+ *
+ * Why a ring: the device must never run dry while the caller copies. With
+ * two whole windows, the next one was issued only when the reader moved on,
+ * so the queue went down to the stragglers of one window (on file: under
+ * load 20 % of the time under four requests, the raw floor's depth). Here
+ * every consumed segment is re-issued at the front at once, and the queue
+ * holds 2 x max_window minus one segment at all times.
+ *
+ * Leaf pointer blocks (one per 4 MiB of data with 4 KiB blocks): mapping a
+ * segment reads its leaf. Read synchronously then, the leaf waits behind
+ * everything queued and the reader with it; worse, an elevator (ours or the
+ * host's) serves requests in sector order, so a leaf read started early
+ * still completes only when the stream reaches it, just before its data.
+ * Measured on file: that wait was 80-90 % of a stream's time. So (1) leaves
+ * up to three allowances ahead are started early (META:
+ * ext3_inode_map_prefetch), and (2) a segment whose leaf is not in yet is
+ * issued on a guess (ext3_inode_map_guess: the blocks right after the leaf,
+ * where a sequential write puts them, never across a block group's end),
+ * and checked against the real mapping when the reader reaches it (its leaf,
+ * being before its data on the disk, is in by then): a wrong guess drops the
+ * ring from that segment on and maps for real (guess_misses).
  *
  * Which reads take this path: a read that continues the previous one on this
  * reader (off == end of the last read, including the first read at 0), a
- * read inside a live window, and any read of at least FR_LARGE bytes. Other
+ * read inside a live segment or at the end of the readahead, and any read of
+ * at least FR_LARGE bytes. Other
  * (small, random) reads go through the buffer cache block by block
  * (ext3_inode_pread), which caches them.
  *
@@ -27,28 +48,30 @@
  *   is 0 (checked per window); otherwise the read goes through the buffer
  *   cache, which returns the cached copy. The write path must count every
  *   dirty data block or page of the inode there (data=journal's dirty
- *   buffers included), keep a block from becoming dirty while a window read
- *   of it is in flight (or drop the file's windows when it dirties one), and
+ *   buffers included), keep a block from becoming dirty while a segment read
+ *   of it is in flight (or drop the file's segments when it dirties one), and
  *   reset the inode's map cache when it changes the block map. Indirect
  *   blocks need no check: the mapping always reads them through the buffer
  *   cache (ext3_bread), so a dirty cached copy is the one used. Dirty
  *   buffers of other files no longer turn the fast path off.
  * - Errors keep ext3_inode_pread's semantics because the fast path never
- *   reports one itself: a window whose mapping fails stops before the bad
- *   block, a window whose I/O fails is dropped, and the read continues
+ *   reports one itself: a segment whose mapping fails stops before the bad
+ *   block (no readahead after it: ra_stop), a segment whose I/O fails drops
+ *   the stream, and the read continues
  *   through the buffer cache from there, which returns the short count and,
  *   on the next call, the error (with the usual message). Clean cached
  *   buffers hold the same bytes as the disk, so mixing both paths is safe.
  *
  * Locking: r->lock protects everything in the reader. It is held while a
- * window is issued and while waiting for a window's I/O (so readers of one
+ * segment is issued and while waiting for a segment's I/O (so readers of one
  * handle that share a stream serialize; readers taking the buffer-cache path
  * do not take it for their I/O). Under it only the buffer cache's and the
  * block queue's internal locks are taken (through ext3_bread, blk_submit_bio,
  * blk_batch_wait) and the inode's lock as reader with its map-cache mutex
  * (ext3_inode_size, ext3_inode_map_run, ext3_inode_pread). Lock order: the
- * API's per-handle position mutex, then r->lock, then the inode's locks. Window buffers are written by the device while their batch is in
- * flight and read by the reader only after blk_batch_wait returned.
+ * API's per-handle position mutex, then r->lock, then the inode's locks.
+ * Segment buffers are written by the device while their batch is in flight
+ * and read by the reader only after blk_batch_wait returned.
  */
 #include "ext3/ext3_int.h"
 
