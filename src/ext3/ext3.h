@@ -270,12 +270,14 @@ int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t 
 /* ext3_inode_map_run (with the inode's own map cache) that never waits for
  * a leaf pointer block: when the leaf is not cached, its read is started
  * and the result (1) is a guess, the run a sequentially written file has:
- * the blocks right after the leaf (*physical = leaf + 1 + the index in the
- * leaf, *count up to the leaf's end, at most max). Data read from a guess
- * must be checked with ext3_inode_map_run before it is used. 0: a real
+ * right after the block before `logical` (prev_hint: its physical block as
+ * the caller mapped or guessed it, 0 when unknown), skipping the leaf when
+ * the leaf sits there (2.6.30's layout), never across a block group's end.
+ * No plausible guess: it waits, as ext3_inode_map_run. Data read from a
+ * guess must be checked with ext3_inode_map_run before it is used. 0: a real
  * mapping, as ext3_inode_map_run's. */
 int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
-			 uint64_t max, uint64_t *physical, uint64_t *count);
+			 uint64_t max, uint64_t prev_hint, uint64_t *physical, uint64_t *count);
 
 /* ---- file data reads with per-open-file readahead (file_read.c) ----
  *

@@ -118,6 +118,8 @@ struct ext3_fread {
 	uint64_t ra_end;       /* end of the last segment issued (stream live) */
 	uint64_t pf_next;      /* leaf pointer blocks are prefetched up to this
 				* logical block */
+	uint64_t hint_log;     /* the last block mapped for readahead ... */
+	uint64_t hint_phys;    /* ... and where (0: a hole or unknown) */
 	bool live;             /* a stream is live: ra_end means something */
 	bool ra_stop;          /* no segment after ra_end (a mapping error or a
 				* refused issue): the buffer-cache path goes on */
@@ -300,7 +302,8 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	uint64_t pos = start, end = start + size;
 	while (pos < end) {
 		uint64_t phys, cnt;
-		int g = ext3_inode_map_guess(fs, r->in, pos / bs, (end - pos) / bs, &phys, &cnt);
+		uint64_t hint = r->hint_phys && r->hint_log + 1 == pos / bs ? r->hint_phys : 0;
+		int g = ext3_inode_map_guess(fs, r->in, pos / bs, (end - pos) / bs, hint, &phys, &cnt);
 		if (g < 0) {
 			r->ra_stop = true; /* the buffer-cache path reports it */
 			break;
@@ -308,6 +311,8 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		w->guessed |= g == 1;
 		uint8_t *dst = w->buf + (pos - start);
 		uint64_t bytes = cnt * bs;
+		r->hint_log = pos / bs + cnt - 1;
+		r->hint_phys = phys ? phys + cnt - 1 : 0;
 		if (phys == 0) {
 			memset(dst, 0, (size_t)bytes);
 		} else if (win_add_bio(w, phys * (bs / DEV_SECTOR_SIZE), (uint32_t)bytes, dst)) {

@@ -412,31 +412,60 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 	return rc;
 }
 
+/* Where the data of `logical` probably is, its leaf `leaf` not being in:
+ * a file written sequentially continues right after the previous block
+ * (prev: the caller's hint, else the map cache when it still holds the
+ * previous leaf; 0 when unknown), skipping the leaf when the leaf sits there
+ * (2.6.30's ext3 puts each leaf right before the data it maps; the ext4
+ * driver mounting ext3 groups the leaves elsewhere). 0: no guess. Never the first block of a
+ * group nor across a group's end (bitmaps and inode table come first). */
+static uint64_t map_guess_at(const struct ext3_fs *fs, uint32_t leaf, uint64_t idx, uint32_t prev,
+			     uint64_t *count)
+{
+	uint64_t p = (uint64_t)leaf + 1 + idx;
+	/* The leaf right after the previous data (with the double and triple
+	 * indirect blocks before it at their first leaf): the data follows
+	 * the leaf. */
+	if (prev)
+		p = leaf > prev && leaf - prev <= 3 ? (uint64_t)leaf + 1 : (uint64_t)prev + 1;
+	if (p <= fs->g.first_data_block || p >= fs->g.blocks_count)
+		return 0;
+	uint64_t g = (p - fs->g.first_data_block) / fs->g.blocks_per_group;
+	uint64_t gfirst = fs->g.first_data_block + g * fs->g.blocks_per_group;
+	uint64_t gend = gfirst + fs->g.blocks_per_group;
+	if (gend > fs->g.blocks_count)
+		gend = fs->g.blocks_count;
+	if (p == gfirst)
+		return 0;
+	if (p + *count > gend)
+		*count = gend - p;
+	return p;
+}
+
 int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
-			 uint64_t max, uint64_t *physical, uint64_t *count)
+			 uint64_t max, uint64_t prev_hint, uint64_t *physical, uint64_t *count)
 {
 	pthread_rwlock_rdlock(&in->lock);
 	pthread_mutex_lock(&in->map_lock);
+	const struct ext3_map_cache *mc = &in->map;
+	uint32_t prev = prev_hint < UINT32_MAX ? (uint32_t)prev_hint : 0;
+	if (prev)
+		(void)0; /* the caller knows better than the cache, which the
+			  * checks of earlier segments move back */
+	else if (logical > EXT3_NDIR_BLOCKS && mc->valid && logical - 1 >= mc->first &&
+	    logical - 1 - mc->first < mc->n)
+		prev = mc->ptr[logical - 1 - mc->first];
+	else if (logical == EXT3_NDIR_BLOCKS)
+		prev = in->a.block[EXT3_NDIR_BLOCKS - 1];
 	uint32_t leaf = 0;
 	int rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, &leaf);
 	if (rc == 1) {
-		/* ext3 puts a leaf right before the data it maps when a file is
-		 * written sequentially: guess that. */
-		uint64_t apb = fs->g.apb, idx = (logical - EXT3_NDIR_BLOCKS) % apb;
-		uint64_t p = (uint64_t)leaf + 1 + idx;
-		/* The allocator goes on in the next group past its bitmaps and
-		 * inode table: never guess across a group's end (there, wait). */
-		uint64_t g = ((uint64_t)leaf - fs->g.first_data_block) / fs->g.blocks_per_group;
-		uint64_t gend = fs->g.first_data_block + (g + 1) * fs->g.blocks_per_group;
-		if (gend > fs->g.blocks_count)
-			gend = fs->g.blocks_count;
-		if (p >= gend) {
-			rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
-		} else {
-			if (p + *count > gend)
-				*count = gend - p;
+		uint64_t idx = (logical - EXT3_NDIR_BLOCKS) % fs->g.apb;
+		uint64_t p = map_guess_at(fs, leaf, idx, prev, count);
+		if (p)
 			*physical = p;
-		}
+		else /* no guess: wait for the leaf */
+			rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
 	}
 	pthread_mutex_unlock(&in->map_lock);
 	pthread_rwlock_unlock(&in->lock);
