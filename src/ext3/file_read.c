@@ -344,25 +344,28 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 
 /* Does segment w (its I/O done) hold what the real mapping says, i.e. was
  * its guess right? Maps its range again (the leaf is in by now: it was read
- * before the data that follows it) and compares with the bios issued. */
-static bool win_check(struct ext3_fread *r, struct fr_win *w)
+ * before the data that follows it) and compares with the bios issued.
+ * 1: right, 0: wrong, negative: the mapping failed (the buffer-cache path
+ * reports it). */
+static int win_check(struct ext3_fread *r, struct fr_win *w)
 {
 	uint32_t bs = r->fs->g.block_size;
 	uint64_t pos = w->start, end = w->start + w->len;
 	size_t bi = 0;
 	while (pos < end) {
 		uint64_t phys, cnt;
-		if (ext3_inode_map_run(r->fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys, &cnt) < 0)
-			return false; /* the buffer-cache path reports it */
+		int rc = ext3_inode_map_run(r->fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys, &cnt);
+		if (rc < 0)
+			return rc;
 		uint8_t *at = w->buf + (pos - w->start);
 		bool bio_here = bi < w->nbios && w->bios[bi].data == at;
 		if (phys == 0) {
 			if (bio_here)
-				return false; /* a hole read as data */
+				return 0; /* a hole read as data */
 		} else {
 			if (!bio_here || w->bios[bi].sector != phys * (bs / DEV_SECTOR_SIZE) ||
 			    w->bios[bi].size != cnt * bs)
-				return false;
+				return 0;
 			bi++;
 		}
 		pos += cnt * bs;
@@ -477,6 +480,7 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 
 	uint8_t *dst = buf;
 	size_t done = 0;
+	uint64_t missed_at = UINT64_MAX; /* a second wrong guess there: give up */
 	pthread_mutex_lock(&r->lock);
 	bool stream = off == r->next_off || len >= FR_LARGE || ring_find(r, off) >= 0 ||
 		      (r->live && off == r->ra_end);
@@ -521,13 +525,19 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 			break;
 		}
 		if (c->guessed) {
-			if (!win_check(r, c)) {
+			int ok = win_check(r, c);
+			if (ok <= 0) {
 				/* A wrong guess (the file is not laid out sequentially):
 				 * drop it and everything after it, map for real from here
-				 * (the check left the leaf cached: no guess this time). */
-				r->st.guess_misses++;
+				 * (the check left the leaf cached: no guess this time).
+				 * A mapping error, or a second miss here (the leaf did not
+				 * stay cached): the buffer-cache path takes over. */
+				r->st.guess_misses += ok == 0;
 				uint64_t keep = r->window;
 				ring_reset(r);
+				if (ok < 0 || missed_at == pos)
+					break;
+				missed_at = pos;
 				if (!ra_start(r, pos, len - done, off + len))
 					break;
 				r->window = keep > r->window ? keep : r->window;
