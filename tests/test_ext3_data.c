@@ -641,6 +641,77 @@ static void test_concurrent(void **state)
 
 /* ---- atime: relatime updates once after a write, noatime never ---- */
 
+/* ---- streaming read back (issue 8's stream workload) ---- */
+
+/* A file written sequentially in each data mode, then read back after a
+ * remount as the stream benchmark does: the whole read takes the reader's
+ * segments (the per-mount "written" mark is gone), the mapping guesses made
+ * on the writer's layout are all right, and the readahead stays full. In
+ * the mount that wrote it, the same reads go through the page or buffer
+ * cache instead (the file was written there). */
+static void test_stream_readback(void **state)
+{
+	(void)state;
+	char img[300];
+	tmpname(img, sizeof img, "stream.img");
+	const size_t size = 20 * MIB + 4096, chunk = MIB;
+	uint8_t *data = malloc(size), *got = malloc(chunk);
+	assert_non_null(data);
+	assert_non_null(got);
+	fill(data, size, 77);
+	static const char *const smodes[] = {"journal", "ordered", "writeback", "guarded"};
+	for (size_t m = 0; m < 4; m++) {
+		char opts[64];
+		snprintf(opts, sizeof opts, "data=%s", smodes[m]);
+		mkimg(img, 4096, 128, 1);
+		struct dev *d;
+		struct ext3_fs *fs = mount_rw(img, opts, &d);
+		struct ext3_inode *in = get(fs, "/f1");
+		assert_int_equal(ext3_file_open(in, EXT3_OPEN_WRITE), 0);
+		for (size_t off = 0; off < size; off += chunk)
+			wr(in, data + off, size - off < chunk ? size - off : chunk, off);
+		assert_int_equal(ext3_file_fsync(in, false), 0);
+		assert_int_equal(ext3_file_release(in, EXT3_OPEN_WRITE), 0);
+		for (int pass = 0; pass < 2; pass++) {
+			struct ext3_fread *rd;
+			assert_int_equal(ext3_fread_create(fs, in, 4 * MIB, &rd), 0);
+			for (size_t off = 0; off < size; off += chunk) {
+				size_t n = size - off < chunk ? size - off : chunk;
+				assert_int_equal(ext3_file_read(in, rd, got, n, off), (ssize_t)n);
+				assert_memory_equal(got, data + off, n);
+			}
+			struct ext3_fread_stats st;
+			ext3_fread_stats(rd, &st);
+			print_message("data=%s %s: direct %llu slow %llu, %llu segments, %llu guessed, "
+				      "%llu wrong, ahead_min %llu\n", smodes[m],
+				      pass ? "after remount" : "same mount", (unsigned long long)st.direct_bytes,
+				      (unsigned long long)st.slow_bytes, (unsigned long long)st.windows,
+				      (unsigned long long)st.guesses, (unsigned long long)st.guess_misses,
+				      (unsigned long long)st.ahead_min);
+			if (pass == 0) {
+				assert_int_equal(st.direct_bytes, 0);
+			} else {
+				assert_int_equal(st.direct_bytes, size);
+				assert_int_equal(st.slow_bytes, 0);
+				assert_int_equal(st.fallbacks, 0);
+				assert_int_equal(st.guess_misses, 0);
+				assert_true(st.ahead_samples > 0);
+				assert_true(st.ahead_min >= 7 * MIB);
+			}
+			ext3_fread_destroy(rd);
+			ext3_iput(in);
+			umount_ok(fs, d);
+			fs = mount_rw(img, opts, &d);
+			in = get(fs, "/f1");
+		}
+		ext3_iput(in);
+		umount_ok(fs, d);
+		fsck_clean(img);
+	}
+	free(data);
+	free(got);
+}
+
 static void test_atime(void **state)
 {
 	(void)state;
@@ -698,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_atime),
+		cmocka_unit_test(test_stream_readback),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -314,6 +314,19 @@ static void imount_close(struct imount *m)
 	dev_close(m->dev);
 }
 
+/* Read hf's file through r in 1 MiB preads to its end, comparing. */
+static void scan_mib(struct ext3_fread *r, uint8_t *b, const struct hostfile *hf)
+{
+	uint64_t off = 0;
+	ssize_t n;
+	while ((n = ext3_fread_pread(r, b, MIB, off)) > 0) {
+		assert_memory_equal(b, hf->data + off, (size_t)n);
+		off += (uint64_t)n;
+	}
+	assert_int_equal(n, 0);
+	assert_int_equal(off, hf->len);
+}
+
 static void test_fast_path_taken(void **state)
 {
 	(void)state;
@@ -327,29 +340,34 @@ static void test_fast_path_taken(void **state)
 	struct ext3_fread *r;
 	assert_int_equal(ext3_fread_create(m.fs, m.in, 4 * MIB, &r), 0);
 	uint8_t *b = malloc(MIB);
-	uint64_t off = 0;
-	ssize_t n;
-	while ((n = ext3_fread_pread(r, b, MIB, off)) > 0) {
-		assert_memory_equal(b, files[0].data + off, (size_t)n);
-		off += (uint64_t)n;
-	}
-	assert_int_equal(n, 0);
-	assert_int_equal(off, BIG_SIZE);
+	scan_mib(r, b, &files[0]);
 	struct ext3_fread_stats st;
 	ext3_fread_stats(r, &st);
 	buf_cache_stats(ext3_fs_cache(m.fs), &b1);
-	print_message("24 MiB in 1 MiB reads: %llu windows, %llu bios, window %zu, cache misses %llu\n",
+	print_message("24 MiB in 1 MiB reads: %llu windows, %llu bios, window %zu, cache misses %llu, prefetches %llu, ahead_min %llu\n",
 		      (unsigned long long)st.windows, (unsigned long long)st.bios, st.window,
-		      (unsigned long long)(b1.misses - b0.misses));
+		      (unsigned long long)(b1.misses - b0.misses), (unsigned long long)st.map_prefetches, (unsigned long long)st.ahead_min);
 	assert_int_equal(st.direct_bytes, BIG_SIZE);
 	assert_int_equal(st.slow_bytes, 0);
 	assert_int_equal(st.fallbacks, 0);
-	assert_int_equal(st.window, 4 * MIB);
-	assert_true(st.windows <= 10);
-	/* runs end at leaf indirect blocks (4 MiB of data each) and windows */
-	assert_true(st.bios <= 3 * st.windows);
-	/* the data did not go through the cache: only the indirect blocks did */
-	assert_true(b1.misses - b0.misses <= 16);
+	/* the allowance ramps up to twice file_readahead (the two windows'
+	 * memory), in segments of a quarter of it (1 MiB) */
+	assert_int_equal(st.window, 8 * MIB);
+	assert_true(st.windows >= 24 && st.windows <= 30);
+	/* runs end at leaf indirect blocks (4 MiB of data each) and segments */
+	assert_true(st.bios <= 2 * st.windows);
+	/* Refilled a segment at a time: after every read at full allowance at
+	 * least 7 MiB were queued past it (two whole windows refilled only
+	 * when the reader moved on left as little as one window, 4 MiB). */
+	assert_true(st.ahead_samples > 0);
+	assert_true(st.ahead_min >= 7 * MIB);
+	/* the leaf pointer blocks past the ramp-up were started ahead of their
+	 * mapping (24 MiB: seven pointer blocks), so the mapping read only the
+	 * first ones itself */
+	assert_true(st.map_prefetches >= 3);
+	/* the data did not go through the cache: only the indirect blocks did,
+	 * most of them read ahead (a miss is a synchronous read) */
+	assert_true(b1.misses - b0.misses <= 4);
 	ext3_fread_destroy(r);
 
 	/* fast path off: everything through the cache */
@@ -399,6 +417,42 @@ static void test_fast_path_taken(void **state)
 /* Dirty data in the buffer cache wins over the disk. The fast path's rule
  * is per inode: the write path counts the inode's dirty data
  * (ext3_inode_dirty_data_add), so the test does what it will do. */
+/* The mapping of a segment whose leaf pointer block is not cached yet is a
+ * guess (the data right after the leaf, as a sequential write lays it out);
+ * the fragmented file's leaf is followed by other files' blocks, so the
+ * guess is wrong and must be caught before a byte of it is copied out. */
+static void test_guess_checked(void **state)
+{
+	(void)state;
+	NEED_E2FS();
+	char spec[400];
+	snprintf(spec, sizeof spec, "file:%s", img);
+	for (int k = 0; k < 2; k++) {
+		struct imount m;
+		imount_open(&m, spec, k ? "big" : "frag");
+		const struct hostfile *hf = &files[k ? 0 : 1];
+		struct ext3_fread *r;
+		assert_int_equal(ext3_fread_create(m.fs, m.in, 4 * MIB, &r), 0);
+		uint8_t *b = malloc(MIB);
+		scan_mib(r, b, hf);
+		struct ext3_fread_stats st;
+		ext3_fread_stats(r, &st);
+		print_message("%s: %llu segments, %llu guessed, %llu wrong\n", hf->name,
+			      (unsigned long long)st.windows, (unsigned long long)st.guesses,
+			      (unsigned long long)st.guess_misses);
+		assert_true(st.guesses >= 1);
+		if (k == 0)
+			assert_true(st.guess_misses >= 1); /* frag: caught and re-read */
+		else
+			assert_int_equal(st.guess_misses, 0); /* big: laid out sequentially */
+		assert_int_equal(st.direct_bytes, hf->len);
+		assert_int_equal(st.slow_bytes, 0);
+		ext3_fread_destroy(r);
+		free(b);
+		imount_close(&m);
+	}
+}
+
 static void test_dirty_cache_wins(void **state)
 {
 	(void)state;
@@ -598,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_sequential_vs_host),
 		cmocka_unit_test(test_random_preads),
 		cmocka_unit_test(test_fast_path_taken),
+		cmocka_unit_test(test_guess_checked),
 		cmocka_unit_test(test_dirty_cache_wins),
 		cmocka_unit_test(test_read_errors),
 		cmocka_unit_test(test_concurrent_readers),

@@ -263,6 +263,27 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
 		       uint64_t *physical, uint64_t *count);
 
+/* Start reading the leaf pointer block that maps `logical` without waiting
+ * for it (the levels above it are read and waited for: one block per apb
+ * leaves), so that a later ext3_inode_map_run of that range finds it cached
+ * instead of waiting behind the data already queued. *next = the first
+ * logical block past that leaf's span (past the direct blocks for one of
+ * those). Errors as ext3_inode_bmap's; the caller may ignore them (the
+ * mapping meets and reports them again). */
+int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			    uint64_t *next);
+/* ext3_inode_map_run (with the inode's own map cache) that never waits for
+ * a leaf pointer block: when the leaf is not cached, its read is started
+ * and the result (1) is a guess, the run a sequentially written file has:
+ * right after the block before `logical` (prev_hint: its physical block as
+ * the caller mapped or guessed it, 0 when unknown), skipping the leaf when
+ * the leaf sits there (2.6.30's layout), never across a block group's end.
+ * No plausible guess: it waits, as ext3_inode_map_run. Data read from a
+ * guess must be checked with ext3_inode_map_run before it is used. 0: a real
+ * mapping, as ext3_inode_map_run's. */
+int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			 uint64_t max, uint64_t prev_hint, uint64_t *physical, uint64_t *count);
+
 /* ---- file data reads with per-open-file readahead (file_read.c) ----
  *
  * Large sequential reads bypass the buffer cache: the range plus a
@@ -285,12 +306,22 @@ void ext3_fread_destroy(struct ext3_fread *r);
  * error, the error on the next call). */
 ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off);
 struct ext3_fread_stats {
-	uint64_t windows;      /* windows issued */
+	uint64_t windows;      /* readahead segments issued */
 	uint64_t bios;         /* data bios submitted */
 	uint64_t direct_bytes; /* bytes copied out of windows */
 	uint64_t slow_bytes;   /* bytes read through the buffer cache */
 	uint64_t fallbacks;    /* windows given up (I/O error, map error, dirty cache) */
-	size_t window;         /* current window size */
+	size_t window;         /* current readahead allowance (bytes past the reader) */
+	uint64_t ahead_min;    /* at full allowance: the fewest bytes issued past the
+				* end of a read (not counting the file's last segment) */
+	uint64_t ahead_samples; /* reads that ahead_min looked at */
+	uint64_t waits;        /* segments the reader found still in flight */
+	uint64_t wait_ns;      /* time it spent waiting for them */
+	uint64_t issue_ns;     /* time spent issuing segments (mapping included) */
+	uint64_t copy_ns;      /* time spent copying out of segments */
+	uint64_t map_prefetches; /* leaf pointer blocks started ahead of the mapping */
+	uint64_t guesses;      /* segments issued on a guessed mapping */
+	uint64_t guess_misses; /* ... whose check failed (re-read) */
 };
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */

@@ -1,23 +1,44 @@
-/* File data reads with per-open-file readahead windows that bypass the
- * buffer cache. See docs/ext3-read-path.md, "Sequential reads".
+/* File data reads with per-open-file readahead that bypasses the buffer
+ * cache. See docs/ext3-read-path.md, "Sequential reads".
  *
- * A reader (one per open file) keeps two windows: `cur`, the one being
- * consumed, and `next`, the asynchronous readahead behind it. A window is a
- * block-aligned byte range of the file and a buffer of the same size; issuing
- * it maps the range into physically contiguous runs (ext3_inode_map_run with
- * the inode's copy of the last leaf indirect block), zero-fills the holes and
- * sends one READ bio per run straight to the block queue (the queue splits
- * runs larger than max_sectors_kb), so a 4 MiB window is about eight 512 KiB
- * requests in flight. Like the kernel's ondemand readahead, the first window
- * of a stream is small (twice the request, at least 128 KiB), each following
- * one doubles up to the maximum, and the next window is issued as soon as the
- * reader starts consuming the current one (for the first window: once the
- * reader goes past its first request), so the device always has a window
- * queued while the caller copies the previous one.
+ * A reader (one per open file) keeps a ring of FR_NSEG segments in file
+ * order: the oldest is the one being consumed, the others the readahead
+ * behind it. A segment is a block-aligned byte range of the file and a buffer
+ * of the same size; issuing it maps the range into physically contiguous runs
+ * (with the inode's copy of the last leaf indirect block), zero-fills the
+ * holes and sends one READ bio per run straight to the block queue (which
+ * splits runs larger than max_sectors_kb). The readahead allowance (bytes
+ * issued past the reader) starts at twice the first request (at least
+ * 128 KiB, at most max_window), doubles per consumed segment once the reader
+ * passes its first request (like the kernel's ondemand readahead), up to
+ * 2 x max_window (the memory of the former two windows); segments are half
+ * the allowance, at most 2 x max_window / FR_NSEG (1 MiB by default).
+ *
+ * Why a ring: the device must never run dry while the caller copies. With
+ * two whole windows, the next one was issued only when the reader moved on,
+ * so the queue went down to the stragglers of one window (on file: under
+ * load 20 % of the time under four requests, the raw floor's depth). Here
+ * every consumed segment is re-issued at the front at once, and the queue
+ * holds 2 x max_window minus one segment at all times.
+ *
+ * Leaf pointer blocks (one per 4 MiB of data with 4 KiB blocks): mapping a
+ * segment reads its leaf. Read synchronously then, the leaf waits behind
+ * everything queued and the reader with it; worse, an elevator (ours or the
+ * host's) serves requests in sector order, so a leaf read started early
+ * still completes only when the stream reaches it, just before its data.
+ * Measured on file: that wait was 80-90 % of a stream's time. So (1) leaves
+ * up to three allowances ahead are started early (META:
+ * ext3_inode_map_prefetch), and (2) a segment whose leaf is not in yet is
+ * issued on a guess (ext3_inode_map_guess: the blocks right after the leaf,
+ * where a sequential write puts them, never across a block group's end),
+ * and checked against the real mapping when the reader reaches it (its leaf,
+ * being before its data on the disk, is in by then): a wrong guess drops the
+ * ring from that segment on and maps for real (guess_misses).
  *
  * Which reads take this path: a read that continues the previous one on this
  * reader (off == end of the last read, including the first read at 0), a
- * read inside a live window, and any read of at least FR_LARGE bytes. Other
+ * read inside a live segment or at the end of the readahead, and any read of
+ * at least FR_LARGE bytes. Other
  * (small, random) reads go through the buffer cache block by block
  * (ext3_inode_pread), which caches them.
  *
@@ -27,34 +48,37 @@
  *   is 0 (checked per window); otherwise the read goes through the buffer
  *   cache, which returns the cached copy. The write path must count every
  *   dirty data block or page of the inode there (data=journal's dirty
- *   buffers included), keep a block from becoming dirty while a window read
- *   of it is in flight (or drop the file's windows when it dirties one), and
+ *   buffers included), keep a block from becoming dirty while a segment read
+ *   of it is in flight (or drop the file's segments when it dirties one), and
  *   reset the inode's map cache when it changes the block map. Indirect
  *   blocks need no check: the mapping always reads them through the buffer
  *   cache (ext3_bread), so a dirty cached copy is the one used. Dirty
  *   buffers of other files no longer turn the fast path off.
  * - Errors keep ext3_inode_pread's semantics because the fast path never
- *   reports one itself: a window whose mapping fails stops before the bad
- *   block, a window whose I/O fails is dropped, and the read continues
+ *   reports one itself: a segment whose mapping fails stops before the bad
+ *   block (no readahead after it: ra_stop), a segment whose I/O fails drops
+ *   the stream, and the read continues
  *   through the buffer cache from there, which returns the short count and,
  *   on the next call, the error (with the usual message). Clean cached
  *   buffers hold the same bytes as the disk, so mixing both paths is safe.
  *
  * Locking: r->lock protects everything in the reader. It is held while a
- * window is issued and while waiting for a window's I/O (so readers of one
+ * segment is issued and while waiting for a segment's I/O (so readers of one
  * handle that share a stream serialize; readers taking the buffer-cache path
  * do not take it for their I/O). Under it only the buffer cache's and the
  * block queue's internal locks are taken (through ext3_bread, blk_submit_bio,
  * blk_batch_wait) and the inode's lock as reader with its map-cache mutex
  * (ext3_inode_size, ext3_inode_map_run, ext3_inode_pread). Lock order: the
- * API's per-handle position mutex, then r->lock, then the inode's locks. Window buffers are written by the device while their batch is in
- * flight and read by the reader only after blk_batch_wait returned.
+ * API's per-handle position mutex, then r->lock, then the inode's locks.
+ * Segment buffers are written by the device while their batch is in flight
+ * and read by the reader only after blk_batch_wait returned.
  */
 #include "ext3/ext3_int.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
 #include "util/array.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -63,19 +87,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FR_MIN_WINDOW (128u * 1024)      /* first window of a stream, at least */
-#define FR_LARGE (64u * 1024)            /* reads this large always use windows */
+#define FR_MIN_WINDOW (128u * 1024)      /* first allowance of a stream, at least */
+#define FR_LARGE (64u * 1024)            /* reads this large always use segments */
 #define FR_MAX_WINDOW_CAP (64u << 20)
 #define FR_BUF_ALIGN 4096u               /* O_DIRECT file devices need no bounce */
+#define FR_NSEG 8u                       /* segments in a reader's ring */
 
 struct fr_win {
-	uint8_t *buf;          /* buf_size bytes, grown as windows grow */
+	uint8_t *buf;          /* buf_size bytes, grown as segments grow */
 	size_t buf_size;
 	uint64_t start;        /* file byte offset (block aligned) */
-	uint64_t len;          /* bytes covered (whole blocks); 0 = empty window */
-	uint64_t marker;       /* consuming at or past this offset issues the next window */
+	uint64_t len;          /* bytes covered (whole blocks); 0 = empty */
 	bool inflight;         /* batch submitted, not waited for yet */
-	bool short_map;        /* mapping stopped early (error): no window after it */
+	bool guessed;          /* part of it was read on a guessed mapping */
 	struct blk_batch batch;
 	struct bio *bios;
 	size_t nbios, cap;
@@ -85,11 +109,22 @@ struct ext3_fread {
 	struct ext3_fs *fs;
 	struct ext3_inode *in;  /* a reference (ext3_igrab) */
 	size_t max_window;     /* 0: fast path off */
+	uint64_t seg_max;      /* largest segment: 2 * max_window / FR_NSEG */
 	pthread_mutex_t lock;  /* protects everything below */
 	uint64_t next_off;     /* end of the last read: sequential detection */
-	uint64_t window;       /* size of the next window to issue */
-	struct fr_win win[2];
-	unsigned cur;          /* win[cur] is being consumed, win[cur ^ 1] is next */
+	uint64_t window;       /* readahead allowance: bytes issued past the reader */
+	uint64_t marker;       /* the stream's first request ends here: no more
+				* readahead until the reader gets past it */
+	uint64_t ra_end;       /* end of the last segment issued (stream live) */
+	uint64_t pf_next;      /* leaf pointer blocks are prefetched up to this
+				* logical block */
+	uint64_t hint_log;     /* the last block mapped for readahead ... */
+	uint64_t hint_phys;    /* ... and where (0: a hole or unknown) */
+	bool live;             /* a stream is live: ra_end means something */
+	bool ra_stop;          /* no segment after ra_end (a mapping error or a
+				* refused issue): the buffer-cache path goes on */
+	struct fr_win win[FR_NSEG];
+	unsigned head, nlive;  /* win[head..head+nlive) in file order, modulo FR_NSEG */
 	struct ext3_fread_stats st;
 };
 
@@ -116,6 +151,10 @@ int ext3_fread_create(struct ext3_fs *fs, struct ext3_inode *in, size_t max_wind
 		if (max_window > FR_MAX_WINDOW_CAP)
 			max_window = FR_MAX_WINDOW_CAP;
 		max_window = (size_t)pow2_ceil(max_window);
+		uint32_t bs = fs->g.block_size;
+		r->seg_max = 2 * (uint64_t)max_window / FR_NSEG;
+		if (r->seg_max < bs)
+			r->seg_max = bs;
 	}
 	r->max_window = max_window;
 	pthread_mutex_init(&r->lock, NULL);
@@ -128,7 +167,15 @@ static int win_wait(struct ext3_fread *r, struct fr_win *w)
 {
 	if (!w->inflight)
 		return 0;
+	pthread_mutex_lock(&w->batch.lock);
+	bool pending = w->batch.pending > 0;
+	pthread_mutex_unlock(&w->batch.lock);
+	uint64_t t0 = pending ? clock_now_ns() : 0;
 	int rc = blk_batch_wait(r->fs->q, &w->batch);
+	if (pending) { /* the reader is ahead of the device */
+		r->st.waits++;
+		r->st.wait_ns += clock_now_ns() - t0;
+	}
 	blk_batch_destroy(&w->batch);
 	w->inflight = false;
 	return rc;
@@ -139,7 +186,29 @@ static void win_drop(struct ext3_fread *r, struct fr_win *w)
 {
 	(void)win_wait(r, w);
 	w->len = 0;
-	w->short_map = false;
+}
+
+/* The i-th live segment (0 = the oldest, the one the reader is in). */
+static struct fr_win *seg(struct ext3_fread *r, unsigned i)
+{
+	return &r->win[(r->head + i) % FR_NSEG];
+}
+
+/* Forget the oldest live segment. */
+static void ring_pop(struct ext3_fread *r)
+{
+	win_drop(r, seg(r, 0));
+	r->head = (r->head + 1) % FR_NSEG;
+	r->nlive--;
+}
+
+/* End the stream: every segment forgotten (after its I/O). */
+static void ring_reset(struct ext3_fread *r)
+{
+	while (r->nlive)
+		ring_pop(r);
+	r->live = false;
+	r->ra_stop = false;
 }
 
 void ext3_fread_destroy(struct ext3_fread *r)
@@ -147,8 +216,8 @@ void ext3_fread_destroy(struct ext3_fread *r)
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->lock);
-	for (int i = 0; i < 2; i++) {
-		win_drop(r, &r->win[i]);
+	ring_reset(r);
+	for (unsigned i = 0; i < FR_NSEG; i++) {
 		free(r->win[i].buf);
 		free(r->win[i].bios);
 	}
@@ -171,6 +240,15 @@ static bool win_has(const struct fr_win *w, uint64_t pos)
 	return w->len && pos >= w->start && pos - w->start < w->len;
 }
 
+/* Index of the live segment holding pos, or -1. */
+static int ring_find(struct ext3_fread *r, uint64_t pos)
+{
+	for (unsigned i = 0; i < r->nlive; i++)
+		if (win_has(seg(r, i), pos))
+			return (int)i;
+	return -1;
+}
+
 static int win_add_bio(struct fr_win *w, uint64_t sector, uint32_t size, void *data)
 {
 	if (array_grow(&w->bios, &w->cap, w->nbios, sizeof *w->bios, 16))
@@ -184,17 +262,16 @@ static int win_add_bio(struct fr_win *w, uint64_t sector, uint32_t size, void *d
 	return 0;
 }
 
-/* Issue window w for [start, start + size) (start block aligned), bounded
- * by the end of the file. Returns false when nothing could be issued (dirty
- * cache, no memory, or the first block does not map): the caller then reads
- * through the buffer cache. Caller holds r->lock; w is idle (not in flight). */
-static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, uint64_t size,
-		      uint64_t marker)
+/* Issue segment w for [start, start + size) (start block aligned), bounded
+ * by the end of the file. Returns false when nothing could be issued (end of
+ * file, dirty cache, no memory, or the first block does not map); a mapping
+ * that stops early (an error) issues what it mapped and sets r->ra_stop.
+ * Caller holds r->lock; w is idle (not in flight). */
+static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, uint64_t size)
 {
 	struct ext3_fs *fs = r->fs;
 	uint32_t bs = fs->g.block_size;
 	w->len = 0;
-	w->short_map = false;
 	uint64_t fend = ext3_inode_size(r->in) + bs - 1;
 	fend -= fend % bs; /* the file's end, rounded up to whole blocks */
 	if (start >= fend)
@@ -209,7 +286,7 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	}
 	if (w->buf_size < size) {
 		/* Small files get small buffers; a stream's buffers grow with its
-		 * windows (a handful of reallocations up to max_window). */
+		 * segments (a handful of reallocations up to seg_max). */
 		size_t want = (size_t)(size + FR_BUF_ALIGN - 1) / FR_BUF_ALIGN * FR_BUF_ALIGN;
 		free(w->buf);
 		w->buf_size = 0;
@@ -221,20 +298,25 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 		w->buf_size = want;
 	}
 	w->nbios = 0;
+	w->guessed = false;
 	uint64_t pos = start, end = start + size;
 	while (pos < end) {
 		uint64_t phys, cnt;
-		if (ext3_inode_map_run(fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys,
-				       &cnt) < 0) {
-			w->short_map = true; /* the buffer-cache path reports it */
+		uint64_t hint = r->hint_phys && r->hint_log + 1 == pos / bs ? r->hint_phys : 0;
+		int g = ext3_inode_map_guess(fs, r->in, pos / bs, (end - pos) / bs, hint, &phys, &cnt);
+		if (g < 0) {
+			r->ra_stop = true; /* the buffer-cache path reports it */
 			break;
 		}
+		w->guessed |= g == 1;
 		uint8_t *dst = w->buf + (pos - start);
 		uint64_t bytes = cnt * bs;
+		r->hint_log = pos / bs + cnt - 1;
+		r->hint_phys = phys ? phys + cnt - 1 : 0;
 		if (phys == 0) {
 			memset(dst, 0, (size_t)bytes);
 		} else if (win_add_bio(w, phys * (bs / DEV_SECTOR_SIZE), (uint32_t)bytes, dst)) {
-			w->short_map = true;
+			r->ra_stop = true;
 			break;
 		}
 		pos += bytes;
@@ -245,32 +327,142 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	}
 	w->start = start;
 	w->len = pos - start;
-	/* A request that reaches past this window goes on: read ahead at once. */
-	w->marker = marker < start + w->len ? marker : start;
 	r->st.windows++;
+	r->st.guesses += w->guessed;
 	if (w->nbios) {
 		blk_batch_init(&w->batch);
 		w->inflight = true;
 		for (size_t i = 0; i < w->nbios; i++)
 			(void)blk_batch_submit(fs->q, &w->batch, &w->bios[i]); /* a refusal is the batch's error */
 		r->st.bios += w->nbios;
-		/* Dispatch now: nobody may wait for this window for a while, and
+		/* Dispatch now: nobody may wait for this segment for a while, and
 		 * its runs are already as large as they get (no merging to wait for). */
 		blk_queue_unplug(fs->q);
 	}
 	return true;
 }
 
-/* The window after `w`, asynchronously, if there is none yet. */
-static void ra_next(struct ext3_fread *r)
+/* Does segment w (its I/O done) hold what the real mapping says, i.e. was
+ * its guess right? Maps its range again (the leaf is in by now: it was read
+ * before the data that follows it) and compares with the bios issued.
+ * 1: right, 0: wrong, negative: the mapping failed (the buffer-cache path
+ * reports it). */
+static int win_check(struct ext3_fread *r, struct fr_win *w)
 {
-	struct fr_win *c = &r->win[r->cur], *n = &r->win[r->cur ^ 1];
-	if (n->len || c->short_map)
-		return;
-	uint64_t start = c->start + c->len;
-	if (r->window < r->max_window)
+	uint32_t bs = r->fs->g.block_size;
+	uint64_t pos = w->start, end = w->start + w->len;
+	size_t bi = 0;
+	while (pos < end) {
+		uint64_t phys, cnt;
+		int rc = ext3_inode_map_run(r->fs, r->in, NULL, pos / bs, (end - pos) / bs, &phys, &cnt);
+		if (rc < 0)
+			return rc;
+		uint8_t *at = w->buf + (pos - w->start);
+		bool bio_here = bi < w->nbios && w->bios[bi].data == at;
+		if (phys == 0) {
+			if (bio_here)
+				return 0; /* a hole read as data */
+		} else {
+			if (!bio_here || w->bios[bi].sector != phys * (bs / DEV_SECTOR_SIZE) ||
+			    w->bios[bi].size != cnt * bs)
+				return 0;
+			bi++;
+		}
+		pos += cnt * bs;
+	}
+	return bi == w->nbios;
+}
+
+/* Mapping a segment reads the leaf pointer block that maps it (one per 4 MiB
+ * of data with 4 KiB blocks). Read synchronously when the segment is issued,
+ * that block waits behind the allowance already queued (up to 2 x
+ * max_window) while the reader waits for it: that wait was most of a
+ * stream's time on file:. So the leaves up to one allowance past ra_end
+ * are started early, and mapping finds them cached. */
+static void ra_prefetch_map(struct ext3_fread *r)
+{
+	uint32_t bs = r->fs->g.block_size;
+	uint64_t fend = (ext3_inode_size(r->in) + bs - 1) / bs;
+	uint64_t target = (r->ra_end + 3 * r->window) / bs;
+	if (target > fend)
+		target = fend;
+	if (r->pf_next < r->ra_end / bs)
+		r->pf_next = r->ra_end / bs;
+	bool started = false;
+	while (r->pf_next < target) {
+		uint64_t next;
+		if (ext3_inode_map_prefetch(r->fs, r->in, r->pf_next, &next) < 0 || next <= r->pf_next) {
+			r->pf_next = target; /* the mapping reports it */
+			break;
+		}
+		r->pf_next = next;
+		r->st.map_prefetches++;
+		started = true;
+	}
+	if (started)
+		blk_queue_unplug(r->fs->q); /* a plugged queue would hold them back */
+}
+
+/* Keep the readahead allowance issued past `pos`: append segments at
+ * ra_end while a whole segment fits in the allowance and the ring has a free
+ * slot. Segments are half the allowance (at most seg_max), so the ring is
+ * refilled a segment at a time as the reader consumes one, instead of a
+ * whole window at a time: the device never runs dry while the caller copies. */
+static void ra_fill(struct ext3_fread *r, uint64_t pos)
+{
+	uint32_t bs = r->fs->g.block_size;
+	uint64_t s = r->window / 2 < r->seg_max ? r->window / 2 : r->seg_max;
+	s -= s % bs;
+	if (s < bs)
+		s = bs;
+	while (r->live && !r->ra_stop && r->nlive < FR_NSEG) {
+		uint64_t ahead = r->ra_end > pos ? r->ra_end - pos : 0;
+		if (ahead + s > r->window && ahead)
+			return;
+		struct fr_win *w = seg(r, r->nlive);
+		uint64_t t0 = clock_now_ns();
+		bool ok = win_issue(r, w, r->ra_end, s);
+		r->st.issue_ns += clock_now_ns() - t0;
+		if (!ok)
+			return; /* end of file, dirty data, no memory: tried again later */
+		r->nlive++;
+		r->ra_end = w->start + w->len;
+	}
+	ra_prefetch_map(r);
+}
+
+/* Ramp the allowance up (doubling per consumed segment, like the kernel's
+ * window per window) to twice max_window: the same memory as two windows. */
+static void ra_grow(struct ext3_fread *r)
+{
+	if (r->window < 2 * (uint64_t)r->max_window)
 		r->window *= 2;
-	(void)win_issue(r, n, start, r->window, start); /* marker: its first byte */
+	if (r->window > 2 * (uint64_t)r->max_window)
+		r->window = 2 * (uint64_t)r->max_window;
+}
+
+/* A new stream at pos for a request of `len` bytes ending at `marker`:
+ * its first allowance is twice the request (at least FR_MIN_WINDOW, at most
+ * max_window), issued at once; more only once the reader passes the request. */
+static bool ra_start(struct ext3_fread *r, uint64_t pos, uint64_t len, uint64_t marker)
+{
+	ring_reset(r);
+	uint64_t want = r->max_window;
+	if (len < r->max_window / 2) {
+		want = pow2_ceil(len) * 2;
+		if (want < FR_MIN_WINDOW)
+			want = FR_MIN_WINDOW;
+		if (want > r->max_window)
+			want = r->max_window;
+	}
+	uint32_t bs = r->fs->g.block_size;
+	r->window = want;
+	r->marker = marker;
+	r->live = true;
+	r->ra_end = pos - pos % bs;
+	r->pf_next = 0;
+	ra_fill(r, r->ra_end);
+	return r->nlive > 0;
 }
 
 ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off)
@@ -288,9 +480,10 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 
 	uint8_t *dst = buf;
 	size_t done = 0;
+	uint64_t missed_at = UINT64_MAX; /* a second wrong guess there: give up */
 	pthread_mutex_lock(&r->lock);
-	bool stream = off == r->next_off || len >= FR_LARGE || win_has(&r->win[0], off) ||
-		      win_has(&r->win[1], off);
+	bool stream = off == r->next_off || len >= FR_LARGE || ring_find(r, off) >= 0 ||
+		      (r->live && off == r->ra_end);
 	if (!stream) {
 		r->next_off = off + len; /* optimistic: the common case is a full read */
 		pthread_mutex_unlock(&r->lock);
@@ -303,54 +496,79 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 		pthread_mutex_unlock(&r->lock);
 		return n;
 	}
-	uint32_t bs = r->fs->g.block_size;
 	while (done < len) {
 		uint64_t pos = off + done;
-		struct fr_win *c = &r->win[r->cur], *n = &r->win[r->cur ^ 1];
-		if (!win_has(c, pos)) {
-			if (win_has(n, pos)) {
-				/* Moving on to the readahead window: the old one is done. */
-				win_drop(r, c);
-				r->cur ^= 1;
-			} else {
-				/* A new stream: its first window is twice the request
-				 * (at least FR_MIN_WINDOW); the next window is issued when
-				 * the reader goes past its first request. */
-				win_drop(r, c);
-				win_drop(r, n);
-				uint64_t want = r->max_window;
-				if (len - done < r->max_window / 2) {
-					want = pow2_ceil(len - done) * 2;
-					if (want < FR_MIN_WINDOW)
-						want = FR_MIN_WINDOW;
-					if (want > r->max_window)
-						want = r->max_window;
-				}
-				r->window = want;
-				uint64_t start = pos - pos % bs;
-				uint64_t marker = off + len;
-				if (!win_issue(r, c, start, want, marker))
-					break;
-			}
-			c = &r->win[r->cur];
+		int i = ring_find(r, pos);
+		if (i < 0 && r->live && !r->ra_stop && pos == r->ra_end) {
+			ra_fill(r, pos); /* the reader caught up with the readahead */
+			i = ring_find(r, pos);
 		}
-		if (pos >= c->marker)
-			ra_next(r);
+		if (i < 0) {
+			if (r->live && r->ra_stop && pos >= r->ra_end)
+				break; /* past a mapping error or a refusal: the cache's turn */
+			if (!ra_start(r, pos, len - done, off + len))
+				break;
+			i = ring_find(r, pos);
+			if (i < 0)
+				break;
+		}
+		while (i-- > 0)
+			ring_pop(r); /* segments behind the reader are done */
+		if (pos >= r->marker)
+			ra_fill(r, pos);
+		struct fr_win *c = seg(r, 0);
 		if (win_wait(r, c) < 0) {
-			/* An I/O error: drop the windows, read the rest through the
+			/* An I/O error: drop the stream, read the rest through the
 			 * buffer cache, which retries block by block and reports it. */
 			r->st.fallbacks++;
-			win_drop(r, &r->win[r->cur ^ 1]);
-			win_drop(r, c);
+			ring_reset(r);
 			break;
+		}
+		if (c->guessed) {
+			int ok = win_check(r, c);
+			if (ok <= 0) {
+				/* A wrong guess (the file is not laid out sequentially):
+				 * drop it and everything after it, map for real from here
+				 * (the check left the leaf cached: no guess this time).
+				 * A mapping error, or a second miss here (the leaf did not
+				 * stay cached): the buffer-cache path takes over. */
+				r->st.guess_misses += ok == 0;
+				uint64_t keep = r->window;
+				ring_reset(r);
+				if (ok < 0 || missed_at == pos)
+					break;
+				missed_at = pos;
+				if (!ra_start(r, pos, len - done, off + len))
+					break;
+				r->window = keep > r->window ? keep : r->window;
+				continue;
+			}
+			c->guessed = false;
 		}
 		uint64_t avail = c->start + c->len - pos;
 		size_t cp = len - done < avail ? len - done : (size_t)avail;
+		uint64_t t0 = clock_now_ns();
 		memcpy(dst + done, c->buf + (pos - c->start), cp);
+		r->st.copy_ns += clock_now_ns() - t0;
 		done += cp;
 		r->st.direct_bytes += cp;
+		if (cp == avail) {
+			/* Consumed: its slot goes to the next segment at once. */
+			ring_pop(r);
+			if (off + done >= r->marker) {
+				ra_grow(r);
+				ra_fill(r, off + done);
+			}
+		}
 	}
 	r->next_off = off + done;
+	if (r->live && r->window == 2 * (uint64_t)r->max_window && r->ra_end < isize &&
+	    !r->ra_stop) {
+		uint64_t ahead = r->ra_end > r->next_off ? r->ra_end - r->next_off : 0;
+		if (!r->st.ahead_samples || ahead < r->st.ahead_min)
+			r->st.ahead_min = ahead;
+		r->st.ahead_samples++;
+	}
 	pthread_mutex_unlock(&r->lock);
 	if (done == len)
 		return (ssize_t)done;

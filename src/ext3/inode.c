@@ -5,6 +5,7 @@
  * reader (ext3.h, "inodes"); the _locked variants expect it held. */
 #include "ext3/ext3_int.h"
 
+#include "blk/blk.h"
 #include "buf/buf.h"
 #include "util/err.h"
 
@@ -331,10 +332,68 @@ static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
 	return p < fs->g.blocks_count && p >= fs->g.first_data_block;
 }
 
-/* map_run with in->lock held as reader and mc owned by the caller. */
+/* Is pointer block `blk` cached and uptodate? If not, start reading it
+ * without waiting. META, as 2.6.30 reads metadata: CFQ dispatches it before
+ * the queue's data, which sorts before it by sector when it lies ahead of
+ * the data already queued. */
+static bool leaf_start(struct ext3_fs *fs, uint32_t blk)
+{
+	struct buffer_head *bh = buf_get(ext3_fs_cache(fs), blk, NULL);
+	if (!bh)
+		return false;
+	bool ok = buf_uptodate(bh);
+	if (!ok)
+		buf_ll_rw_block(BLK_READ | BLK_REQ_META, 1, &bh);
+	buf_put(bh);
+	return ok;
+}
+
+int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			    uint64_t *next)
+{
+	uint64_t apb = fs->g.apb;
+	*next = logical + 1;
+	if (logical < EXT3_NDIR_BLOCKS) {
+		*next = EXT3_NDIR_BLOCKS; /* mapped by the inode itself */
+		return 0;
+	}
+	pthread_rwlock_rdlock(&in->lock);
+	uint64_t l = 0;
+	uint32_t cur = 0;
+	int levels = 0;
+	int rc = map_indirect_root(in, apb, logical, &l, &cur, &levels);
+	if (!rc) {
+		*next = logical - l % apb + apb; /* the leaf's span ends there */
+		uint64_t span = 1;
+		for (int k = 1; k < levels; k++)
+			span *= apb;
+		/* The levels above the leaf synchronously (one block per apb
+		 * leaves, cached after the first), the leaf asynchronously. */
+		for (int lv = levels; lv > 1 && cur && map_ptr_ok(fs, cur); lv--) {
+			struct buffer_head *bh;
+			rc = ext3_bread(fs, cur, "indirect", &bh);
+			if (rc) {
+				cur = 0;
+				break;
+			}
+			cur = le32_to_cpu(((const uint32_t *)buf_data(bh))[(l / span) % apb]);
+			span /= apb;
+			buf_put(bh);
+		}
+		if (cur && map_ptr_ok(fs, cur))
+			(void)leaf_start(fs, cur);
+	}
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
+/* map_run with in->lock held as reader and mc owned by the caller. With
+ * `guess` non-NULL a leaf pointer block that is not cached is not waited for:
+ * its read is started and *guess set to its block number (return 1, *count
+ * = the blocks up to the leaf's end, at most max). */
 static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
-			  uint64_t *physical, uint64_t *count);
+			  uint64_t *physical, uint64_t *count, uint32_t *guess);
 
 int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
@@ -343,19 +402,79 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 	pthread_rwlock_rdlock(&in->lock);
 	int rc;
 	if (mc) {
-		rc = map_run_locked(fs, in, mc, logical, max, physical, count);
+		rc = map_run_locked(fs, in, mc, logical, max, physical, count, NULL);
 	} else {
 		pthread_mutex_lock(&in->map_lock);
-		rc = map_run_locked(fs, in, &in->map, logical, max, physical, count);
+		rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
 		pthread_mutex_unlock(&in->map_lock);
 	}
 	pthread_rwlock_unlock(&in->lock);
 	return rc;
 }
 
+/* Where the data of `logical` probably is, its leaf `leaf` not being in:
+ * a file written sequentially continues right after the previous block
+ * (prev: the caller's hint, else the map cache when it still holds the
+ * previous leaf; 0 when unknown), skipping the leaf when the leaf sits there
+ * (2.6.30's ext3 puts each leaf right before the data it maps; the ext4
+ * driver mounting ext3 groups the leaves elsewhere). 0: no guess. Never the first block of a
+ * group nor across a group's end (bitmaps and inode table come first). */
+static uint64_t map_guess_at(const struct ext3_fs *fs, uint32_t leaf, uint64_t idx, uint32_t prev,
+			     uint64_t *count)
+{
+	uint64_t p = (uint64_t)leaf + 1 + idx;
+	/* The leaf right after the previous data (with the double and triple
+	 * indirect blocks before it at their first leaf): the data follows
+	 * the leaf. */
+	if (prev)
+		p = leaf > prev && leaf - prev <= 3 ? (uint64_t)leaf + 1 : (uint64_t)prev + 1;
+	if (p <= fs->g.first_data_block || p >= fs->g.blocks_count)
+		return 0;
+	uint64_t g = (p - fs->g.first_data_block) / fs->g.blocks_per_group;
+	uint64_t gfirst = fs->g.first_data_block + g * fs->g.blocks_per_group;
+	uint64_t gend = gfirst + fs->g.blocks_per_group;
+	if (gend > fs->g.blocks_count)
+		gend = fs->g.blocks_count;
+	if (p == gfirst)
+		return 0;
+	if (p + *count > gend)
+		*count = gend - p;
+	return p;
+}
+
+int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			 uint64_t max, uint64_t prev_hint, uint64_t *physical, uint64_t *count)
+{
+	pthread_rwlock_rdlock(&in->lock);
+	pthread_mutex_lock(&in->map_lock);
+	const struct ext3_map_cache *mc = &in->map;
+	uint32_t prev = prev_hint < UINT32_MAX ? (uint32_t)prev_hint : 0;
+	if (prev)
+		(void)0; /* the caller knows better than the cache, which the
+			  * checks of earlier segments move back */
+	else if (logical > EXT3_NDIR_BLOCKS && mc->valid && logical - 1 >= mc->first &&
+	    logical - 1 - mc->first < mc->n)
+		prev = mc->ptr[logical - 1 - mc->first];
+	else if (logical == EXT3_NDIR_BLOCKS)
+		prev = in->a.block[EXT3_NDIR_BLOCKS - 1];
+	uint32_t leaf = 0;
+	int rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, &leaf);
+	if (rc == 1) {
+		uint64_t idx = (logical - EXT3_NDIR_BLOCKS) % fs->g.apb;
+		uint64_t p = map_guess_at(fs, leaf, idx, prev, count);
+		if (p)
+			*physical = p;
+		else /* no guess: wait for the leaf */
+			rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
+	}
+	pthread_mutex_unlock(&in->map_lock);
+	pthread_rwlock_unlock(&in->lock);
+	return rc;
+}
+
 static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
-			  uint64_t *physical, uint64_t *count)
+			  uint64_t *physical, uint64_t *count, uint32_t *guess)
 {
 	*physical = 0;
 	*count = 0;
@@ -390,6 +509,12 @@ static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 				uint64_t left = span - l % span;
 				*count = left < max ? left : max;
 				return 0;
+			}
+			if (lv == 1 && guess && map_ptr_ok(fs, cur) && !leaf_start(fs, cur)) {
+				uint64_t left = apb - l % apb;
+				*count = left < max ? left : max;
+				*guess = cur;
+				return 1;
 			}
 			struct buffer_head *bh;
 			int rc = ext3_bread(fs, cur, "indirect", &bh);
