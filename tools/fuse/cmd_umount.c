@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
@@ -84,8 +85,24 @@ int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source)
 	return rc;
 }
 
-/* The unmount itself: umount2 as root, fusermount3 -u otherwise. */
+/* The unmount itself: umount2 as root, fusermount3 -u otherwise; EBUSY is
+ * retried for up to 3 s, because it can be transient: a process that has
+ * just closed its last file on the mount may still be exiting, and the
+ * kernel sends RELEASE in the background after close(2). A mount that
+ * stays busy (a shell's cwd) still fails, 3 s later. */
+static int unmount_kernel_once(const char *mnt);
 static int unmount_kernel(const char *mnt)
+{
+	int rc = unmount_kernel_once(mnt);
+	for (int i = 0; rc == -EBUSY && i < 60; i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		rc = unmount_kernel_once(mnt);
+	}
+	return rc;
+}
+
+static int unmount_kernel_once(const char *mnt)
 {
 	if (geteuid() == 0) {
 		if (umount2(mnt, UMOUNT_NOFOLLOW) == 0)
