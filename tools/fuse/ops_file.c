@@ -240,7 +240,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* Set-id bits on write: the kernel clears them before it sends the write
  * for callers without CAP_FSETID (handle_killpriv is off), so bits still
  * set when a write arrives belong to a privileged writer and stay, as on
- * ext3. The library clears them on every write; they are put back. */
+ * ext3. The library clears them on every write; they are put back.
+ *
+ * The reply goes before the dirty-page throttle (docs/fuse.md, "Reply
+ * before the throttle"): when the reply is sent the data is in the
+ * library's cache and its blocks allocated (ENOSPC and EFBIG are reported
+ * as before), and the wait for writeback over the dirty limit then
+ * overlaps the kernel's copy of the writer's next write. The writer is
+ * still held back: this thread reads no request while it throttles, and
+ * the monitor hands the reader role on after handoff_us as for any slow
+ * request (an fsync beside the streamer is not kept waiting). */
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
@@ -251,7 +260,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	/* the writer's credentials decide whether the root-reserved blocks may
 	 * be allocated (ext3_has_free_blocks); the daemon itself runs as root */
 	nfuse_cred_from_req(req);
-	ssize_t n = rc ? rc : nostall_pwrite(f, buf, size, (uint64_t)off);
+	ssize_t n = rc ? rc : nostall_pwrite_flags(f, buf, size, (uint64_t)off, NOSTALL_PWRITE_NOTHROTTLE);
 	nostall_cred_reset();
 	if (n > 0 && (before.mode & 06000) && !nostall_fstat(f, &after) &&
 	    after.mode != before.mode) {
@@ -262,6 +271,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		nfuse_reply_rc(req, (int)n);
 	else
 		fuse_reply_write(req, (size_t)n);
+	if (n > 0)
+		nostall_throttle(nf->fs);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
