@@ -3,7 +3,8 @@
  * caller (the FUSE daemon replies in between, docs/fuse.md "Reply before
  * the throttle") but is otherwise the same write: data readable, blocks
  * allocated, ENOSPC/EFBIG reported, image clean. nostall_throttle then
- * brings the dirty + writeback pages under the dirty limit. */
+ * brings the dirty + writeback pages under the dirty limit.
+ * NOSTALL_PWRITE_KEEP_SETID leaves setuid/setgid to the caller. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -130,6 +131,34 @@ static void test_errors(void **state)
 	fsimg_assert_clean(img);
 }
 
+/* Set-id bits: cleared by a plain write (ext3's rule for a writer without
+ * CAP_FSETID; the library has no capability notion), kept with
+ * NOSTALL_PWRITE_KEEP_SETID (the FUSE kernel applied the rule already). */
+static void test_keep_setid(void **state)
+{
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
+	struct nostall_file *f;
+	struct nostall_stat sb;
+	assert_int_equal(nostall_create(fs, "/s", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 06755, &f), 0);
+	assert_int_equal(nostall_chmod(fs, "/s", 0, 06755), 0);
+	assert_int_equal(nostall_pwrite_flags(f, "a", 1, 0, NOSTALL_PWRITE_KEEP_SETID), 1);
+	assert_int_equal(nostall_fstat(f, &sb), 0);
+	assert_int_equal(sb.mode & 07777, 06755);
+	assert_int_equal(nostall_pwrite_flags(f, "b", 1, 1,
+					      NOSTALL_PWRITE_KEEP_SETID | NOSTALL_PWRITE_NOTHROTTLE), 1);
+	assert_int_equal(nostall_fstat(f, &sb), 0);
+	assert_int_equal(sb.mode & 07777, 06755);
+	assert_int_equal(nostall_pwrite_flags(f, "c", 1, 2, 0), 1);
+	assert_int_equal(nostall_fstat(f, &sb), 0);
+	assert_int_equal(sb.mode & 07777, 0755);
+	char r[3];
+	assert_int_equal(nostall_pread(f, r, 3, 0), 3);
+	assert_memory_equal(r, "abc", 3);
+	nostall_close(f);
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
+}
+
 /* A read-only mount: the throttle is a no-op and writes are refused. */
 static void test_readonly(void **state)
 {
@@ -157,6 +186,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_nothrottle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_setid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -448,6 +448,12 @@ ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint
  * thread): a server replies to its client in between, so the client's next
  * request is prepared while this thread waits. Unknown flags: -EINVAL. */
 #define NOSTALL_PWRITE_NOTHROTTLE 0x1u
+/* NOSTALL_PWRITE_KEEP_SETID: the write leaves setuid/setgid alone; by
+ * default it clears them as ext3 does for a writer without CAP_FSETID. For
+ * callers that apply those rules themselves (a FUSE daemon: the kernel
+ * clears the bits before sending the write, knowing the writer's
+ * capabilities). */
+#define NOSTALL_PWRITE_KEEP_SETID 0x2u
 ssize_t nostall_pwrite_flags(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
 			     unsigned flags);
 /* The dirty-page throttle: returns once the mount's dirty + writeback data

@@ -101,11 +101,12 @@ ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint
 ssize_t nostall_pwrite_flags(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
 			     unsigned flags)
 {
-	if (flags & ~NOSTALL_PWRITE_NOTHROTTLE)
+	if (flags & ~(NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID))
 		return err_set(-EINVAL, "pwrite: unknown flags %#x", flags);
+	unsigned wf = (flags & NOSTALL_PWRITE_NOTHROTTLE ? EXT3_WRITE_NOTHROTTLE : 0) |
+		      (flags & NOSTALL_PWRITE_KEEP_SETID ? EXT3_WRITE_KEEP_SETID : 0);
 	uint64_t end;
-	return file_write(f, buf, len, off, flags & NOSTALL_PWRITE_NOTHROTTLE ? EXT3_WRITE_NOTHROTTLE : 0,
-			  &end);
+	return file_write(f, buf, len, off, wf, &end);
 }
 
 void nostall_throttle(struct nostall_fs *fs)

@@ -113,6 +113,10 @@ int ext3_file_release(struct ext3_inode *in, unsigned flags);
  * writeback over the dirty limit); the caller calls ext3_file_throttle on
  * the same thread afterwards (a server replies in between). */
 #define EXT3_WRITE_NOTHROTTLE 0x8u
+/* EXT3_WRITE_KEEP_SETID: leave setuid/setgid alone (the caller has applied
+ * the kill rules itself: a FUSE kernel clears them before the write for
+ * writers without CAP_FSETID). */
+#define EXT3_WRITE_KEEP_SETID 0x10u
 ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint64_t off,
 			unsigned flags, uint64_t *off_out);
 /* The throttle a write with EXT3_WRITE_NOTHROTTLE skipped: waits while the
