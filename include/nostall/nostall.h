@@ -440,6 +440,26 @@ int nostall_create(struct nostall_fs *fs, const char *path, unsigned flags, uint
  * none). Holes stay holes. */
 ssize_t nostall_write(struct nostall_file *f, const void *buf, size_t len);
 ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint64_t off);
+/* nostall_pwrite with flags. NOSTALL_PWRITE_NOTHROTTLE: return without
+ * the dirty-page throttle (the wait for writeback while dirty data is over
+ * the dirty limit, which nostall_pwrite does before returning); the data is
+ * in the cache and its blocks allocated as with nostall_pwrite. The caller
+ * must then call nostall_throttle on the SAME thread (the limit is per
+ * thread): a server replies to its client in between, so the client's next
+ * request is prepared while this thread waits. Unknown flags: -EINVAL. */
+#define NOSTALL_PWRITE_NOTHROTTLE 0x1u
+/* NOSTALL_PWRITE_KEEP_SETID: the write leaves setuid/setgid alone; by
+ * default it clears them as ext3 does for a writer without CAP_FSETID. For
+ * callers that apply those rules themselves (a FUSE daemon: the kernel
+ * clears the bits before sending the write, knowing the writer's
+ * capabilities). */
+#define NOSTALL_PWRITE_KEEP_SETID 0x2u
+ssize_t nostall_pwrite_flags(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
+			     unsigned flags);
+/* The dirty-page throttle: returns once the mount's dirty + writeback data
+ * is under this thread's dirty limit (writing some of it back meanwhile).
+ * A no-op on a read-only mount. */
+void nostall_throttle(struct nostall_fs *fs);
 /* -EINVAL on a handle without write access or not a regular file. */
 int nostall_ftruncate(struct nostall_file *f, uint64_t size);
 /* fsync(2) / fdatasync(2): 1 = datasync. Durable on return in every data mode. */

@@ -57,9 +57,10 @@ ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len)
 	return n;
 }
 
-/* One write at off (or at the end with O_APPEND); *end = where it ended. */
+/* One write at off (or at the end with O_APPEND); *end = where it ended.
+ * wf: extra EXT3_WRITE_* flags. */
 static ssize_t file_write(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
-			  uint64_t *end)
+			  unsigned wf, uint64_t *end)
 {
 	if (!f->can_write)
 		return err_set(-EBADF, "write: the handle is not open for writing");
@@ -67,7 +68,6 @@ static ssize_t file_write(struct nostall_file *f, const void *buf, size_t len, u
 		return 0;
 	if (len > API_RW_MAX)
 		len = API_RW_MAX;
-	unsigned wf = 0;
 	if (f->flags & NOSTALL_O_APPEND)
 		wf |= EXT3_WRITE_APPEND;
 	if (f->flags & NOSTALL_O_SYNC)
@@ -85,7 +85,7 @@ ssize_t nostall_write(struct nostall_file *f, const void *buf, size_t len)
 {
 	pthread_mutex_lock(&f->lock);
 	uint64_t end = f->pos;
-	ssize_t n = file_write(f, buf, len, f->pos, &end);
+	ssize_t n = file_write(f, buf, len, f->pos, 0, &end);
 	if (n > 0)
 		f->pos = end;
 	pthread_mutex_unlock(&f->lock);
@@ -95,7 +95,24 @@ ssize_t nostall_write(struct nostall_file *f, const void *buf, size_t len)
 ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint64_t off)
 {
 	uint64_t end;
-	return file_write(f, buf, len, off, &end);
+	return file_write(f, buf, len, off, 0, &end);
+}
+
+ssize_t nostall_pwrite_flags(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
+			     unsigned flags)
+{
+	if (flags & ~(NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID))
+		return err_set(-EINVAL, "pwrite: unknown flags %#x", flags);
+	unsigned wf = (flags & NOSTALL_PWRITE_NOTHROTTLE ? EXT3_WRITE_NOTHROTTLE : 0) |
+		      (flags & NOSTALL_PWRITE_KEEP_SETID ? EXT3_WRITE_KEEP_SETID : 0);
+	uint64_t end;
+	return file_write(f, buf, len, off, wf, &end);
+}
+
+void nostall_throttle(struct nostall_fs *fs)
+{
+	if (fs->rw)
+		ext3_file_throttle(fs->e);
 }
 
 int64_t nostall_lseek(struct nostall_file *f, int64_t off, int whence)

@@ -109,8 +109,20 @@ int ext3_file_release(struct ext3_inode *in, unsigned flags);
 #define EXT3_WRITE_APPEND 0x1u
 #define EXT3_WRITE_SYNC 0x2u
 #define EXT3_WRITE_DSYNC 0x4u
+/* EXT3_WRITE_NOTHROTTLE: skip the dirty-page throttle (the wait for
+ * writeback over the dirty limit); the caller calls ext3_file_throttle on
+ * the same thread afterwards (a server replies in between). */
+#define EXT3_WRITE_NOTHROTTLE 0x8u
+/* EXT3_WRITE_KEEP_SETID: leave setuid/setgid alone (the caller has applied
+ * the kill rules itself: a FUSE kernel clears them before the write for
+ * writers without CAP_FSETID). */
+#define EXT3_WRITE_KEEP_SETID 0x10u
 ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint64_t off,
 			unsigned flags, uint64_t *off_out);
+/* The throttle a write with EXT3_WRITE_NOTHROTTLE skipped: waits while the
+ * mount's dirty + writeback pages are over this thread's dirty limit. No
+ * lock held; a no-op without a page cache. */
+void ext3_file_throttle(struct ext3_fs *fs);
 /* Read through the page cache (so unwritten data is seen); rd (may be NULL)
  * is the handle's sequential reader, used while the inode has no dirty or
  * in-flight data. Updates atime per the mount's atime rule. */

@@ -97,7 +97,7 @@ static int inode_commit(struct jbd_handle *h, struct ext3_inode *in, bool datasy
 /* One chunk through the page cache, in its own handle. Returns bytes
  * written or an errno. */
 static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, const uint8_t *buf,
-				 size_t len, uint64_t off, bool first)
+				 size_t len, uint64_t off, bool first, unsigned flags)
 {
 	struct ext3_fs *fs = in->fs;
 	uint32_t bs = fs->g.block_size;
@@ -119,7 +119,7 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 		if (grew)
 			size_set(in, off + (uint64_t)n);
 		if (first)
-			touch_mc(in, true);
+			touch_mc(in, !(flags & EXT3_WRITE_KEEP_SETID));
 		if (guarded) /* before the inode is written: it may move i_disksize */
 			rc = ext3_guarded_write_end(h, in);
 		if (!rc)
@@ -135,8 +135,9 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 	/* Throttled (dirty limit) only now, without the handle, as Linux's
 	 * generic_perform_write after write_end: a throttled writer holding a
 	 * handle would hold the next commit - and every fsync - in its lock
-	 * phase for as long as its writeback wait lasts. */
-	if (n > 0)
+	 * phase for as long as its writeback wait lasts. Skipped with
+	 * EXT3_WRITE_NOTHROTTLE (ext3_file_throttle later). */
+	if (n > 0 && !(flags & EXT3_WRITE_NOTHROTTLE))
 		page_cache_balance_dirty(page_mapping_cache(m));
 	if (!rc)
 		rc = src;
@@ -187,7 +188,7 @@ static int write_block_journal(struct jbd_handle *h, struct ext3_inode *in, uint
 }
 
 static ssize_t write_chunk_journal(struct ext3_inode *in, const uint8_t *buf, size_t len,
-				   uint64_t off, bool first)
+				   uint64_t off, bool first, unsigned flags)
 {
 	struct ext3_fs *fs = in->fs;
 	uint32_t bs = fs->g.block_size;
@@ -214,7 +215,7 @@ static ssize_t write_chunk_journal(struct ext3_inode *in, const uint8_t *buf, si
 		if (grew)
 			size_set(in, off + done);
 		if (first)
-			touch_mc(in, true);
+			touch_mc(in, !(flags & EXT3_WRITE_KEEP_SETID));
 		/* The data itself is in this transaction: fdatasync needs it. */
 		irc = inode_commit(h, in, true);
 	}
@@ -271,8 +272,8 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 		/* Up to CHUNK_BLOCKS blocks, ending on a block boundary. */
 		uint64_t lim = (pos / bs + CHUNK_BLOCKS) * bs - pos;
 		size_t chunk = len - done < lim ? len - done : (size_t)lim;
-		n = m ? write_chunk_paged(in, m, src + done, chunk, pos, done == 0)
-		      : write_chunk_journal(in, src + done, chunk, pos, done == 0);
+		n = m ? write_chunk_paged(in, m, src + done, chunk, pos, done == 0, flags)
+		      : write_chunk_journal(in, src + done, chunk, pos, done == 0, flags);
 		/* Out of space (the chunk's handle is stopped): blocks freed by
 		 * an uncommitted transaction come back after a commit. */
 		if (n == -ENOSPC && ext3_should_retry_alloc(fs, &retries))
@@ -298,6 +299,12 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 			return rc;
 	}
 	return (ssize_t)done;
+}
+
+void ext3_file_throttle(struct ext3_fs *fs)
+{
+	if (fs->pcache)
+		page_cache_balance_dirty(fs->pcache);
 }
 
 /* ------------------------------------------------------------- setsize */

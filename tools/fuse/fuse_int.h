@@ -67,7 +67,9 @@ struct nfuse_fh {
 	bool dir;
 	struct nostall_file *f;
 	struct nostall_dir *d;
-	pthread_mutex_t lock;         /* directories: a seek + reads is one step */
+	pthread_mutex_t lock;         /* directories: a seek + reads is one step;
+				       * files: one WRITE at a time, its
+				       * throttle included (op_write) */
 };
 
 struct nfuse {

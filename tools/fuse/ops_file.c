@@ -240,28 +240,38 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* Set-id bits on write: the kernel clears them before it sends the write
  * for callers without CAP_FSETID (handle_killpriv is off), so bits still
  * set when a write arrives belong to a privileged writer and stay, as on
- * ext3. The library clears them on every write; they are put back. */
+ * ext3: the library is told to leave them (NOSTALL_PWRITE_KEEP_SETID).
+ *
+ * The reply goes before the dirty-page throttle (docs/fuse.md, "Streaming
+ * writes"): when the reply is sent the data is in the library's cache and
+ * its blocks allocated (ENOSPC and EFBIG are reported as before), and the
+ * wait for writeback over the dirty limit then overlaps the kernel's copy
+ * of the writer's next write. The writer is still held back as before:
+ * the handle's lock is held until the throttle ends, so its next WRITE -
+ * read by another thread once the monitor has handed the reader role on
+ * (after handoff_us, as for any slow request: an fsync beside the streamer
+ * is not kept waiting) - waits for this throttle before writing more.
+ * Without that gate a throttle longer than handoff_us let the streamer run
+ * ahead on a second thread (fsync p99 beside it rose, docs/fuse.md). */
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
 	struct nfuse *nf = nfuse_of(req);
-	struct nostall_file *f = fh_of(fi)->f;
-	struct nostall_stat before, after;
-	int rc = nostall_fstat(f, &before);
+	struct nfuse_fh *h = fh_of(fi);
+	pthread_mutex_lock(&h->lock);
 	/* the writer's credentials decide whether the root-reserved blocks may
 	 * be allocated (ext3_has_free_blocks); the daemon itself runs as root */
 	nfuse_cred_from_req(req);
-	ssize_t n = rc ? rc : nostall_pwrite(f, buf, size, (uint64_t)off);
+	ssize_t n = nostall_pwrite_flags(h->f, buf, size, (uint64_t)off,
+					 NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID);
 	nostall_cred_reset();
-	if (n > 0 && (before.mode & 06000) && !nostall_fstat(f, &after) &&
-	    after.mode != before.mode) {
-		struct nostall_setattr sa = { .valid = NOSTALL_SET_MODE, .mode = before.mode & 07777 };
-		nostall_setattr_ino(nf->fs, nfuse_to_ext3(ino), &sa, NULL);
-	}
 	if (n < 0)
 		nfuse_reply_rc(req, (int)n);
 	else
 		fuse_reply_write(req, (size_t)n);
+	if (n > 0)
+		nostall_throttle(nf->fs);
+	pthread_mutex_unlock(&h->lock);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
