@@ -131,6 +131,15 @@ static void test_errors(void **state)
 	fsimg_assert_clean(img);
 }
 
+/* Write one byte at off with flags; the file's permission bits after. */
+static unsigned write_mode(struct nostall_file *f, const char *c, uint64_t off, unsigned flags)
+{
+	struct nostall_stat sb;
+	assert_int_equal(nostall_pwrite_flags(f, c, 1, off, flags), 1);
+	assert_int_equal(nostall_fstat(f, &sb), 0);
+	return sb.mode & 07777;
+}
+
 /* Set-id bits: cleared by a plain write (ext3's rule for a writer without
  * CAP_FSETID; the library has no capability notion), kept with
  * NOSTALL_PWRITE_KEEP_SETID (the FUSE kernel applied the rule already). */
@@ -138,19 +147,12 @@ static void test_keep_setid(void **state)
 {
 	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
 	struct nostall_file *f;
-	struct nostall_stat sb;
 	assert_int_equal(nostall_create(fs, "/s", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 06755, &f), 0);
 	assert_int_equal(nostall_chmod(fs, "/s", 0, 06755), 0);
-	assert_int_equal(nostall_pwrite_flags(f, "a", 1, 0, NOSTALL_PWRITE_KEEP_SETID), 1);
-	assert_int_equal(nostall_fstat(f, &sb), 0);
-	assert_int_equal(sb.mode & 07777, 06755);
-	assert_int_equal(nostall_pwrite_flags(f, "b", 1, 1,
-					      NOSTALL_PWRITE_KEEP_SETID | NOSTALL_PWRITE_NOTHROTTLE), 1);
-	assert_int_equal(nostall_fstat(f, &sb), 0);
-	assert_int_equal(sb.mode & 07777, 06755);
-	assert_int_equal(nostall_pwrite_flags(f, "c", 1, 2, 0), 1);
-	assert_int_equal(nostall_fstat(f, &sb), 0);
-	assert_int_equal(sb.mode & 07777, 0755);
+	assert_int_equal(write_mode(f, "a", 0, NOSTALL_PWRITE_KEEP_SETID), 06755);
+	assert_int_equal(write_mode(f, "b", 1, NOSTALL_PWRITE_KEEP_SETID | NOSTALL_PWRITE_NOTHROTTLE),
+			 06755);
+	assert_int_equal(write_mode(f, "c", 2, 0), 0755);
 	char r[3];
 	assert_int_equal(nostall_pread(f, r, 3, 0), 3);
 	assert_memory_equal(r, "abc", 3);

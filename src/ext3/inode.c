@@ -449,13 +449,12 @@ int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t log
 	pthread_mutex_lock(&in->map_lock);
 	const struct ext3_map_cache *mc = &in->map;
 	uint32_t prev = prev_hint < UINT32_MAX ? (uint32_t)prev_hint : 0;
-	if (prev)
-		(void)0; /* the caller knows better than the cache, which the
-			  * checks of earlier segments move back */
-	else if (logical > EXT3_NDIR_BLOCKS && mc->valid && logical - 1 >= mc->first &&
+	/* the caller's hint wins over the cache, which the checks of earlier
+	 * segments move back */
+	if (!prev && logical > EXT3_NDIR_BLOCKS && mc->valid && logical - 1 >= mc->first &&
 	    logical - 1 - mc->first < mc->n)
 		prev = mc->ptr[logical - 1 - mc->first];
-	else if (logical == EXT3_NDIR_BLOCKS)
+	else if (!prev && logical == EXT3_NDIR_BLOCKS)
 		prev = in->a.block[EXT3_NDIR_BLOCKS - 1];
 	uint32_t leaf = 0;
 	int rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, &leaf);

@@ -90,18 +90,6 @@ int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source)
  * just closed its last file on the mount may still be exiting, and the
  * kernel sends RELEASE in the background after close(2). A mount that
  * stays busy (a shell's cwd) still fails, 3 s later. */
-static int unmount_kernel_once(const char *mnt);
-static int unmount_kernel(const char *mnt)
-{
-	int rc = unmount_kernel_once(mnt);
-	for (int i = 0; rc == -EBUSY && i < 60; i++) {
-		struct timespec ts = { 0, 50 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-		rc = unmount_kernel_once(mnt);
-	}
-	return rc;
-}
-
 static int unmount_kernel_once(const char *mnt)
 {
 	if (geteuid() == 0) {
@@ -120,6 +108,17 @@ static int unmount_kernel_once(const char *mnt)
 	if (waitpid(pid, &st, 0) < 0)
 		return -errno;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EBUSY;
+}
+
+static int unmount_kernel(const char *mnt)
+{
+	int rc = unmount_kernel_once(mnt);
+	for (int i = 0; rc == -EBUSY && i < 60; i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		rc = unmount_kernel_once(mnt);
+	}
+	return rc;
 }
 
 /* The superblock says clean: s_state has EXT2_VALID_FS and incompat has no
