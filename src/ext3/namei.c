@@ -90,6 +90,21 @@ static int lookup(struct ext3_inode *dir, const char *name, size_t len, bool loc
 	return rc;
 }
 
+/* dir can take a new entry called name: a live, changeable directory
+ * without that name (dir->lock held for writing). */
+static int dir_name_free(struct ext3_inode *dir, const char *name, size_t len)
+{
+	uint32_t ino;
+	int rc = dir_usable(dir);
+	if (!rc)
+		rc = not_frozen(dir, EXT3_IMMUTABLE_FL);
+	if (!rc)
+		rc = lookup(dir, name, len, true, &ino);
+	if (!rc && ino)
+		rc = err_set(-EEXIST, "ext3: %.*s exists", (int)len, name);
+	return rc;
+}
+
 /* Write the directory's times and the inode (a change of its entries). */
 static int dir_changed(struct jbd_handle *h, struct ext3_inode *dir)
 {
@@ -281,14 +296,7 @@ static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 	pthread_rwlock_wrlock(&dir->lock);
 	struct ext3_inode *in = NULL;
 	struct jbd_handle *h = NULL;
-	uint32_t ino;
-	rc = dir_usable(dir);
-	if (!rc)
-		rc = not_frozen(dir, EXT3_IMMUTABLE_FL);
-	if (!rc)
-		rc = lookup(dir, name, len, true, &ino);
-	if (!rc && ino)
-		rc = err_set(-EEXIST, "ext3: %.*s exists", (int)len, name);
+	rc = dir_name_free(dir, name, len);
 	if (!rc && mkdir && dir->a.links >= NAMEI_LINK_MAX)
 		rc = err_set(-EMLINK, "ext3: directory inode %u has %u links", dir->ino,
 			     dir->a.links);
@@ -405,20 +413,13 @@ static int link_once(struct ext3_inode *in, struct ext3_inode *dir, const char *
 	lockset_add(&ls, in);
 	lockset_lock(&ls);
 	struct jbd_handle *h = NULL;
-	uint32_t ino;
-	rc = dir_usable(dir);
-	if (!rc)
-		rc = not_frozen(dir, EXT3_IMMUTABLE_FL);
+	rc = dir_name_free(dir, name, len);
 	if (!rc)
 		rc = not_frozen(in, EXT3_IMMUTABLE_FL | EXT3_APPEND_FL);
 	if (!rc && in->a.links == 0)
 		rc = err_set(-ENOENT, "ext3: inode %u has no links left", in->ino);
 	if (!rc && in->a.links >= NAMEI_LINK_MAX)
 		rc = err_set(-EMLINK, "ext3: inode %u has %u links", in->ino, in->a.links);
-	if (!rc)
-		rc = lookup(dir, name, len, true, &ino);
-	if (!rc && ino)
-		rc = err_set(-EEXIST, "ext3: %.*s exists", (int)len, name);
 	if (!rc)
 		rc = ext3_journal_start(dir->fs, ext3_credits_dirop(dir->fs), &h);
 	if (!rc) {

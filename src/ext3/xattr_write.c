@@ -430,20 +430,24 @@ undo:
 	return rc;
 }
 
+/* Let go of the inode's xattr block, if any (the caller logs the inode). */
+static int block_drop(struct jbd_handle *h, struct ext3_inode *in)
+{
+	if (!in->a.file_acl)
+		return 0;
+	int rc = block_release(h, in, in->a.file_acl);
+	if (rc)
+		return rc;
+	in->a.file_acl = 0;
+	in->a.blocks -= in->fs->g.block_size / 512;
+	return 0;
+}
+
 /* Make the block hold l (none when l is empty). */
 static int block_store(struct jbd_handle *h, struct ext3_inode *in, const struct xa_list *l)
 {
-	struct ext3_fs *fs = in->fs;
-	if (l->n == 0) {
-		if (!in->a.file_acl)
-			return 0;
-		int rc = block_release(h, in, in->a.file_acl);
-		if (rc)
-			return rc;
-		in->a.file_acl = 0;
-		in->a.blocks -= fs->g.block_size / 512;
-		return 0;
-	}
+	if (l->n == 0)
+		return block_drop(h, in);
 	if (in->a.file_acl) {
 		int rc = block_rewrite(h, in, l);
 		if (rc)
@@ -545,10 +549,6 @@ int ext3_xattr_drop(struct jbd_handle *h, struct ext3_inode *in)
 {
 	if (!in->a.file_acl)
 		return 0;
-	int rc = block_release(h, in, in->a.file_acl);
-	if (rc)
-		return rc;
-	in->a.file_acl = 0;
-	in->a.blocks -= in->fs->g.block_size / 512;
-	return ext3_mark_inode_dirty(h, in);
+	int rc = block_drop(h, in);
+	return rc ? rc : ext3_mark_inode_dirty(h, in);
 }
