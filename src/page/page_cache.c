@@ -39,6 +39,8 @@ static const struct tunable_desc tunables[] = {
 	  "largest writeback bio" },
 	{ "throttle_chunk", TUNABLE_U64, 1, 4096, 48, offsetof(struct page_params, throttle_chunk), "",
 	  "pages a throttled writer or direct reclaim writes per round" },
+	{ "stream_copy", TUNABLE_U64, 0, 1, 1, offsetof(struct page_params, stream_copy), "",
+	  "copy whole pages of a write in with streaming stores (x86-64)" },
 	{ NULL, 0, 0, 0, 0, 0, NULL, NULL },
 };
 
@@ -772,6 +774,13 @@ int page_cache_get(struct page_cache *pc, const char *name, uint64_t *out)
 	int rc = tunable_get(tunables, &pc->p, name, out);
 	pthread_mutex_unlock(&pc->lock);
 	return rc;
+}
+
+void page_cache_fail_run_bufs(struct page_cache *pc, unsigned n)
+{
+	pthread_mutex_lock(&pc->lock);
+	pc->fail_run_bufs = n;
+	pthread_mutex_unlock(&pc->lock);
 }
 
 void page_cache_stats(struct page_cache *pc, struct page_stats *out)
