@@ -169,6 +169,14 @@ static void arena_init(struct page_cache *pc)
 	void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	pc->slot_page = calloc(pc->max_pages ? pc->max_pages : 1, sizeof *pc->slot_page);
 	if (a != MAP_FAILED && pc->slot_page) {
+		/* Transparent huge pages where the system allows them on request:
+		 * a slot's first use faults in 2 MiB at a time (the slots are
+		 * handed out in ascending order first, so the arena still grows
+		 * only as used), and a run's O_DIRECT write pins a few huge pages
+		 * instead of a page per 4 KiB. Advice only: failure is harmless. */
+#ifdef MADV_HUGEPAGE
+		(void)madvise(a, bytes, MADV_HUGEPAGE);
+#endif
 		pc->arena = a;
 		pc->arena_bytes = bytes;
 	} else if (a != MAP_FAILED) {
