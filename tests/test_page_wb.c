@@ -51,6 +51,22 @@ static void test_writeback_zero_copy(void **state)
 	pfs_env_close(&e);
 }
 
+/* Pages [0, n) written last to first: in a fresh cache their buffers
+ * descend, so no two of them are contiguous in memory. */
+static void write_reversed(struct env *e, uint64_t n, unsigned tag)
+{
+	for (uint64_t i = n; i-- > 0;)
+		pfs_write_pages(e, i, 1, tag);
+}
+
+/* Pages [0, n) are on the device with tags tag + index; close the env. */
+static void check_blocks_close(struct env *e, unsigned n, unsigned tag)
+{
+	for (unsigned i = 0; i < n; i++)
+		pfs_check_block(e, BASE + i, tag + i);
+	pfs_env_close(e);
+}
+
 /* Pages written last to first get descending buffers: their run is not
  * contiguous in memory, so it is copied, into a buffer of the run's size
  * (copied_bytes: the run, nothing more), and still goes as one bio. */
@@ -58,17 +74,14 @@ static void test_writeback_copy(void **state)
 {
 	struct env e;
 	pfs_env_open(&e, "mem:16M", NULL, false);
-	for (uint64_t i = 4; i-- > 0;)
-		pfs_write_pages(&e, i, 1, 7);
+	write_reversed(&e, 4, 7);
 	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
 	struct page_stats s = pfs_stats(&e);
 	assert_int_equal(s.write_bios, 1);
 	assert_int_equal(s.zero_copy_bios, 0);
 	assert_int_equal(s.copied_bytes, 4 * PS);
 	assert_int_equal(s.piece_runs, 0);
-	for (unsigned i = 0; i < 4; i++)
-		pfs_check_block(&e, BASE + i, 7 + i);
-	pfs_env_close(&e);
+	check_blocks_close(&e, 4, 7);
 }
 
 /* Without memory for that copy the run is written piece by piece (one bio
@@ -79,8 +92,7 @@ static void test_writeback_pieces(void **state)
 	struct env e;
 	pfs_env_open(&e, "mem:16M", NULL, false);
 	pfs_write_pages(&e, 4, 2, 3); /* pages 4, 5: one contiguous piece */
-	for (uint64_t i = 4; i-- > 0;)
-		pfs_write_pages(&e, i, 1, 3);
+	write_reversed(&e, 4, 3);
 	page_cache_fail_run_bufs(e.pc, 1);
 	assert_int_equal(page_mapping_writeback(e.m, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_NONE, BLK_WRITE), 0);
 	assert_int_equal(page_mapping_wait(e.m, 0, PAGE_INDEX_MAX), 0);
@@ -91,9 +103,7 @@ static void test_writeback_pieces(void **state)
 	assert_int_equal(s.pages_written, 6);
 	assert_int_equal(s.dirty, 0);
 	assert_int_equal(s.writeback, 0);
-	for (unsigned i = 0; i < 6; i++)
-		pfs_check_block(&e, BASE + i, 3 + i);
-	pfs_env_close(&e);
+	check_blocks_close(&e, 6, 3);
 }
 
 /* Whole-page writes copy with streaming stores where the build has them
