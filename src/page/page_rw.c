@@ -24,7 +24,8 @@
  * to make room; streaming stores write the lines straight to memory
  * (about 40 % less time per MiB measured on the streaming write path).
  * Returns whether streaming stores were used: the caller fences
- * (page_copy_fence) before anyone else may see the page. */
+ * (page_copy_fence) before anyone else may see the page. stream_copy is
+ * read without the cache lock (a switch applies from some next page). */
 static bool page_copy_in(const struct page_cache *pc, void *dst, const void *src, size_t len)
 {
 #if PAGE_STREAM_COPY
