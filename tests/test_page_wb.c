@@ -35,6 +35,7 @@ static void test_writeback_zero_copy(void **state)
 	struct page_stats s = pfs_stats(&e);
 	assert_int_equal(s.write_bios, 1);
 	assert_int_equal(s.zero_copy_bios, 1);
+	assert_int_equal(s.copied_bytes, 0);
 	assert_int_equal(s.writeback, 8);
 	pfs_write_pages(&e, 3, 1, 50); /* under writeback, the bio not even sent */
 	s = pfs_stats(&e);
@@ -50,22 +51,104 @@ static void test_writeback_zero_copy(void **state)
 	pfs_env_close(&e);
 }
 
-/* With a map_range op, whole-page writes allocate a batch per call; the
- * data lands on the blocks it gave. */
+/* Pages [0, n) written last to first: in a fresh cache their buffers
+ * descend, so no two of them are contiguous in memory. */
+static void write_reversed(struct env *e, uint64_t n, unsigned tag)
+{
+	for (uint64_t i = n; i-- > 0;)
+		pfs_write_pages(e, i, 1, tag);
+}
+
+/* Pages [0, n) are on the device with tags tag + index; close the env. */
+static void check_blocks_close(struct env *e, unsigned n, unsigned tag)
+{
+	for (unsigned i = 0; i < n; i++)
+		pfs_check_block(e, BASE + i, tag + i);
+	pfs_env_close(e);
+}
+
+/* Pages written last to first get descending buffers: their run is not
+ * contiguous in memory, so it is copied, into a buffer of the run's size
+ * (copied_bytes: the run, nothing more), and still goes as one bio. */
+static void test_writeback_copy(void **state)
+{
+	struct env e;
+	pfs_env_open(&e, "mem:16M", NULL, false);
+	write_reversed(&e, 4, 7);
+	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	struct page_stats s = pfs_stats(&e);
+	assert_int_equal(s.write_bios, 1);
+	assert_int_equal(s.zero_copy_bios, 0);
+	assert_int_equal(s.copied_bytes, 4 * PS);
+	assert_int_equal(s.piece_runs, 0);
+	check_blocks_close(&e, 4, 7);
+}
+
+/* Without memory for that copy the run is written piece by piece (one bio
+ * per contiguous piece, waited for), and completes as a run: the data is
+ * on disk, the pages are clean, no error is reported. */
+static void test_writeback_pieces(void **state)
+{
+	struct env e;
+	pfs_env_open(&e, "mem:16M", NULL, false);
+	pfs_write_pages(&e, 4, 2, 3); /* pages 4, 5: one contiguous piece */
+	write_reversed(&e, 4, 3);
+	page_cache_fail_run_bufs(e.pc, 1);
+	assert_int_equal(page_mapping_writeback(e.m, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_NONE, BLK_WRITE), 0);
+	assert_int_equal(page_mapping_wait(e.m, 0, PAGE_INDEX_MAX), 0);
+	struct page_stats s = pfs_stats(&e);
+	assert_int_equal(s.piece_runs, 1);
+	assert_int_equal(s.write_bios, 5); /* 3, 2, 1, 0, then 4-5 */
+	assert_int_equal(s.copied_bytes, 0);
+	assert_int_equal(s.pages_written, 6);
+	assert_int_equal(s.dirty, 0);
+	assert_int_equal(s.writeback, 0);
+	check_blocks_close(&e, 6, 3);
+}
+
+/* Whole-page writes copy with streaming stores where the build has them
+ * (tunable stream_copy; partial pages never do), and the data is the
+ * same either way, in the cache and on disk. */
+static void test_stream_copy(void **state)
+{
+	struct env e;
+	pfs_env_open(&e, "mem:16M", NULL, false);
+	pfs_write_pages(&e, 0, 8, 20);
+	static unsigned char half[PS / 2];
+	pfs_fill(half, sizeof half, 99);
+	assert_int_equal(page_mapping_write(e.m, 8 * PS, half, sizeof half, 8 * PS), sizeof half);
+	struct page_stats s = pfs_stats(&e);
+	assert_int_equal(s.stream_copies, PAGE_STREAM_COPY ? 8 : 0);
+	assert_int_equal(page_cache_set(e.pc, "stream_copy", "0"), 0);
+	pfs_write_pages(&e, 9, 4, 20);
+	s = pfs_stats(&e);
+	assert_int_equal(s.stream_copies, PAGE_STREAM_COPY ? 8 : 0);
+	pfs_check_pages(&e, 0, 8, 20);
+	pfs_check_pages(&e, 9, 4, 20);
+	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	for (unsigned i = 0; i < 13; i++)
+		if (i != 8)
+			pfs_check_block(&e, BASE + i, 20 + i);
+	pfs_env_close(&e);
+}
+
+/* With a map_range op, whole-page writes allocate a batch (up to 64 pages)
+ * per call; the data lands on the blocks it gave. */
 static void test_map_range(void **state)
 {
 	struct env e;
 	pfs_env_open(&e, "mem:16M", NULL, true);
 	struct page_mapping *m;
 	assert_int_equal(page_mapping_create(e.pc, &pfs_fs_ops_range, &e.fs, &m), 0);
-	static unsigned char buf[40 * PS];
-	for (unsigned i = 0; i < 40; i++)
+	enum { N = 150 };
+	static unsigned char buf[N * PS];
+	for (unsigned i = 0; i < N; i++)
 		pfs_fill(buf + i * PS, PS, 9 + i);
 	assert_int_equal(page_mapping_write(m, 0, buf, sizeof buf, 0), sizeof buf);
-	assert_true(e.fs.range_calls >= 3 && e.fs.range_calls < 40); /* batches of <= 16 */
+	assert_true(e.fs.range_calls >= 3 && e.fs.range_calls < N); /* batches of <= 64 */
 	assert_int_equal(e.fs.map_calls, 0);
 	assert_int_equal(page_mapping_sync(m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
-	for (unsigned i = 0; i < 40; i++)
+	for (unsigned i = 0; i < N; i++)
 		pfs_check_block(&e, e.fs.table[i], 9 + i);
 	page_mapping_destroy(m);
 	pfs_env_close(&e);
@@ -145,6 +228,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writeback_zero_copy),
+		cmocka_unit_test(test_writeback_copy),
+		cmocka_unit_test(test_writeback_pieces),
+		cmocka_unit_test(test_stream_copy),
 		cmocka_unit_test(test_map_range),
 		cmocka_unit_test(test_wait_bounded),
 	};

@@ -95,6 +95,24 @@ enum page_wb_sync {
 	PAGE_WB_SYNC_ALL = 1,  /* wait for them, then write them if still dirty */
 };
 
+/* 1 when whole-page writes can copy with streaming (non-temporal) stores
+ * (tunable stream_copy, stat stream_copies): x86-64, where SSE2 is part of
+ * the base ISA, and not under TSan, which would not see the stores. */
+#if defined(__SANITIZE_THREAD__)
+#define PAGE_STREAM_COPY 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PAGE_STREAM_COPY 0
+#endif
+#endif
+#ifndef PAGE_STREAM_COPY
+#if defined(__SSE2__)
+#define PAGE_STREAM_COPY 1
+#else
+#define PAGE_STREAM_COPY 0
+#endif
+#endif
+
 /* Tunables (page_tunables(), util/tunable.h). */
 struct page_params {
 	uint64_t cache_bytes;            /* the budget (64 MiB); fixed at creation */
@@ -104,6 +122,7 @@ struct page_params {
 	uint64_t dirty_ratio;            /* 20 (% of the budget) */
 	uint64_t max_run_kb;             /* largest writeback bio, 512 KiB */
 	uint64_t throttle_chunk;         /* pages a throttled writer writes per round, 48 */
+	uint64_t stream_copy;            /* 1: whole pages are copied in with streaming stores */
 };
 
 void page_params_default(struct page_params *p);
@@ -144,6 +163,11 @@ struct page_stats {
 	uint64_t write_bios, pages_written, write_errors;
 	uint64_t zero_copy_bios, unshared;    /* bios from the page buffers themselves; pages copied
 					       * because changed under such a bio */
+	uint64_t copied_bytes, piece_runs;    /* bytes copied into run buffers (runs whose pages are
+					       * not contiguous); runs written piecewise for want
+					       * of memory for that copy */
+	uint64_t stream_copies;               /* whole pages written in with streaming stores
+					       * (0 unless PAGE_STREAM_COPY) */
 	uint64_t evictions, reclaim_writes;   /* clean pages evicted; pages written by direct reclaim */
 	uint64_t throttled, throttle_waits, throttle_writes; /* writers throttled; their sleeps; their pages */
 	uint64_t flusher_passes, flusher_writes, expired_writes, background_writes;
@@ -151,6 +175,9 @@ struct page_stats {
 	uint64_t io_done_calls;
 };
 void page_cache_stats(struct page_cache *pc, struct page_stats *out);
+/* Tests: refuse the next n copy buffers of writeback runs, as if out of
+ * memory (such a run is written piece by piece: piece_runs). */
+void page_cache_fail_run_bufs(struct page_cache *pc, unsigned n);
 
 /* ---- mappings (one per inode) ---- */
 

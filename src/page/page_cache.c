@@ -39,6 +39,8 @@ static const struct tunable_desc tunables[] = {
 	  "largest writeback bio" },
 	{ "throttle_chunk", TUNABLE_U64, 1, 4096, 48, offsetof(struct page_params, throttle_chunk), "",
 	  "pages a throttled writer or direct reclaim writes per round" },
+	{ "stream_copy", TUNABLE_U64, 0, 1, 1, offsetof(struct page_params, stream_copy), "",
+	  "copy whole pages of a write in with streaming stores (x86-64)" },
 	{ NULL, 0, 0, 0, 0, 0, NULL, NULL },
 };
 
@@ -167,6 +169,14 @@ static void arena_init(struct page_cache *pc)
 	void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	pc->slot_page = calloc(pc->max_pages ? pc->max_pages : 1, sizeof *pc->slot_page);
 	if (a != MAP_FAILED && pc->slot_page) {
+		/* Transparent huge pages where the system allows them on request:
+		 * a slot's first use faults in 2 MiB at a time (the slots are
+		 * handed out in ascending order first, so the arena still grows
+		 * only as used), and a run's O_DIRECT write pins a few huge pages
+		 * instead of a page per 4 KiB. Advice only: failure is harmless. */
+#ifdef MADV_HUGEPAGE
+		(void)madvise(a, bytes, MADV_HUGEPAGE);
+#endif
 		pc->arena = a;
 		pc->arena_bytes = bytes;
 	} else if (a != MAP_FAILED) {
@@ -772,6 +782,13 @@ int page_cache_get(struct page_cache *pc, const char *name, uint64_t *out)
 	int rc = tunable_get(tunables, &pc->p, name, out);
 	pthread_mutex_unlock(&pc->lock);
 	return rc;
+}
+
+void page_cache_fail_run_bufs(struct page_cache *pc, unsigned n)
+{
+	pthread_mutex_lock(&pc->lock);
+	pc->fail_run_bufs = n;
+	pthread_mutex_unlock(&pc->lock);
 }
 
 void page_cache_stats(struct page_cache *pc, struct page_stats *out)

@@ -94,9 +94,9 @@ struct page_run {
 	int err;
 	struct list_node link;   /* pc: on pc->done, waiting for the worker */
 	struct page_cache *pc;
-	void *buf;               /* buf_bytes (>= cap pages), 4 KiB aligned; the
-				  * copy, when the pages' buffers are not one
-				  * contiguous range */
+	void *buf;               /* NULL, or buf_bytes (>= n pages), 4 KiB
+				  * aligned: the copy, when the pages' buffers
+				  * are not one contiguous range */
 	size_t buf_bytes;
 	struct page_run_ent {
 		struct page *pg;  /* referenced by the run */
@@ -162,6 +162,7 @@ struct page_cache {
 	 * cost page faults and zeroing on every run). */
 	struct { void *buf; size_t bytes; } run_bufs[PAGE_RUN_BUFS];
 	unsigned nr_run_bufs;
+	unsigned fail_run_bufs;   /* pc->lock: copy buffers to refuse (tests) */
 };
 
 /* ---- page_cache.c ---- */

@@ -15,12 +15,13 @@
 
 /* --------------------------------------------------------------- runs */
 
-/* Keep the buffer for the next run if there is room, else free it. */
+/* Keep the run's copy buffer (if it had one) for the next run if there is
+ * room, else free it. */
 static void run_free(struct page_run *r)
 {
 	struct page_cache *pc = r->pc;
 	pthread_mutex_lock(&pc->lock);
-	if (pc->nr_run_bufs < PAGE_RUN_BUFS) {
+	if (r->buf && pc->nr_run_bufs < PAGE_RUN_BUFS) {
 		pc->run_bufs[pc->nr_run_bufs].buf = r->buf;
 		pc->run_bufs[pc->nr_run_bufs++].bytes = r->buf_bytes;
 		r->buf = NULL;
@@ -38,30 +39,14 @@ void page_run_bufs_drop(struct page_cache *pc)
 }
 
 /* A run of up to cap pages of m starting at pg. pc->lock held (counts the
- * run in m->io_pending, which keeps m alive until the run is finished). */
+ * run in m->io_pending, which keeps m alive until the run is finished). No
+ * copy buffer: most runs are submitted from the page buffers themselves,
+ * and run_submit takes one, the run's size, only for a run that is not. */
 static struct page_run *run_alloc_locked(struct page_cache *pc, struct page *pg, size_t cap)
 {
 	struct page_run *r = calloc(1, sizeof *r + cap * sizeof r->e[0]);
 	if (!r)
 		return NULL;
-	size_t want = cap * pc->page_size;
-	for (unsigned i = pc->nr_run_bufs; i-- > 0;) {
-		if (pc->run_bufs[i].bytes >= want) {
-			r->buf = pc->run_bufs[i].buf;
-			r->buf_bytes = pc->run_bufs[i].bytes;
-			pc->run_bufs[i] = pc->run_bufs[--pc->nr_run_bufs];
-			break;
-		}
-	}
-	if (!r->buf) {
-		/* At least max_run pages, so the buffer fits any later run. */
-		size_t bytes = want > pc->max_run * pc->page_size ? want : pc->max_run * pc->page_size;
-		if (posix_memalign(&r->buf, 4096, bytes)) {
-			free(r);
-			return NULL;
-		}
-		r->buf_bytes = bytes;
-	}
 	r->pc = pc;
 	r->m = pg->m;
 	r->first = pg->index;
@@ -70,6 +55,36 @@ static struct page_run *run_alloc_locked(struct page_cache *pc, struct page *pg,
 	list_init(&r->link);
 	pg->m->io_pending++;
 	return r;
+}
+
+/* A copy buffer of at least `bytes` for r: a kept one that fits, else a new
+ * one of exactly that size (a 4 KiB run no longer gets max_run_kb). False
+ * when there is no memory (or a test asked for the failure). */
+static bool run_buf_get(struct page_cache *pc, struct page_run *r, size_t bytes)
+{
+	pthread_mutex_lock(&pc->lock);
+	bool fail = pc->fail_run_bufs > 0;
+	if (fail)
+		pc->fail_run_bufs--;
+	for (unsigned i = pc->nr_run_bufs; !fail && i-- > 0;) {
+		if (pc->run_bufs[i].bytes >= bytes) {
+			r->buf = pc->run_bufs[i].buf;
+			r->buf_bytes = pc->run_bufs[i].bytes;
+			pc->run_bufs[i] = pc->run_bufs[--pc->nr_run_bufs];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pc->lock);
+	if (fail)
+		return false;
+	if (!r->buf) {
+		if (posix_memalign(&r->buf, 4096, bytes)) {
+			r->buf = NULL;
+			return false;
+		}
+		r->buf_bytes = bytes;
+	}
+	return true;
 }
 
 /* Completion (device context, or the submitter's on a refused bio): end
@@ -141,14 +156,59 @@ static bool run_contiguous(const struct page_cache *pc, const struct page_run *r
 	return true;
 }
 
+/* No memory for a copy buffer: write each contiguous piece of the run with
+ * a bio of its own (a few at a time, on the stack) and wait for them, then
+ * complete the run as one. Slower (the caller waits for the device), but a
+ * transient ENOMEM neither fails the write nor leaves the pages stranded
+ * under writeback. */
+static void run_submit_pieces(struct page_cache *pc, struct page_run *r, unsigned rw)
+{
+	enum { PIECES = 16 };
+	struct bio bios[PIECES];
+	struct blk_batch b;
+	int err = 0;
+	size_t i = 0, nr_bios = 0;
+	while (i < r->n) {
+		blk_batch_init(&b);
+		for (unsigned k = 0; k < PIECES && i < r->n; k++) {
+			size_t j = i + 1;
+			while (j < r->n && (char *)r->e[j].data == (char *)r->e[i].data + (j - i) * pc->page_size)
+				j++;
+			bios[k] = (struct bio){ .sector = (r->block + i) * pc->sectors_per_page,
+						.size = (uint32_t)((j - i) * pc->page_size),
+						.data = r->e[i].data,
+						.rw = rw };
+			blk_batch_submit(pc->q, &b, &bios[k]); /* a refused bio counts as done */
+			nr_bios++;
+			i = j;
+		}
+		int rc = blk_batch_wait(pc->q, &b);
+		blk_batch_destroy(&b);
+		if (rc && !err)
+			err = rc;
+	}
+	pthread_mutex_lock(&pc->lock);
+	pc->st.piece_runs++;
+	pc->st.write_bios += nr_bios;
+	pc->st.pages_written += r->n;
+	pthread_mutex_unlock(&pc->lock);
+	r->bio.private = r;
+	run_end_io(&r->bio, err);
+}
+
 /* Returns the pages submitted (the run may be freed before we return).
  * The bio reads the page buffers themselves when they are contiguous,
- * else a copy of them in the run's buffer: either way the buffers stay
- * unchanged until the completion (PG_WBSHARED: a writer copies first). */
+ * else a copy of them in a buffer of the run's size: either way the
+ * buffers stay unchanged until the completion (PG_WBSHARED: a writer
+ * copies first). */
 static size_t run_submit(struct page_cache *pc, struct page_run *r, unsigned rw)
 {
 	size_t n = r->n;
 	bool direct = run_contiguous(pc, r);
+	if (!direct && !run_buf_get(pc, r, n * pc->page_size)) {
+		run_submit_pieces(pc, r, rw);
+		return n;
+	}
 	if (!direct)
 		for (size_t i = 0; i < n; i++)
 			memcpy((char *)r->buf + i * pc->page_size, r->e[i].data, pc->page_size);
@@ -162,6 +222,7 @@ static size_t run_submit(struct page_cache *pc, struct page_run *r, unsigned rw)
 	pthread_mutex_lock(&pc->lock);
 	pc->st.write_bios++;
 	pc->st.zero_copy_bios += direct;
+	pc->st.copied_bytes += direct ? 0 : n * pc->page_size;
 	pc->st.pages_written += n;
 	pthread_mutex_unlock(&pc->lock);
 	int rc = blk_submit_bio(pc->q, &r->bio);
