@@ -520,6 +520,8 @@ void buf_cache_stats(struct buf_cache *c, struct buf_stats *out)
 	out->pressure = STAT_GET(c, pressure);
 	out->read_errors = STAT_GET(c, read_errors);
 	out->write_errors = STAT_GET(c, write_errors);
+	out->run_writes = STAT_GET(c, run_writes);
+	out->run_blocks = STAT_GET(c, run_blocks);
 	pthread_mutex_lock(&c->lock);
 	out->cached = c->nr_cached;
 	out->dirty = c->nr_dirty;
@@ -619,6 +621,7 @@ void buf_cache_destroy(struct buf_cache *c)
 	}
 	if (leaked)
 		fprintf(stderr, "nostall: buf_cache_destroy: %zu buffers still referenced\n", leaked);
+	buf_run_bufs_drop(c);
 	free(c->hash);
 	pthread_cond_destroy(&c->wb_cond);
 	pthread_cond_destroy(&c->idle);
