@@ -140,6 +140,9 @@ struct jbd_jh {
 /* Transition with a legality check (an illegal one is a bug: abort()). */
 void jbd_transaction_set_state(struct jbd_transaction *t, enum jbd_tstate s);
 
+/* Log areas kept per journal (a 64 MiB log's largest transaction fills 9). */
+#define JBD_LOG_AREAS 16u
+
 struct jbd_journal {
 	/* constant after load */
 	struct jbd_map map;
@@ -187,7 +190,14 @@ struct jbd_journal {
 	pthread_t barrier_owner;
 	struct jbd_stats st;
 	pthread_t thread;
+	/* [L] log areas kept for the next commit (jbd_commit.c): each one a
+	 * descriptor group's blocks, contiguous so that a run of them is one
+	 * bio; kept resident instead of faulting 16 MiB in per commit. */
+	void *log_areas[JBD_LOG_AREAS];
+	unsigned nr_log_areas;
 };
+/* Free the kept log areas (journal_free). */
+void jbd__log_areas_free(struct jbd_journal *j);
 
 /* A filesystem inode with ordered data (jbd_inode.c). It is on the list of
  * at most one transaction (t: running, or committing) and, while t commits,
@@ -227,11 +237,18 @@ enum jbd_commit_phase {
 const char *jbd_commit_phase_name(enum jbd_commit_phase p);
 
 /* One log block of the commit, in the commit's own memory. */
+/* Where a log block's data lives (jbd_commit.c): its own block, or a
+ * descriptor group's log area (the descriptor's block owns the area and
+ * gives it back to the journal's pool when the commit is freed). */
+enum jbd_logmem { JBD_LOGMEM_OWN = 0, JBD_LOGMEM_AREA, JBD_LOGMEM_IN_AREA };
+
 struct jbd_logblk {
-	struct bio bio;
+	struct bio bio;           /* the first block of a run carries the run's bio */
 	void *data;
 	struct jbd_jh *shadow;    /* journal_shadow=wait: the buffer this is the log
 				   * copy of, shadowed until the bio completes */
+	struct jbd_logblk *run_next; /* the next block written by the same bio */
+	enum jbd_logmem mem;
 };
 
 struct jbd_commit {

@@ -297,6 +297,7 @@ static void journal_free(struct jbd_journal *j)
 		pthread_cond_destroy(&j->wait_barrier);
 		pthread_cond_destroy(&j->wait_shadow);
 	}
+	jbd__log_areas_free(j);
 	jbd_map_free(&j->map);
 	free(j->sbbuf);
 	free(j);
