@@ -81,6 +81,11 @@ struct buf_cache {
 	struct list_node lru;      /* unreferenced buffers, least recently used first */
 	struct list_node dirty;    /* dirty buffers, oldest first */
 	size_t nr_cached, nr_dirty;
+	/* Freed buffers kept for reuse (linked through hash_next, data
+	 * resident), at most max_buffers / 4: not in the hash nor counted in
+	 * nr_cached. */
+	struct buffer_head *spare;
+	size_t nr_spare;
 	uint64_t inflight;         /* I/O references outstanding */
 	pthread_cond_t idle;       /* inflight reached 0 */
 

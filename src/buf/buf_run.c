@@ -44,14 +44,25 @@ static void *run_buf_get(struct buf_cache *c)
 	return p;
 }
 
-/* The end of a run's I/O (completed, or refused with err): every buffer
- * ends as buf_end_io ends a write, then the references, the in-flight
- * count and the run buffer go back in one c->lock section. The buffer is
- * kept before inflight drops: buf_cache_destroy frees the kept ones once
- * nothing is in flight. */
+/* The end of a run's I/O (completed, or refused with err): the run buffer
+ * is kept (or freed), every buffer ends as buf_end_io ends a write, then
+ * the references and the in-flight count go in one c->lock section. The
+ * run buffer is kept before inflight drops: buf_cache_destroy frees the
+ * kept ones once nothing is in flight. */
 static void run_finish(struct buf_run *r, int err)
 {
 	struct buf_cache *c = r->c;
+	/* The run buffer goes back first: a checkpoint that waits for these
+	 * buffers submits its next batch as soon as they are unlocked, and
+	 * should find it kept instead of allocating (and faulting in) a new
+	 * one. (inflight still counts this run: buf_cache_destroy cannot free
+	 * the kept buffers under us.) */
+	pthread_mutex_lock(&c->lock);
+	if (c->nr_run_bufs < BUF_RUN_BUFS) {
+		c->run_bufs[c->nr_run_bufs++] = r->buf;
+		r->buf = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
 	for (int i = 0; i < r->n; i++) {
 		struct buffer_head *bh = r->bh[i];
 		if (err) {
@@ -68,10 +79,6 @@ static void run_finish(struct buf_run *r, int err)
 	pthread_mutex_lock(&c->lock);
 	for (int i = 0; i < r->n; i++)
 		buf_put_locked(c, r->bh[i]);
-	if (c->nr_run_bufs < BUF_RUN_BUFS) {
-		c->run_bufs[c->nr_run_bufs++] = r->buf;
-		r->buf = NULL;
-	}
 	c->inflight -= (uint64_t)r->n;
 	if (c->inflight == 0)
 		pthread_cond_broadcast(&c->idle);

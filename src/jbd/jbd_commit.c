@@ -579,6 +579,7 @@ static enum jbd_commit_phase phase_finish(struct jbd_commit *c)
 	j->st.last_commit_op = commit_block_op(c);
 	hist_add(&j->st.commit_ns, clock_now_ns() - c->t0);
 	pthread_cond_broadcast(&j->wait_commit);
+	jbd__cp_kick(j);
 	pthread_mutex_unlock(&j->lock);
 	/* The tail may move: this transaction may have emptied older ones. */
 	(void)jbd_cleanup_tail(j);

@@ -168,6 +168,7 @@ struct jbd_journal {
 	pthread_cond_t wait_inode;     /* a jbd_inode's commit op returned */
 	pthread_cond_t wait_barrier;   /* lock_updates released */
 	pthread_cond_t wait_shadow;    /* a shadowed buffer's log write completed */
+	pthread_cond_t wait_cp;        /* wakes the checkpoint thread */
 	pthread_mutex_t checkpoint_mutex;
 	pthread_mutex_t sb_mutex;
 
@@ -195,7 +196,17 @@ struct jbd_journal {
 	 * bio; kept resident instead of faulting 16 MiB in per commit. */
 	void *log_areas[JBD_LOG_AREAS];
 	unsigned nr_log_areas;
+	/* journal_checkpoint=early's thread (jbd_checkpoint.c): [L] but
+	 * cp_thread itself (set before the thread runs). */
+	pthread_t cp_thread;
+	bool cp_running, cp_stop;
+	uint64_t cp_kicks;             /* commits finished (each may call for a pass) */
 };
+/* Start / stop the checkpoint thread (no-op under journal_checkpoint=full). */
+int jbd_cp_thread_start(struct jbd_journal *j);
+void jbd_cp_thread_stop(struct jbd_journal *j);
+/* A commit finished: the checkpoint thread may have work. [L] */
+void jbd__cp_kick(struct jbd_journal *j);
 /* Free the kept log areas (journal_free). */
 void jbd__log_areas_free(struct jbd_journal *j);
 
