@@ -287,7 +287,7 @@ static int cp_early_pass(struct jbd_journal *j, uint32_t want)
 	return jbd_cleanup_tail(j);
 }
 
-/* One pass per finished commit that leaves less than early_want's room:
+/* One pass per commit start or end that leaves less than early_want's room:
  * the writer then finds the log space ready instead of writing the
  * oldest transaction home itself. */
 static void *cp_thread_main(void *arg)
@@ -295,7 +295,9 @@ static void *cp_thread_main(void *arg)
 	struct jbd_journal *j = arg;
 	blk_ioprio_set(j->cfg.ioprio_class, j->cfg.ioprio_level);
 	pthread_mutex_lock(&j->lock);
-	uint64_t seen = j->cp_kicks;
+	/* Not j->cp_kicks: kicks may have come before this thread ran, and
+	 * the first look must count them. */
+	uint64_t seen = UINT64_MAX;
 	while (!j->cp_stop) {
 		uint32_t want = j->aborted ? 0 : early_want(j);
 		if (!want || seen == j->cp_kicks) {

@@ -400,6 +400,9 @@ static enum jbd_commit_phase phase_switch(struct jbd_commit *c)
 	c->data_first = j->cfg.shadow_wait;
 	/* New handles may start the next transaction now. */
 	pthread_cond_broadcast(&j->wait_locked);
+	/* The reserve may leave the log short: older transactions can go
+	 * home while this one goes to the log (journal_checkpoint=early). */
+	jbd__cp_kick(j);
 	pthread_mutex_unlock(&j->lock);
 	unsigned batch_op = blk_queue_sync_batch_op(j->q);
 	c->write_op = c->sync ? batch_op : BLK_WRITE;

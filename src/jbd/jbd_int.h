@@ -200,12 +200,13 @@ struct jbd_journal {
 	 * cp_thread itself (set before the thread runs). */
 	pthread_t cp_thread;
 	bool cp_running, cp_stop;
-	uint64_t cp_kicks;             /* commits finished (each may call for a pass) */
+	uint64_t cp_kicks;             /* commits started or finished (each may call for a pass) */
 };
 /* Start / stop the checkpoint thread (no-op under journal_checkpoint=full). */
 int jbd_cp_thread_start(struct jbd_journal *j);
 void jbd_cp_thread_stop(struct jbd_journal *j);
-/* A commit finished: the checkpoint thread may have work. [L] */
+/* A commit started (its log space is reserved) or finished: the
+ * checkpoint thread may have work. [L] */
 void jbd__cp_kick(struct jbd_journal *j);
 /* Free the kept log areas (journal_free). */
 void jbd__log_areas_free(struct jbd_journal *j);
