@@ -15,32 +15,6 @@
 
 #include <unistd.h>
 
-/* Poll `cond` every millisecond for up to 20 s (the checkpoint thread runs
- * when it runs; a test that never gets there fails instead of hanging). */
-#define WAIT_FOR(cond, what)                                                                        \
-	do {                                                                                        \
-		int waited_ = 0;                                                                    \
-		while (!(cond)) {                                                                   \
-			if (++waited_ > 20000)                                                      \
-				fail_msg("gave up waiting for %s", what);                           \
-			usleep(1000);                                                               \
-		}                                                                                   \
-	} while (0)
-
-static uint64_t bios_of(struct env *e)
-{
-	struct blk_stats st;
-	blk_queue_stats_get(e->q, &st);
-	return st.bios;
-}
-
-static struct jbd_stats jstats(struct env *e)
-{
-	struct jbd_stats st;
-	jbd_journal_stats(e->j, &st);
-	return st;
-}
-
 /* Blocks first, first+step, ... (n of them) = v + i % 7, in handles of at
  * most 100 blocks, then a forced commit. */
 static void write_blocks(struct env *e, uint64_t first, int n, int step, int v)
@@ -82,7 +56,7 @@ static void test_checkpoint_runs(void **state)
 	assert_int_equal(b1.run_writes - b0.run_writes, 2);
 	assert_int_equal(b1.run_blocks - b0.run_blocks, 200);
 	assert_true(bios >= 2 && bios <= 4); /* 2 runs, flush, superblock */
-	assert_int_equal(jstats(&e).checkpoint_writes, 200);
+	assert_int_equal(stats_of(&e).checkpoint_writes, 200);
 	check_home(&e, DATA0, 200, 1, 0x10);
 
 	write_blocks(&e, DATA0 + 1000, 200, 2, 0x30);
@@ -145,7 +119,7 @@ static void test_commit_log_runs(void **state)
 	uint64_t before = bios_of(&e);
 	assert_int_equal(jbd_journal_force_commit(e.j), 0);
 	uint64_t bios = bios_of(&e) - before;
-	struct jbd_stats st = jstats(&e);
+	struct jbd_stats st = stats_of(&e);
 	assert_int_equal(st.blocks_logged, 240);
 	assert_int_equal(st.descriptor_blocks, 2);
 	assert_true(bios >= 3 && bios <= 4); /* two groups, the commit block (+ a tail move) */
@@ -173,10 +147,10 @@ static void test_early_checkpoint(void **state)
 	env_open(&e, NULL, "journal_checkpoint=early");
 	for (int t = 0; t < 4; t++)
 		write_blocks(&e, DATA0 + (uint64_t)t * 200, 200, 1, 0x60 + t);
-	WAIT_FOR(jstats(&e).early_checkpoint_writes >= 400, "the checkpoint thread");
+	WAIT_FOR(stats_of(&e).early_checkpoint_writes >= 400, "the checkpoint thread");
 	check_home(&e, DATA0, 200, 1, 0x60);
 	check_home(&e, DATA0 + 200, 200, 1, 0x61);
-	struct jbd_stats st = jstats(&e);
+	struct jbd_stats st = stats_of(&e);
 	assert_int_equal(st.handle_waits_space, 0);
 	assert_int_equal(st.checkpoints, 0);
 	assert_true(st.early_checkpoints >= 1); /* one pass may cover both */
@@ -204,7 +178,7 @@ static void test_early_never_forces(void **state)
 	assert_int_equal(jbd_handle_stop(h), 0);
 	write_blocks(e, DATA0, 199, 1, 0x60);
 	write_blocks(e, DATA0 + 200, 200, 1, 0x61);
-	assert_int_equal(jstats(e).early_checkpoint_writes, 0);
+	assert_int_equal(stats_of(e).early_checkpoint_writes, 0);
 	/* T3: 199 blocks and shared again, committed on the hold. */
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(jbd_handle_start(e->j, 100, &h), 0);
@@ -214,9 +188,9 @@ static void test_early_never_forces(void **state)
 	}
 	write_filed(e, shared, 0x71, x.ji);
 	held_commit_start(&x);
-	WAIT_FOR(jstats(e).early_checkpoint_writes >= 199, "the checkpoint thread");
+	WAIT_FOR(stats_of(e).early_checkpoint_writes >= 199, "the checkpoint thread");
 	check_home(e, DATA0, 199, 1, 0x60);
-	struct jbd_stats st = jstats(e);
+	struct jbd_stats st = stats_of(e);
 	assert_int_equal(st.commits, 2);               /* T3 still held */
 	assert_int_equal(first_byte(e->d, shared), 0); /* not written home */
 	assert_int_equal(st.handle_waits_space, 0);
@@ -256,13 +230,13 @@ static void test_full_checkpoint_waits(void **state)
 	env_open(&e, NULL, "journal_checkpoint=full");
 	for (int t = 0; t < 4; t++)
 		write_blocks(&e, DATA0 + (uint64_t)t * 200, 200, 1, 0x20 + t);
-	struct jbd_stats st = jstats(&e);
+	struct jbd_stats st = stats_of(&e);
 	assert_int_equal(st.early_checkpoints, 0);
 	assert_int_equal(st.checkpoint_writes, 0);
 	assert_true(first_byte(e.d, DATA0) != 0x20);
 	/* The fifth transaction needs room: its first handle checkpoints. */
 	write_blocks(&e, DATA0 + 800, 200, 1, 0x24);
-	st = jstats(&e);
+	st = stats_of(&e);
 	assert_true(st.handle_waits_space >= 1);
 	assert_true(st.checkpoint_writes >= 200);
 	check_home(&e, DATA0, 200, 1, 0x20);

@@ -14,32 +14,6 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-/* Poll `cond` (an expression) every millisecond for up to 20 s; a test
- * that never gets there fails instead of hanging. */
-#define WAIT_FOR(cond, what)                                                                        \
-	do {                                                                                        \
-		int waited_ = 0;                                                                    \
-		while (!(cond)) {                                                                   \
-			if (++waited_ > 20000)                                                      \
-				fail_msg("gave up waiting for %s", what);                           \
-			usleep(1000);                                                               \
-		}                                                                                   \
-	} while (0)
-
-static uint64_t bios_of(struct env *e)
-{
-	struct blk_stats st;
-	blk_queue_stats_get(e->q, &st);
-	return st.bios;
-}
-
-static struct jbd_stats stats_of(struct env *e)
-{
-	struct jbd_stats st;
-	jbd_journal_stats(e->j, &st);
-	return st;
-}
-
 /* A second writer: write access to block b, then b = v (async handle). */
 struct writer {
 	struct env *e;

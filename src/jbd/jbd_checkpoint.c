@@ -103,6 +103,19 @@ static int cp_write_batch(struct jbd_journal *j, struct buffer_head **batch, int
 	return rc;
 }
 
+/* The end of a checkpoint pass (j->lock dropped): a failed home write
+ * aborts the journal (the tail must not pass it); otherwise the tail
+ * moves over what the pass emptied. */
+static int cp_end(struct jbd_journal *j, int rc)
+{
+	if (rc < 0) {
+		err_wrap(rc, "jbd: checkpoint write");
+		jbd_journal_abort(j, rc);
+		return rc;
+	}
+	return jbd_cleanup_tail(j);
+}
+
 void jbd__checkpoint_remove(struct jbd_jh *jh)
 {
 	struct jbd_transaction *t = jh->cp_t;
@@ -193,12 +206,7 @@ int jbd_log_do_checkpoint(struct jbd_journal *j)
 			break;
 	}
 	pthread_mutex_unlock(&j->lock);
-	if (rc < 0) {
-		err_wrap(rc, "jbd: checkpoint write");
-		jbd_journal_abort(j, rc);
-		return rc;
-	}
-	return jbd_cleanup_tail(j);
+	return cp_end(j, rc);
 }
 
 /* ------------------------------------------- journal_checkpoint=early */
@@ -279,12 +287,7 @@ static int cp_early_pass(struct jbd_journal *j, uint32_t want)
 			break;
 	}
 	pthread_mutex_unlock(&j->lock);
-	if (rc < 0) {
-		err_wrap(rc, "jbd: checkpoint write");
-		jbd_journal_abort(j, rc);
-		return rc;
-	}
-	return jbd_cleanup_tail(j);
+	return cp_end(j, rc);
 }
 
 /* One pass per commit start or end that leaves less than early_want's room:
