@@ -134,6 +134,28 @@ static void test_commit_log_runs(void **state)
 	assert_int_equal(env_close(&e), 0);
 }
 
+/* Under 2.6.30-rc1 a synchronous commit's op unplugs per bio (WRITE_SYNC):
+ * the log goes out a bio per block, as that era submitted it (its
+ * preset's regression); an asynchronous commit there still uses runs. */
+static void test_commit_rc1_per_block(void **state)
+{
+	(void)state;
+	struct env e;
+	env_open(&e, "preset=2.6.30-rc1", "barrier=0,journal_checkpoint=full");
+	uint64_t b[20];
+	for (int i = 0; i < 20; i++)
+		b[i] = DATA0 + (uint64_t)i;
+	uint64_t before = bios_of(&e);
+	write_tx(&e, b, 20, 0x33, true);
+	assert_int_equal(stats_of(&e).last_write_op, BLK_WRITE_SYNC);
+	assert_true(bios_of(&e) - before >= 22); /* descriptor, 20 copies, commit block */
+	write_tx(&e, b, 20, 0x34, false);
+	before = bios_of(&e);
+	assert_int_equal(jbd_journal_force_commit(e.j), 0);
+	assert_true(bios_of(&e) - before <= 3); /* one run, the commit block (+ a tail move) */
+	assert_int_equal(env_close(&e), 0);
+}
+
 /* journal_checkpoint=early: commits that leave less than two transactions'
  * room wake the checkpoint thread, which writes the oldest transactions
  * home before any handle finds the log short. The log math (1023 log
@@ -249,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_runs),
 		cmocka_unit_test(test_write_run_api),
 		cmocka_unit_test(test_commit_log_runs),
+		cmocka_unit_test(test_commit_rc1_per_block),
 		cmocka_unit_test(test_early_checkpoint),
 		cmocka_unit_test(test_early_never_forces),
 		cmocka_unit_test(test_full_checkpoint_waits),

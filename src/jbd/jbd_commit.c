@@ -286,15 +286,19 @@ int jbd_commit_submit(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, u
 
 /* Submit bs[0..n) (journal blocks jbs[0..n)) as one bio per run of blocks
  * consecutive both on the device and in memory, at most JBD_LOG_RUN_MAX
- * long: a descriptor group in its log area is usually one or a few runs,
+ * long (1 with an unplugging op): a descriptor group in its log area is usually one or a few runs,
  * instead of a bio per block merged (and bounce-copied) by the queue. */
 static int commit_submit_runs(struct jbd_commit *c, struct jbd_logblk **bs, const uint32_t *jbs, int n, unsigned rw)
 {
 	struct jbd_journal *j = c->j;
+	/* An op that unplugs per bio (2.6.30-rc1's WRITE_SYNC) is that era's
+	 * one request per log buffer (the regression its preset shows): a
+	 * bio per block then, as it submitted them. */
+	int max = (rw & BLK_REQ_UNPLUG) ? 1 : JBD_LOG_RUN_MAX;
 	int rc = 0;
 	for (int i = 0; i < n && rc == 0;) {
 		int k = 1;
-		while (i + k < n && k < JBD_LOG_RUN_MAX && j->map.phys[jbs[i + k]] == j->map.phys[jbs[i]] + (uint64_t)k &&
+		while (i + k < n && k < max && j->map.phys[jbs[i + k]] == j->map.phys[jbs[i]] + (uint64_t)k &&
 		       bs[i + k]->data == (char *)bs[i]->data + (size_t)k * j->bs) {
 			bs[i + k - 1]->run_next = bs[i + k];
 			k++;
