@@ -308,7 +308,7 @@ struct jbd_stats {
 	uint64_t shadow_wait_ns;     /* ... their total wait */
 	uint64_t checkpoints, checkpoint_writes, tail_advances, wraps;
 	uint64_t early_checkpoints;      /* journal_checkpoint=early: background passes */
-	uint64_t early_checkpoint_writes; /* ... and the buffers they wrote home */
+	uint64_t early_checkpoint_writes; /* ... and the buffers they wrote home (also in checkpoint_writes) */
 	uint64_t sb_writes;
 	uint32_t head, tail, free, maxlen, first; /* log positions now */
 	uint32_t tail_sequence, transaction_sequence, commit_sequence;

@@ -250,7 +250,8 @@ static int cp_early_pass(struct jbd_journal *j, uint32_t want)
 	j->st.early_checkpoints++;
 	struct list_node *first = list_first(&j->checkpoint_list);
 	uint32_t tid = first ? list_entry(first, struct jbd_transaction, link)->tid : 0;
-	while (first && !j->aborted && !j->cp_stop && covered < want) {
+	bool counted = false; /* tid's span is in covered */
+	while (first && !j->aborted && !j->cp_stop) {
 		/* Transactions leave the list while the lock is dropped: find
 		 * the one at or after `tid` again. */
 		struct jbd_transaction *t = NULL;
@@ -264,6 +265,15 @@ static int cp_early_pass(struct jbd_journal *j, uint32_t want)
 		}
 		if (!t)
 			break;
+		if (!counted || t->tid != tid) {
+			/* A new transaction: go on only while the ones before
+			 * fall short; its span counts now, as it may be freed
+			 * by its last write. */
+			if (covered >= want)
+				break;
+			covered += cp_span(j, t);
+			counted = true;
+		}
 		tid = t->tid;
 		int nb = 0;
 		list_for_each(n, &t->cp) {
@@ -277,8 +287,8 @@ static int cp_early_pass(struct jbd_journal *j, uint32_t want)
 		}
 		if (nb == 0) {
 			/* Nothing (more) this pass may write: the next one. */
-			covered += cp_span(j, t);
 			tid++;
+			counted = false;
 			continue;
 		}
 		rc = cp_write_batch(j, batch, nb, tid);
