@@ -74,6 +74,35 @@ static inline int env_close(struct env *e)
 	return jbd_stack_close(e->s);
 }
 
+#include <unistd.h>
+
+/* Poll `cond` (an expression) every millisecond for up to 20 s; a test
+ * that never gets there fails instead of hanging. */
+#define WAIT_FOR(cond, what)                                                                        \
+	do {                                                                                        \
+		int waited_ = 0;                                                                    \
+		while (!(cond)) {                                                                   \
+			if (++waited_ > 20000)                                                      \
+				fail_msg("gave up waiting for %s", what);                           \
+			usleep(1000);                                                               \
+		}                                                                                   \
+	} while (0)
+
+/* Bios queued on the env's queue so far. */
+static inline uint64_t bios_of(struct env *e)
+{
+	struct blk_stats st;
+	blk_queue_stats_get(e->q, &st);
+	return st.bios;
+}
+
+static inline struct jbd_stats stats_of(struct env *e)
+{
+	struct jbd_stats st;
+	jbd_journal_stats(e->j, &st);
+	return st;
+}
+
 /* Write one block through a handle: contents = byte `v` (first 4 bytes
  * optional magic). */
 static inline void put_block(struct jbd_handle *h, struct env *e, uint64_t b, int v, bool magic)

@@ -183,7 +183,22 @@ static void bh_free(struct buffer_head *bh)
 
 static struct buffer_head *bh_alloc(struct buf_cache *c)
 {
-	struct buffer_head *bh = calloc(1, sizeof *bh);
+	/* A spare first: its data block is resident (a fresh one faults in,
+	 * a page per 4 KiB block). */
+	pthread_mutex_lock(&c->lock);
+	struct buffer_head *bh = c->spare;
+	if (bh) {
+		c->spare = bh->hash_next;
+		c->nr_spare--;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (bh) {
+		bh->hash_next = NULL;
+		bh->waiters = 0;
+		atomic_store_explicit(&bh->state, 0, memory_order_relaxed);
+		return bh;
+	}
+	bh = calloc(1, sizeof *bh);
 	if (!bh)
 		return NULL;
 	/* Blocks of at least BUF_DATA_ALIGN come from blockmem (aligned to their
@@ -238,7 +253,22 @@ void buf_chain_free(struct buffer_head *bh)
 {
 	while (bh) {
 		struct buffer_head *next = bh->hash_next;
-		bh_free(bh);
+		struct buf_cache *c = bh->cache;
+		/* Kept as a spare while there are few: a cache whose pinned
+		 * (journal) buffers swing around its bound frees and allocates
+		 * the same amount over and over (data=journal: a transaction's
+		 * worth per commit, issue 8), and every fresh data block faults
+		 * in again. */
+		pthread_mutex_lock(&c->lock);
+		bool keep = c->nr_spare < c->max_buffers / 4;
+		if (keep) {
+			bh->hash_next = c->spare;
+			c->spare = bh;
+			c->nr_spare++;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!keep)
+			bh_free(bh);
 		bh = next;
 	}
 }
@@ -520,6 +550,8 @@ void buf_cache_stats(struct buf_cache *c, struct buf_stats *out)
 	out->pressure = STAT_GET(c, pressure);
 	out->read_errors = STAT_GET(c, read_errors);
 	out->write_errors = STAT_GET(c, write_errors);
+	out->run_writes = STAT_GET(c, run_writes);
+	out->run_blocks = STAT_GET(c, run_blocks);
 	pthread_mutex_lock(&c->lock);
 	out->cached = c->nr_cached;
 	out->dirty = c->nr_dirty;
@@ -619,6 +651,12 @@ void buf_cache_destroy(struct buf_cache *c)
 	}
 	if (leaked)
 		fprintf(stderr, "nostall: buf_cache_destroy: %zu buffers still referenced\n", leaked);
+	while (c->spare) {
+		struct buffer_head *bh = c->spare;
+		c->spare = bh->hash_next;
+		bh_free(bh);
+	}
+	buf_run_bufs_drop(c);
 	free(c->hash);
 	pthread_cond_destroy(&c->wb_cond);
 	pthread_cond_destroy(&c->idle);

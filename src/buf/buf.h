@@ -136,6 +136,23 @@ void buf_wait(struct buffer_head *bh);
  * buffer is unlocked and waiters woken. Returns 0 or a negative errno (then
  * unlocked; -EINVAL if bh was not locked). */
 int buf_submit(struct buffer_head *bh, unsigned rw);
+/* Blocks per bio of buf_write_run (a longer run is cut into bios of at
+ * most this many). */
+#define BUF_RUN_MAX 128u
+/* Write n locked (and uptodate) buffers of one cache holding consecutive blocks
+ * (bhs[i] is block buf_blocknr(bhs[0]) + i) as one bio per BUF_RUN_MAX of
+ * them, in the order of the array: their data is copied into a run buffer
+ * of the cache (a bio carries one contiguous memory range) and the copy is
+ * written; the buffers stay locked until the bio completes, each then ends
+ * as a buf_submit write (write_io_error and not uptodate on error, unlocked,
+ * waiters woken; the bio holds a reference to each meanwhile). The copy is
+ * what a merged request of n one-block bios costs in the block layer's
+ * bounce buffer anyway, without the n bios. With no memory for a run buffer
+ * the buffers go out one bio each (buf_submit). Returns 0, or the first
+ * submit error (the buffers of the refused bio end as failed writes, as
+ * with buf_submit); -EINVAL for buffers that are not consecutive, not
+ * locked or not of one cache (nothing submitted, the buffers untouched). */
+int buf_write_run(int n, struct buffer_head **bhs, unsigned rw);
 /* ll_rw_block: for each buffer, lock (trylock; wait for the lock with
  * BLK_SWRITE* / always for SWRITE), and if it needs I/O (reads: not uptodate;
  * writes: dirty, cleaned here) submit it. Does not wait. */
@@ -166,12 +183,14 @@ void buf_cache_drop_clean(struct buf_cache *c);
  * reads/writes: bios submitted (readahead included). readahead: blocks read
  * ahead. writeback_writes: written by the writeback thread. reclaimed:
  * buffers reclaimed (reused or freed) from the LRU. pressure: buffers
- * allocated while the cache was at its bound with nothing reclaimable. */
+ * allocated while the cache was at its bound with nothing reclaimable.
+ * run_writes/run_blocks: buf_write_run's bios and the blocks they wrote. */
 struct buf_stats {
 	uint64_t hits, misses, reads, readahead, writes, reclaimed, writeback_writes;
 	uint64_t cached, dirty;     /* buffers now */
 	uint64_t pressure, read_errors, write_errors;
 	uint64_t max_cached;        /* the bound, in buffers */
+	uint64_t run_writes, run_blocks; /* buf_write_run: bios (also in writes) and blocks */
 };
 void buf_cache_stats(struct buf_cache *c, struct buf_stats *out);
 

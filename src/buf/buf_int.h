@@ -44,6 +44,9 @@ enum {
 };
 
 #define BUF_DATA_ALIGN 4096u
+/* buf_write_run: at most this many blocks per bio, and run buffers kept
+ * (BUF_RUN_BUFS * BUF_RUN_MAX blocks: 4 MiB at 4 KiB blocks). */
+#define BUF_RUN_BUFS 8u
 #define NO_BLOCK UINT64_MAX
 
 struct buffer_head {
@@ -78,6 +81,11 @@ struct buf_cache {
 	struct list_node lru;      /* unreferenced buffers, least recently used first */
 	struct list_node dirty;    /* dirty buffers, oldest first */
 	size_t nr_cached, nr_dirty;
+	/* Freed buffers kept for reuse (linked through hash_next, data
+	 * resident), at most max_buffers / 4: not in the hash nor counted in
+	 * nr_cached. */
+	struct buffer_head *spare;
+	size_t nr_spare;
 	uint64_t inflight;         /* I/O references outstanding */
 	pthread_cond_t idle;       /* inflight reached 0 */
 
@@ -93,9 +101,14 @@ struct buf_cache {
 
 	atomic_int write_err;      /* first async write error since the last sync */
 
+	/* Run buffers kept for the next buf_write_run (c->lock): each
+	 * BUF_RUN_MAX blocks long; freed by buf_cache_destroy. */
+	void *run_bufs[BUF_RUN_BUFS];
+	unsigned nr_run_bufs;
+
 	struct {
 		atomic_uint_fast64_t hits, misses, reads, readahead, writes, reclaimed,
-			writeback_writes, pressure, read_errors, write_errors;
+			writeback_writes, pressure, read_errors, write_errors, run_writes, run_blocks;
 	} st;
 };
 
@@ -139,6 +152,11 @@ size_t buf_collect(struct buf_cache *c, struct buffer_head ***out, bool all, uin
 		   size_t keep, bool locked_too);
 /* qsort comparator of buffer pointers by block number. */
 int buf_cmp_block(const void *a, const void *b);
+
+/* ---- buf_run.c ---- */
+
+/* Free the kept run buffers (buf_cache_destroy, no I/O in flight). */
+void buf_run_bufs_drop(struct buf_cache *c);
 
 /* ---- buf_writeback.c: the writeback thread ---- */
 

@@ -161,6 +161,25 @@ static int write_block_journal(struct jbd_handle *h, struct ext3_inode *in, uint
 	struct buffer_head *bh;
 	bool whole = from == 0 && len == bs;
 	bool keep_old = !is_new && !whole && lblk * bs < in->i_size;
+	if (is_new && whole) {
+		/* A new block written whole (a streaming write): no zeroing
+		 * first (issue 8: it cost as much as the copy). Access first,
+		 * then the contents and uptodate under the buffer lock, so
+		 * that a readahead of the block cannot land over them. */
+		bh = buf_get(fs->cache, phys, &rc);
+		if (!bh)
+			return err_set(rc ? rc : -ENOMEM, "ext3: data block %llu", (unsigned long long)phys);
+		rc = ext3_journal_get_create_access(h, bh);
+		if (!rc) {
+			buf_lock(bh);
+			memcpy(buf_data(bh), src, bs);
+			buf_set_uptodate(bh);
+			buf_unlock(bh);
+			rc = ext3_journal_dirty_metadata(h, bh);
+		}
+		buf_put(bh);
+		return rc;
+	}
 	if (keep_old) {
 		rc = ext3_bread(fs, phys, "data", &bh);
 		if (rc)

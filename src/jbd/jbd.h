@@ -62,7 +62,7 @@ struct jbd_location {
 				* length; with bmap: 0 = trust s_maxlen, else a bound */
 };
 
-/* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4,journal_shadow=copy,data_err=abort") ---- */
+/* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4,journal_shadow=copy,journal_checkpoint=early,data_err=abort") ---- */
 
 struct jbd_config {
 	unsigned commit_interval_ms; /* commit=N seconds (0 = default 5) */
@@ -84,6 +84,14 @@ struct jbd_config {
 	 * (jbd2's order). */
 	bool shadow_wait;
 	bool shadow_set;             /* journal_shadow= given: era defaults keep out */
+	/* journal_checkpoint=early (nostall's default): a checkpoint thread
+	 * writes committed buffers home in the background once the free log
+	 * drops below two maximal transactions, so that a handle rarely finds
+	 * the log full (issue 8); it never forces a commit and moves the tail
+	 * as a checkpoint does. journal_checkpoint=full (the era presets):
+	 * 2.6.30's, a checkpoint only when a handle finds no room. */
+	bool checkpoint_full;
+	bool checkpoint_set;         /* journal_checkpoint= given: era defaults keep out */
 };
 void jbd_config_default(struct jbd_config *c);
 /* Apply one option. -ENOENT (no message) for a name that is not the
@@ -94,10 +102,11 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value);
 int jbd_config_parse(struct jbd_config *c, const char *opts);
 /* The mount defaults of era preset `preset` (blk_preset_is_era): barrier=0,
  * ext3's default until 2.6.38, unless barrier= or nobarrier was given, and
- * journal_shadow=wait (fs/jbd's commit) unless journal_shadow= was given
- * (an explicit option always wins, whatever the order). nostall's own
- * default (no preset, or preset=nostall) stays barrier=1,
- * journal_shadow=copy. NULL: nothing. */
+ * journal_shadow=wait (fs/jbd's commit) unless journal_shadow= was given,
+ * journal_checkpoint=full unless journal_checkpoint= was given (an explicit
+ * option always wins, whatever the order). nostall's own default (no
+ * preset, or preset=nostall) stays barrier=1, journal_shadow=copy,
+ * journal_checkpoint=early. NULL: nothing. */
 void jbd_config_era_defaults(struct jbd_config *c, const char *preset);
 /* The same for the last preset= in a block-queue option string (a
  * filesystem's mount options), if any. */
@@ -298,6 +307,8 @@ struct jbd_stats {
 	uint64_t shadow_waits;       /* write accesses that waited for a log write (journal_shadow=wait) */
 	uint64_t shadow_wait_ns;     /* ... their total wait */
 	uint64_t checkpoints, checkpoint_writes, tail_advances, wraps;
+	uint64_t early_checkpoints;      /* journal_checkpoint=early: background passes */
+	uint64_t early_checkpoint_writes; /* ... and the buffers they wrote home (also in checkpoint_writes) */
 	uint64_t sb_writes;
 	uint32_t head, tail, free, maxlen, first; /* log positions now */
 	uint32_t tail_sequence, transaction_sequence, commit_sequence;

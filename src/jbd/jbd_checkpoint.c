@@ -7,7 +7,9 @@
  * logged it. The tail is the log start of the oldest such transaction (or
  * of the committing one, or the head when nothing is left); blocks before
  * it are free. A checkpoint writes the oldest transaction's buffers in
- * batches of JBD_CP_BATCH with WRITE, waits (the wait unplugs), and, if a
+ * batches of JBD_CP_BATCH with WRITE, sorted by block, each run of
+ * consecutive blocks as one bio (cp_submit_runs), waits (the wait
+ * unplugs), and, if a
  * buffer belongs to a newer running/committing transaction, first forces
  * that commit (its home copy may only hold committed data). The same for a
  * buffer freed (jbd_forget) by a newer transaction: its old copy must not
@@ -39,6 +41,80 @@
  * waited for log space 70-90 % of the time; 1024 gave +20-100 % in
  * alternating A/B runs on file:, docs/bench-fs.md). */
 #define JBD_CP_BATCH 1024
+
+static int cp_cmp_block(const void *a, const void *b)
+{
+	uint64_t x = buf_blocknr(*(struct buffer_head *const *)a), y = buf_blocknr(*(struct buffer_head *const *)b);
+	return x < y ? -1 : x > y;
+}
+
+/* Submit a batch of locked buffers in block order, each run of
+ * consecutive blocks as one write (buf_write_run: one bio per up to
+ * BUF_RUN_MAX blocks instead of one per buffer; issue 8). The order of
+ * home writes among themselves does not matter: all of them are waited
+ * for (and flushed) before the tail moves. Returns the first error. */
+static int cp_submit_runs(struct buffer_head **batch, int nb)
+{
+	if (nb > 1)
+		qsort(batch, (size_t)nb, sizeof *batch, cp_cmp_block);
+	int rc = 0;
+	for (int i = 0; i < nb;) {
+		int k = 1;
+		while (i + k < nb && buf_blocknr(batch[i + k]) == buf_blocknr(batch[i]) + (uint64_t)k)
+			k++;
+		int s = buf_write_run(k, batch + i, BLK_WRITE);
+		if (s < 0 && !rc)
+			rc = s;
+		i += k;
+	}
+	return rc;
+}
+
+/* Write home a batch of locked, held buffers of transaction ttid's cp
+ * list and wait; then those still that transaction's committed copy
+ * leave the list. j->lock held on entry and return (dropped meanwhile).
+ * Returns -EIO if a write failed (nothing leaves the list then). */
+static int cp_write_batch(struct jbd_journal *j, struct buffer_head **batch, int nb, uint32_t ttid)
+{
+	int rc = 0;
+	pthread_mutex_unlock(&j->lock);
+	/* Locked buffers: nobody can get write access until written. */
+	if (cp_submit_runs(batch, nb) < 0)
+		rc = -EIO;
+	for (int i = 0; i < nb; i++) {
+		buf_wait(batch[i]);
+		if (buf_write_io_error(batch[i]) && !rc)
+			rc = -EIO;
+	}
+	pthread_mutex_lock(&j->lock);
+	j->st.checkpoint_writes += (uint64_t)nb;
+	for (int i = 0; i < nb; i++) {
+		struct jbd_jh *jh = buf_private(batch[i]);
+		/* Still this transaction's committed copy? (It may have
+		 * been re-logged meanwhile and moved on.) */
+		if (!rc && jh && jh->cp_t && jh->cp_t->tid == ttid && !jh->t && !jh->forget_t) {
+			jbd__checkpoint_remove(jh);
+			jbd__jh_maybe_free(jh);
+		}
+		pthread_mutex_unlock(&j->lock);
+		buf_put(batch[i]);
+		pthread_mutex_lock(&j->lock);
+	}
+	return rc;
+}
+
+/* The end of a checkpoint pass (j->lock dropped): a failed home write
+ * aborts the journal (the tail must not pass it); otherwise the tail
+ * moves over what the pass emptied. */
+static int cp_end(struct jbd_journal *j, int rc)
+{
+	if (rc < 0) {
+		err_wrap(rc, "jbd: checkpoint write");
+		jbd_journal_abort(j, rc);
+		return rc;
+	}
+	return jbd_cleanup_tail(j);
+}
 
 void jbd__checkpoint_remove(struct jbd_jh *jh)
 {
@@ -119,31 +195,7 @@ int jbd_log_do_checkpoint(struct jbd_journal *j)
 			}
 			continue;
 		}
-		pthread_mutex_unlock(&j->lock);
-		/* Locked buffers: nobody can get write access until written. */
-		for (int i = 0; i < nb; i++) {
-			if (buf_submit(batch[i], BLK_WRITE) < 0 && !rc)
-				rc = -EIO;
-		}
-		for (int i = 0; i < nb; i++) {
-			buf_wait(batch[i]);
-			if (buf_write_io_error(batch[i]) && !rc)
-				rc = -EIO;
-		}
-		pthread_mutex_lock(&j->lock);
-		j->st.checkpoint_writes += (uint64_t)nb;
-		for (int i = 0; i < nb; i++) {
-			struct jbd_jh *jh = buf_private(batch[i]);
-			/* Still this transaction's committed copy? (It may have
-			 * been re-logged meanwhile and moved on.) */
-			if (!rc && jh && jh->cp_t && jh->cp_t->tid == ttid && !jh->t && !jh->forget_t) {
-				jbd__checkpoint_remove(jh);
-				jbd__jh_maybe_free(jh);
-			}
-			pthread_mutex_unlock(&j->lock);
-			buf_put(batch[i]);
-			pthread_mutex_lock(&j->lock);
-		}
+		rc = cp_write_batch(j, batch, nb, ttid);
 		if (rc < 0)
 			break;
 		/* One transaction (or one batch of it) per call is enough for
@@ -154,12 +206,162 @@ int jbd_log_do_checkpoint(struct jbd_journal *j)
 			break;
 	}
 	pthread_mutex_unlock(&j->lock);
-	if (rc < 0) {
-		err_wrap(rc, "jbd: checkpoint write");
-		jbd_journal_abort(j, rc);
-		return rc;
+	return cp_end(j, rc);
+}
+
+/* ------------------------------------------- journal_checkpoint=early */
+
+/* Log blocks the checkpoint should free ahead of need: what keeps two
+ * maximal transactions' room free (0: enough room now). [L] */
+static uint32_t early_want(struct jbd_journal *j)
+{
+	int low = 2 * jbd__space_needed(j), left = jbd__log_space_left(j);
+	if (left >= low || list_empty(&j->checkpoint_list))
+		return 0;
+	return (uint32_t)(low - left);
+}
+
+/* The log span of checkpoint transaction t (to the next one's start, the
+ * committing one's, or the head). [L] */
+static uint32_t cp_span(struct jbd_journal *j, struct jbd_transaction *t)
+{
+	uint32_t end = j->head;
+	if (t->link.next != &j->checkpoint_list)
+		end = list_entry(t->link.next, struct jbd_transaction, link)->log_start;
+	else if (j->committing)
+		end = j->committing->log_start;
+	return jbd_log_dist(j, t->log_start, end);
+}
+
+/* One background pass (checkpoint_mutex held): the checkpoint
+ * transactions, oldest first, until those passed span `want` log blocks;
+ * each one's buffers that no newer transaction owns or freed and nobody
+ * has locked are written home in batches (cp_write_batch) and leave its
+ * list. Unlike jbd_log_do_checkpoint it never forces or waits for a
+ * commit: a buffer a newer transaction owns leaves the list when that
+ * transaction commits, which the writer triggers anyway. The tail moves
+ * afterwards as always (jbd_cleanup_tail: flush, then the superblock). */
+static int cp_early_pass(struct jbd_journal *j, uint32_t want)
+{
+	struct buffer_head *batch[JBD_CP_BATCH];
+	int rc = 0;
+	uint32_t covered = 0;
+	pthread_mutex_lock(&j->lock);
+	j->st.early_checkpoints++;
+	struct list_node *first = list_first(&j->checkpoint_list);
+	uint32_t tid = first ? list_entry(first, struct jbd_transaction, link)->tid : 0;
+	bool counted = false; /* tid's span is in covered */
+	while (first && !j->aborted && !j->cp_stop) {
+		/* Transactions leave the list while the lock is dropped: find
+		 * the one at or after `tid` again. */
+		struct jbd_transaction *t = NULL;
+		struct list_node *n;
+		list_for_each(n, &j->checkpoint_list) {
+			struct jbd_transaction *x = list_entry(n, struct jbd_transaction, link);
+			if (jbd_tid_geq(x->tid, tid)) {
+				t = x;
+				break;
+			}
+		}
+		if (!t)
+			break;
+		if (!counted || t->tid != tid) {
+			/* A new transaction: go on only while the ones before
+			 * fall short; its span counts now, as it may be freed
+			 * by its last write. */
+			if (covered >= want)
+				break;
+			covered += cp_span(j, t);
+			counted = true;
+		}
+		tid = t->tid;
+		int nb = 0;
+		list_for_each(n, &t->cp) {
+			struct jbd_jh *jh = list_entry(n, struct jbd_jh, cp_link);
+			if (jh->t || jh->forget_t || !buf_trylock(jh->bh))
+				continue;
+			buf_hold(jh->bh);
+			batch[nb++] = jh->bh;
+			if (nb == JBD_CP_BATCH)
+				break;
+		}
+		if (nb == 0) {
+			/* Nothing (more) this pass may write: the next one. */
+			tid++;
+			counted = false;
+			continue;
+		}
+		rc = cp_write_batch(j, batch, nb, tid);
+		j->st.early_checkpoint_writes += (uint64_t)nb;
+		if (rc < 0)
+			break;
 	}
-	return jbd_cleanup_tail(j);
+	pthread_mutex_unlock(&j->lock);
+	return cp_end(j, rc);
+}
+
+/* One pass per commit start or end that leaves less than early_want's room:
+ * the writer then finds the log space ready instead of writing the
+ * oldest transaction home itself. */
+static void *cp_thread_main(void *arg)
+{
+	struct jbd_journal *j = arg;
+	blk_ioprio_set(j->cfg.ioprio_class, j->cfg.ioprio_level);
+	pthread_mutex_lock(&j->lock);
+	/* Not j->cp_kicks: kicks may have come before this thread ran, and
+	 * the first look must count them. */
+	uint64_t seen = UINT64_MAX;
+	while (!j->cp_stop) {
+		uint32_t want = j->aborted ? 0 : early_want(j);
+		if (!want || seen == j->cp_kicks) {
+			seen = j->cp_kicks;
+			/* (A kick that comes while a pass runs is not lost: the
+			 * count differs when the pass returns.) */
+			while (!j->cp_stop && seen == j->cp_kicks)
+				pthread_cond_wait(&j->wait_cp, &j->lock);
+			continue;
+		}
+		seen = j->cp_kicks;
+		pthread_mutex_unlock(&j->lock);
+		pthread_mutex_lock(&j->checkpoint_mutex);
+		(void)cp_early_pass(j, want);
+		pthread_mutex_unlock(&j->checkpoint_mutex);
+		pthread_mutex_lock(&j->lock);
+	}
+	pthread_mutex_unlock(&j->lock);
+	return NULL;
+}
+
+void jbd__cp_kick(struct jbd_journal *j)
+{
+	j->cp_kicks++;
+	if (j->cp_running)
+		pthread_cond_signal(&j->wait_cp);
+}
+
+int jbd_cp_thread_start(struct jbd_journal *j)
+{
+	if (j->cfg.checkpoint_full)
+		return 0;
+	j->cp_running = true;
+	int rc = pthread_create(&j->cp_thread, NULL, cp_thread_main, j);
+	if (rc) {
+		j->cp_running = false;
+		return err_set(-rc, "jbd: cannot start the checkpoint thread");
+	}
+	return 0;
+}
+
+void jbd_cp_thread_stop(struct jbd_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	bool running = j->cp_running;
+	j->cp_stop = true;
+	j->cp_running = false;
+	pthread_cond_broadcast(&j->wait_cp);
+	pthread_mutex_unlock(&j->lock);
+	if (running)
+		pthread_join(j->cp_thread, NULL);
 }
 
 int jbd_cleanup_tail(struct jbd_journal *j)

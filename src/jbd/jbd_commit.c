@@ -123,43 +123,107 @@ int jbd_journal_force_commit(struct jbd_journal *j)
 
 /* ------------------------------------------------------------ the I/O */
 
-/* A zeroed log block owned by the commit (NULL: ENOMEM). */
-static struct jbd_logblk *blk_new(struct jbd_commit *c)
+/* Blocks per bio of a log run (512 KiB at 4 KiB: the default
+ * max_sectors_kb, so the queue does not split it). */
+#define JBD_LOG_RUN_MAX 128
+
+/* Bytes of a log area: a descriptor and the most tags it holds. */
+static size_t log_area_bytes(const struct jbd_journal *j)
 {
+	int tags = j->tags_per_desc < 512 ? j->tags_per_desc : 512;
+	return (size_t)(1 + tags) * j->bs;
+}
+
+/* A kept log area or a new one (NULL: no memory; the group then takes a
+ * block at a time). j->lock not held. */
+static void *log_area_get(struct jbd_journal *j)
+{
+	void *p = NULL;
+	pthread_mutex_lock(&j->lock);
+	if (j->nr_log_areas)
+		p = j->log_areas[--j->nr_log_areas];
+	pthread_mutex_unlock(&j->lock);
+	if (!p && posix_memalign(&p, 4096, log_area_bytes(j)))
+		p = NULL;
+	return p;
+}
+
+/* j->lock held. */
+static void log_area_put_locked(struct jbd_journal *j, void *p)
+{
+	if (p && j->nr_log_areas < JBD_LOG_AREAS)
+		j->log_areas[j->nr_log_areas++] = p;
+	else
+		free(p);
+}
+
+void jbd__log_areas_free(struct jbd_journal *j)
+{
+	while (j->nr_log_areas)
+		free(j->log_areas[--j->nr_log_areas]);
+}
+
+/* A log block owned by the commit (NULL: ENOMEM), zeroed if `zero`. Its
+ * data is its own block (data NULL) or `data` in a log area (mem says
+ * which; the block that owns the area gives it back at commit_free, also
+ * when this fails). */
+static struct jbd_logblk *blk_new_at(struct jbd_commit *c, void *data, enum jbd_logmem mem, bool zero)
+{
+	struct jbd_logblk *b = NULL;
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 64;
 		struct jbd_logblk **nb = realloc(c->blks, cap * sizeof *nb);
 		if (!nb)
-			return NULL;
+			goto fail;
 		c->blks = nb;
 		c->cap = cap;
 	}
-	struct jbd_logblk *b = calloc(1, sizeof *b);
+	b = calloc(1, sizeof *b);
 	if (!b)
-		return NULL;
-	/* 4 KiB blocks from blockmem (no posix_memalign slack per block). */
-	if (c->j->bs >= 4096)
-		b->data = blockmem_alloc(c->j->bs);
-	else if (posix_memalign(&b->data, 4096, c->j->bs))
-		b->data = NULL;
-	if (!b->data) {
-		free(b);
-		return NULL;
+		goto fail;
+	b->mem = mem;
+	if (mem == JBD_LOGMEM_OWN) {
+		/* 4 KiB blocks from blockmem (no posix_memalign slack per block). */
+		if (c->j->bs >= 4096)
+			data = blockmem_alloc(c->j->bs);
+		else if (posix_memalign(&data, 4096, c->j->bs))
+			data = NULL;
+		if (!data) {
+			free(b);
+			return NULL;
+		}
 	}
-	memset(b->data, 0, c->j->bs);
+	b->data = data;
+	if (zero)
+		memset(b->data, 0, c->j->bs);
 	c->blks[c->n++] = b;
 	return b;
+fail:
+	if (mem == JBD_LOGMEM_AREA)
+		log_area_put_locked(c->j, data);
+	return NULL;
+}
+
+static struct jbd_logblk *blk_new(struct jbd_commit *c)
+{
+	return blk_new_at(c, NULL, JBD_LOGMEM_OWN, true);
 }
 
 static void commit_free(struct jbd_commit *c)
 {
+	struct jbd_journal *j = c->j;
+	pthread_mutex_lock(&j->lock);
 	for (size_t i = 0; i < c->n; i++) {
-		if (c->j->bs >= 4096)
-			blockmem_free(c->blks[i]->data, c->j->bs);
-		else
-			free(c->blks[i]->data);
-		free(c->blks[i]);
+		struct jbd_logblk *b = c->blks[i];
+		if (b->mem == JBD_LOGMEM_AREA)
+			log_area_put_locked(j, b->data);
+		else if (b->mem == JBD_LOGMEM_OWN && j->bs >= 4096)
+			blockmem_free(b->data, j->bs);
+		else if (b->mem == JBD_LOGMEM_OWN)
+			free(b->data);
+		free(b);
 	}
+	pthread_mutex_unlock(&j->lock);
 	free(c->blks);
 }
 
@@ -181,9 +245,10 @@ static int log_block(struct jbd_journal *j, uint32_t *out)
 	return 0;
 }
 
-struct jbd_logblk *jbd_commit_blk_start(struct jbd_commit *c, uint32_t type, uint32_t *jb, int *rc)
+/* jbd_commit_blk_start in a log area (area NULL: its own block). */
+static struct jbd_logblk *blk_start_at(struct jbd_commit *c, void *area, uint32_t type, uint32_t *jb, int *rc)
 {
-	struct jbd_logblk *b = blk_new(c);
+	struct jbd_logblk *b = area ? blk_new_at(c, area, JBD_LOGMEM_AREA, true) : blk_new(c);
 	if (!b) {
 		*rc = -ENOMEM;
 		return NULL;
@@ -198,14 +263,50 @@ struct jbd_logblk *jbd_commit_blk_start(struct jbd_commit *c, uint32_t type, uin
 	return b;
 }
 
-int jbd_commit_submit(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, unsigned rw)
+struct jbd_logblk *jbd_commit_blk_start(struct jbd_commit *c, uint32_t type, uint32_t *jb, int *rc)
+{
+	return blk_start_at(c, NULL, type, jb, rc);
+}
+
+/* b and the n - 1 blocks after it in memory as one bio at journal block jb. */
+static int commit_submit_n(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, int n, unsigned rw)
 {
 	struct jbd_journal *j = c->j;
 	b->bio.sector = j->map.phys[jb] * (j->bs / 512);
-	b->bio.size = j->bs;
+	b->bio.size = (uint32_t)n * j->bs;
 	b->bio.data = b->data;
 	b->bio.rw = rw;
 	return blk_batch_submit(j->q, &c->batch, &b->bio);
+}
+
+int jbd_commit_submit(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, unsigned rw)
+{
+	return commit_submit_n(c, b, jb, 1, rw);
+}
+
+/* Submit bs[0..n) (journal blocks jbs[0..n)) as one bio per run of blocks
+ * consecutive both on the device and in memory, at most JBD_LOG_RUN_MAX
+ * long (1 with an unplugging op): a descriptor group in its log area is usually one or a few runs,
+ * instead of a bio per block merged (and bounce-copied) by the queue. */
+static int commit_submit_runs(struct jbd_commit *c, struct jbd_logblk **bs, const uint32_t *jbs, int n, unsigned rw)
+{
+	struct jbd_journal *j = c->j;
+	/* An op that unplugs per bio (2.6.30-rc1's WRITE_SYNC) is that era's
+	 * one request per log buffer (the regression its preset shows): a
+	 * bio per block then, as it submitted them. */
+	int max = (rw & BLK_REQ_UNPLUG) ? 1 : JBD_LOG_RUN_MAX;
+	int rc = 0;
+	for (int i = 0; i < n && rc == 0;) {
+		int k = 1;
+		while (i + k < n && k < max && j->map.phys[jbs[i + k]] == j->map.phys[jbs[i]] + (uint64_t)k &&
+		       bs[i + k]->data == (char *)bs[i]->data + (size_t)k * j->bs) {
+			bs[i + k - 1]->run_next = bs[i + k];
+			k++;
+		}
+		rc = commit_submit_n(c, bs[i], jbs[i], k, rw);
+		i += k;
+	}
+	return rc;
 }
 
 /* A log block's bio completed (or was refused): its buffer is no longer
@@ -216,12 +317,21 @@ static void commit_bio_done(struct bio *bio, int err, void *ctx)
 {
 	(void)err; /* the batch records it; the commit aborts at its wait */
 	struct jbd_journal *j = ctx;
-	struct jbd_logblk *b = (struct jbd_logblk *)((char *)bio - offsetof(struct jbd_logblk, bio));
-	if (!b->shadow)
+	struct jbd_logblk *first = (struct jbd_logblk *)((char *)bio - offsetof(struct jbd_logblk, bio));
+	/* A run may start with its descriptor (never shadowed); shadow is
+	 * set before the submit and cleared only here. */
+	struct jbd_logblk *b = first;
+	while (b && !b->shadow)
+		b = b->run_next;
+	if (!b)
 		return;
 	pthread_mutex_lock(&j->lock);
-	b->shadow->shadow = false;
-	b->shadow = NULL;
+	for (; b; b = b->run_next) {
+		if (b->shadow) {
+			b->shadow->shadow = false;
+			b->shadow = NULL;
+		}
+	}
 	pthread_cond_broadcast(&j->wait_shadow);
 	pthread_mutex_unlock(&j->lock);
 }
@@ -294,6 +404,9 @@ static enum jbd_commit_phase phase_switch(struct jbd_commit *c)
 	c->data_first = j->cfg.shadow_wait;
 	/* New handles may start the next transaction now. */
 	pthread_cond_broadcast(&j->wait_locked);
+	/* The reserve may leave the log short: older transactions can go
+	 * home while this one goes to the log (journal_checkpoint=early). */
+	jbd__cp_kick(j);
 	pthread_mutex_unlock(&j->lock);
 	unsigned batch_op = blk_queue_sync_batch_op(j->q);
 	c->write_op = c->sync ? batch_op : BLK_WRITE;
@@ -339,7 +452,9 @@ static void metadata_copy(struct jbd_commit *c, struct jbd_jh *jh, struct jbd_lo
 }
 
 /* Descriptor groups: filled under the lock (copies and log positions),
- * submitted outside it. */
+ * submitted outside it. Each group lives in one log area (descriptor, then
+ * the copies, contiguous in memory), so the group goes out as one bio per
+ * run of consecutive journal blocks (commit_submit_runs). */
 static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 {
 	struct jbd_journal *j = c->j;
@@ -350,15 +465,18 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 		size_t first_idx = c->n;
 		uint32_t jblocks[1 + 512];
 		int ntag = 0;
+		char *area = log_area_get(j);
 		pthread_mutex_lock(&j->lock);
 		/* skip buffers that were reserved but not dirtied */
 		while (pos != &t->buffers && !list_entry(pos, struct jbd_jh, t_link)->dirty_t)
 			pos = pos->next;
 		if (pos == &t->buffers) {
+			log_area_put_locked(j, area);
 			pthread_mutex_unlock(&j->lock);
 			break;
 		}
-		struct jbd_logblk *d = jbd_commit_blk_start(c, JBD_DESCRIPTOR_BLOCK, &jblocks[0], &rc);
+		/* The descriptor owns the area from here (also on failure). */
+		struct jbd_logblk *d = blk_start_at(c, area, JBD_DESCRIPTOR_BLOCK, &jblocks[0], &rc);
 		size_t off = sizeof(struct jbd_header);
 		struct jbd_block_tag *last = NULL;
 		while (d && pos != &t->buffers && ntag < j->tags_per_desc && ntag < 512) {
@@ -366,7 +484,9 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 			pos = pos->next;
 			if (!jh->dirty_t)
 				continue;
-			struct jbd_logblk *b = blk_new(c);
+			/* No zeroing: the copy fills the block. */
+			struct jbd_logblk *b = area ? blk_new_at(c, area + (size_t)(ntag + 1) * j->bs, JBD_LOGMEM_IN_AREA, false)
+						    : blk_new(c);
 			if (!b) {
 				rc = -ENOMEM;
 				break;
@@ -385,8 +505,7 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 		if (rc < 0)
 			break;
 		c->descs++;
-		for (int i = 0; i <= ntag && rc == 0; i++)
-			rc = jbd_commit_submit(c, c->blks[first_idx + (size_t)i], jblocks[i], c->write_op);
+		rc = commit_submit_runs(c, c->blks + first_idx, jblocks, ntag + 1, c->write_op);
 		if (rc < 0)
 			break;
 	}
@@ -467,6 +586,7 @@ static enum jbd_commit_phase phase_finish(struct jbd_commit *c)
 	j->st.last_commit_op = commit_block_op(c);
 	hist_add(&j->st.commit_ns, clock_now_ns() - c->t0);
 	pthread_cond_broadcast(&j->wait_commit);
+	jbd__cp_kick(j);
 	pthread_mutex_unlock(&j->lock);
 	/* The tail may move: this transaction may have emptied older ones. */
 	(void)jbd_cleanup_tail(j);

@@ -140,6 +140,9 @@ struct jbd_jh {
 /* Transition with a legality check (an illegal one is a bug: abort()). */
 void jbd_transaction_set_state(struct jbd_transaction *t, enum jbd_tstate s);
 
+/* Log areas kept per journal (a 64 MiB log's largest transaction fills 9). */
+#define JBD_LOG_AREAS 16u
+
 struct jbd_journal {
 	/* constant after load */
 	struct jbd_map map;
@@ -165,6 +168,7 @@ struct jbd_journal {
 	pthread_cond_t wait_inode;     /* a jbd_inode's commit op returned */
 	pthread_cond_t wait_barrier;   /* lock_updates released */
 	pthread_cond_t wait_shadow;    /* a shadowed buffer's log write completed */
+	pthread_cond_t wait_cp;        /* wakes the checkpoint thread */
 	pthread_mutex_t checkpoint_mutex;
 	pthread_mutex_t sb_mutex;
 
@@ -187,7 +191,25 @@ struct jbd_journal {
 	pthread_t barrier_owner;
 	struct jbd_stats st;
 	pthread_t thread;
+	/* [L] log areas kept for the next commit (jbd_commit.c): each one a
+	 * descriptor group's blocks, contiguous so that a run of them is one
+	 * bio; kept resident instead of faulting 16 MiB in per commit. */
+	void *log_areas[JBD_LOG_AREAS];
+	unsigned nr_log_areas;
+	/* journal_checkpoint=early's thread (jbd_checkpoint.c): [L] but
+	 * cp_thread itself (set before the thread runs). */
+	pthread_t cp_thread;
+	bool cp_running, cp_stop;
+	uint64_t cp_kicks;             /* commits started or finished (each may call for a pass) */
 };
+/* Start / stop the checkpoint thread (no-op under journal_checkpoint=full). */
+int jbd_cp_thread_start(struct jbd_journal *j);
+void jbd_cp_thread_stop(struct jbd_journal *j);
+/* A commit started (its log space is reserved) or finished: the
+ * checkpoint thread may have work. [L] */
+void jbd__cp_kick(struct jbd_journal *j);
+/* Free the kept log areas (journal_free). */
+void jbd__log_areas_free(struct jbd_journal *j);
 
 /* A filesystem inode with ordered data (jbd_inode.c). It is on the list of
  * at most one transaction (t: running, or committing) and, while t commits,
@@ -227,11 +249,18 @@ enum jbd_commit_phase {
 const char *jbd_commit_phase_name(enum jbd_commit_phase p);
 
 /* One log block of the commit, in the commit's own memory. */
+/* Where a log block's data lives (jbd_commit.c): its own block, or a
+ * descriptor group's log area (the descriptor's block owns the area and
+ * gives it back to the journal's pool when the commit is freed). */
+enum jbd_logmem { JBD_LOGMEM_OWN = 0, JBD_LOGMEM_AREA, JBD_LOGMEM_IN_AREA };
+
 struct jbd_logblk {
-	struct bio bio;
+	struct bio bio;           /* the first block of a run carries the run's bio */
 	void *data;
 	struct jbd_jh *shadow;    /* journal_shadow=wait: the buffer this is the log
 				   * copy of, shadowed until the bio completes */
+	struct jbd_logblk *run_next; /* the next block written by the same bio */
+	enum jbd_logmem mem;
 };
 
 struct jbd_commit {

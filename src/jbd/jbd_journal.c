@@ -36,6 +36,8 @@ void jbd_config_default(struct jbd_config *c)
 	c->data_err_ignore = false;
 	c->shadow_wait = false;
 	c->shadow_set = false;
+	c->checkpoint_full = false;
+	c->checkpoint_set = false;
 }
 
 int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
@@ -82,6 +84,16 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
 		c->shadow_set = true;
 		return 0;
 	}
+	if (!strcmp(name, "journal_checkpoint")) {
+		if (value && !strcmp(value, "full"))
+			c->checkpoint_full = true;
+		else if (value && !strcmp(value, "early"))
+			c->checkpoint_full = false;
+		else
+			return err_set(-EINVAL, "jbd: journal_checkpoint=%s: want early or full", value ? value : "");
+		c->checkpoint_set = true;
+		return 0;
+	}
 	if (!strcmp(name, "data_err")) {
 		if (value && !strcmp(value, "ignore"))
 			c->data_err_ignore = true;
@@ -98,7 +110,7 @@ static int config_cb(void *ctx, const char *name, const char *value)
 {
 	int rc = jbd_config_set(ctx, name, value);
 	if (rc == -ENOENT)
-		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, journal_shadow=, data_err=)",
+		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, journal_shadow=, journal_checkpoint=, data_err=)",
 			       name);
 	return rc;
 }
@@ -120,6 +132,9 @@ void jbd_config_era_defaults(struct jbd_config *c, const char *preset)
 	 * ext3 left the tree); nostall's own default copies instead. */
 	if (!c->shadow_set)
 		c->shadow_wait = true;
+	/* 2.6.30 checkpointed only when a handle found the log full. */
+	if (!c->checkpoint_set)
+		c->checkpoint_full = true;
 }
 
 void jbd_config_era_defaults_opts(struct jbd_config *c, const char *queue_opts)
@@ -296,7 +311,9 @@ static void journal_free(struct jbd_journal *j)
 		pthread_cond_destroy(&j->wait_inode);
 		pthread_cond_destroy(&j->wait_barrier);
 		pthread_cond_destroy(&j->wait_shadow);
+		pthread_cond_destroy(&j->wait_cp);
 	}
+	jbd__log_areas_free(j);
 	jbd_map_free(&j->map);
 	free(j->sbbuf);
 	free(j);
@@ -388,6 +405,7 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 	clock_cond_init(&j->wait_inode);
 	clock_cond_init(&j->wait_barrier);
 	clock_cond_init(&j->wait_shadow);
+	clock_cond_init(&j->wait_cp);
 	j->inited = true;
 	/* s_start non-zero from now on: a crash replays what commits. */
 	rc = jbd_write_superblock(j, j->tail_sequence, j->tail, 0, true);
@@ -395,9 +413,14 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 		rc = err_wrap(rc, "jbd: writing the journal superblock");
 		goto fail;
 	}
-	rc = jbd_commit_thread_start(j);
+	rc = jbd_cp_thread_start(j);
 	if (rc < 0)
 		goto fail;
+	rc = jbd_commit_thread_start(j);
+	if (rc < 0) {
+		jbd_cp_thread_stop(j);
+		goto fail;
+	}
 	*out = j;
 	return 0;
 fail:
@@ -448,6 +471,8 @@ int jbd_journal_destroy(struct jbd_journal *j)
 	if (!j)
 		return 0;
 	int rc = 0;
+	/* No background pass beside the final flush and the release below. */
+	jbd_cp_thread_stop(j);
 	if (!jbd_journal_aborted(j)) {
 		rc = jbd_journal_flush(j);
 		if (rc == 0 && !jbd_journal_aborted(j)) {
