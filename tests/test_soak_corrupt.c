@@ -9,6 +9,12 @@
  *   it on the in-memory orphan list and the struct was freed: the next
  *   unlink linked to freed memory (heap-use-after-free in ext3_orphan_add).
  *
+ * - dx_count_readdir: an htree root whose count exceeds its limit (one
+ *   flipped byte). The index is refused and the directory read linearly,
+ *   but the iterator's next batch (a byte-offset cookie) started over at 0:
+ *   nostall_dir_next, and the FUSE mount's readdir, returned the first
+ *   entries forever (find never ended).
+ *
  * Oracles: mke2fs, debugfs, dumpe2fs. Deterministic. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +27,7 @@
 #include "nostall/nostall.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -93,6 +100,55 @@ static void test_orphan_bitmap_free(void **state)
 	unlink(img);
 }
 
+static void test_dx_count_readdir(void **state)
+{
+	(void)state;
+	enum { NAMES = 300 };
+	char img[300], p[64];
+	snprintf(img, sizeof img, "%s/dxcount.img", tmpdir);
+	fsimg_assert_mkfs(img, 1024, 8192, NULL);
+	struct nostall_fs *fs;
+	assert_int_equal(nostall_mount(img, NULL, 0, &fs), 0);
+	assert_int_equal(nostall_mkdir(fs, "/big", 0755), 0);
+	for (unsigned i = 0; i < NAMES; i++) {
+		snprintf(p, sizeof p, "/big/entry-with-a-longish-name-%u", i);
+		mkfile(fs, p, 0);
+	}
+	assert_int_equal(nostall_umount(fs), 0);
+	long long root = fsimg_num("", "debugfs -R 'bmap /big 0' '%s' 2>/dev/null", img);
+	assert_true(root > 0);
+	/* The root's count/limit at byte 32 (after "." and ".." and the
+	 * 8-byte info): limit (1024 - 32) / 8; count := limit + 13. */
+	int fd = open(img, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t cl[4];
+	off_t at = (off_t)root * 1024 + 32;
+	assert_int_equal(pread(fd, cl, 4, at), 4);
+	assert_int_equal(cl[0] | cl[1] << 8, 124); /* an htree root */
+	unsigned count = 124 + 13;
+	cl[2] = (uint8_t)count;
+	cl[3] = (uint8_t)(count >> 8);
+	assert_int_equal(pwrite(fd, cl, 4, at), 4);
+	close(fd);
+
+	assert_int_equal(nostall_mount(img, NULL, NOSTALL_MOUNT_RDONLY, &fs), 0);
+	struct nostall_dir *d;
+	assert_int_equal(nostall_opendir(fs, "/big", &d), 0);
+	struct nostall_dirent de;
+	unsigned n = 0, named = 0;
+	int rc;
+	/* every name once, then the end (bounded: the bug never ended) */
+	while (n < 20 * NAMES && (rc = nostall_dir_next(d, &de)) == 1) {
+		n++;
+		named += strncmp(de.name, "entry-", 6) == 0;
+	}
+	nostall_closedir(d);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_int_equal(named, NAMES);
+	assert_int_equal(n, NAMES + 2); /* with "." and ".." */
+	unlink(img);
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_soak_corrupt", "mke2fs debugfs dumpe2fs");
@@ -102,6 +158,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orphan_bitmap_free),
+		cmocka_unit_test(test_dx_count_readdir),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);
