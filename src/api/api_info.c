@@ -18,14 +18,16 @@ int nostall_statfs(struct nostall_fs *fs, struct nostall_statfs *st)
 	uint64_t blocks = ext3_fs_blocks_count(fs->e);
 	st->block_size = bs;
 	st->blocks = blocks > overhead ? blocks - overhead : 0;
-	st->blocks_free = le32_to_cpu(sb->s_free_blocks_count);
 	st->files = ext3_fs_inodes_count(fs->e);
-	st->files_free = le32_to_cpu(sb->s_free_inodes_count);
-	if (fs->rw) { /* the allocators' live counts */
+	if (fs->rw) { /* the allocators' live counts (the superblock's copy
+		       * changes under sb_lock meanwhile: not read here) */
 		uint64_t fb, fi;
 		ext3_fs_free_counts(fs->e, &fb, &fi);
 		st->blocks_free = fb;
 		st->files_free = fi;
+	} else {
+		st->blocks_free = le32_to_cpu(sb->s_free_blocks_count);
+		st->files_free = le32_to_cpu(sb->s_free_inodes_count);
 	}
 	if (st->blocks_free > blocks)
 		st->blocks_free = blocks;

@@ -260,6 +260,10 @@ int ext3_dir_iterate_stable(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t
 		rc = ext3_dir_iterate_locked(fs, dir, pos, cb, ctx);
 	} else if (rc == 0) {
 		struct dxr r = {.fs = fs, .dir = dir, .pos = pos, .cb = cb, .ctx = ctx};
+		/* A byte offset: the linear read of a damaged index goes on
+		 * there (else the index was added since: start over in hash
+		 * order). */
+		uint64_t linear = *pos & COOKIE_HASH ? 0 : *pos;
 		if (!(*pos & COOKIE_HASH)) /* the start, or left from the linear form */
 			*pos = 0;
 		if (*pos > COOKIE_DOTDOT) {
@@ -275,9 +279,11 @@ int ext3_dir_iterate_stable(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t
 			rc = dxr_run(&r, nblocks);
 		free(r.v);
 		/* A damaged index is not fatal: a read from the start goes
-		 * through the leaves linearly, like the kernel's readdir. */
+		 * through the leaves linearly, like the kernel's readdir, and
+		 * so does the next call, from the byte offset it returned
+		 * (restarting at 0 returned the first entries forever). */
 		if (rc == -EUCLEAN && fresh && *pos == 0) {
-			*pos = 0;
+			*pos = linear;
 			rc = ext3_dir_iterate_locked(fs, dir, pos, cb, ctx);
 		}
 	}

@@ -64,7 +64,9 @@ struct ginode {
 	bool hole_fill;              /* a hole was filled in this chunk (in->lock) */
 	bool tail_pending;           /* truncated inside a block: its zeroed tail may
 				      * not be on disk yet (g->lock) */
-	bool orphaned;               /* on the orphan list for its extents (in->lock) */
+	bool orphaned;               /* on the orphan list for its extents (in->lock;
+				      * written under g->lock too: the compiler may
+				      * read it with queue_add's flags, TSan saw) */
 	bool queued, busy, dying;    /* logger queue / being logged / evicting (g->lock) */
 };
 
@@ -378,9 +380,9 @@ int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *cha
 		rc = ext3_orphan_del(h, in);
 		if (rc)
 			return rc;
-		gi->orphaned = false;
 		*changed = true;
 		pthread_mutex_lock(&g->lock);
+		gi->orphaned = false;
 		g->st.orphan_dels++;
 		pthread_mutex_unlock(&g->lock);
 	}
@@ -480,8 +482,8 @@ int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in)
 	if (pending && !gi->orphaned && !in->on_orphan && in->a.links) {
 		rc = ext3_orphan_add(h, in);
 		if (!rc) {
-			gi->orphaned = true;
 			pthread_mutex_lock(&g->lock);
+			gi->orphaned = true;
 			g->st.orphan_adds++;
 			pthread_mutex_unlock(&g->lock);
 		}
@@ -700,7 +702,9 @@ static void evict_final(struct ext3_guarded *g, struct ext3_inode *in, struct gi
 		/* Could not write: the on-disk list keeps it for the next mount
 		 * (nothing more reaches the disk), memory must forget it. */
 		ext3_orphan_forget(in);
+		pthread_mutex_lock(&g->lock);
 		gi->orphaned = false;
+		pthread_mutex_unlock(&g->lock);
 	}
 }
 

@@ -162,15 +162,23 @@ int ext3_evict_inode(struct ext3_inode *in)
 	if (dead && ext3_fs_writable(fs)) {
 		bool used = false;
 		rc = ext3_inode_bitmap_test(fs, in->ino, &used);
-		if (!rc && !used) /* already free (a stale number): nothing to do */
+		if (!rc && !used) { /* unlinked here, yet free: a corrupt bitmap */
 			dead = false;
+			rc = ext3_fs_error(fs, "inode %u: unlinked but already free in the inode bitmap",
+					   in->ino);
+		}
 	}
 	if (!dead || rc || !ext3_fs_writable(fs)) {
-		/* Live, or read-only now (an unlinked inode then stays on the
-		 * on-disk orphan list for the next mount). */
+		/* Live, or read-only now, or an error (an unlinked inode then
+		 * stays on the on-disk orphan list for the next mount). */
 		pthread_rwlock_unlock(&in->lock);
 		if (in->mapping || in->jinode)
 			ext3_data_evict(in);
+		/* The struct is about to go: it must not stay on the in-memory
+		 * list (the next orphan_add would link to freed memory). */
+		pthread_rwlock_wrlock(&in->lock);
+		ext3_orphan_forget(in);
+		pthread_rwlock_unlock(&in->lock);
 		return rc;
 	}
 	rc = ext3_truncate(in, 0);

@@ -123,6 +123,20 @@ void cli_put_escaped(FILE *f, const char *s, size_t len);
 char *cli_read_target(struct nostall_fs *fs, uint64_t ino, uint64_t size, int *err);
 /* "a/b" (no double slash after a trailing one), malloc'ed; NULL on ENOMEM. */
 char *cli_join(const char *a, const char *b);
+/* The directories a recursive walk (ls -R, rm -r) is inside, innermost
+ * first, on the walk's stack: a corrupt image's entry naming an ancestor
+ * would make the walk endless (exponential with two such names). */
+struct cli_dir_up {
+	uint64_t ino;
+	const struct cli_dir_up *up;
+};
+static inline bool cli_dir_up_has(const struct cli_dir_up *u, uint64_t ino)
+{
+	for (; u; u = u->up)
+		if (u->ino == ino)
+			return true;
+	return false;
+}
 /* write() all of buf (EINTR retried); 0 or a negative errno. */
 int cli_write_all(int fd, const void *buf, size_t n);
 /* Make room for one more element in a growing array *v of n elements of

@@ -141,8 +141,12 @@ static int collect_names(void *ctx, const struct nostall_dirent *de)
 static int get_dir(struct get_ctx *g, int dirfd, const char *name, const struct nostall_stat *st,
 		   const char *path, const char *relpath, int depth)
 {
-	if (depth > 2048)
+	if (depth > GET_MAX_DEPTH)
 		return get_error(g, path, NULL, -ELOOP, false);
+	for (int k = 0; k < depth; k++)
+		if (g->anc[k] == st->ino)
+			return get_error(g, path, "directory loop (a corrupt image)", -ELOOP, true);
+	g->anc[depth] = st->ino;
 	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
 		return get_error(g, path, "mkdir", -errno, false);
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -10,6 +10,9 @@ struct hl_entry { /* hard-link map: fs inode -> path of its first copy */
 	char *relpath; /* relative to the top of the copy (top_fd) */
 };
 
+/* Directories nested deeper than this are refused (-ELOOP). */
+#define GET_MAX_DEPTH 2048
+
 struct get_ctx {
 	const struct cli_args *a;
 	struct nostall_fs *fs;
@@ -25,6 +28,10 @@ struct get_ctx {
 	uint64_t skipped_dev, xattr_fail, owner_fail;
 	int ret;            /* exit status: 1 once anything failed */
 	bool warned_xattr_ns[4];
+	/* inode numbers of the directories being copied, by depth: a corrupt
+	 * image's name pointing back up the tree is refused, not copied again
+	 * at every level */
+	uint64_t anc[GET_MAX_DEPTH + 1];
 };
 
 /* "nostall get: PATH: WHAT: reason" (cli_error()), and the copy fails

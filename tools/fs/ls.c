@@ -154,10 +154,13 @@ static void ls_stat_all(const struct cli_args *a, struct nostall_fs *fs, struct 
 	}
 }
 
-/* List directory ino (labelled path); with -R recurse. depth bounds recursion. */
+/* List directory ino (labelled path); with -R recurse. depth bounds
+ * recursion; a directory that is its own ancestor (a corrupt image) is
+ * reported, not listed again at every level. */
 static int ls_dir(const struct cli_args *a, struct nostall_fs *fs, uint64_t ino, const char *path,
-		  bool header, int depth)
+		  bool header, int depth, const struct cli_dir_up *up)
 {
+	const struct cli_dir_up self = { ino, up };
 	struct ls_list l = { .all = a->flag['a'] };
 	int ret = 0;
 	if (header) /* raw bytes, like GNU ls writing to a pipe */
@@ -199,8 +202,14 @@ static int ls_dir(const struct cli_args *a, struct nostall_fs *fs, uint64_t ino,
 			}
 			bool slash = plen && path[plen - 1] == '/';
 			sprintf(sub, "%s%s%s", path, slash ? "" : "/", e->name);
+			if (cli_dir_up_has(&self, e->ino)) {
+				fprintf(stderr, "nostall ls: %s: directory loop (a corrupt image)\n", sub);
+				free(sub);
+				ret = 1;
+				continue;
+			}
 			putchar('\n');
-			ret |= ls_dir(a, fs, e->ino, sub, true, depth + 1);
+			ret |= ls_dir(a, fs, e->ino, sub, true, depth + 1, &self);
 			free(sub);
 		}
 	}
@@ -227,7 +236,7 @@ static int ls_run(struct cli_args *a, struct nostall_fs *fs)
 		if (S_ISDIR(st.mode)) {
 			if (k > 0)
 				putchar('\n');
-			ret |= ls_dir(a, fs, st.ino, path, np > 1 || a->flag['R'], 0);
+			ret |= ls_dir(a, fs, st.ino, path, np > 1 || a->flag['R'], 0, NULL);
 		} else {
 			struct ls_list l = { 0 };
 			struct nostall_dirent de = { .ino = st.ino };

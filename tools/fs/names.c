@@ -110,8 +110,11 @@ static void names_free(struct names *l)
 }
 
 /* Remove path; with recurse, a directory and everything in it (entries are
- * listed first, then removed, so the walk never reads a changing block). */
-static int rm_one(struct cli_args *a, struct nostall_fs *fs, const char *path, bool recurse)
+ * listed first, then removed, so the walk never reads a changing block).
+ * up: the directories being removed around it (a corrupt image's name for
+ * one of them is refused, with them). */
+static int rm_one(struct cli_args *a, struct nostall_fs *fs, const char *path, bool recurse,
+		  const struct cli_dir_up *up)
 {
 	struct nostall_stat st;
 	int rc = nostall_stat(fs, path, NOSTALL_NOFOLLOW, &st);
@@ -123,6 +126,11 @@ static int rm_one(struct cli_args *a, struct nostall_fs *fs, const char *path, b
 	}
 	if (!recurse)
 		return cli_fs_error(a, path, -EISDIR);
+	if (cli_dir_up_has(up, st.ino)) {
+		fprintf(stderr, "nostall rm: %s: directory loop (a corrupt image)\n", path);
+		return 1;
+	}
+	const struct cli_dir_up self = { st.ino, up };
 	struct names l = { 0 };
 	rc = nostall_readdir(fs, path, names_add, &l);
 	if (rc) {
@@ -132,7 +140,7 @@ static int rm_one(struct cli_args *a, struct nostall_fs *fs, const char *path, b
 	int ret = 0;
 	for (size_t i = 0; i < l.n; i++) {
 		char *sub = cli_join(path, l.v[i]);
-		ret |= sub ? rm_one(a, fs, sub, true) : cli_oom(a);
+		ret |= sub ? rm_one(a, fs, sub, true, &self) : cli_oom(a);
 		free(sub);
 	}
 	names_free(&l);
@@ -141,11 +149,43 @@ static int rm_one(struct cli_args *a, struct nostall_fs *fs, const char *path, b
 	return ret;
 }
 
+/* rm_one on path with the directories above it as its ancestors: a
+ * corrupt image's name for one of them inside path is refused, not a way
+ * to remove what is outside path. */
+static int rm_top(struct cli_args *a, struct nostall_fs *fs, const char *path)
+{
+	size_t n = strlen(path);
+	struct cli_dir_up *v = calloc(n + 1, sizeof *v);
+	char *pre = strdup(path);
+	if (!v || !pre) {
+		free(v);
+		free(pre);
+		return cli_oom(a);
+	}
+	const struct cli_dir_up *up = NULL;
+	size_t depth = 0;
+	for (size_t i = 0; i < n; i++) { /* each prefix ending before a '/' not last */
+		if (path[i] != '/' || i + 1 == n || path[i + 1] == '/')
+			continue;
+		pre[i ? i : 1] = '\0';
+		struct nostall_stat st;
+		if (nostall_stat(fs, pre, 0, &st) == 0 && S_ISDIR(st.mode)) {
+			v[depth] = (struct cli_dir_up){ st.ino, up };
+			up = &v[depth++];
+		}
+		memcpy(pre, path, n + 1);
+	}
+	int ret = rm_one(a, fs, path, true, up);
+	free(v);
+	free(pre);
+	return ret;
+}
+
 static int rm_run(struct cli_args *a, struct nostall_fs *fs)
 {
 	int ret = 0;
 	for (int k = 0; k < a->npos; k++)
-		ret |= rm_one(a, fs, a->pos[k], a->flag['r']);
+		ret |= a->flag['r'] ? rm_top(a, fs, a->pos[k]) : rm_one(a, fs, a->pos[k], false, NULL);
 	return ret;
 }
 

@@ -39,8 +39,19 @@ void nfuse_handle_del(struct nfuse *nf, struct nfuse_fh *h)
 	pthread_mutex_unlock(&nf->hlock);
 }
 
+/* A WRITE replies before its throttle and holds h->lock until the
+ * throttle ends; the kernel may send RELEASE (or end the session) as soon
+ * as the reply is in: wait for that WRITE before closing or freeing h (its
+ * unlock wrote to freed memory, a libfuse request's mutex). */
+static void handle_quiesce(struct nfuse_fh *h)
+{
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
 static void handle_free(struct nfuse_fh *h)
 {
+	handle_quiesce(h);
 	if (h->f) {
 		nostall_flush(h->f);
 		nostall_close(h->f);
@@ -283,6 +294,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct nfuse_fh *h = fh_of(fi);
 	nfuse_handle_del(nfuse_of(req), h);
+	handle_quiesce(h);
 	nostall_close(h->f);
 	h->f = NULL;
 	handle_free(h);
