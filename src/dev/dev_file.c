@@ -3,8 +3,19 @@
  *
  * Threads: submitters prepare SQEs under sq_lock; one completion thread reaps
  * CQEs, advances each command's state machine (preflush -> data (retrying
- * short transfers) -> FUA fdatasync) and calls dev_complete(). At most one SQE
- * per command is in flight, so a ring of `depth` entries never overflows.
+ * short transfers) -> FUA fdatasync) and calls dev_complete(). At most two
+ * SQEs per command are in flight, so the completion ring (twice the SQ ring
+ * of at least depth + 1 entries) never overflows.
+ *
+ * A barrier write (PREFLUSH + FUA, the journal's commit block) costs one trip
+ * through this thread, not three: the preflush goes as an fsync SQE linked
+ * (IOSQE_IO_LINK) to the write, so the kernel starts the write when the
+ * flush is done, and FUA is the write's RWF_DSYNC (the host makes that
+ * range durable before completing it: a FUA write where the disk has FUA,
+ * write + flush where it has not). The link head's CQE carries a tagged
+ * user_data (bit 0); a failed head cancels the write, whose CQE then
+ * finishes the command with the head's error. A kernel that refuses
+ * RWF_DSYNC gets the fdatasync stage instead (no_dsync, sticky).
  */
 #include "dev/dev_impl.h"
 #include "util/err.h"
@@ -12,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <linux/fs.h>
 #include <liburing.h>
@@ -37,6 +49,11 @@ struct file_cmd {
 	char *data;           /* bounce or io->buf */
 	size_t len, xferred;
 	uint64_t off;
+	bool dsync;           /* data SQEs carry RWF_DSYNC (FUA) */
+	bool linked;          /* a preflush head is linked ahead of the data SQE */
+	bool head_seen;       /* its CQE arrived (head_err: its error) */
+	bool stashed;         /* the data CQE came first: stashed_res waits */
+	int head_err, stashed_res;
 	struct file_cmd *next_free;
 };
 
@@ -45,6 +62,7 @@ struct file_dev {
 	int fd;
 	bool direct;
 	bool is_bdev;
+	atomic_bool no_dsync; /* the kernel refused RWF_DSYNC once */
 	struct io_uring ring;
 	pthread_t thread;
 	pthread_mutex_t sq_lock; /* protects the SQ side of ring and free_cmds */
@@ -71,15 +89,42 @@ static void queue_stage(struct file_dev *f, struct file_cmd *c)
 		else
 			io_uring_prep_write(sqe, f->fd, c->data + c->xferred, (unsigned)(c->len - c->xferred),
 					    c->off + c->xferred);
+		if (c->dsync)
+			sqe->rw_flags = RWF_DSYNC;
 		break;
 	}
 	io_uring_sqe_set_data(sqe, c);
 }
 
-static int submit_stage(struct file_dev *f, struct file_cmd *c)
+/* Queue the preflush of a barrier write linked ahead of its data SQE.
+ * Caller holds sq_lock. */
+static void queue_linked(struct file_dev *f, struct file_cmd *c)
+{
+	struct io_uring_sqe *sqe;
+	/* Both SQEs must go in one submission: a full SQ is flushed first. */
+	while (io_uring_sq_space_left(&f->ring) < 2)
+		io_uring_submit(&f->ring);
+	sqe = io_uring_get_sqe(&f->ring);
+	io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
+	sqe->flags |= IOSQE_IO_LINK;
+	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)c | 1u));
+	c->linked = true;
+	c->head_seen = false;
+	c->head_err = 0;
+	c->stashed = false;
+	c->stage = ST_DATA;
+	queue_stage(f, c);
+}
+
+/* Submit c's current stage; a barrier write's preflush goes linked to its
+ * data when `link`. */
+static int submit_stage(struct file_dev *f, struct file_cmd *c, bool link)
 {
 	pthread_mutex_lock(&f->sq_lock);
-	queue_stage(f, c);
+	if (link && c->stage == ST_PREFLUSH && c->len)
+		queue_linked(f, c);
+	else
+		queue_stage(f, c);
 	int rc;
 	do
 		rc = io_uring_submit(&f->ring);
@@ -106,7 +151,32 @@ static void finish(struct file_dev *f, struct file_cmd *c, int err)
 /* Advance c after its SQE completed with `res`. */
 static void advance(struct file_dev *f, struct file_cmd *c, int res)
 {
-	if (res == -EINTR || res == -EAGAIN) {
+	if (c->linked) {
+		if (!c->head_seen) {
+			c->stashed = true; /* the head's CQE settles it */
+			c->stashed_res = res;
+			return;
+		}
+		c->linked = false;
+		if (c->head_err == -EINTR || c->head_err == -EAGAIN) {
+			/* The write was cancelled: start again, unlinked. */
+			c->stage = ST_PREFLUSH;
+			int rc = submit_stage(f, c, false);
+			if (rc)
+				finish(f, c, rc);
+			return;
+		}
+		if (c->head_err) {
+			finish(f, c, c->head_err);
+			return;
+		}
+	}
+	if (res < 0 && c->dsync && c->stage == ST_DATA && (res == -EINVAL || res == -EOPNOTSUPP) &&
+	    !atomic_load(&f->no_dsync)) {
+		/* A kernel without RWF_DSYNC for this file: fdatasync stages. */
+		atomic_store(&f->no_dsync, true);
+		c->dsync = false;
+	} else if (res == -EINTR || res == -EAGAIN) {
 		/* Retry the same stage. */
 	} else if (res < 0) {
 		finish(f, c, res);
@@ -124,7 +194,7 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 			c->xferred += (size_t)res;
 			if (c->xferred < c->len)
 				break; /* short: transfer the rest */
-			if (c->io->op == DEV_OP_WRITE && (c->io->flags & DEV_IO_FUA)) {
+			if (c->io->op == DEV_OP_WRITE && (c->io->flags & DEV_IO_FUA) && !c->dsync) {
 				c->stage = ST_FUA;
 				break;
 			}
@@ -136,9 +206,20 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 			return;
 		}
 	}
-	int rc = submit_stage(f, c);
+	int rc = submit_stage(f, c, true);
 	if (rc)
 		finish(f, c, rc);
+}
+
+/* The CQE of a linked preflush. */
+static void advance_head(struct file_dev *f, struct file_cmd *c, int res)
+{
+	c->head_seen = true;
+	c->head_err = res < 0 ? res : 0;
+	if (c->stashed) {
+		c->stashed = false;
+		advance(f, c, c->stashed_res);
+	}
 }
 
 static void *completion_thread(void *arg)
@@ -154,7 +235,8 @@ static void *completion_thread(void *arg)
 				strerror(-rc));
 			abort(); /* commands would hang otherwise */
 		}
-		struct file_cmd *c = io_uring_cqe_get_data(cqe);
+		uintptr_t tag = (uintptr_t)io_uring_cqe_get_data(cqe);
+		struct file_cmd *c = (struct file_cmd *)(tag & ~(uintptr_t)1);
 		int res = cqe->res;
 		io_uring_cqe_seen(&f->ring, cqe);
 		if (!c)
@@ -164,7 +246,10 @@ static void *completion_thread(void *arg)
 		 * (and to the data buffer) visibly happen before ours. */
 		pthread_mutex_lock(&f->sq_lock);
 		pthread_mutex_unlock(&f->sq_lock);
-		advance(f, c, res);
+		if (tag & 1u)
+			advance_head(f, c, res);
+		else
+			advance(f, c, res);
 	}
 }
 
@@ -203,6 +288,8 @@ static int file_submit(struct dev *d, struct dev_io *io)
 	c->off = io->sector << DEV_SECTOR_SHIFT;
 	c->len = (size_t)io->nr_sectors << DEV_SECTOR_SHIFT;
 	c->data = io->buf;
+	c->linked = false;
+	c->dsync = io->op == DEV_OP_WRITE && (io->flags & DEV_IO_FUA) && !atomic_load(&f->no_dsync);
 	if (io->op == DEV_OP_FLUSH) {
 		c->stage = ST_FLUSH;
 	} else {
@@ -223,7 +310,7 @@ static int file_submit(struct dev *d, struct dev_io *io)
 			c->data = c->bounce;
 		}
 	}
-	int rc = submit_stage(f, c);
+	int rc = submit_stage(f, c, true);
 	if (rc) {
 		/* The SQE may still be queued; completing through finish() keeps
 		 * the slot bookkeeping simple. */

@@ -645,6 +645,20 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
 
 /* ------------------------------------------------- fsync, sync, evict */
 
+bool ext3_guarded_settled(struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return true;
+	if (in->i_disksize != in->i_size)
+		return false;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	bool settled = !gi || (gi->in == in && !gi->n && !gi->orphaned && !gi->tail_pending && !gi->busy && !gi->queued);
+	pthread_mutex_unlock(&g->lock);
+	return settled;
+}
+
 int ext3_guarded_fsync(struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);

@@ -83,6 +83,11 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size);
  * lock held): wait for their completions, then (in->lock, a handle) bring
  * i_disksize up. -EIO while a failed extent lies below i_size. */
 int ext3_guarded_fsync(struct ext3_inode *in);
+/* Nothing of in's data is guarded (in->lock held): no extent pending or
+ * failed, no truncated tail, not on the orphan list for guarded, and the
+ * size on disk is the size in memory. Its dirty pages are then plain
+ * overwrites, which fsync may order into its commit as writeback does. */
+bool ext3_guarded_settled(struct ext3_inode *in);
 
 /* sync(2): after every mapping was written and waited: wait for the
  * completions and for the logger to have logged every inode queued. */

@@ -270,6 +270,11 @@ int jbd_inode_error(struct jbd_inode *ji);
  * asked for that commit, else BLK_WRITE. BLK_WRITE when tid is not the
  * committing transaction. */
 unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid);
+/* TEST ONLY: NOSTALL_DEBUG_SKIP_ORDERED=1 is set (commits skip every filed
+ * inode's ops: the deliberately broken build of `nostall crashtest`). A
+ * filesystem that would file data only to make an fsync durable writes it
+ * itself instead, so the broken build breaks ordering, not fsync. */
+bool jbd_debug_skip_ordered(void);
 
 /* ---- errors ---- */
 

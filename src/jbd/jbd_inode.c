@@ -117,7 +117,7 @@ unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid)
  * submit and wait, so data=ordered commits metadata before its data is on
  * disk (stale data after a crash). Read once per process; never set it
  * outside tests. */
-static bool jbd_debug_skip_ordered(void)
+bool jbd_debug_skip_ordered(void)
 {
 	static atomic_int v = -1;
 	int x = atomic_load_explicit(&v, memory_order_relaxed);

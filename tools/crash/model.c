@@ -20,8 +20,9 @@
  *             truncate: a hole at its new size, or its zeroed block under
  *             any size up to the old one), i.e. not "too long".
  * Durability follows ext3's journal: fsync of a file persists its data,
- * size and names (the names it had before too, and its directories' names:
- * the inode's commit carries them); fdatasync its data and size; fsync of a
+ * size and names (its directories' names too: the inode's commit carries
+ * them; of a name it had before, only that it left it); fdatasync its data
+ * and size; fsync of a
  * directory its entries and its own name; sync everything.
  */
 #include "crash.h"
@@ -484,6 +485,19 @@ static void name_persist(struct ename *n)
 	n->renamed = false;
 }
 
+/* The removal of obj from n is persisted: obj may no longer show there;
+ * every other binding allowed so far still may (what replaced obj - an
+ * unlink's absence, a rename's new object - was added when it was set, and
+ * the current binding is among them: the set never empties). */
+static void name_unpersist_obj(struct ename *n, uint32_t obj)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n->nallowed; i++)
+		if (n->allowed[i] != obj)
+			n->allowed[k++] = n->allowed[i];
+	n->nallowed = k;
+}
+
 /* Persist path's ancestors ("/a/b/c": "/a/b", "/a"). */
 static void persist_ancestors(struct crash_eval *e, const char *path)
 {
@@ -630,6 +644,14 @@ static void apply_done(struct crash_eval *e, const struct crash_ev *ev)
 			continue;
 		const char *path = crash_smap_key(e->idx, i, NULL);
 		bool was_here = n->cur == ev->obj;
+		if (!was_here) {
+			/* A name the object had: what its commit carries is the
+			 * object leaving it, not what the name got afterwards
+			 * (another object created there later may be in a later
+			 * transaction). The crash may show anything since. */
+			name_unpersist_obj(n, ev->obj);
+			continue;
+		}
 		name_persist(n);
 		persist_ancestors(e, path);
 		if (!o->dir || !was_here)
