@@ -197,8 +197,15 @@ static void *submit_thread(void *arg)
 			a->ctx = &s->ctx;
 			a->io = (struct dev_io){ .op = DEV_OP_WRITE, .sector = (uint64_t)(s->id * N + i) * 16,
 						 .nr_sectors = 16, .buf = a->buf, .done = async_done, .priv = a };
+			/* Barrier writes (a linked preflush SQE and an RWF_DSYNC
+			 * write: two CQEs each) with all 32 commands in flight
+			 * fill the completion ring. */
 			if (round % 5 == 4)
 				a->io.flags = DEV_IO_FUA;
+			else if (round % 5 == 3)
+				a->io.flags = DEV_IO_PREFLUSH | DEV_IO_FUA;
+			else if (round % 5 == 2)
+				a->io.flags = DEV_IO_PREFLUSH;
 			int rc;
 			while ((rc = dev_submit(s->d, &a->io)) == -EBUSY)
 				usleep(10);
