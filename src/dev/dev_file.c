@@ -171,9 +171,9 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 			return;
 		}
 	}
-	if (res < 0 && c->dsync && c->stage == ST_DATA && (res == -EINVAL || res == -EOPNOTSUPP) &&
-	    !atomic_load(&f->no_dsync)) {
-		/* A kernel without RWF_DSYNC for this file: fdatasync stages. */
+	if (res < 0 && c->dsync && c->stage == ST_DATA && (res == -EINVAL || res == -EOPNOTSUPP)) {
+		/* A kernel without RWF_DSYNC for this file: fdatasync stages from
+		 * now on (an unrelated EINVAL fails again below, without it). */
 		atomic_store(&f->no_dsync, true);
 		c->dsync = false;
 	} else if (res == -EINTR || res == -EAGAIN) {
