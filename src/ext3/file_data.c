@@ -294,13 +294,9 @@ static int ordered_wait(void *ctx, uint32_t tid)
 
 static const struct jbd_inode_ops ordered_ops = {.submit = ordered_submit, .wait = ordered_wait};
 
-int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in)
+/* File in's pages as ordered data of h's transaction (in->lock held). */
+static int data_file_ordered(struct jbd_handle *h, struct ext3_inode *in)
 {
-	int mode = in->fs->opts.data_mode;
-	if (mode != EXT3_DATA_ORDERED && mode != EXT3_DATA_GUARDED)
-		return 0;
-	if (!in->mapping)
-		return 0;
 	if (!in->jinode) {
 		int rc = jbd_inode_create(in->fs->journal, &ordered_ops, in, &in->jinode);
 		if (rc)
@@ -308,6 +304,16 @@ int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in)
 	}
 	int rc = jbd_inode_file(h, in->jinode);
 	return rc ? err_wrap(rc, "ext3: inode %u: ordering its data", in->ino) : 0;
+}
+
+int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in)
+{
+	int mode = in->fs->opts.data_mode;
+	if (mode != EXT3_DATA_ORDERED && mode != EXT3_DATA_GUARDED)
+		return 0;
+	if (!in->mapping)
+		return 0;
+	return data_file_ordered(h, in);
 }
 
 void ext3_inode_note_tid(struct jbd_handle *h, struct ext3_inode *in, bool datasync)
@@ -393,17 +399,17 @@ int ext3_data_commit(struct ext3_fs *fs, bool have, uint32_t tid)
 }
 
 /* fsync's data inside the commit it forces (ordered, writeback, settled
- * guarded data): the
- * inode's pages are filed as ordered data of the running transaction `tid`
- * (the one this inode last changed), in a sync handle. The commit then
- * writes them beside its log blocks and waits for them before the commit
- * block, whose flush covers them: one write round trip less than writing
- * and waiting first. Returns 1 when the commit is done that way, 0 when
- * the caller must take the plain way (the transaction moved on, a data
- * error would abort the journal where writeback mode must not:
- * data_err=abort, or the crash checker's broken build skips filed data). Lock order as the write path: in->lock, then the
- * handle; the commit is waited for without in->lock (its data submit
- * maps blocks under it). */
+ * guarded data): the inode's pages are filed as ordered data of the running
+ * transaction `tid` (the one this inode last changed), in a sync handle.
+ * The commit then writes them beside its log blocks and waits for them
+ * before the commit block, whose flush covers them: one write round trip
+ * less than writing and waiting first. Returns 1 when the commit is done
+ * that way, 0 when the caller must take the plain way (the transaction
+ * moved on; a data error would abort the journal where writeback mode must
+ * not: data_err=abort; or the crash checker's broken build skips filed
+ * data). Lock order as the write path: in->lock, then the handle; the
+ * commit is waited for without in->lock (its data submit maps blocks under
+ * it). in has a page mapping. */
 static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 {
 	struct ext3_fs *fs = in->fs;
@@ -418,22 +424,17 @@ static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 	/* Guarded: only data whose size is on disk already (rewrites, and
 	 * appends inside allocated blocks): anything guarded keeps its own
 	 * rule, data first, then the size (ext3_guarded_fsync). */
-	if (mode == EXT3_DATA_GUARDED && !ext3_guarded_settled(in)) {
+	struct jbd_handle *h = NULL;
+	int rc = 0;
+	if (mode != EXT3_DATA_GUARDED || ext3_guarded_settled(in))
+		rc = ext3_journal_start(fs, 1, &h);
+	if (!h) {
 		pthread_rwlock_unlock(&in->lock);
-		return 0;
-	}
-	struct jbd_handle *h;
-	int rc = in->mapping ? ext3_journal_start(fs, 1, &h) : 1;
-	if (rc) {
-		pthread_rwlock_unlock(&in->lock);
-		return rc < 0 ? rc : 0;
+		return rc;
 	}
 	int filed = 0;
 	if (jbd_handle_tid(h) == tid) {
-		if (!in->jinode)
-			rc = jbd_inode_create(fs->journal, &ordered_ops, in, &in->jinode);
-		if (!rc)
-			rc = jbd_inode_file(h, in->jinode);
+		rc = data_file_ordered(h, in);
 		if (!rc) {
 			jbd_handle_set_sync(h, true);
 			filed = 1;
@@ -441,9 +442,7 @@ static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 	}
 	pthread_rwlock_unlock(&in->lock);
 	int src = ext3_journal_stop(h);
-	if (rc)
-		return err_wrap(rc, "ext3: inode %u: fsync", in->ino);
-	return src ? src : filed;
+	return rc ? rc : src ? src : filed;
 }
 
 int ext3_file_fsync(struct ext3_inode *in, bool datasync)

@@ -22,8 +22,8 @@
  * Durability follows ext3's journal: fsync of a file persists its data,
  * size and names (its directories' names too: the inode's commit carries
  * them; of a name it had before, only that it left it); fdatasync its data
- * and size; fsync of a
- * directory its entries and its own name; sync everything.
+ * and size; fsync of a directory its entries and its own name; sync
+ * everything.
  */
 #include "crash.h"
 
@@ -643,8 +643,7 @@ static void apply_done(struct crash_eval *e, const struct crash_ev *ev)
 		if (n->cur != ev->obj && n->persisted != ev->obj + 1)
 			continue;
 		const char *path = crash_smap_key(e->idx, i, NULL);
-		bool was_here = n->cur == ev->obj;
-		if (!was_here) {
+		if (n->cur != ev->obj) {
 			/* A name the object had: what its commit carries is the
 			 * object leaving it, not what the name got afterwards
 			 * (another object created there later may be in a later
@@ -654,7 +653,7 @@ static void apply_done(struct crash_eval *e, const struct crash_ev *ev)
 		}
 		name_persist(n);
 		persist_ancestors(e, path);
-		if (!o->dir || !was_here)
+		if (!o->dir)
 			continue;
 		/* fsync of a directory: its entries */
 		for (size_t k = 0; k < e->nnames; k++)
