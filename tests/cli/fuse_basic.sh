@@ -94,6 +94,15 @@ roundtrip() { # opts label
 	truncate -s 100000 "$m/blob2" && [ "$(stat -c %s "$m/blob2")" = 100000 ] || fail "$2: truncate"
 	dd if=/dev/zero of="$m/big" bs=1M count=20 status=none conv=fsync || fail "$2: 20 MB write"
 	"$NOSTALL" sync "$m" || fail "$2: nostall sync"
+	# The mount's readahead (-o readahead=, default 4M; 0 keeps the
+	# kernel's 128 KiB), then the blob read back cold through it
+	local ra=4096
+	case ${1:-} in *readahead=*) ra=${1#*readahead=}; ra=${ra%%,*} ;; esac
+	case $ra in 0) ra=128 ;; *M) ra=$(( ${ra%M} * 1024 )) ;; *K) ra=${ra%K} ;; esac
+	got=$(cat "/sys/class/bdi/$(mountpoint -d "$m")/read_ahead_kb")
+	[ "$got" = "$ra" ] || fail "$2: the mount's read_ahead_kb is $got, want $ra"
+	sync && echo 3 >/proc/sys/vm/drop_caches
+	cmp -s "$tmp/blob" "$m/blob" || fail "$2: 3 MB file differs read cold"
 	# The mode in use: the build default (guarded) unless -o data= says.
 	want=guarded
 	case ${1:-} in *data=*) want=${1#*data=}; want=${want%%,*} ;; esac
@@ -108,6 +117,8 @@ roundtrip() { # opts label
 roundtrip "" "defaults"
 roundtrip writeback_cache "writeback_cache"
 roundtrip threads=1 "threads=1"
+roundtrip readahead=1M "readahead=1M"
+roundtrip readahead=0 "readahead=0"
 
 # 1b. the session loop (tools/fuse/loop.c): with NOSTALL_FUSE_STATS the
 # daemon writes its hand-offs and per-opcode counts at unmount. Each FSYNC
@@ -240,6 +251,7 @@ badcase "missing mount point" "$tmp/good.img" "$tmp/nodir"
 badcase "file as mount point" "$tmp/good.img" "$tmp/afile"
 badcase "unknown option" -o no_such_option "$tmp/good.img" "$m"
 badcase "bad option value" -o data=bogus "$tmp/good.img" "$m"
+badcase "readahead too large" -o readahead=2G "$tmp/good.img" "$m"
 badcase "bad daemon option" -o threads=0 "$tmp/good.img" "$m"
 badcase "bad hand-off time" -o handoff_us=5 "$tmp/good.img" "$m"
 badcase "bad spin time" -o spin_us=5000 "$tmp/good.img" "$m"

@@ -42,7 +42,7 @@ static void unescape(char *s)
 	*o = 0;
 }
 
-int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source)
+int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source, char **devnum)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "r");
 	if (!f)
@@ -78,6 +78,10 @@ int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source)
 		if (source) {
 			free(*source);
 			*source = strdup(src);
+		}
+		if (devnum) {
+			free(*devnum);
+			*devnum = strdup(tok[2]);
 		}
 	}
 	free(line);
@@ -153,7 +157,7 @@ int cmd_umount(int argc, char **argv)
 	}
 	char *type = NULL, *src = NULL;
 	int st = 1;
-	if (nfuse_mountinfo_find(mnt, &type, &src) || strcmp(type, "fuse.nostall")) {
+	if (nfuse_mountinfo_find(mnt, &type, &src, NULL) || strcmp(type, "fuse.nostall")) {
 		fprintf(stderr, "nostall umount: %s: not a nostall mount\n", mnt);
 		goto out;
 	}

@@ -37,6 +37,10 @@
 
 #include "fuse_ioc.h" /* NOSTALL_IOC_SYNC */
 
+/* The mount's readahead unless -o readahead= says otherwise: docs/fuse.md,
+ * "Capabilities" (the kernel's default for a FUSE mount is 128 KiB). */
+#define NFUSE_READ_AHEAD_DEFAULT (4u << 20)
+
 /* What -o decided (mount_opts.c). */
 struct nfuse_opts {
 	char *lib;              /* options for nostall_mount ("" = defaults) */
@@ -52,6 +56,9 @@ struct nfuse_opts {
 	unsigned threads;       /* the session loop's thread limit */
 	unsigned handoff_us;    /* a request running this long hands the reader role on (loop.c) */
 	unsigned spin_us;       /* the reader polls this long before blocking (loop.c) */
+	uint64_t read_ahead;    /* the mount's readahead in bytes, set after INIT
+				 * (mount_main.c); 0 leaves the kernel's */
+	bool read_ahead_set;    /* given with -o: a refusal is reported */
 };
 
 /* Split OPTS (may be NULL). Returns 0 or a negative errno with the message
@@ -135,10 +142,16 @@ int nfuse_acl_chmod(struct nfuse *nf, uint64_t ino, uint32_t mode);
 
 /* The session loop (loop.c): leader/followers, up to max_threads, the
  * reader role handed on when a request has run handoff_us or waits for the
- * disk by design. Returns when the session ends: 0, or the negative errno
- * of the read that ended it. */
-int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned handoff_us,
-		   unsigned spin_us);
+ * disk by design. after_init (may be NULL) runs once, on the thread that
+ * served INIT, after the reply went out: what the kernel sets from INIT's
+ * reply (the mount's readahead) can be changed from then on. Returns when
+ * the session ends: 0, or the negative errno of the read that ended it. */
+struct nfuse_loop_cfg {
+	unsigned max_threads, handoff_us, spin_us;
+	void (*after_init)(void *arg);
+	void *arg;
+};
+int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg);
 
 /* The op tables, filled by each file (mount_main.c assembles them). */
 void nfuse_ops_inode(struct fuse_lowlevel_ops *ops);
@@ -151,7 +164,8 @@ void nfuse_ops_xattr(struct fuse_lowlevel_ops *ops);
 char *nfuse_spec_image(const char *spec);
 
 /* The mount on directory mnt (absolute, canonical) in /proc/self/mountinfo:
- * 0 and its type and source (malloc'd, when asked for), or -ENOENT. */
-int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source);
+ * 0 and its type, source and device number "MAJOR:MINOR" (malloc'd, each
+ * when asked for), or -ENOENT. */
+int nfuse_mountinfo_find(const char *mnt, char **fstype, char **source, char **devnum);
 
 #endif

@@ -70,6 +70,8 @@ struct nloop {
 	pthread_t threads[NLOOP_MAX_THREADS];
 	bool exiting;
 	int error;                    /* a read error that ended the loop */
+	void (*after_init)(void *);   /* run once after INIT's reply (reset to NULL then) */
+	void *after_init_arg;
 	uint64_t handoffs;            /* (stats) role given up mid-request */
 
 	/* NOSTALL_FUSE_STATS=FILE: per-opcode count, time and hand-offs written
@@ -237,6 +239,12 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 		fuse_session_process_buf(lp->se, buf);
 		if (lp->stats_path)
 			stats_add(lp, op, now_ns() - s0);
+		/* INIT is the session's first request, served before any other
+		 * is read: only this thread can be here then */
+		if (op == FUSE_INIT && lp->after_init) {
+			lp->after_init(lp->after_init_arg);
+			lp->after_init = NULL;
+		}
 		pthread_mutex_lock(&lp->lock);
 		bool still = lp->reader_taken && lp->leader_seq == seq && !lp->exiting;
 		if (still)
@@ -304,9 +312,9 @@ static void *monitor_main(void *arg)
 	return NULL;
 }
 
-int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned handoff_us,
-		   unsigned spin_us)
+int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg)
 {
+	unsigned max_threads = cfg->max_threads, handoff_us = cfg->handoff_us, spin_us = cfg->spin_us;
 	struct nloop *lp = calloc(1, sizeof *lp);
 	if (!lp)
 		return -ENOMEM;
@@ -315,6 +323,8 @@ int nfuse_loop_run(struct fuse_session *se, unsigned max_threads, unsigned hando
 	lp->handoff_ns = (uint64_t)handoff_us * 1000u;
 	lp->spin_ns = (uint64_t)spin_us * 1000u;
 	lp->tfd = -1;
+	lp->after_init = cfg->after_init;
+	lp->after_init_arg = cfg->arg;
 	lp->stats_path = getenv("NOSTALL_FUSE_STATS");
 	pthread_mutex_init(&lp->lock, NULL);
 	pthread_cond_init(&lp->followers, NULL);

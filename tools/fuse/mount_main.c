@@ -134,6 +134,44 @@ static int lock_image(const char *spec, bool ro, int *fd_out)
 	return 0;
 }
 
+/* The mount's readahead (-o readahead=): the kernel gives a FUSE mount
+ * 128 KiB, and INIT's reply can only lower that, so a sequential reader's
+ * READs come 128 KiB at a time, one or two in flight. The bdi's
+ * read_ahead_kb in sysfs raises it; it takes effect for files opened from
+ * then on, and INIT's reply would clamp a value written before it
+ * (hence after_init). Writing it needs root: an ordinary user's mount
+ * keeps the kernel's value, reported only when readahead= was given. */
+struct ra_ctx {
+	const char *mnt;
+	uint64_t bytes;
+	bool report;
+};
+
+static void read_ahead_apply(void *arg)
+{
+	const struct ra_ctx *c = arg;
+	if (!c->bytes)
+		return;
+	char *dev = NULL;
+	int rc = nfuse_mountinfo_find(c->mnt, NULL, NULL, &dev);
+	if (!rc && !dev)
+		rc = -ENOMEM;
+	char path[128];
+	if (!rc) {
+		snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", dev);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || dprintf(fd, "%llu\n", (unsigned long long)(c->bytes >> 10)) < 0)
+			rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (rc && c->report)
+		say("readahead: cannot set the mount's readahead (%s%s%s): %s; the kernel's stays",
+		    dev ? "/sys/class/bdi/" : "", dev ? dev : "mountinfo", dev ? "/read_ahead_kb" : "",
+		    strerror(-rc));
+	free(dev);
+}
+
 static int session_run(struct nfuse *nf, const struct mount_args *a)
 {
 	struct fuse_lowlevel_ops ops = { .init = op_init };
@@ -160,7 +198,12 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 	}
 	if (!a->foreground && chdir("/") < 0)
 		say("chdir /: %s", strerror(errno));
-	int lrc = nfuse_loop_run(nf->se, nf->o.threads, nf->o.handoff_us, nf->o.spin_us);
+	struct ra_ctx ra = { .mnt = a->mnt_abs, .bytes = nf->o.read_ahead,
+			     .report = nf->o.read_ahead_set };
+	struct nfuse_loop_cfg lc = { .max_threads = nf->o.threads, .handoff_us = nf->o.handoff_us,
+				     .spin_us = nf->o.spin_us, .after_init = read_ahead_apply,
+				     .arg = &ra };
+	int lrc = nfuse_loop_run(nf->se, &lc);
 	rc = lrc < 0 ? lrc : 0;
 	if (lrc < 0)
 		say("session loop: %s", strerror(-lrc));
@@ -243,7 +286,7 @@ static int mountpoint_check(const char *mnt, char **abs_out)
 		say("mount point %s: %s", mnt, strerror(e));
 		return -e;
 	}
-	if (nfuse_mountinfo_find(abs, NULL, NULL) == 0) {
+	if (nfuse_mountinfo_find(abs, NULL, NULL, NULL) == 0) {
 		say("mount point %s: busy (already a mount point)", abs);
 		free(abs);
 		return -EBUSY;

@@ -94,6 +94,12 @@ static int daemon_opt(struct parse_ctx *c, const char *name, const char *value, 
 		if (!value || opts_parse_u64(value, &n) < 0 || n < 10 || n > 1000000)
 			return err_set(-EINVAL, "mount option handoff_us needs microseconds 10..1000000");
 		o->handoff_us = (unsigned)n;
+	} else if (!strcmp(name, "readahead")) {
+		uint64_t n;
+		if (!value || opts_parse_size(value, &n) < 0 || n > (1ull << 30))
+			return err_set(-EINVAL, "mount option readahead needs a size 0..1G");
+		o->read_ahead = n;
+		o->read_ahead_set = true;
 	} else if (!strcmp(name, "spin_us")) {
 		uint64_t n;
 		if (!value || opts_parse_u64(value, &n) < 0 || n > 1000)
@@ -149,6 +155,7 @@ int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 		     struct nfuse_opts *o)
 {
 	*o = (struct nfuse_opts){ .acl = true, .threads = 16, .handoff_us = 1000, .spin_us = 50,
+				  .read_ahead = NFUSE_READ_AHEAD_DEFAULT,
 				  /* one writer (this daemon, fed by one kernel mount):
 				   * see docs/fuse.md, "Caching" */
 				  .attr_timeout = 86400, .entry_timeout = 86400,
