@@ -253,6 +253,78 @@ static void test_file_concurrent(void **state)
 	free(path);
 }
 
+/* Background flushes (flush_every=): none while nobody asked for
+ * durability; after a flush, every flush_every bytes written start one,
+ * which covers what was written before it; 0 turns them off. */
+static uint64_t write_mib(struct dev *d, unsigned mib, unsigned from_mib)
+{
+	char *buf = aligned_alloc(4096, 256 * 1024);
+	fill(buf, 256 * 1024, 7);
+	for (unsigned i = 0; i < mib * 4; i++)
+		assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, ((uint64_t)from_mib << 11) + i * 512u, 512,
+					     buf, 0), 0);
+	free(buf);
+	return (uint64_t)mib << 20;
+}
+
+static struct dev_file_stats file_stats_settled(struct dev *d, uint64_t min_bg)
+{
+	struct dev_file_stats st;
+	for (int i = 0; i < 500; i++) { /* the flush completes asynchronously */
+		assert_int_equal(dev_file_stats(d, &st), 0);
+		if (st.bg_flushes >= min_bg)
+			break;
+		usleep(10000);
+	}
+	return st;
+}
+
+static void test_file_background_flush(void **state)
+{
+	(void)state;
+	char *path = make_file("/tmp", 64u << 20);
+	assert_non_null(path);
+	char spec[512];
+	struct dev *d;
+	snprintf(spec, sizeof(spec), "file:%s,flush_every=100K", path);
+	assert_int_equal(dev_open(spec, &d), -EINVAL);
+	snprintf(spec, sizeof(spec), "file:%s,flush_every=1M", path);
+	assert_int_equal(dev_open(spec, &d), 0);
+	struct dev_file_stats st;
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.written, 0);
+	/* nobody waits for a flush yet: none in the background */
+	uint64_t w = write_mib(d, 4, 0);
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.written, w);
+	assert_int_equal(st.unflushed, w);
+	assert_int_equal(st.bg_flushes, 0);
+	/* an explicit flush covers it all */
+	assert_int_equal(dev_flush_sync(d), 0);
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.unflushed, 0);
+	/* now writes past 1 MiB start background flushes */
+	w += write_mib(d, 8, 4);
+	st = file_stats_settled(d, 1);
+	assert_int_equal(st.written, w);
+	assert_true(st.bg_flushes >= 1);
+	assert_true(st.unflushed < (8u << 20));
+	dev_close(d);
+
+	/* flush_every=0: never */
+	snprintf(spec, sizeof(spec), "file:%s,flush_every=0", path);
+	assert_int_equal(dev_open(spec, &d), 0);
+	assert_int_equal(dev_flush_sync(d), 0);
+	w = write_mib(d, 8, 0);
+	usleep(100000);
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.bg_flushes, 0);
+	assert_int_equal(st.unflushed, w);
+	dev_close(d);
+	unlink(path);
+	free(path);
+}
+
 /* dev_close waits for outstanding commands. */
 static void test_file_close_waits(void **state)
 {
@@ -289,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_file_errors),
 		cmocka_unit_test(test_file_concurrent),
 		cmocka_unit_test(test_file_close_waits),
+		cmocka_unit_test(test_file_background_flush),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

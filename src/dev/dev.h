@@ -6,7 +6,7 @@
  * see this header.
  *
  * Spec strings (see docs/devices.md):
- *   file:PATH[,depth=N][,direct=0|1]      regular file or block device, io_uring
+ *   file:PATH[,depth=N][,direct=0|1][,flush_every=SIZE]  file or block device, io_uring
  *   mem:SIZE                              RAM
  *   sim:hdd|ssd|ssd-nq[,size=..][,scale=..][,depth=..][,wcache=0|1][,file=PATH]
  *   log:OTHER,to=LOGFILE                  records writes/flushes/marks (dm-log-writes format)
@@ -119,6 +119,15 @@ int dev_flush_sync(struct dev *d);
  * the others. The mark is ordered after every command whose done() has already
  * been called and before every command submitted after dev_mark returns. */
 int dev_mark(struct dev *d, const char *name);
+
+/* ---- file: accounting (tests and reports) ---- */
+struct dev_file_stats {
+	uint64_t written;         /* bytes of writes completed */
+	uint64_t unflushed;       /* of which no finished flush covers yet */
+	uint64_t bg_flushes;      /* background flushes finished (flush_every=) */
+};
+/* Looks through log: and fault: wrappers; -EINVAL if there is no file: device. */
+int dev_file_stats(const struct dev *d, struct dev_file_stats *out);
 
 /* ---- sim: accounting (for tests and reports; see docs/devices.md) ----
  * All times are modelled device time in ns, i.e. NOT multiplied by scale. */

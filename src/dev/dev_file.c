@@ -1,5 +1,5 @@
-/* file:PATH[,depth=N][,direct=0|1][,size=SIZE] — a regular file or block
- * device driven through io_uring.
+/* file:PATH[,depth=N][,direct=0|1][,size=SIZE][,flush_every=SIZE] — a
+ * regular file or block device driven through io_uring.
  *
  * Threads: submitters prepare SQEs under sq_lock; one completion thread reaps
  * CQEs, advances each command's state machine (preflush -> data (retrying
@@ -16,6 +16,30 @@
  * user_data (bit 0); a failed head cancels the write, whose CQE then
  * finishes the command with the head's error. A kernel that refuses
  * RWF_DSYNC gets the fdatasync stage instead (no_dsync, sticky).
+ *
+ * Background flushes (flush_every=SIZE, docs/devices.md): once SIZE bytes
+ * of writes have completed since the last flush that covers them, the
+ * completion thread starts an fdatasync of its own (one at a time). Why: a
+ * disk's volatile cache is a few MiB, so a flush costs milliseconds; the
+ * "cache" behind a file (the host's page cache, or a VM disk the host
+ * caches) holds gigabytes, and a flush then writes everything written since
+ * the last one — a journal commit's flush beside a streaming writer took
+ * tens of milliseconds for the streamer's data (docs/bench-fs.md). Bounding
+ * what is unflushed bounds what a commit's flush must carry. Only while
+ * someone waits for flushes: the background flushes start when a command
+ * asked for durability (a flush, a barrier write) in the last second
+ * (FLUSH_ACTIVE_NS). A streaming writer alone loses 10-20 % of its rate to
+ * them on the VM they were measured on (the host's flush slows the writes
+ * beside it) and gains nothing; a fsync beside it gains a bounded tail
+ * (docs/devices.md has the figures).
+ * Accounting:
+ * `completed` counts written bytes (monotonic); a flush SQE snapshots it
+ * when queued (it covers every write completed before it runs) and, done,
+ * raises `durable` to its snapshot; completed - durable is what is
+ * unflushed. A background flush's error is kept (bg_err) and returned by
+ * the next command that asks for durability (a flush, a barrier write),
+ * which the host would otherwise never report again (an fd's writeback
+ * error is reported to one fsync).
  */
 #include "dev/dev_impl.h"
 #include "util/err.h"
@@ -33,12 +57,16 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FILE_DEFAULT_DEPTH 32u
 #define FILE_MAX_DEPTH 1024u
 #define FILE_MEM_ALIGN 4096u     /* buffer alignment used for O_DIRECT */
 #define FILE_DEFAULT_MAX_SECTORS 1024u
+#define FILE_DEFAULT_FLUSH_EVERY (64ull << 20)
+#define FLUSH_ACTIVE_NS 1000000000ull /* background flushes this long after a durability command */
+#define BG_FLUSH_TAG ((uintptr_t)2) /* user_data of a background flush (file_cmd is 8-aligned) */
 
 enum stage { ST_PREFLUSH, ST_DATA, ST_FUA, ST_FLUSH };
 
@@ -52,6 +80,7 @@ struct file_cmd {
 	bool dsync;           /* data SQEs carry RWF_DSYNC (FUA) */
 	bool linked;          /* a preflush head is linked ahead of the data SQE */
 	bool head_seen;       /* its CQE arrived (head_err: its error) */
+	uint64_t flush_snap;  /* `completed` when its flush SQE was queued */
 	bool stashed;         /* the data CQE came first: stashed_res waits */
 	int head_err, stashed_res;
 	struct file_cmd *next_free;
@@ -63,6 +92,15 @@ struct file_dev {
 	bool direct;
 	bool is_bdev;
 	atomic_bool no_dsync; /* the kernel refused RWF_DSYNC once */
+	uint64_t flush_every; /* background flush threshold in bytes, 0 = never */
+	_Atomic uint64_t completed; /* bytes of writes completed (monotonic) */
+	uint64_t durable;     /* `completed` covered by a finished flush (completion thread) */
+	bool bg_inflight;     /* a background flush is queued (completion thread) */
+	uint64_t bg_snap;     /* its snapshot of `completed` (completion thread) */
+	atomic_int bg_err;    /* a background flush failed: the next durability command reports it */
+	_Atomic uint64_t bg_flushes; /* finished background flushes (stats) */
+	_Atomic uint64_t durable_pub; /* `durable` for dev_file_stats */
+	_Atomic uint64_t last_durable_ns; /* CLOCK_MONOTONIC of the last durability command */
 	struct io_uring ring;
 	pthread_t thread;
 	pthread_mutex_t sq_lock; /* protects the SQ side of ring and free_cmds */
@@ -81,6 +119,7 @@ static void queue_stage(struct file_dev *f, struct file_cmd *c)
 	case ST_FUA:
 	case ST_FLUSH:
 		io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
+		c->flush_snap = atomic_load_explicit(&f->completed, memory_order_relaxed);
 		break;
 	case ST_DATA:
 		if (c->io->op == DEV_OP_READ)
@@ -108,6 +147,7 @@ static void queue_linked(struct file_dev *f, struct file_cmd *c)
 	io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
 	sqe->flags |= IOSQE_IO_LINK;
 	io_uring_sqe_set_data(sqe, (void *)((uintptr_t)c | 1u));
+	c->flush_snap = atomic_load_explicit(&f->completed, memory_order_relaxed);
 	c->linked = true;
 	c->head_seen = false;
 	c->head_err = 0;
@@ -133,9 +173,22 @@ static int submit_stage(struct file_dev *f, struct file_cmd *c, bool link)
 	return rc < 0 ? rc : 0;
 }
 
+/* A flush covering `snap` finished (completion thread). */
+static void flushed_upto(struct file_dev *f, uint64_t snap)
+{
+	if (snap > f->durable) {
+		f->durable = snap;
+		atomic_store_explicit(&f->durable_pub, snap, memory_order_relaxed);
+	}
+}
+
 static void finish(struct file_dev *f, struct file_cmd *c, int err)
 {
 	struct dev_io *io = c->io;
+	bool durability = io->op == DEV_OP_FLUSH ||
+			  (io->op == DEV_OP_WRITE && (io->flags & (DEV_IO_PREFLUSH | DEV_IO_FUA)));
+	if (!err && durability)
+		err = atomic_exchange(&f->bg_err, 0);
 	if (!err && c->bounce && io->op == DEV_OP_READ)
 		memcpy(io->buf, c->bounce, c->len);
 	free(c->bounce);
@@ -146,6 +199,53 @@ static void finish(struct file_dev *f, struct file_cmd *c, int err)
 	f->free_cmds = c;
 	pthread_mutex_unlock(&f->sq_lock);
 	dev_complete(&f->dev, io, err);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A write of len bytes completed (completion thread): start a background
+ * flush when flush_every bytes are unflushed and none is queued. */
+static void write_done(struct file_dev *f, size_t len)
+{
+	uint64_t done = atomic_fetch_add_explicit(&f->completed, len, memory_order_relaxed) + len;
+	if (!f->flush_every || f->bg_inflight || done - f->durable < f->flush_every)
+		return;
+	if (mono_ns() - atomic_load_explicit(&f->last_durable_ns, memory_order_relaxed) > FLUSH_ACTIVE_NS)
+		return; /* nobody waits for a flush */
+	pthread_mutex_lock(&f->sq_lock);
+	struct io_uring_sqe *sqe;
+	while (!(sqe = io_uring_get_sqe(&f->ring)))
+		io_uring_submit(&f->ring);
+	io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
+	io_uring_sqe_set_data(sqe, (void *)BG_FLUSH_TAG);
+	int rc;
+	do
+		rc = io_uring_submit(&f->ring);
+	while (rc == -EINTR || rc == -EAGAIN);
+	pthread_mutex_unlock(&f->sq_lock);
+	/* A failed submit leaves the SQE queued: the next submit sends it. */
+	f->bg_inflight = true;
+	f->bg_snap = done;
+}
+
+/* The CQE of a background flush (completion thread). */
+static void bg_flush_done(struct file_dev *f, int res)
+{
+	f->bg_inflight = false;
+	if (res >= 0) {
+		flushed_upto(f, f->bg_snap);
+		atomic_fetch_add_explicit(&f->bg_flushes, 1, memory_order_relaxed);
+		return;
+	}
+	if (res == -EINTR || res == -EAGAIN)
+		return; /* the next write past the threshold tries again */
+	int none = 0;
+	atomic_compare_exchange_strong(&f->bg_err, &none, res);
 }
 
 /* Advance c after its SQE completed with `res`. */
@@ -184,6 +284,7 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 	} else {
 		switch (c->stage) {
 		case ST_PREFLUSH:
+			flushed_upto(f, c->flush_snap);
 			c->stage = ST_DATA;
 			break;
 		case ST_DATA:
@@ -194,6 +295,8 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 			c->xferred += (size_t)res;
 			if (c->xferred < c->len)
 				break; /* short: transfer the rest */
+			if (c->io->op == DEV_OP_WRITE)
+				write_done(f, c->len);
 			if (c->io->op == DEV_OP_WRITE && (c->io->flags & DEV_IO_FUA) && !c->dsync) {
 				c->stage = ST_FUA;
 				break;
@@ -202,6 +305,7 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 			return;
 		case ST_FUA:
 		case ST_FLUSH:
+			flushed_upto(f, c->flush_snap);
 			finish(f, c, 0);
 			return;
 		}
@@ -216,6 +320,8 @@ static void advance_head(struct file_dev *f, struct file_cmd *c, int res)
 {
 	c->head_seen = true;
 	c->head_err = res < 0 ? res : 0;
+	if (res >= 0)
+		flushed_upto(f, c->flush_snap);
 	if (c->stashed) {
 		c->stashed = false;
 		advance(f, c, c->stashed_res);
@@ -241,6 +347,10 @@ static void *completion_thread(void *arg)
 		io_uring_cqe_seen(&f->ring, cqe);
 		if (!c)
 			return NULL; /* the close sentinel */
+		if (tag == BG_FLUSH_TAG) {
+			bg_flush_done(f, res);
+			continue;
+		}
 		/* The SQE went through the kernel, which thread sanitizers do not
 		 * see: pair with the submitter's unlock so that its writes to *c
 		 * (and to the data buffer) visibly happen before ours. */
@@ -290,6 +400,9 @@ static int file_submit(struct dev *d, struct dev_io *io)
 	c->data = io->buf;
 	c->linked = false;
 	c->dsync = io->op == DEV_OP_WRITE && (io->flags & DEV_IO_FUA) && !atomic_load(&f->no_dsync);
+	if (f->flush_every && (io->op == DEV_OP_FLUSH ||
+			       (io->op == DEV_OP_WRITE && (io->flags & (DEV_IO_PREFLUSH | DEV_IO_FUA)))))
+		atomic_store_explicit(&f->last_durable_ns, mono_ns(), memory_order_relaxed);
 	if (io->op == DEV_OP_FLUSH) {
 		c->stage = ST_FLUSH;
 	} else {
@@ -346,12 +459,33 @@ static const struct dev_ops file_ops = {
 	.close = file_close,
 };
 
+static const struct file_dev *find_file(const struct dev *d)
+{
+	while (d && d->ops != &file_ops)
+		d = d->ops->inner ? d->ops->inner(d) : NULL;
+	return (const struct file_dev *)d;
+}
+
+int dev_file_stats(const struct dev *d, struct dev_file_stats *out)
+{
+	const struct file_dev *f = find_file(d);
+	if (!f)
+		return err_set(-EINVAL, "device '%s' is not a file: device", dev_spec(d));
+	/* durable first: it never passes completed, so unflushed stays >= 0 */
+	uint64_t durable = atomic_load_explicit(&f->durable_pub, memory_order_relaxed);
+	out->written = atomic_load_explicit(&f->completed, memory_order_relaxed);
+	out->unflushed = out->written - durable;
+	out->bg_flushes = atomic_load_explicit(&f->bg_flushes, memory_order_relaxed);
+	return 0;
+}
+
 /* ---- open ---- */
 
 struct file_opts {
 	uint64_t depth;
 	int direct; /* -1 unspecified */
 	uint64_t size;
+	uint64_t flush_every;
 };
 
 static int file_opt(void *ctx, const char *name, const char *value)
@@ -372,6 +506,10 @@ static int file_opt(void *ctx, const char *name, const char *value)
 	} else if (strcmp(name, "size") == 0) {
 		if (opts_parse_size(value, &o->size) || o->size < DEV_SECTOR_SIZE)
 			return err_set(-EINVAL, "file: bad size '%s'", value);
+	} else if (strcmp(name, "flush_every") == 0) {
+		if (opts_parse_size(value, &o->flush_every) ||
+		    (o->flush_every && o->flush_every < (1u << 20)))
+			return err_set(-EINVAL, "file: bad flush_every '%s' (0, or at least 1M)", value);
 	} else {
 		return err_set(-EINVAL, "file: unknown option '%s'", name);
 	}
@@ -416,11 +554,12 @@ static int probe_direct(int fd, unsigned lbs)
 
 int dev_file_open(const char *args, struct dev **out)
 {
-	static const char *const names[] = { "depth", "direct", "size", NULL };
+	static const char *const names[] = { "depth", "direct", "size", "flush_every", NULL };
 	char *path, *optstr;
 	if (dev_split_spec(args, names, &path, &optstr))
 		return err_set(-ENOMEM, "out of memory");
-	struct file_opts o = { .depth = FILE_DEFAULT_DEPTH, .direct = -1, .size = 0 };
+	struct file_opts o = { .depth = FILE_DEFAULT_DEPTH, .direct = -1, .size = 0,
+			       .flush_every = FILE_DEFAULT_FLUSH_EVERY };
 	int rc = opts_parse(optstr, file_opt, &o);
 	free(optstr);
 	if (rc) {
@@ -429,14 +568,14 @@ int dev_file_open(const char *args, struct dev **out)
 	}
 	if (!*path) {
 		free(path);
-		return err_set(-EINVAL, "file: missing path (file:PATH[,depth=N][,direct=0|1])");
+		return err_set(-EINVAL, "file: missing path (file:PATH[,depth=N][,direct=0|1][,size=SIZE][,flush_every=SIZE])");
 	}
 	if (strchr(path, ',')) {
 		/* Probably a misspelt option: the right-end rule left it in the path. */
 		struct stat st0;
 		if (stat(path, &st0) < 0) {
 			rc = err_set(-EINVAL, "file: '%s': no such file, and '%s' is not a file option "
-					      "(depth, direct, size)", path, strrchr(path, ',') + 1);
+					      "(depth, direct, size, flush_every)", path, strrchr(path, ',') + 1);
 			free(path);
 			return rc;
 		}
@@ -543,6 +682,7 @@ int dev_file_open(const char *args, struct dev **out)
 	f->fd = fd;
 	f->direct = direct;
 	f->is_bdev = is_bdev;
+	f->flush_every = o.flush_every;
 	f->cmds = calloc(o.depth, sizeof(*f->cmds));
 	if (!f->cmds) {
 		free(f);
