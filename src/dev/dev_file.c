@@ -96,6 +96,7 @@ struct file_dev {
 	_Atomic uint64_t completed; /* bytes of writes completed (monotonic) */
 	uint64_t durable;     /* `completed` covered by a finished flush (completion thread) */
 	bool bg_inflight;     /* a background flush is queued (completion thread) */
+	bool closing;         /* the close sentinel arrived first: exit after the flush */
 	uint64_t bg_snap;     /* its snapshot of `completed` (completion thread) */
 	atomic_int bg_err;    /* a background flush failed: the next durability command reports it */
 	_Atomic uint64_t bg_flushes; /* finished background flushes (stats) */
@@ -345,10 +346,18 @@ static void *completion_thread(void *arg)
 		struct file_cmd *c = (struct file_cmd *)(tag & ~(uintptr_t)1);
 		int res = cqe->res;
 		io_uring_cqe_seen(&f->ring, cqe);
-		if (!c)
-			return NULL; /* the close sentinel */
+		if (!c) {
+			/* the close sentinel: a background flush still queued is
+			 * waited for (its CQE must not outlive the ring) */
+			if (!f->bg_inflight)
+				return NULL;
+			f->closing = true;
+			continue;
+		}
 		if (tag == BG_FLUSH_TAG) {
 			bg_flush_done(f, res);
+			if (f->closing)
+				return NULL;
 			continue;
 		}
 		/* The SQE went through the kernel, which thread sanitizers do not
