@@ -42,6 +42,7 @@
  * error is reported to one fsync).
  */
 #include "dev/dev_impl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/opts.h"
 
@@ -57,7 +58,6 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #define FILE_DEFAULT_DEPTH 32u
@@ -65,7 +65,7 @@
 #define FILE_MEM_ALIGN 4096u     /* buffer alignment used for O_DIRECT */
 #define FILE_DEFAULT_MAX_SECTORS 1024u
 #define FILE_DEFAULT_FLUSH_EVERY (64ull << 20)
-#define FLUSH_ACTIVE_NS 1000000000ull /* background flushes this long after a durability command */
+#define FLUSH_ACTIVE_NS NS_PER_SEC /* background flushes this long after a durability command */
 #define BG_FLUSH_TAG ((uintptr_t)2) /* user_data of a background flush (file_cmd is 8-aligned) */
 
 enum stage { ST_PREFLUSH, ST_DATA, ST_FUA, ST_FLUSH };
@@ -94,13 +94,13 @@ struct file_dev {
 	atomic_bool no_dsync; /* the kernel refused RWF_DSYNC once */
 	uint64_t flush_every; /* background flush threshold in bytes, 0 = never */
 	_Atomic uint64_t completed; /* bytes of writes completed (monotonic) */
-	uint64_t durable;     /* `completed` covered by a finished flush (completion thread) */
+	_Atomic uint64_t durable; /* `completed` covered by a finished flush (written by the
+				   * completion thread only; dev_file_stats reads it) */
 	bool bg_inflight;     /* a background flush is queued (completion thread) */
 	bool closing;         /* the close sentinel arrived first: exit after the flush */
 	uint64_t bg_snap;     /* its snapshot of `completed` (completion thread) */
 	atomic_int bg_err;    /* a background flush failed: the next durability command reports it */
 	_Atomic uint64_t bg_flushes; /* finished background flushes (stats) */
-	_Atomic uint64_t durable_pub; /* `durable` for dev_file_stats */
 	_Atomic uint64_t last_durable_ns; /* CLOCK_MONOTONIC of the last durability command */
 	struct io_uring ring;
 	pthread_t thread;
@@ -109,12 +109,30 @@ struct file_dev {
 	struct file_cmd *free_cmds;
 };
 
-/* Queue the SQE for cmd's current stage. Caller holds sq_lock. */
-static void queue_stage(struct file_dev *f, struct file_cmd *c)
+/* A free SQE, submitting queued ones while the SQ is full. Caller holds
+ * sq_lock. */
+static struct io_uring_sqe *sqe_get(struct file_dev *f)
 {
 	struct io_uring_sqe *sqe;
 	while (!(sqe = io_uring_get_sqe(&f->ring)))
 		io_uring_submit(&f->ring);
+	return sqe;
+}
+
+/* Submit what is queued, retrying interruptions. Caller holds sq_lock. */
+static int ring_submit(struct file_dev *f)
+{
+	int rc;
+	do
+		rc = io_uring_submit(&f->ring);
+	while (rc == -EINTR || rc == -EAGAIN);
+	return rc;
+}
+
+/* Queue the SQE for cmd's current stage. Caller holds sq_lock. */
+static void queue_stage(struct file_dev *f, struct file_cmd *c)
+{
+	struct io_uring_sqe *sqe = sqe_get(f);
 	switch (c->stage) {
 	case ST_PREFLUSH:
 	case ST_FUA:
@@ -166,10 +184,7 @@ static int submit_stage(struct file_dev *f, struct file_cmd *c, bool link)
 		queue_linked(f, c);
 	else
 		queue_stage(f, c);
-	int rc;
-	do
-		rc = io_uring_submit(&f->ring);
-	while (rc == -EINTR || rc == -EAGAIN);
+	int rc = ring_submit(f);
 	pthread_mutex_unlock(&f->sq_lock);
 	return rc < 0 ? rc : 0;
 }
@@ -177,18 +192,21 @@ static int submit_stage(struct file_dev *f, struct file_cmd *c, bool link)
 /* A flush covering `snap` finished (completion thread). */
 static void flushed_upto(struct file_dev *f, uint64_t snap)
 {
-	if (snap > f->durable) {
-		f->durable = snap;
-		atomic_store_explicit(&f->durable_pub, snap, memory_order_relaxed);
-	}
+	if (snap > atomic_load_explicit(&f->durable, memory_order_relaxed))
+		atomic_store_explicit(&f->durable, snap, memory_order_relaxed);
+}
+
+/* A flush, or a barrier write: someone waits for durability. */
+static bool io_asks_durability(const struct dev_io *io)
+{
+	return io->op == DEV_OP_FLUSH ||
+	       (io->op == DEV_OP_WRITE && (io->flags & (DEV_IO_PREFLUSH | DEV_IO_FUA)));
 }
 
 static void finish(struct file_dev *f, struct file_cmd *c, int err)
 {
 	struct dev_io *io = c->io;
-	bool durability = io->op == DEV_OP_FLUSH ||
-			  (io->op == DEV_OP_WRITE && (io->flags & (DEV_IO_PREFLUSH | DEV_IO_FUA)));
-	if (!err && durability)
+	if (!err && io_asks_durability(io))
 		err = atomic_exchange(&f->bg_err, 0);
 	if (!err && c->bounce && io->op == DEV_OP_READ)
 		memcpy(io->buf, c->bounce, c->len);
@@ -202,32 +220,21 @@ static void finish(struct file_dev *f, struct file_cmd *c, int err)
 	dev_complete(&f->dev, io, err);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A write of len bytes completed (completion thread): start a background
  * flush when flush_every bytes are unflushed and none is queued. */
 static void write_done(struct file_dev *f, size_t len)
 {
 	uint64_t done = atomic_fetch_add_explicit(&f->completed, len, memory_order_relaxed) + len;
-	if (!f->flush_every || f->bg_inflight || done - f->durable < f->flush_every)
+	if (!f->flush_every || f->bg_inflight ||
+	    done - atomic_load_explicit(&f->durable, memory_order_relaxed) < f->flush_every)
 		return;
-	if (mono_ns() - atomic_load_explicit(&f->last_durable_ns, memory_order_relaxed) > FLUSH_ACTIVE_NS)
+	if (clock_now_ns() - atomic_load_explicit(&f->last_durable_ns, memory_order_relaxed) > FLUSH_ACTIVE_NS)
 		return; /* nobody waits for a flush */
 	pthread_mutex_lock(&f->sq_lock);
-	struct io_uring_sqe *sqe;
-	while (!(sqe = io_uring_get_sqe(&f->ring)))
-		io_uring_submit(&f->ring);
+	struct io_uring_sqe *sqe = sqe_get(f);
 	io_uring_prep_fsync(sqe, f->fd, IORING_FSYNC_DATASYNC);
 	io_uring_sqe_set_data(sqe, (void *)BG_FLUSH_TAG);
-	int rc;
-	do
-		rc = io_uring_submit(&f->ring);
-	while (rc == -EINTR || rc == -EAGAIN);
+	(void)ring_submit(f);
 	pthread_mutex_unlock(&f->sq_lock);
 	/* A failed submit leaves the SQE queued: the next submit sends it. */
 	f->bg_inflight = true;
@@ -409,9 +416,8 @@ static int file_submit(struct dev *d, struct dev_io *io)
 	c->data = io->buf;
 	c->linked = false;
 	c->dsync = io->op == DEV_OP_WRITE && (io->flags & DEV_IO_FUA) && !atomic_load(&f->no_dsync);
-	if (f->flush_every && (io->op == DEV_OP_FLUSH ||
-			       (io->op == DEV_OP_WRITE && (io->flags & (DEV_IO_PREFLUSH | DEV_IO_FUA)))))
-		atomic_store_explicit(&f->last_durable_ns, mono_ns(), memory_order_relaxed);
+	if (f->flush_every && io_asks_durability(io))
+		atomic_store_explicit(&f->last_durable_ns, clock_now_ns(), memory_order_relaxed);
 	if (io->op == DEV_OP_FLUSH) {
 		c->stage = ST_FLUSH;
 	} else {
@@ -444,15 +450,13 @@ static int file_submit(struct dev *d, struct dev_io *io)
 static void file_close(struct dev *d)
 {
 	struct file_dev *f = (struct file_dev *)d;
-	/* No command is outstanding: a NOP with NULL data stops the thread. */
+	/* No command is outstanding (a background flush may be): a NOP with
+	 * NULL data stops the thread, after that flush's CQE. */
 	pthread_mutex_lock(&f->sq_lock);
-	struct io_uring_sqe *sqe;
-	while (!(sqe = io_uring_get_sqe(&f->ring)))
-		io_uring_submit(&f->ring);
+	struct io_uring_sqe *sqe = sqe_get(f);
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data(sqe, NULL);
-	while (io_uring_submit(&f->ring) == -EINTR)
-		;
+	(void)ring_submit(f);
 	pthread_mutex_unlock(&f->sq_lock);
 	pthread_join(f->thread, NULL);
 	io_uring_queue_exit(&f->ring);
@@ -481,7 +485,7 @@ int dev_file_stats(const struct dev *d, struct dev_file_stats *out)
 	if (!f)
 		return err_set(-EINVAL, "device '%s' is not a file: device", dev_spec(d));
 	/* durable first: it never passes completed, so unflushed stays >= 0 */
-	uint64_t durable = atomic_load_explicit(&f->durable_pub, memory_order_relaxed);
+	uint64_t durable = atomic_load_explicit(&f->durable, memory_order_relaxed);
 	out->written = atomic_load_explicit(&f->completed, memory_order_relaxed);
 	out->unflushed = out->written - durable;
 	out->bg_flushes = atomic_load_explicit(&f->bg_flushes, memory_order_relaxed);

@@ -314,14 +314,14 @@ static void *monitor_main(void *arg)
 
 int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg)
 {
-	unsigned max_threads = cfg->max_threads, handoff_us = cfg->handoff_us, spin_us = cfg->spin_us;
 	struct nloop *lp = calloc(1, sizeof *lp);
 	if (!lp)
 		return -ENOMEM;
 	lp->se = se;
-	lp->max_threads = max_threads < 1 ? 1 : max_threads > NLOOP_MAX_THREADS ? NLOOP_MAX_THREADS : max_threads;
-	lp->handoff_ns = (uint64_t)handoff_us * 1000u;
-	lp->spin_ns = (uint64_t)spin_us * 1000u;
+	lp->max_threads = cfg->max_threads < 1 ? 1
+			  : cfg->max_threads > NLOOP_MAX_THREADS ? NLOOP_MAX_THREADS : cfg->max_threads;
+	lp->handoff_ns = (uint64_t)cfg->handoff_us * 1000u;
+	lp->spin_ns = (uint64_t)cfg->spin_us * 1000u;
 	lp->tfd = -1;
 	lp->after_init = cfg->after_init;
 	lp->after_init_arg = cfg->arg;

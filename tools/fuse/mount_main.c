@@ -156,7 +156,7 @@ static void read_ahead_apply(void *arg)
 	int rc = nfuse_mountinfo_find(c->mnt, NULL, NULL, &dev);
 	if (!rc && !dev)
 		rc = -ENOMEM;
-	char path[128];
+	char path[128] = "its device number in /proc/self/mountinfo";
 	if (!rc) {
 		snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", dev);
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -166,8 +166,7 @@ static void read_ahead_apply(void *arg)
 			close(fd);
 	}
 	if (rc && c->report)
-		say("readahead: cannot set the mount's readahead (%s%s%s): %s; the kernel's stays",
-		    dev ? "/sys/class/bdi/" : "", dev ? dev : "mountinfo", dev ? "/read_ahead_kb" : "",
+		say("readahead: cannot set the mount's readahead (%s): %s; the kernel's stays", path,
 		    strerror(-rc));
 	free(dev);
 }
