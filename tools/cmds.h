@@ -26,7 +26,8 @@ extern const struct cli_cmd cmd_ls;    /* nostall ls IMAGE [PATH...] */
 extern const struct cli_cmd cmd_cat;   /* nostall cat IMAGE PATH... */
 extern const struct cli_cmd cmd_stat;  /* nostall stat IMAGE PATH... */
 extern const struct cli_cmd cmd_get;   /* nostall get IMAGE PATH HOSTPATH */
-/* writing (read-write mount): put.c, attrs.c, names.c, xattr.c */
+extern const struct cli_cmd cmd_lsattr; /* nostall lsattr IMAGE PATH... (fs/chattr.c) */
+/* writing (read-write mount): put.c, attrs.c, names.c, xattr.c, chattr.c */
 extern const struct cli_cmd cmd_put;      /* nostall put IMAGE HOSTPATH PATH */
 extern const struct cli_cmd cmd_write;    /* nostall write IMAGE PATH OFFSET */
 extern const struct cli_cmd cmd_mkdir;    /* nostall mkdir IMAGE PATH... */
@@ -39,5 +40,6 @@ extern const struct cli_cmd cmd_chmod;    /* nostall chmod IMAGE MODE PATH */
 extern const struct cli_cmd cmd_chown;    /* nostall chown IMAGE UID[:GID] PATH */
 extern const struct cli_cmd cmd_touch;    /* nostall touch IMAGE PATH */
 extern const struct cli_cmd cmd_xattr;    /* nostall xattr IMAGE OP PATH [NAME [VALUE]] */
+extern const struct cli_cmd cmd_chattr;   /* nostall chattr IMAGE [+-=]FLAGS PATH... */
 
 #endif

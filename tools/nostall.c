@@ -36,6 +36,8 @@ static const struct {
 	{ "chown", NULL, NULL, &cmd_chown },
 	{ "touch", NULL, NULL, &cmd_touch },
 	{ "xattr", NULL, NULL, &cmd_xattr },
+	{ "lsattr", NULL, NULL, &cmd_lsattr },
+	{ "chattr", NULL, NULL, &cmd_chattr },
 	{ "recover", cmd_recover, "recover [--device SPEC] [-o OPTS] IMAGE", NULL },
 	{ "load", cmd_load, "load DIR WORKLOAD [--jens-n N] [--seconds S] ... (bench repro's workloads on a directory)", NULL },
 	{ "mount", cmd_mount, "mount [-f] [-o OPTS] IMAGE|DEVICE-SPEC MOUNTPOINT", NULL },

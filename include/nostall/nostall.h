@@ -454,6 +454,11 @@ ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint
  * clears the bits before sending the write, knowing the writer's
  * capabilities). */
 #define NOSTALL_PWRITE_KEEP_SETID 0x2u
+/* NOSTALL_PWRITE_AT: write at off even on an O_APPEND handle, which the
+ * caller has already placed at the end (a FUSE daemon: the kernel computes
+ * O_APPEND offsets from its size); the handle still counts as appending
+ * for an append-only (chattr +a) file. */
+#define NOSTALL_PWRITE_AT 0x4u
 ssize_t nostall_pwrite_flags(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
 			     unsigned flags);
 /* The dirty-page throttle: returns once the mount's dirty + writeback data
@@ -492,6 +497,38 @@ int nostall_chown(struct nostall_fs *fs, const char *path, unsigned flags, uint3
 #define NOSTALL_UTIME_OMIT ((1u << 30) - 2u)
 int nostall_utimens(struct nostall_fs *fs, const char *path, unsigned flags,
 		    const struct nostall_timespec ts[2]);
+/* Inode flags, as chattr(1) and FS_IOC_SETFLAGS set them (the FS_*_FL
+ * values; nostall_stat.flags reads them): NOSTALL_FL_* below. Flags Linux's
+ * ext3 does not let users change keep their values, and flags that mean
+ * nothing for the inode's type are dropped (directory-only ones on files;
+ * all but nodump and noatime on special files). Changing the
+ * journal-data flag (+j) is -EOPNOTSUPP: the mount's data= mode applies
+ * to every file. ctime becomes now. Like every call here it checks no
+ * permission: Linux lets the owner (or CAP_FOWNER) change flags, and only
+ * CAP_LINUX_IMMUTABLE change immutable and append-only.
+ * What the flags do: immutable (i): no open for writing, write, truncate,
+ * attribute or xattr change, link, unlink or rename (-EPERM); append-only
+ * (a): open for writing only with O_APPEND, never O_TRUNC, no truncate,
+ * attribute or xattr change, unlink or rename (-EPERM); sync (S): every
+ * write is O_SYNC and a directory's changes are synchronous; dirsync (D,
+ * directories): changes of the directory are synchronous; noatime (A): no
+ * atime updates. Others (nodump, secrm, unrm, compr, notail, topdir) are
+ * stored and shown, as Linux's ext3 does. */
+#define NOSTALL_FL_SECRM 0x00000001u
+#define NOSTALL_FL_UNRM 0x00000002u
+#define NOSTALL_FL_COMPR 0x00000004u
+#define NOSTALL_FL_SYNC 0x00000008u
+#define NOSTALL_FL_IMMUTABLE 0x00000010u
+#define NOSTALL_FL_APPEND 0x00000020u
+#define NOSTALL_FL_NODUMP 0x00000040u
+#define NOSTALL_FL_NOATIME 0x00000080u
+#define NOSTALL_FL_INDEX 0x00001000u        /* htree directory (not settable) */
+#define NOSTALL_FL_JOURNAL_DATA 0x00004000u
+#define NOSTALL_FL_NOTAIL 0x00008000u
+#define NOSTALL_FL_DIRSYNC 0x00010000u
+#define NOSTALL_FL_TOPDIR 0x00020000u
+#define NOSTALL_FL_USER_VISIBLE 0x0003DFFFu /* what FS_IOC_GETFLAGS shows */
+int nostall_setflags(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t iflags);
 /* xflags: NOSTALL_XATTR_CREATE (fail -EEXIST if present), NOSTALL_XATTR_REPLACE
  * (fail -ENODATA if absent). Values up to what fits in a block; -ENOSPC when
  * the inode body and its block are full; -ERANGE for a name over 255 bytes;
@@ -564,6 +601,8 @@ int nostall_unlink_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name)
 int nostall_rmdir_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name);
 int nostall_rename_at(struct nostall_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
 		      const char *newname, unsigned flags);
+/* nostall_setflags by inode number; *st (may be NULL) gets the result. */
+int nostall_setflags_ino(struct nostall_fs *fs, uint64_t ino, uint32_t iflags, struct nostall_stat *st);
 int nostall_setxattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name, const void *value,
 			 size_t size, unsigned xflags);
 int nostall_removexattr_ino(struct nostall_fs *fs, uint64_t ino, const char *name);

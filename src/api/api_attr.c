@@ -1,5 +1,5 @@
 /* Public API: attribute changes by path and by inode number (chmod, chown,
- * utimens, truncate, setattr, xattrs), fsync of any inode and sync
+ * utimens, truncate, setattr, inode flags, xattrs), fsync of any inode and sync
  * (include/nostall/nostall.h). Each call resolves its inode, holds one
  * reference for the call and hands the change to ext3 (ext3_setattr,
  * ext3_file_setsize, ext3_xattr_change), which locks and journals. */
@@ -133,6 +133,9 @@ int nostall_utimens(struct nostall_fs *fs, const char *path, unsigned flags,
 	struct ext3_setattr sa = { 0 };
 	time_set(&ts[0], EXT3_SET_ATIME, &sa.atime, &sa.atime_ns, &sa.valid);
 	time_set(&ts[1], EXT3_SET_MTIME, &sa.mtime, &sa.mtime_ns, &sa.valid);
+	if ((ts[0].nsec == NOSTALL_UTIME_NOW || ts[0].nsec == NOSTALL_UTIME_OMIT) &&
+	    (ts[1].nsec == NOSTALL_UTIME_NOW || ts[1].nsec == NOSTALL_UTIME_OMIT) && sa.valid)
+		sa.valid |= EXT3_SET_TIMES_NOW;
 	if (!sa.valid) { /* both omitted: nothing changes, not even ctime */
 		struct ext3_inode *in;
 		int rc = api_path_inode(fs, path, flags, &in);
@@ -172,7 +175,30 @@ int nostall_setattr_ino(struct nostall_fs *fs, uint64_t ino, const struct nostal
 		time_set(&t, EXT3_SET_ATIME, &sa.atime, &sa.atime_ns, &sa.valid);
 	if (s->valid & NOSTALL_SET_MTIME_NOW)
 		time_set(&t, EXT3_SET_MTIME, &sa.mtime, &sa.mtime_ns, &sa.valid);
+	if ((s->valid & (NOSTALL_SET_ATIME_NOW | NOSTALL_SET_MTIME_NOW)) &&
+	    !(s->valid & (NOSTALL_SET_ATIME | NOSTALL_SET_MTIME)))
+		sa.valid |= EXT3_SET_TIMES_NOW;
 	int rc = ino_apply(fs, ino, "setattr", setattr_fn, &sa);
+	if (!rc && st)
+		rc = nostall_stat_ino(fs, ino, st);
+	return rc;
+}
+
+/* ---- inode flags (chattr) ---- */
+
+static int setflags_fn(struct nostall_fs *fs, struct ext3_inode *in, const void *ctx)
+{
+	return ext3_setflags(in, *(const uint32_t *)ctx);
+}
+
+int nostall_setflags(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t iflags)
+{
+	return path_apply(fs, path, flags, "setflags", setflags_fn, &iflags);
+}
+
+int nostall_setflags_ino(struct nostall_fs *fs, uint64_t ino, uint32_t iflags, struct nostall_stat *st)
+{
+	int rc = ino_apply(fs, ino, "setflags", setflags_fn, &iflags);
 	if (!rc && st)
 		rc = nostall_stat_ino(fs, ino, st);
 	return rc;

@@ -52,6 +52,9 @@ int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, b
 	int rc = file_type_check(in, flags, trunc);
 	if (!rc && (w || trunc))
 		rc = api_check_rw(fs, "open for writing");
+	/* may_open's rules for chattr +i / +a (after the type checks) */
+	if (!rc && (w || trunc))
+		rc = ext3_may_write(in, (flags & NOSTALL_O_APPEND) && !trunc);
 	struct nostall_file *f = NULL;
 	if (!rc && !(f = calloc(1, sizeof *f)))
 		rc = err_set(-ENOMEM, "out of memory");

@@ -69,7 +69,9 @@ static ssize_t file_write(struct nostall_file *f, const void *buf, size_t len, u
 	if (len > API_RW_MAX)
 		len = API_RW_MAX;
 	if (f->flags & NOSTALL_O_APPEND)
-		wf |= EXT3_WRITE_APPEND;
+		wf |= (wf & EXT3_WRITE_APPENDER) ? 0 : EXT3_WRITE_APPEND;
+	else
+		wf &= ~EXT3_WRITE_APPENDER;
 	if (f->flags & NOSTALL_O_SYNC)
 		wf |= EXT3_WRITE_SYNC;
 	else if (f->flags & NOSTALL_O_DSYNC)
@@ -101,10 +103,11 @@ ssize_t nostall_pwrite(struct nostall_file *f, const void *buf, size_t len, uint
 ssize_t nostall_pwrite_flags(struct nostall_file *f, const void *buf, size_t len, uint64_t off,
 			     unsigned flags)
 {
-	if (flags & ~(NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID))
+	if (flags & ~(NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID | NOSTALL_PWRITE_AT))
 		return err_set(-EINVAL, "pwrite: unknown flags %#x", flags);
 	unsigned wf = (flags & NOSTALL_PWRITE_NOTHROTTLE ? EXT3_WRITE_NOTHROTTLE : 0) |
-		      (flags & NOSTALL_PWRITE_KEEP_SETID ? EXT3_WRITE_KEEP_SETID : 0);
+		      (flags & NOSTALL_PWRITE_KEEP_SETID ? EXT3_WRITE_KEEP_SETID : 0) |
+		      (flags & NOSTALL_PWRITE_AT ? EXT3_WRITE_APPENDER : 0);
 	uint64_t end;
 	return file_write(f, buf, len, off, wf, &end);
 }

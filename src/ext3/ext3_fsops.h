@@ -73,6 +73,9 @@ int ext3_rename(struct ext3_inode *olddir, const char *oldname, size_t oldlen,
 #define EXT3_SET_ATIME 0x10u
 #define EXT3_SET_MTIME 0x20u
 #define EXT3_SET_CTIME 0x100u
+/* The times given are "now" (utimensat with UTIME_NOW or NULL), which an
+ * append-only inode accepts (write access suffices, as in Linux). */
+#define EXT3_SET_TIMES_NOW 0x200u
 struct ext3_setattr {
 	unsigned valid;
 	uint16_t mode;          /* permission bits (07777) */
@@ -84,6 +87,17 @@ struct ext3_setattr {
 /* ctime is set to now for any change unless EXT3_SET_CTIME gives it; a
  * chown clears setuid (and setgid when group-executable) as Linux does. */
 int ext3_setattr(struct ext3_inode *in, const struct ext3_setattr *sa);
+/* Inode flags (chattr(1), FS_IOC_SETFLAGS; the values are the FS_*_FL
+ * ones): flags outside EXT3_FL_USER_MODIFIABLE keep their old values, and
+ * flags that mean nothing for the inode's type are dropped (2.6.30's
+ * ext3_mask_flags). Changing EXT3_JOURNAL_DATA_FL is -EOPNOTSUPP. ctime
+ * becomes now. No permission check: the caller's (owner or CAP_FOWNER;
+ * CAP_LINUX_IMMUTABLE to change immutable or append-only). */
+int ext3_setflags(struct ext3_inode *in, uint32_t flags);
+/* May in's data be changed by a writer (open for writing, write,
+ * truncate)? -EPERM for an immutable inode, and for an append-only one
+ * unless the writer appends (append: O_APPEND and no truncation). */
+int ext3_may_write(struct ext3_inode *in, bool append);
 /* value NULL: remove. flags: EXT3_XATTR_CREATE / EXT3_XATTR_REPLACE. */
 #define EXT3_XATTR_CREATE 0x1u
 #define EXT3_XATTR_REPLACE 0x2u
@@ -117,6 +131,10 @@ int ext3_file_release(struct ext3_inode *in, unsigned flags);
  * the kill rules itself: a FUSE kernel clears them before the write for
  * writers without CAP_FSETID). */
 #define EXT3_WRITE_KEEP_SETID 0x10u
+/* EXT3_WRITE_APPENDER: the writer's handle is O_APPEND but the offset is
+ * the caller's (it has placed the write at the end): an append-only inode
+ * accepts it. */
+#define EXT3_WRITE_APPENDER 0x20u
 ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint64_t off,
 			unsigned flags, uint64_t *off_out);
 /* The throttle a write with EXT3_WRITE_NOTHROTTLE skipped: waits while the

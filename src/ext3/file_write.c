@@ -254,10 +254,15 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 		return err_set(-EROFS, "ext3: read-only filesystem");
 	pthread_rwlock_wrlock(&in->lock);
 	int rc = check_reg(in, "write to");
+	if (!rc)
+		rc = ext3_may_write_locked(in, flags & (EXT3_WRITE_APPEND | EXT3_WRITE_APPENDER));
 	if (rc) {
 		pthread_rwlock_unlock(&in->lock);
 		return rc;
 	}
+	/* chattr +S: every write is O_SYNC (2.6.30's IS_SYNC) */
+	if (in->a.flags & EXT3_SYNC_FL)
+		flags |= EXT3_WRITE_SYNC;
 	if (flags & EXT3_WRITE_APPEND)
 		off = in->i_size;
 	if (off_out)
@@ -416,6 +421,8 @@ int ext3_file_setsize(struct ext3_inode *in, uint64_t size)
 	pthread_rwlock_wrlock(&in->lock);
 	int rc = check_reg(in, "truncate");
 	if (!rc)
+		rc = ext3_may_write_locked(in, false);
+	if (!rc)
 		rc = setsize_locked(in, size);
 	pthread_rwlock_unlock(&in->lock);
 	return rc;
@@ -479,7 +486,7 @@ int ext3_file_release(struct ext3_inode *in, unsigned flags)
 static bool atime_due(const struct ext3_inode *in, int rule, int64_t now)
 {
 	const struct ext3_inode_attr *a = &in->a;
-	if (rule == EXT3_ATIME_NOATIME)
+	if (rule == EXT3_ATIME_NOATIME || (a->flags & EXT3_NOATIME_FL)) /* chattr +A */
 		return false;
 	if (rule == EXT3_ATIME_STRICT)
 		return a->atime != now;

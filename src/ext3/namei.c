@@ -105,9 +105,13 @@ static int dir_name_free(struct ext3_inode *dir, const char *name, size_t len)
 	return rc;
 }
 
-/* Write the directory's times and the inode (a change of its entries). */
+/* Write the directory's times and the inode (a change of its entries). A
+ * chattr +D (or +S) directory makes the change synchronous: the handle's
+ * stop waits for its commit (2.6.30's IS_DIRSYNC). */
 static int dir_changed(struct jbd_handle *h, struct ext3_inode *dir)
 {
+	if (dir->a.flags & (EXT3_DIRSYNC_FL | EXT3_SYNC_FL))
+		jbd_handle_set_sync(h, true);
 	touch(&dir->a.mtime, &dir->a.mtime_ns);
 	dir->a.ctime = dir->a.mtime;
 	dir->a.ctime_ns = dir->a.mtime_ns;

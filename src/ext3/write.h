@@ -75,6 +75,8 @@ int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block);
 int ext3_fs_error(struct ext3_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Is the mount (still) writable? */
 bool ext3_fs_writable(const struct ext3_fs *fs);
+/* ext3_may_write with in->lock held (attr.c). */
+int ext3_may_write_locked(const struct ext3_inode *in, bool append);
 /* "now" for timestamps (wall clock, seconds + ns). */
 void ext3_now(int64_t *sec, uint32_t *nsec);
 

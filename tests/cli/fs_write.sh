@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The writing commands (put, write, mkdir, rm, rmdir, mv, ln, truncate, chmod,
-# chown, touch, xattr) on ext3 images with 1 KiB and 4 KiB blocks: every
+# chown, touch, xattr, chattr/lsattr) on ext3 images with 1 KiB and 4 KiB blocks: every
 # command works, the image is left clean (e2fsck -fn, no needs_recovery),
 # nostall's own view (cat, ls, stat, get -r) and debugfs's agree with what was
 # written, and the error cases (missing path, EEXIST, ENOTEMPTY, a bad mode,
@@ -177,6 +177,20 @@ for bs in 1024 4096; do
 	[ "$(ns xattr "$img" get /one user.k)" = "some value" ] || fail "$what: xattr get"
 	ns xattr "$img" list /tree/small | grep -qx "user.color" || fail "$what: xattr list"
 	ok xattr "$img" rm /one user.k
+	# ---- chattr, lsattr ----
+	ok chattr "$img" +dA /one
+	[ "$(ns lsattr "$img" /one)" = "------dA----- /one" ] || fail "$what: lsattr after chattr +dA: $(ns lsattr "$img" /one 2>&1)"
+	ok chattr "$img" +i /one
+	bad 1 "Operation not permitted" write "$img" /one 0
+	bad 1 "Operation not permitted" chmod "$img" 644 /one
+	bad 1 "Operation not permitted" rm "$img" /one
+	ok chattr "$img" =dA /one
+	ok chattr "$img" +D /m
+	[ "$(ns lsattr "$img" /m)" = "---D--------- /m" ] || fail "$what: lsattr of a dirsync directory"
+	bad 1 "not supported" chattr "$img" +j /one
+	bad 2 "invalid flags" chattr "$img" +Q /one
+	bad 2 "invalid flags" chattr "$img" +I /one
+	bad 1 "No such file" lsattr "$img" /nope
 
 	# ---- rm, rmdir ----
 	ok rm "$img" /w /new /old
@@ -217,6 +231,11 @@ for bs in 1024 4096; do
 			python3 "$lib/fs_compare.py" tree "$tmp/src.json" "$mnt/tree" --fields=$FIELDS ||
 				fail "$what: the kernel's /tree differs from the source"
 			python3 "$lib/fs_compare.py" record "$mnt" "$tmp/k.json" >/dev/null
+			# e2fsprogs' lsattr through the kernel: the flags chattr set
+			kfl=$(lsattr -d "$mnt/one" 2>&1 | cut -c1-8)
+			[ "$kfl" = "------dA" ] || fail "$what: the kernel's lsattr of /one: $kfl"
+			kfl=$(lsattr -d "$mnt/m" 2>&1 | cut -c1-8)
+			[ "$kfl" = "---D----" ] || fail "$what: the kernel's lsattr of /m: $kfl"
 			umount "$mnt" && mounted="" || fail "$what: umount"
 			python3 "$lib/fs_compare.py" stat "$NOSTALL" "$img" "$tmp/k.json" ||
 				fail "$what: nostall stat differs from the kernel"

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -522,6 +524,143 @@ static void t_durability_calls(void)
 		close(dfd);
 }
 
+/* ---- inode flags (chattr / lsattr: FS_IOC_GETFLAGS, FS_IOC_SETFLAGS) ---- */
+
+static int flags_get(const char *p, int *fl)
+{
+	int fd = open(p, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return errno;
+	int rc = ioctl(fd, FS_IOC_GETFLAGS, fl) ? errno : 0;
+	close(fd);
+	return rc;
+}
+
+static int flags_set(const char *p, int fl)
+{
+	int fd = open(p, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return errno;
+	int rc = ioctl(fd, FS_IOC_SETFLAGS, &fl) ? errno : 0;
+	close(fd);
+	return rc;
+}
+
+/* chattr FLAG (added to the current flags) as o->uid's caller */
+static int do_flag_add(const void *a)
+{
+	const struct o *o = a;
+	int fl = 0, rc = flags_get(o->p, &fl);
+	return rc ? rc : flags_set(o->p, fl | o->flags);
+}
+
+static int do_trunc(const void *a)
+{
+	return err(truncate(((const struct o *)a)->p, 0));
+}
+
+static int do_setxattr(const void *a)
+{
+	return err(setxattr(((const struct o *)a)->p, "user.k", "v", 1, 0));
+}
+
+static int do_link(const void *a)
+{
+	const struct o *o = a;
+	return err(link(o->p, o->q));
+}
+
+static void t_inode_flags(void)
+{
+	mkdir_as(P("fl"), 0777, 0, 0);
+	mkfile(P("fl/i"), 0666, 0, 0);
+	int fl = -1;
+	int r = flags_set(P("fl/i"), FS_IMMUTABLE_FL);
+	int g = flags_get(P("fl/i"), &fl);
+	check("chattr +i, lsattr shows it", !r && !g && (fl & FS_IMMUTABLE_FL), "set %d get %d flags %#x", r, g,
+	      fl);
+	int fd = open(P("fl/i"), O_RDONLY);
+	struct fsxattr fx = { 0 };
+	check("FS_IOC_FSGETXATTR shows immutable", fd >= 0 && !ioctl(fd, FS_IOC_FSGETXATTR, &fx) &&
+		      (fx.fsx_xflags & FS_XFLAG_IMMUTABLE), "errno %d xflags %#x", errno, fx.fsx_xflags);
+	if (fd >= 0)
+		close(fd);
+	struct o o = { .p = P("fl/i"), .q = P("fl/i2"), .mode = 0600 };
+	check("immutable: open for writing is EPERM (root too)", as_user(0, do_write, &o) == EPERM, "");
+	check("immutable: truncate is EPERM", as_user(0, do_trunc, &o) == EPERM, "");
+	check("immutable: unlink is EPERM", as_user(0, do_unlink, &o) == EPERM, "");
+	check("immutable: rename is EPERM", as_user(0, do_rename, &o) == EPERM, "");
+	check("immutable: link is EPERM", as_user(0, do_link, &o) == EPERM, "");
+	check("immutable: chmod is EPERM", as_user(0, do_chmod, &o) == EPERM, "");
+	check("immutable: touch is EPERM", as_user(0, do_utime_now, &o) == EPERM, "");
+	check("immutable: setxattr is EPERM", as_user(0, do_setxattr, &o) == EPERM, "");
+	o.flags = FS_NODUMP_FL;
+	check("immutable: only root changes flags (U1: EPERM)", as_user(U1, do_flag_add, &o) == EPERM, "");
+	r = flags_set(P("fl/i"), 0);
+	check("chattr -i, then writes work", !r && as_user(0, do_write, &o) == 0, "set %d", r);
+
+	/* a writer opened before chattr +i */
+	fd = open(P("fl/i"), O_WRONLY);
+	r = flags_set(P("fl/i"), FS_IMMUTABLE_FL);
+	ssize_t n = fd >= 0 ? write(fd, "y", 1) : 0;
+	check("immutable: a handle opened before cannot write", fd >= 0 && !r && n < 0 && errno == EPERM,
+	      "fd %d set %d n %zd errno %d", fd, r, n, errno);
+	if (fd >= 0)
+		close(fd);
+	flags_set(P("fl/i"), 0);
+
+	mkfile(P("fl/a"), 0666, 0, 0);
+	r = flags_set(P("fl/a"), FS_APPEND_FL);
+	o = (struct o){ .p = P("fl/a"), .q = P("fl/a2") };
+	check("append-only: open for writing without O_APPEND is EPERM", !r && as_user(0, do_write, &o) == EPERM,
+	      "set %d", r);
+	o.flags = O_APPEND;
+	int w = as_user(0, do_write, &o);
+	int w2 = as_user(0, do_write, &o);
+	check("append-only: O_APPEND writes land at the end", !w && !w2 && st_of(P("fl/a")).st_size == 6,
+	      "rc %d %d size %lld", w, w2, (long long)st_of(P("fl/a")).st_size);
+	o.flags = O_APPEND | O_TRUNC;
+	check("append-only: O_TRUNC is EPERM", as_user(0, do_write, &o) == EPERM, "");
+	check("append-only: truncate is EPERM", as_user(0, do_trunc, &o) == EPERM, "");
+	check("append-only: unlink is EPERM", as_user(0, do_unlink, &o) == EPERM, "");
+	check("append-only: rename is EPERM", as_user(0, do_rename, &o) == EPERM, "");
+	check("append-only: chmod is EPERM", as_user(0, do_chmod, &o) == EPERM, "");
+	check("append-only: touch (times = now) works", as_user(0, do_utime_now, &o) == 0, "");
+	check("append-only: setting explicit times is EPERM", as_user(0, do_utime_set, &o) == EPERM, "");
+	flags_set(P("fl/a"), 0);
+
+	/* flags on a directory, and who may change them */
+	mkdir_as(P("fl/d"), 0777, 0, 0);
+	mkfile(P("fl/d/f"), 0666, 0, 0);
+	r = flags_set(P("fl/d"), FS_IMMUTABLE_FL);
+	o = (struct o){ .p = P("fl/d/new"), .flags = O_CREAT | O_WRONLY, .mode = 0644 };
+	check("immutable directory: create in it is EPERM", !r && as_user(0, do_open, &o) == EPERM, "set %d", r);
+	o.p = P("fl/d/f");
+	check("immutable directory: unlink in it is EPERM", as_user(0, do_unlink, &o) == EPERM, "");
+	check("immutable directory: its files stay writable", as_user(0, do_write, &o) == 0, "");
+	flags_set(P("fl/d"), FS_DIRSYNC_FL);
+	g = flags_get(P("fl/d"), &fl);
+	check("chattr +D on a directory", !g && (fl & FS_DIRSYNC_FL) && !(fl & FS_IMMUTABLE_FL), "flags %#x", fl);
+	o = (struct o){ .p = P("fl/d/new"), .flags = O_CREAT | O_WRONLY, .mode = 0644 };
+	check("dirsync directory: create works", as_user(0, do_open, &o) == 0, "");
+	flags_set(P("fl/d"), 0);
+
+	mkfile(P("fl/u"), 0644, U1, U1);
+	o = (struct o){ .p = P("fl/u"), .flags = FS_NODUMP_FL | FS_NOATIME_FL };
+	r = as_user(U1, do_flag_add, &o);
+	g = flags_get(P("fl/u"), &fl);
+	check("the owner sets nodump and noatime", !r && !g && (fl & FS_NODUMP_FL) && (fl & FS_NOATIME_FL),
+	      "rc %d flags %#x", r, fl);
+	o.flags = FS_APPEND_FL;
+	check("the owner may not set append-only (CAP_LINUX_IMMUTABLE)", as_user(U1, do_flag_add, &o) == EPERM, "");
+	o.flags = FS_NODUMP_FL;
+	check("another user may not change flags", as_user(U2, do_flag_add, &o) == EPERM, "");
+	o.flags = FS_SYNC_FL;
+	w = as_user(U1, do_flag_add, &o);
+	o.flags = 0;
+	check("a sync (chattr +S) file takes writes", !w && as_user(U1, do_write, &o) == 0, "rc %d", w);
+}
+
 /* Fill the filesystem as U1, a write at a time, until it fails; returns
  * the errno (0 if it never did, which cannot happen on a bounded fs). */
 static int do_fill(const void *a)
@@ -595,6 +734,7 @@ int main(int argc, char **argv)
 	t_acl();
 	t_owners();
 	t_durability_calls();
+	t_inode_flags();
 	t_reserved();
 	printf("%d checks, %d failed\n", checks, fails);
 	return fails ? 1 : 0;

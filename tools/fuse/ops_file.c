@@ -1,5 +1,5 @@
-/* FUSE ops on open files and directories, statfs and the sync ioctl
- * (docs/fuse.md).
+/* FUSE ops on open files and directories, statfs and the ioctls (sync,
+ * data mode, inode flags) (docs/fuse.md).
  *
  * Durability is ext3's, per call: close(2) sends no flush (FOPEN_NOFLUSH,
  * file_opened), as ext3 has none; with -o close_flush or the writeback
@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/statvfs.h>
 
 /* ---- the handle table ---- */
@@ -99,11 +100,12 @@ static struct nfuse_fh *handle_new(struct nfuse *nf, struct nostall_file *f, str
 
 /* open(2) flags to the library's. The kernel computes O_APPEND offsets
  * itself (under the inode lock, from its size), so the library writes at
- * the offset given. With the writeback cache the kernel also reads pages
- * of files opened write-only: they are opened read-write here. */
+ * the offset given (NOSTALL_PWRITE_AT); O_APPEND stays for the open's
+ * append-only (chattr +a) check. With the writeback cache the kernel also
+ * reads pages of files opened write-only: they are opened read-write here. */
 static unsigned open_flags(struct nfuse *nf, int flags)
 {
-	flags &= ~(O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NOFOLLOW);
+	flags &= ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW);
 	if (nf->o.writeback_cache && (flags & O_ACCMODE) == O_WRONLY)
 		flags = (flags & ~O_ACCMODE) | O_RDWR;
 	return nostall_oflags_from_posix(flags);
@@ -274,7 +276,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	 * be allocated (ext3_has_free_blocks); the daemon itself runs as root */
 	nfuse_cred_from_req(req);
 	ssize_t n = nostall_pwrite_flags(h->f, buf, size, (uint64_t)off,
-					 NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID);
+					 NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID | NOSTALL_PWRITE_AT);
 	nostall_cred_reset();
 	if (n < 0)
 		nfuse_reply_rc(req, (int)n);
@@ -443,12 +445,118 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &v);
 }
 
+/* FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (lsattr, chattr): the kernel (5.13
+ * and later) turns both into these ioctls through its fileattr calls, with
+ * a 4-byte int, after its own checks (owner or CAP_FOWNER;
+ * CAP_LINUX_IMMUTABLE for immutable and append-only), so the daemon only
+ * checks ownership again; an old kernel's direct ioctl passes a long. */
+static void flags_ioctl(fuse_req_t req, fuse_ino_t ino, bool set, const void *in_buf,
+			size_t in_bufsz, size_t out_bufsz)
+{
+	struct nfuse *nf = nfuse_of(req);
+	struct nostall_stat st;
+	int rc = nostall_stat_ino(nf->fs, nfuse_to_ext3(ino), &st);
+	if (rc) {
+		nfuse_reply_rc(req, rc);
+		return;
+	}
+	if (!set) {
+		uint64_t v = st.flags & NOSTALL_FL_USER_VISIBLE; /* little-endian: an int or a long */
+		fuse_reply_ioctl(req, 0, &v, out_bufsz < sizeof v ? out_bufsz : sizeof v);
+		return;
+	}
+	uint32_t v = 0;
+	if (in_bufsz < sizeof v) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&v, in_buf, sizeof v);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (ctx->uid != 0 && (ctx->uid != st.uid || ((v ^ st.flags) & (NOSTALL_FL_IMMUTABLE | NOSTALL_FL_APPEND)))) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	rc = nostall_setflags_ino(nf->fs, nfuse_to_ext3(ino), v, NULL);
+	if (rc)
+		nfuse_reply_rc(req, rc);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
+/* FS_IOC_FSGETXATTR / FS_IOC_FSSETXATTR: the same flags in their xflags
+ * form. The kernel reads the old flags this way before any set (so
+ * FS_IOC_SETFLAGS needs it too); xfs_io's chattr sets them this way. */
+static const struct {
+	uint32_t x, fl;
+} xflag_map[] = {
+	{ FS_XFLAG_IMMUTABLE, NOSTALL_FL_IMMUTABLE }, { FS_XFLAG_APPEND, NOSTALL_FL_APPEND },
+	{ FS_XFLAG_SYNC, NOSTALL_FL_SYNC },           { FS_XFLAG_NOATIME, NOSTALL_FL_NOATIME },
+	{ FS_XFLAG_NODUMP, NOSTALL_FL_NODUMP },
+};
+
+static void xattr_ioctl(fuse_req_t req, fuse_ino_t ino, bool set, const void *in_buf,
+			size_t in_bufsz, size_t out_bufsz)
+{
+	struct nfuse *nf = nfuse_of(req);
+	struct nostall_stat st;
+	int rc = nostall_stat_ino(nf->fs, nfuse_to_ext3(ino), &st);
+	if (rc) {
+		nfuse_reply_rc(req, rc);
+		return;
+	}
+	size_t nmap = sizeof xflag_map / sizeof xflag_map[0];
+	struct fsxattr fa = { 0 };
+	if (!set) {
+		for (size_t i = 0; i < nmap; i++)
+			if (st.flags & xflag_map[i].fl)
+				fa.fsx_xflags |= xflag_map[i].x;
+		fuse_reply_ioctl(req, 0, &fa, out_bufsz < sizeof fa ? out_bufsz : sizeof fa);
+		return;
+	}
+	if (in_bufsz < sizeof fa) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&fa, in_buf, sizeof fa);
+	uint32_t fl = st.flags, known = 0;
+	for (size_t i = 0; i < nmap; i++) {
+		known |= xflag_map[i].x;
+		fl = (fa.fsx_xflags & xflag_map[i].x) ? fl | xflag_map[i].fl : fl & ~xflag_map[i].fl;
+	}
+	if ((fa.fsx_xflags & ~known) || fa.fsx_projid) { /* no project quotas on ext3 */
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (ctx->uid != 0 && (ctx->uid != st.uid || ((fl ^ st.flags) & (NOSTALL_FL_IMMUTABLE | NOSTALL_FL_APPEND)))) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	rc = nostall_setflags_ino(nf->fs, nfuse_to_ext3(ino), fl, NULL);
+	if (rc)
+		nfuse_reply_rc(req, rc);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 /* NOSTALL_IOC_SYNC: what sync(2) would do if it reached a FUSE daemon.
- * NOSTALL_IOC_DATA_MODE: the data mode in use (nostall info MOUNTPOINT). */
+ * NOSTALL_IOC_DATA_MODE: the data mode in use (nostall info MOUNTPOINT).
+ * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS and FS_IOC_FSGETXATTR /
+ * FS_IOC_FSSETXATTR: the inode flags. */
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
 {
+	if (cmd == FS_IOC_GETFLAGS || cmd == FS_IOC32_GETFLAGS || cmd == FS_IOC_SETFLAGS ||
+	    cmd == FS_IOC32_SETFLAGS) {
+		flags_ioctl(req, ino, cmd == FS_IOC_SETFLAGS || cmd == FS_IOC32_SETFLAGS, in_buf,
+			    in_bufsz, out_bufsz);
+		return;
+	}
+	if (cmd == FS_IOC_FSGETXATTR || cmd == FS_IOC_FSSETXATTR) {
+		xattr_ioctl(req, ino, cmd == FS_IOC_FSSETXATTR, in_buf, in_bufsz, out_bufsz);
+		return;
+	}
 	if (cmd == NOSTALL_IOC_DATA_MODE) {
 		struct nostall_info info;
 		char mode[16] = { 0 };
