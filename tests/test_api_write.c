@@ -387,6 +387,66 @@ static void test_threads(void **state)
 	assert_clean();
 }
 
+/* lseek SEEK_DATA / SEEK_HOLE (1 KiB blocks): block granularity, the end
+ * is a hole, -ENXIO at or past the end, whole missing indirect trees
+ * skipped (data at 8 GiB, in the triple-indirect range), on a file
+ * written in this mount and after a remount; data=journal too. */
+static void check_seek(const char *opts)
+{
+	struct nostall_fs *fs = fsimg_api_mount(img, opts, 0);
+	struct nostall_file *f;
+	assert_int_equal(nostall_create(fs, "/s", NOSTALL_O_RDWR | NOSTALL_O_CREAT | NOSTALL_O_TRUNC, 0644, &f), 0);
+	const uint64_t far = 8ull << 30; /* triple indirect at 1 KiB blocks (past 64 MiB) */
+	assert_int_equal(nostall_pwrite(f, "aaaa", 4, 0), 4);
+	assert_int_equal(nostall_pwrite(f, "bbbb", 4, 2048), 4);  /* block 2; block 1 a hole */
+	assert_int_equal(nostall_pwrite(f, "cccc", 4, 1 << 20), 4);
+	assert_int_equal(nostall_pwrite(f, "dddd", 4, far + 100), 4);
+	assert_int_equal(nostall_ftruncate(f, far + 5000), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(nostall_lseek(f, 0, SEEK_DATA), 0);
+		assert_int_equal(nostall_lseek(f, 0, SEEK_HOLE), 1024);
+		assert_int_equal(nostall_lseek(f, 1024, SEEK_DATA), 2048);
+		assert_int_equal(nostall_lseek(f, 2050, SEEK_DATA), 2050);
+		assert_int_equal(nostall_lseek(f, 2050, SEEK_HOLE), 3072);
+		assert_int_equal(nostall_lseek(f, 3072, SEEK_DATA), 1 << 20);
+		assert_int_equal(nostall_lseek(f, (1 << 20) + 1, SEEK_HOLE), (1 << 20) + 1024);
+		assert_int_equal(nostall_lseek(f, (1 << 20) + 1024, SEEK_DATA), (int64_t)far);
+		assert_int_equal(nostall_lseek(f, far, SEEK_HOLE), (int64_t)far + 1024);
+		assert_int_equal(nostall_lseek(f, far + 1024, SEEK_DATA), -ENXIO);
+		assert_int_equal(nostall_lseek(f, far + 1024, SEEK_HOLE), (int64_t)far + 1024);
+		assert_int_equal(nostall_lseek(f, far + 5000, SEEK_HOLE), -ENXIO);
+		assert_int_equal(nostall_lseek(f, far + 5000, SEEK_DATA), -ENXIO);
+		assert_int_equal(nostall_lseek(f, -1, SEEK_DATA), -ENXIO);
+		/* the position moved to the answer */
+		assert_int_equal(nostall_lseek(f, 1024, SEEK_DATA), 2048);
+		assert_int_equal(nostall_lseek(f, 0, SEEK_CUR), 2048);
+		if (pass == 0) { /* again from the disk */
+			nostall_close(f);
+			fsimg_api_umount(fs);
+			fs = fsimg_api_mount(img, opts, 0);
+			assert_int_equal(nostall_create(fs, "/s", NOSTALL_O_RDONLY, 0, &f), 0);
+		}
+	}
+	nostall_close(f);
+	/* an empty file: nothing to find; a directory: -EINVAL */
+	assert_int_equal(nostall_create(fs, "/e", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644, &f), 0);
+	assert_int_equal(nostall_lseek(f, 0, SEEK_DATA), -ENXIO);
+	assert_int_equal(nostall_lseek(f, 0, SEEK_HOLE), -ENXIO);
+	nostall_close(f);
+	assert_int_equal(nostall_open(fs, "/", NOSTALL_O_RDONLY | NOSTALL_O_DIRECTORY, &f), 0);
+	assert_int_equal(nostall_lseek(f, 0, SEEK_DATA), -EINVAL);
+	nostall_close(f);
+	fsimg_api_umount(fs);
+	assert_clean();
+}
+
+static void test_seek_data_hole(void **state)
+{
+	check_seek(NULL);
+	assert_int_equal(setup(state), 0);
+	check_seek("data=journal");
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_api_write", "mke2fs e2fsck debugfs dumpe2fs");
@@ -403,6 +463,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_credentials, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_and_xattr_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seek_data_hole, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

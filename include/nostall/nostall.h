@@ -246,8 +246,11 @@ int nostall_open_ino(struct nostall_fs *fs, uint64_t ino, unsigned flags, struct
 ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len);
 /* Read at off without touching the position. */
 ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t off);
-/* whence: SEEK_SET, SEEK_CUR, SEEK_END (0, 1, 2). Returns the new position or
- * -EINVAL. */
+/* whence: SEEK_SET, SEEK_CUR, SEEK_END (0, 1, 2), and SEEK_DATA / SEEK_HOLE
+ * (3, 4) as lseek(2) on Linux (block granularity; the end of the file is a
+ * hole; -ENXIO at or past the end, or when no data follows for SEEK_DATA;
+ * -EINVAL on a handle that is not a regular file). Returns the new
+ * position, -EINVAL for a bad whence or position. */
 int64_t nostall_lseek(struct nostall_file *f, int64_t off, int whence);
 int nostall_fstat(struct nostall_file *f, struct nostall_stat *st);
 /* Close. A writer's last close is ext3's release (the writeback-mode

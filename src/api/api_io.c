@@ -126,6 +126,18 @@ int64_t nostall_lseek(struct nostall_file *f, int64_t off, int whence)
 	case SEEK_SET: base = 0; break;
 	case SEEK_CUR: base = (int64_t)f->pos; break;
 	case SEEK_END: base = (int64_t)ext3_inode_size(f->in); break;
+	case SEEK_DATA:
+	case SEEK_HOLE: {
+		uint64_t at = 0;
+		int rc = (f->mode & EXT3_S_IFMT) != EXT3_S_IFREG
+				 ? err_set(-EINVAL, "lseek: SEEK_DATA/SEEK_HOLE on a non-regular file")
+			 : off < 0 ? err_set(-ENXIO, "lseek: negative offset")
+				   : ext3_inode_seek(f->fs->e, f->in, (uint64_t)off, whence == SEEK_HOLE, &at);
+		if (!rc)
+			f->pos = at;
+		pthread_mutex_unlock(&f->lock);
+		return rc ? rc : (int64_t)at;
+	}
 	default:
 		pthread_mutex_unlock(&f->lock);
 		return err_set(-EINVAL, "lseek: bad whence %d", whence);

@@ -231,6 +231,11 @@ void ext3_icache_stats(struct ext3_fs *fs, struct ext3_icache_stats *out);
  * indirect range, -EUCLEAN for a block number past the end of the filesystem. */
 int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 		    uint64_t *physical);
+/* lseek(2)'s SEEK_DATA (hole false) and SEEK_HOLE (hole true) from off:
+ * *out = the first data / hole offset at or after off (block granularity;
+ * the end of the file counts as a hole). -ENXIO when off is at or past
+ * i_size, or (SEEK_DATA) no data follows. */
+int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, bool hole, uint64_t *out);
 /* Read up to len bytes of the inode's data at off (bounded by i_size);
  * holes read as zeroes. Returns the byte count. Block by block through the
  * buffer cache (the slow path; see ext3_fread below for the fast one). */

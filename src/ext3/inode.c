@@ -10,6 +10,7 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <string.h>
 
@@ -556,4 +557,46 @@ static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 	*physical = p0;
 	*count = c;
 	return 0;
+}
+
+/* SEEK_DATA / SEEK_HOLE: runs of the block map, with a private map cache
+ * (the inode's own belongs to sequential readers). A block is data when it
+ * is allocated: ext3 allocates at write time (a dirty page always has its
+ * block), so the map is the whole answer. Missing pointer blocks skip their
+ * whole span, so a sparse file of terabytes costs a few reads. */
+int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, bool hole, uint64_t *out)
+{
+	uint64_t size = ext3_inode_size(in);
+	if (off >= size)
+		return err_set(-ENXIO, "ext3: inode %u: offset %llu at or past the end (%llu)", in->a.ino,
+			       (unsigned long long)off, (unsigned long long)size);
+	uint64_t bs = fs->g.block_size;
+	uint64_t end = (size + bs - 1) / bs;
+	struct ext3_map_cache *mc = malloc(sizeof *mc);
+	if (!mc)
+		return err_set(-ENOMEM, "out of memory");
+	ext3_map_cache_reset(mc);
+	int rc = 0;
+	uint64_t b = off / bs;
+	for (;;) {
+		if (b >= end) {
+			rc = hole ? 0 : err_set(-ENXIO, "ext3: inode %u: no data after %llu", in->a.ino,
+						 (unsigned long long)off);
+			*out = size;
+			break;
+		}
+		uint64_t phys, count;
+		rc = ext3_inode_map_run(fs, in, mc, b, end - b, &phys, &count);
+		if (rc)
+			break;
+		if ((phys == 0) == hole) {
+			*out = b * bs > off ? b * bs : off;
+			if (*out > size)
+				*out = size;
+			break;
+		}
+		b += count ? count : 1;
+	}
+	free(mc);
+	return rc;
 }

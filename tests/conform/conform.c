@@ -661,6 +661,46 @@ static void t_inode_flags(void)
 	check("a sync (chattr +S) file takes writes", !w && as_user(U1, do_write, &o) == 0, "rc %d", w);
 }
 
+/* lseek SEEK_DATA / SEEK_HOLE on a sparse file (4 KiB blocks): what the
+ * kernel's ext3 answers, block by block (cp, tar and rsync find holes so). */
+static void t_seek_holes(void)
+{
+	int fd = open(P("sparse"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+	int ok = fd >= 0 && pwrite(fd, "a", 1, 0) == 1 && pwrite(fd, "b", 1, 1 << 20) == 1 &&
+		 pwrite(fd, "c", 1, 100 << 20) == 1 && ftruncate(fd, (100 << 20) + 20000) == 0;
+	check("a sparse file", ok, "errno %d", errno);
+	if (!ok) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	static const struct {
+		off_t off;
+		int whence;
+		off_t want; /* -errno when negative */
+	} q[] = {
+		{ 0, SEEK_DATA, 0 },
+		{ 0, SEEK_HOLE, 4096 },
+		{ 4096, SEEK_DATA, 1 << 20 },
+		{ (1 << 20) + 10, SEEK_HOLE, (1 << 20) + 4096 },
+		{ (1 << 20) + 4096, SEEK_DATA, 100 << 20 },
+		{ (100 << 20) + 4096, SEEK_DATA, -ENXIO },
+		{ (100 << 20) + 4096, SEEK_HOLE, (100 << 20) + 4096 },
+		{ (100 << 20) + 20000, SEEK_HOLE, -ENXIO },
+	};
+	for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+		off_t r = lseek(fd, q[i].off, q[i].whence);
+		if (r < 0)
+			r = -errno;
+		char name[96];
+		snprintf(name, sizeof name, "lseek(%lld, %s)", (long long)q[i].off,
+			 q[i].whence == SEEK_DATA ? "SEEK_DATA" : "SEEK_HOLE");
+		check(name, r == q[i].want, "got %lld, want %lld", (long long)r, (long long)q[i].want);
+	}
+	close(fd);
+	unlink(P("sparse"));
+}
+
 /* Fill the filesystem as U1, a write at a time, until it fails; returns
  * the errno (0 if it never did, which cannot happen on a bounded fs). */
 static int do_fill(const void *a)
@@ -735,6 +775,7 @@ int main(int argc, char **argv)
 	t_owners();
 	t_durability_calls();
 	t_inode_flags();
+	t_seek_holes();
 	t_reserved();
 	printf("%d checks, %d failed\n", checks, fails);
 	return fails ? 1 : 0;

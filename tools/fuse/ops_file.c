@@ -287,6 +287,21 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* SEEK_DATA / SEEK_HOLE (the kernel answers the other whences itself):
+ * without this op it would call every file all data, and cp, tar and
+ * rsync would read the holes of sparse files as zeroes. */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	struct nfuse_fh *h = fh_of(fi);
+	pthread_mutex_lock(&h->lock);
+	int64_t r = nostall_lseek(h->f, off, whence);
+	pthread_mutex_unlock(&h->lock);
+	if (r < 0)
+		nfuse_reply_rc(req, (int)r);
+	else
+		fuse_reply_lseek(req, r);
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	nfuse_reply_rc(req, nostall_flush(fh_of(fi)->f));
@@ -596,4 +611,5 @@ void nfuse_ops_file(struct fuse_lowlevel_ops *ops)
 	ops->fsyncdir = op_fsyncdir;
 	ops->statfs = op_statfs;
 	ops->ioctl = op_ioctl;
+	ops->lseek = op_lseek;
 }
