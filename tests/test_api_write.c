@@ -447,6 +447,74 @@ static void test_seek_data_hole(void **state)
 	check_seek("data=journal");
 }
 
+/* RENAME_WHITEOUT (overlayfs): the old name becomes a 0:0 character
+ * device with mode 0 owned by the caller, the new name gets the source
+ * (a file over an existing one, a directory across directories); not with
+ * EXCHANGE; e2fsck agrees. */
+static void test_rename_whiteout(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	struct nostall_file *f;
+	assert_int_equal(nostall_create(fs, "/a", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f), 0);
+	assert_int_equal(nostall_write(f, "A", 1), 1);
+	nostall_close(f);
+	assert_int_equal(nostall_create(fs, "/b", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f), 0);
+	nostall_close(f);
+	assert_int_equal(nostall_mkdir(fs, "/d", 0755), 0);
+	assert_int_equal(nostall_mkdir(fs, "/d/sub", 0755), 0);
+	assert_int_equal(nostall_mkdir(fs, "/e", 02775), 0);
+	assert_int_equal(nostall_chown(fs, "/e", 0, 7, 77), 0);
+	assert_int_equal(nostall_chmod(fs, "/e", 0, 02775), 0);
+
+	struct nostall_stat st, root0, root1;
+	assert_int_equal(nostall_stat(fs, "/", 0, &root0), 0);
+	assert_int_equal(nostall_rename(fs, "/a", "/b", NOSTALL_RENAME_WHITEOUT | NOSTALL_RENAME_EXCHANGE), -EINVAL);
+	nostall_cred_set(1234, 567, NULL, 0);
+	assert_int_equal(nostall_rename(fs, "/a", "/b", NOSTALL_RENAME_WHITEOUT), 0);
+	nostall_cred_reset();
+	assert_int_equal(nostall_stat(fs, "/a", NOSTALL_NOFOLLOW, &st), 0);
+	assert_int_equal(st.mode, 0020000);
+	assert_int_equal(st.rdev, 0);
+	assert_int_equal(st.nlink, 1);
+	assert_int_equal(st.uid, 1234);
+	assert_int_equal(st.gid, 567);
+	char c = 0;
+	assert_int_equal(nostall_create(fs, "/b", NOSTALL_O_RDONLY, 0, &f), 0);
+	assert_int_equal(nostall_read(f, &c, 1), 1);
+	assert_int_equal(c, 'A');
+	nostall_close(f);
+	/* NOREPLACE with a whiteout: the target must not exist */
+	assert_int_equal(nostall_rename(fs, "/b", "/a", NOSTALL_RENAME_WHITEOUT | NOSTALL_RENAME_NOREPLACE), -EEXIST);
+	/* a directory into a setgid directory: links move, the whiteout takes
+	 * the old directory's place */
+	assert_int_equal(nostall_rename(fs, "/d/sub", "/e/sub", NOSTALL_RENAME_WHITEOUT), 0);
+	struct nostall_stat d, e;
+	assert_int_equal(nostall_stat(fs, "/d", 0, &d), 0);
+	assert_int_equal(nostall_stat(fs, "/e", 0, &e), 0);
+	assert_int_equal(d.nlink, 2);
+	assert_int_equal(e.nlink, 3);
+	assert_int_equal(nostall_stat(fs, "/d/sub", NOSTALL_NOFOLLOW, &st), 0);
+	assert_int_equal(st.mode, 0020000);
+	assert_int_equal(nostall_stat(fs, "/e/sub/..", 0, &st), 0);
+	assert_int_equal(st.ino, e.ino);
+	/* a whiteout made in a setgid directory takes its group */
+	assert_int_equal(nostall_create(fs, "/e/x", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f), 0);
+	nostall_close(f);
+	assert_int_equal(nostall_rename(fs, "/e/x", "/y", NOSTALL_RENAME_WHITEOUT), 0);
+	assert_int_equal(nostall_stat(fs, "/e/x", NOSTALL_NOFOLLOW, &st), 0);
+	assert_int_equal(st.gid, 77);
+	assert_int_equal(nostall_stat(fs, "/", 0, &root1), 0);
+	assert_int_equal(root1.nlink, root0.nlink);
+	/* whiteouts are ordinary device nodes: they go with unlink */
+	assert_int_equal(nostall_unlink(fs, "/d/sub"), 0);
+	fsimg_api_umount(fs);
+	assert_clean();
+	char out[4096];
+	assert_int_equal(fsimg_out(out, sizeof out, "debugfs -R 'stat /a' %s 2>/dev/null", img), 0);
+	assert_non_null(strstr(out, "Type: character special"));
+	assert_non_null(strstr(out, "Device major/minor number: 00:00"));
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_api_write", "mke2fs e2fsck debugfs dumpe2fs");
@@ -464,6 +532,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statfs_and_xattr_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seek_data_hole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

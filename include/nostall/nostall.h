@@ -489,6 +489,11 @@ int nostall_unlink(struct nostall_fs *fs, const char *path);
 int nostall_rmdir(struct nostall_fs *fs, const char *path);
 #define NOSTALL_RENAME_NOREPLACE 0x1u
 #define NOSTALL_RENAME_EXCHANGE 0x2u
+/* RENAME_WHITEOUT: the old name stays, as a whiteout (a character device
+ * 0:0 with mode 0, owned by the caller's credentials: overlayfs's mark of a
+ * removed lower file), made in the rename's transaction. Not with EXCHANGE
+ * (-EINVAL). Linux asks for CAP_MKNOD; the library checks no permission. */
+#define NOSTALL_RENAME_WHITEOUT 0x4u
 int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags);
 int nostall_truncate(struct nostall_fs *fs, const char *path, uint64_t size);
 int nostall_chmod(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode);

@@ -296,8 +296,8 @@ int nostall_rmdir_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name)
 
 static int rename_flags_check(unsigned flags)
 {
-	if ((flags & ~(NOSTALL_RENAME_NOREPLACE | NOSTALL_RENAME_EXCHANGE)) ||
-	    flags == (NOSTALL_RENAME_NOREPLACE | NOSTALL_RENAME_EXCHANGE))
+	if ((flags & ~(NOSTALL_RENAME_NOREPLACE | NOSTALL_RENAME_EXCHANGE | NOSTALL_RENAME_WHITEOUT)) ||
+	    ((flags & NOSTALL_RENAME_EXCHANGE) && (flags & (NOSTALL_RENAME_NOREPLACE | NOSTALL_RENAME_WHITEOUT))))
 		return err_set(-EINVAL, "rename: bad flags 0x%x", flags);
 	return 0;
 }

@@ -61,6 +61,10 @@ int ext3_rmdir(struct ext3_inode *dir, const char *name, size_t len);
  * flushed first (the 2.6.30 safeguard). */
 #define EXT3_RENAME_NOREPLACE 0x1u
 #define EXT3_RENAME_EXCHANGE 0x2u
+/* RENAME_WHITEOUT (overlayfs): the old name stays and names a new whiteout
+ * (a character device 0:0, mode 0, owned by the calling thread's
+ * credentials), in the rename's transaction; not with EXCHANGE. */
+#define EXT3_RENAME_WHITEOUT 0x4u
 int ext3_rename(struct ext3_inode *olddir, const char *oldname, size_t oldlen,
 		struct ext3_inode *newdir, const char *newname, size_t newlen, unsigned flags);
 

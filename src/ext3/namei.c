@@ -595,9 +595,10 @@ struct rn {
 	struct ext3_inode *od, *nd;   /* old and new directory */
 	const char *on, *nn;
 	size_t ol, nl;
-	bool exchange, cross;
+	bool exchange, cross, whiteout;
 	uint32_t sino, tino;          /* as looked up (tino 0: no target) */
 	struct ext3_inode *s, *t;     /* source, target (NULL) */
+	struct ext3_inode *wh;        /* RENAME_WHITEOUT: the new whiteout inode */
 	bool sdir, tdir;
 };
 
@@ -704,13 +705,33 @@ static void dir_links(struct ext3_inode *d, int delta)
 		d->a.links = (uint16_t)(d->a.links + delta);
 }
 
-/* A plain rename (the target, if any, is replaced). */
+/* RENAME_WHITEOUT: the inode the old name will name, a character device
+ * 0:0 with mode 0 (overlayfs's whiteout), owned by the caller (the old
+ * directory's group when it is setgid), as 4.x ext4's whiteout for rename.
+ * Returned locked as writer with one link, in the caller's handle. */
+static int rn_whiteout_new(struct jbd_handle *h, struct rn *r)
+{
+	struct ext3_cred cr;
+	ext3_cred_thread_get(&cr);
+	uint32_t gid = (r->od->a.mode & 02000) ? r->od->a.gid : cr.gid;
+	int rc = ext3_new_inode(h, r->od, EXT3_S_IFCHR, cr.uid, gid, &r->wh);
+	if (rc)
+		return rc;
+	set_rdev(r->wh, 0, 0);
+	r->wh->a.links = 1;
+	return ext3_mark_inode_dirty(h, r->wh);
+}
+
+/* A plain rename (the target, if any, is replaced); with RENAME_WHITEOUT
+ * the old name is kept and names the whiteout. */
 static int rn_move(struct jbd_handle *h, struct rn *r)
 {
 	int rc = r->t ? ext3_dir_retarget(h, r->nd, r->nn, r->nl, r->sino, r->s->a.mode)
 		      : ext3_dir_add(h, r->nd, r->nn, r->nl, r->sino, r->s->a.mode);
 	uint32_t gone;
-	if (!rc)
+	if (!rc && r->whiteout)
+		rc = ext3_dir_retarget(h, r->od, r->on, r->ol, r->wh->ino, r->wh->a.mode);
+	else if (!rc)
 		rc = ext3_dir_remove(h, r->od, r->on, r->ol, &gone);
 	if (!rc && r->sdir) {
 		if (r->cross)
@@ -754,10 +775,28 @@ static int rn_exchange(struct jbd_handle *h, struct rn *r)
 static int rn_apply(struct rn *r)
 {
 	struct jbd_handle *h;
-	int rc = ext3_journal_start(r->od->fs, ext3_credits_rename(r->od->fs), &h);
+	int credits = ext3_credits_rename(r->od->fs);
+	if (r->whiteout) /* the new inode: bitmap, group, superblock, table block */
+		credits += ext3_credits_dirop(r->od->fs);
+	int rc = ext3_journal_start(r->od->fs, credits, &h);
 	if (rc)
 		return rc;
-	rc = r->exchange ? rn_exchange(h, r) : rn_move(h, r);
+	if (r->whiteout)
+		rc = rn_whiteout_new(h, r);
+	if (!rc)
+		rc = r->exchange ? rn_exchange(h, r) : rn_move(h, r);
+	if (rc && r->wh) {
+		/* Undo: no links, the last put frees it; on the orphan list
+		 * meanwhile, so a crash does not leak it. */
+		r->wh->a.links = 0;
+		(void)ext3_orphan_add(h, r->wh);
+		(void)ext3_mark_inode_dirty(h, r->wh);
+	}
+	if (r->wh) {
+		pthread_rwlock_unlock(&r->wh->lock);
+		ext3_iput(r->wh);
+		r->wh = NULL;
+	}
 	if (!rc) {
 		touch(&r->s->a.ctime, &r->s->a.ctime_ns);
 		rc = ext3_mark_inode_dirty(h, r->s);
@@ -772,8 +811,8 @@ static int rn_apply(struct rn *r)
 int ext3_rename(struct ext3_inode *olddir, const char *oldname, size_t oldlen,
 		struct ext3_inode *newdir, const char *newname, size_t newlen, unsigned flags)
 {
-	if ((flags & ~(EXT3_RENAME_NOREPLACE | EXT3_RENAME_EXCHANGE)) ||
-	    flags == (EXT3_RENAME_NOREPLACE | EXT3_RENAME_EXCHANGE))
+	if ((flags & ~(EXT3_RENAME_NOREPLACE | EXT3_RENAME_EXCHANGE | EXT3_RENAME_WHITEOUT)) ||
+	    ((flags & EXT3_RENAME_EXCHANGE) && (flags & (EXT3_RENAME_NOREPLACE | EXT3_RENAME_WHITEOUT))))
 		return err_set(-EINVAL, "ext3: rename: bad flags 0x%x", flags);
 	int rc = name_check(oldname, oldlen);
 	if (!rc)
@@ -785,7 +824,7 @@ int ext3_rename(struct ext3_inode *olddir, const char *oldname, size_t oldlen,
 	struct ext3_fs *fs = olddir->fs;
 	struct rn r = {.od = olddir, .nd = newdir, .on = oldname, .nn = newname, .ol = oldlen,
 		       .nl = newlen, .exchange = flags & EXT3_RENAME_EXCHANGE,
-		       .cross = olddir != newdir};
+		       .whiteout = flags & EXT3_RENAME_WHITEOUT, .cross = olddir != newdir};
 	for (;;) {
 		if (r.cross)
 			pthread_mutex_lock(&fs->rename_lock);

@@ -22,7 +22,10 @@
 #      put in /usr/sbin inside a private mount namespace (overlay);
 #   6. an unprivileged user mounts an image they own (fusermount3) and works
 #      in it; root's mount (allow_other by default) enforces permissions for
-#      that user; with noallow_other the user cannot enter it.
+#      that user; with noallow_other the user cannot enter it;
+#   7. overlayfs with its upper and work directories on the mount: changes
+#      through the merged view, whiteouts (RENAME_WHITEOUT) in the upper
+#      layer, e2fsck clean.
 # Needs root and /dev/fuse: exits 77 with the reason otherwise.
 set -u
 NOSTALL=${NOSTALL:-build/nostall}
@@ -47,7 +50,7 @@ fuse_acl_user=""
 cleanup() {
 	[ -n "$bgpid" ] && kill -9 "$bgpid" 2>/dev/null
 	[ -n "$fuse_acl_user" ] && (cd / && setfacl --restore="$tmp/fuse.acl")
-	for d in "$tmp"/m "$tmp"/u/m; do
+	for d in "$tmp"/merged "$tmp"/m "$tmp"/u/m; do
 		mountpoint -q "$d" 2>/dev/null && { umount "$d" 2>/dev/null || umount -l "$d"; }
 	done
 	rm -rf "$tmp"
@@ -368,6 +371,28 @@ if [ -n "$user" ]; then
 	as ls "$m" >/dev/null 2>&1 && fail "noallow_other: another user enters the mount"
 	"$NOSTALL" umount "$m" || fail "umount (noallow_other)"
 	fsck_clean "$img" "allow_other"
+fi
+
+# overlayfs with its upper and work directories on the mount (containers):
+# the kernel demands RENAME_WHITEOUT, xattrs and d_type of a FUSE upper layer
+if [ "$(id -u)" -eq 0 ] && grep -qw overlay /proc/filesystems 2>/dev/null; then
+	mkimg "$img"
+	"$NOSTALL" mount "$img" "$m" || fail "mount for overlayfs"
+	mkdir -p "$tmp/lower/d" "$tmp/merged" "$m/upper" "$m/work"
+	echo low >"$tmp/lower/f" && echo x >"$tmp/lower/d/y"
+	if mount -t overlay overlay -o "lowerdir=$tmp/lower,upperdir=$m/upper,workdir=$m/work" "$tmp/merged"; then
+		echo new >"$tmp/merged/n" && echo more >>"$tmp/merged/n" && rm "$tmp/merged/f" && rm -r "$tmp/merged/d" &&
+			echo up >"$tmp/merged/lowcopy" || fail "overlayfs: changes through the merged view"
+		[ "$(ls "$tmp/merged" | tr '\n' ' ')" = "lowcopy n " ] || fail "overlayfs: merged view: $(ls "$tmp/merged")"
+		[ -c "$m/upper/f" ] && [ -c "$m/upper/d" ] || fail "overlayfs: no whiteouts in the upper layer"
+		umount "$tmp/merged" || fail "overlayfs: umount"
+		[ -c "$m/upper/f" ] && [ "$(stat -c %t:%T "$m/upper/f")" = 0:0 ] || fail "overlayfs: the whiteout is not 0:0"
+		[ "$(cat "$m/upper/n")" = "$(printf 'new\nmore')" ] || fail "overlayfs: upper file contents"
+	else
+		fail "overlayfs does not mount with its upper layer on nostall (dmesg: $(dmesg 2>/dev/null | grep -i overlay | tail -2))"
+	fi
+	"$NOSTALL" umount "$m" || fail "umount (overlayfs)"
+	fsck_clean "$img" "overlayfs"
 fi
 
 san_check

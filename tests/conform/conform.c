@@ -356,6 +356,19 @@ static void t_rename_flags(void)
 	check("rename a directory over a non-empty one", r == ENOTEMPTY || r == EEXIST, "got %d", r);
 	r = err(rmdir(P("ne")));
 	check("rmdir of a non-empty directory", r == ENOTEMPTY, "got %d", r);
+	/* RENAME_WHITEOUT (overlayfs on this filesystem as its upper layer):
+	 * the old name becomes a 0:0 character device with mode 0 */
+	mkfile(P("wa"), 0644, 0, 0);
+	ino_t iw = st_of(P("wa")).st_ino;
+	r = err(renameat2(AT_FDCWD, P("wa"), AT_FDCWD, P("wb"), RENAME_WHITEOUT));
+	struct stat wa = st_of(P("wa"));
+	check("RENAME_WHITEOUT leaves a whiteout", r == 0 && S_ISCHR(wa.st_mode) && (wa.st_mode & 07777) == 0 &&
+		      wa.st_rdev == 0 && st_of(P("wb")).st_ino == iw,
+	      "got %d, mode %o rdev %llx", r, wa.st_mode, (unsigned long long)wa.st_rdev);
+	r = err(renameat2(AT_FDCWD, P("wb"), AT_FDCWD, P("wa"), RENAME_WHITEOUT | RENAME_EXCHANGE));
+	check("RENAME_WHITEOUT with RENAME_EXCHANGE", r == EINVAL, "got %d", r);
+	unlink(P("wa"));
+	unlink(P("wb"));
 }
 
 static void t_xattr(void)

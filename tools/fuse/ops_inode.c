@@ -290,9 +290,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	int rc = nfuse_name_check(name);
 	if (!rc)
 		rc = nfuse_name_check(newname);
-	/* RENAME_NOREPLACE (1) and RENAME_EXCHANGE (2) are the library's values;
-	 * RENAME_WHITEOUT (overlayfs) is not ext3's */
-	if (!rc && (flags & ~(unsigned)(NOSTALL_RENAME_NOREPLACE | NOSTALL_RENAME_EXCHANGE)))
+	/* RENAME_NOREPLACE (1), RENAME_EXCHANGE (2) and RENAME_WHITEOUT (4,
+	 * overlayfs: the kernel has checked CAP_MKNOD) are the library's
+	 * values; the whiteout is owned by the caller */
+	if (!rc && (flags & ~(unsigned)(NOSTALL_RENAME_NOREPLACE | NOSTALL_RENAME_EXCHANGE |
+					NOSTALL_RENAME_WHITEOUT)))
 		rc = -EINVAL;
 	if (!rc) {
 		nfuse_cred_from_req(req); /* a directory block may be allocated */
