@@ -596,6 +596,10 @@ static void t_inode_flags(void)
 	struct fsxattr fx = { 0 };
 	check("FS_IOC_FSGETXATTR shows immutable", fd >= 0 && !ioctl(fd, FS_IOC_FSGETXATTR, &fx) &&
 		      (fx.fsx_xflags & FS_XFLAG_IMMUTABLE), "errno %d xflags %#x", errno, fx.fsx_xflags);
+	/* lsattr -v: the generation, an int (whatever _IOR's long says) */
+	int ver[2] = { 0, 0x5a5a5a5a };
+	check("FS_IOC_GETVERSION gives an int", fd >= 0 && !ioctl(fd, FS_IOC_GETVERSION, &ver[0]) &&
+		      ver[1] == 0x5a5a5a5a, "errno %d, next int %#x", errno, ver[1]);
 	if (fd >= 0)
 		close(fd);
 	struct o o = { .p = P("fl/i"), .q = P("fl/i2"), .mode = 0600 };

@@ -464,7 +464,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
  * and later) turns both into these ioctls through its fileattr calls, with
  * a 4-byte int, after its own checks (owner or CAP_FOWNER;
  * CAP_LINUX_IMMUTABLE for immutable and append-only), so the daemon only
- * checks ownership again; an old kernel's direct ioctl passes a long. */
+ * checks ownership again. */
 static void flags_ioctl(fuse_req_t req, fuse_ino_t ino, bool set, const void *in_buf,
 			size_t in_bufsz, size_t out_bufsz)
 {
@@ -476,7 +476,10 @@ static void flags_ioctl(fuse_req_t req, fuse_ino_t ino, bool set, const void *in
 		return;
 	}
 	if (!set) {
-		uint64_t v = st.flags & NOSTALL_FL_USER_VISIBLE; /* little-endian: an int or a long */
+		/* an int, as ext3 writes it: callers pass an int despite the
+		 * long in _IOR (lsattr, chattr), and the kernel copies back what
+		 * the reply holds */
+		uint32_t v = st.flags & NOSTALL_FL_USER_VISIBLE;
 		fuse_reply_ioctl(req, 0, &v, out_bufsz < sizeof v ? out_bufsz : sizeof v);
 		return;
 	}
@@ -557,7 +560,7 @@ static void xattr_ioctl(fuse_req_t req, fuse_ino_t ino, bool set, const void *in
 /* NOSTALL_IOC_SYNC: what sync(2) would do if it reached a FUSE daemon.
  * NOSTALL_IOC_DATA_MODE: the data mode in use (nostall info MOUNTPOINT).
  * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS and FS_IOC_FSGETXATTR /
- * FS_IOC_FSSETXATTR: the inode flags. */
+ * FS_IOC_FSSETXATTR: the inode flags; FS_IOC_GETVERSION: its generation. */
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
@@ -566,6 +569,16 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	    cmd == FS_IOC32_SETFLAGS) {
 		flags_ioctl(req, ino, cmd == FS_IOC_SETFLAGS || cmd == FS_IOC32_SETFLAGS, in_buf,
 			    in_bufsz, out_bufsz);
+		return;
+	}
+	if (cmd == FS_IOC_GETVERSION || cmd == FS_IOC32_GETVERSION) { /* lsattr -v: i_generation */
+		struct nostall_stat st;
+		int rc = nostall_stat_ino(nfuse_of(req)->fs, nfuse_to_ext3(ino), &st);
+		uint32_t v = st.generation; /* an int, as ext3 writes it (not the long _IOR says) */
+		if (rc)
+			nfuse_reply_rc(req, rc);
+		else
+			fuse_reply_ioctl(req, 0, &v, out_bufsz < sizeof v ? out_bufsz : sizeof v);
 		return;
 	}
 	if (cmd == FS_IOC_FSGETXATTR || cmd == FS_IOC_FSSETXATTR) {
