@@ -289,9 +289,19 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 /* SEEK_DATA / SEEK_HOLE (the kernel answers the other whences itself):
  * without this op it would call every file all data, and cp, tar and
- * rsync would read the holes of sparse files as zeroes. */
+ * rsync would read the holes of sparse files as zeroes. The kernel asks
+ * without writing back what it caches, so the answer is the library's view:
+ * with the writeback cache that misses cached writes (and sizes: stress-ng
+ * got ENXIO below the size it had written), so there ENOSYS makes the
+ * kernel answer itself from then on (all data up to its size). Without it
+ * writes reach the library before they return; only pages dirtied through
+ * a shared mmap wait in the kernel until written back (docs/fuse.md). */
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
+	if (nfuse_of(req)->o.writeback_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	struct nfuse_fh *h = fh_of(fi);
 	pthread_mutex_lock(&h->lock);
 	int64_t r = nostall_lseek(h->f, off, whence);
