@@ -16,7 +16,9 @@
 #      500 htree entries in one call), write (appends to existing files,
 #      new files, an overwrite inside a sparse file), mkdir -p, ln, ln -s,
 #      truncate, chmod, touch, and new htree entries (put -r of 2,000
-#      files merged into /bigdir, put and write of single ones).
+#      files merged into /bigdir, put and write of single ones); files the
+#      kernel made immutable / append-only (chattr) refuse writes and
+#      removal.
 #   3. e2fsck -fn is clean, /bigdir still has its index, then the kernel
 #      mounts the image and its tree must equal the reference (type, mode,
 #      owner, size, link count, device numbers, contents, symlink targets,
@@ -160,6 +162,9 @@ for cfg in "1024 128" "4096 256"; do
 	fi
 	mounted=$mnt
 	python3 "$lib/fs_mktree.py" --small "$bs" "$mnt" >/dev/null || fail "bs $bs: fs_mktree.py"
+	# inode flags the kernel sets, which nostall must honour
+	{ echo imm >"$mnt/kimm" && chattr +i "$mnt/kimm" && echo app >"$mnt/kapp" && chattr +a "$mnt/kapp"; } ||
+		fail "bs $bs: chattr on the kernel mount"
 	cp -a "$mnt/." "$ref/" || fail "bs $bs: cp -a of the kernel's tree"
 	umount "$mnt" && mounted=""
 	fsck_clean "$img" "bs $bs: the kernel's image"
@@ -168,6 +173,12 @@ for cfg in "1024 128" "4096 256"; do
 	n0=$(ls -f "$ref/bigdir" | wc -l)
 
 	modify "$img" "$ref" "$bs"
+	# the kernel's chattr +i / +a hold under nostall: no write, no removal
+	[ "$("$NOSTALL" lsattr "$img" /kimm /kapp | cut -c1-8 | tr '\n' ' ')" = "----i--- -----a-- " ] ||
+		fail "bs $bs: nostall lsattr of the kernel's flags: $("$NOSTALL" lsattr "$img" /kimm /kapp 2>&1)"
+	echo x | "$NOSTALL" write "$img" /kimm 0 2>/dev/null && fail "bs $bs: wrote into a kernel-made immutable file"
+	echo x | "$NOSTALL" write "$img" /kapp 0 2>/dev/null && fail "bs $bs: overwrote a kernel-made append-only file"
+	"$NOSTALL" rm "$img" /kimm /kapp 2>/dev/null && fail "bs $bs: removed kernel-made immutable/append-only files"
 
 	fsck_clean "$img" "bs $bs: after nostall's changes"
 	dumpe2fs -h "$img" 2>/dev/null | grep -q needs_recovery && fail "bs $bs: image left with needs_recovery"
