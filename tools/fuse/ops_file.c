@@ -470,6 +470,23 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &v);
 }
 
+/* Both set ioctls' last step: the uid check again (root, or the owner for
+ * flags other than immutable and append-only), then the change and the
+ * reply. st: the inode's attributes before the change. */
+static void flags_set_reply(fuse_req_t req, fuse_ino_t ino, const struct nostall_stat *st, uint32_t v)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (ctx->uid != 0 && (ctx->uid != st->uid || ((v ^ st->flags) & (NOSTALL_FL_IMMUTABLE | NOSTALL_FL_APPEND)))) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	int rc = nostall_setflags_ino(nfuse_of(req)->fs, nfuse_to_ext3(ino), v, NULL);
+	if (rc)
+		nfuse_reply_rc(req, rc);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 /* FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (lsattr, chattr): the kernel (5.13
  * and later) turns both into these ioctls through its fileattr calls, with
  * a 4-byte int, after its own checks (owner or CAP_FOWNER;
@@ -499,16 +516,7 @@ static void flags_ioctl(fuse_req_t req, fuse_ino_t ino, bool set, const void *in
 		return;
 	}
 	memcpy(&v, in_buf, sizeof v);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	if (ctx->uid != 0 && (ctx->uid != st.uid || ((v ^ st.flags) & (NOSTALL_FL_IMMUTABLE | NOSTALL_FL_APPEND)))) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	rc = nostall_setflags_ino(nf->fs, nfuse_to_ext3(ino), v, NULL);
-	if (rc)
-		nfuse_reply_rc(req, rc);
-	else
-		fuse_reply_ioctl(req, 0, NULL, 0);
+	flags_set_reply(req, ino, &st, v);
 }
 
 /* FS_IOC_FSGETXATTR / FS_IOC_FSSETXATTR: the same flags in their xflags
@@ -555,16 +563,7 @@ static void xattr_ioctl(fuse_req_t req, fuse_ino_t ino, bool set, const void *in
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	if (ctx->uid != 0 && (ctx->uid != st.uid || ((fl ^ st.flags) & (NOSTALL_FL_IMMUTABLE | NOSTALL_FL_APPEND)))) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	rc = nostall_setflags_ino(nf->fs, nfuse_to_ext3(ino), fl, NULL);
-	if (rc)
-		nfuse_reply_rc(req, rc);
-	else
-		fuse_reply_ioctl(req, 0, NULL, 0);
+	flags_set_reply(req, ino, &st, fl);
 }
 
 /* NOSTALL_IOC_SYNC: what sync(2) would do if it reached a FUSE daemon.
