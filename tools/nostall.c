@@ -15,7 +15,7 @@ static const struct {
 	const char *usage;
 	const struct cli_cmd *fs;
 } commands[] = {
-	{ "bench", cmd_bench, "bench blk|jbd [--device SPEC] [--scenario NAME] [--seconds S] [--json] [-o OPTS]", NULL },
+	{ "bench", cmd_bench, "bench blk|jbd|fs|repro [--device SPEC] [-o OPTS] [--json] ... (options: nostall bench KIND --help)", NULL },
 	{ "mkfs", cmd_mkfs,
 	  "mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J blocks] [-L label] [-U uuid] [-E root_owner=UID:GID] [-T time] IMAGE [SIZE]",
 	  NULL },
