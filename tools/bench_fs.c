@@ -267,7 +267,8 @@ static void bench_fs_usage(FILE *out)
 		"                  (default: journal, ordered, writeback and guarded)\n"
 		"  --quick         tiny sizes (checks, not measurements)\n"
 		"  --seconds S     fsync-under-stream's measuring time (default 10, 6 on sim:;\n"
-		"                  p99 is printed from 100 samples on)\n"
+		"                  p99 is printed from 100 samples on: until it has them, the\n"
+		"                  run goes on, up to twice S)\n"
 		"  --reps N        stream and jens: N repetitions, each beside its own raw floor,\n"
 		"                  fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
 		"                  2 with --quick)\n"
@@ -322,6 +323,7 @@ static int parse_user_opts(struct fsb *b, const char **modes, int *nmodes)
 		return err_set(-EINVAL, "the benchmark writes: 'ro' makes no sense here");
 	}
 	b->cache_bytes = o.cache_bytes ? o.cache_bytes : FSB_DEFAULT_CACHE;
+	b->user_cache = o.cache_bytes != 0;
 	if (o.data_mode) {
 		modes[0] = ext3_data_mode_name(o.data_mode);
 		*nmodes = 1;

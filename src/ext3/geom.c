@@ -67,9 +67,36 @@ uint32_t ext3_geom_group_blocks(const struct ext3_geom *g, uint32_t grp)
 	return (uint32_t)(g->blocks_count - ext3_geom_group_first(g, grp));
 }
 
+/* Is grp in a metagroup whose descriptor block is a meta_bg one? */
+static bool in_meta_region(const struct ext3_geom *g, uint32_t grp)
+{
+	return g->meta_bg && grp / g->desc_per_block >= g->first_meta_bg;
+}
+
+/* With meta_bg, does grp hold a copy of its metagroup's descriptor block
+ * (first, second and last group of the metagroup)? */
+static bool holds_meta_desc(const struct ext3_geom *g, uint32_t grp)
+{
+	uint32_t r = grp % g->desc_per_block;
+	return in_meta_region(g, grp) && (r == 0 || r == 1 || r == g->desc_per_block - 1);
+}
+
 uint32_t ext3_geom_super_blocks(const struct ext3_geom *g, uint32_t grp)
 {
-	return ext3_geom_has_super(g, grp) ? 1 + g->desc_blocks + g->reserved_gdt_blocks : 0;
+	uint32_t sb = ext3_geom_has_super(g, grp) ? 1 : 0;
+	if (in_meta_region(g, grp))
+		return sb + (holds_meta_desc(g, grp) ? 1 : 0);
+	if (!sb)
+		return 0;
+	return 1 + (g->meta_bg ? g->first_meta_bg : g->desc_blocks + g->reserved_gdt_blocks);
+}
+
+uint64_t ext3_geom_desc_block(const struct ext3_geom *g, uint64_t sb_block, uint32_t nr)
+{
+	if (!g->meta_bg || nr < g->first_meta_bg)
+		return sb_block + 1 + nr;
+	uint32_t grp = nr * g->desc_per_block;
+	return ext3_geom_group_first(g, grp) + (ext3_geom_has_super(g, grp) ? 1 : 0);
 }
 
 uint64_t ext3_geom_std_block_bitmap(const struct ext3_geom *g, uint32_t grp)
@@ -86,8 +113,10 @@ uint64_t ext3_geom_overhead(const struct ext3_geom *g)
 {
 	uint64_t o = g->first_data_block;
 	for (uint32_t grp = 0; grp < g->groups; grp++) {
-		if (ext3_geom_has_super(g, grp))
-			o += 1 + g->desc_blocks;
+		if (in_meta_region(g, grp))
+			o += (ext3_geom_has_super(g, grp) ? 1 : 0) + (holds_meta_desc(g, grp) ? 1 : 0);
+		else if (ext3_geom_has_super(g, grp))
+			o += 1 + (g->meta_bg ? g->first_meta_bg : g->desc_blocks);
 		o += 2 + g->itable_blocks;
 	}
 	return o;

@@ -32,6 +32,13 @@ struct ext3_geom {
 	uint32_t reserved_gdt_blocks;
 	uint32_t apb;                /* block numbers per indirect block */
 	bool sparse_super;
+	/* meta_bg: descriptor block nr >= first_meta_bg lives in the first
+	 * group of "its" metagroup (the desc_per_block groups it describes),
+	 * after that group's superblock backup if any, with copies in the
+	 * metagroup's second and last groups. Descriptor blocks below
+	 * first_meta_bg stay in the classic table after each superblock. */
+	bool meta_bg;
+	uint32_t first_meta_bg;      /* <= desc_blocks (checked at mount) */
 };
 
 /* Fill the derived fields (groups, desc_per_block, desc_blocks,
@@ -55,8 +62,15 @@ uint64_t ext3_geom_group_first(const struct ext3_geom *g, uint32_t grp);
 /* Blocks in group grp (the last one may be shorter). */
 uint32_t ext3_geom_group_blocks(const struct ext3_geom *g, uint32_t grp);
 /* Blocks at the start of group grp taken by the superblock copy, the GDT and
- * the reserved GDT blocks (0 in a group without a backup). */
+ * the reserved GDT blocks (0 in a group without a backup); with meta_bg, the
+ * classic table holds first_meta_bg blocks only (no reserved ones, as
+ * e2fsprogs counts them), and the first, second and last group of each
+ * metagroup from first_meta_bg on hold one descriptor block instead. */
 uint32_t ext3_geom_super_blocks(const struct ext3_geom *g, uint32_t grp);
+/* Where descriptor block nr (0 .. desc_blocks-1) of the primary copy is,
+ * the classic table following the superblock at sb_block (which may be a
+ * backup's, mount -o sb=). */
+uint64_t ext3_geom_desc_block(const struct ext3_geom *g, uint64_t sb_block, uint32_t nr);
 /* The standard (mke2fs without flex_bg) placement: block bitmap right after
  * the superblock copy, then the inode bitmap, then the inode table. A
  * mounted filesystem reads the real locations from its descriptors. */

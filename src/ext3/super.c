@@ -206,6 +206,13 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	fs->needs_recovery = (fs->incompat & EXT3_FEATURE_INCOMPAT_RECOVER) != 0;
 	fs->has_filetype = (fs->incompat & EXT3_FEATURE_INCOMPAT_FILETYPE) != 0;
 	fs->g.sparse_super = (fs->ro_compat & EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER) != 0;
+	fs->g.meta_bg = (fs->incompat & EXT3_FEATURE_INCOMPAT_META_BG) != 0;
+	fs->g.first_meta_bg = fs->g.meta_bg ? le32_to_cpu(sb->s_first_meta_bg) : 0;
+	/* Past the table, the classic copy would run into the groups' own
+	 * metadata (ext4 refuses it too; e2fsck repairs it). */
+	if (fs->g.first_meta_bg > fs->g.desc_blocks)
+		return err_set(-EUCLEAN, "ext3: first meta block group %u past the %u descriptor blocks",
+			       fs->g.first_meta_bg, fs->g.desc_blocks);
 	if (fs->needs_recovery && !(fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL))
 		return err_set(-EUCLEAN, "ext3: needs_recovery set but there is no journal");
 	if (rev >= EXT3_DYNAMIC_REV) {
@@ -225,22 +232,22 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	return 0;
 }
 
-/* Read and check the group descriptor table that follows the superblock at
- * block sb_blk. */
+/* Read and check the group descriptors: the table that follows the
+ * superblock at fs->sb_block, and with meta_bg the metagroups' blocks. */
 int ext3_gdt_load(struct ext3_fs *fs)
 {
 	fs->gd = calloc(fs->g.groups, sizeof *fs->gd);
 	if (!fs->gd)
 		return err_set(-ENOMEM, "ext3: out of memory for %u group descriptors", fs->g.groups);
-	/* The GDT starts in the block after the one holding the superblock. */
-	uint64_t sb_fsblock = fs->sb_block;
-	uint64_t gdt = sb_fsblock + 1;
-	if ((uint64_t)gdt + fs->g.desc_blocks > fs->g.blocks_count)
-		return err_set(-EUCLEAN, "ext3: group descriptor table (%u blocks at %llu) past the "
-			       "end", fs->g.desc_blocks, (unsigned long long)gdt);
+	/* The classic table starts in the block after the one holding the
+	 * superblock; with meta_bg, later blocks live in their metagroups. */
 	for (uint32_t b = 0; b < fs->g.desc_blocks; b++) {
+		uint64_t blk = ext3_geom_desc_block(&fs->g, fs->sb_block, b);
+		if (blk >= fs->g.blocks_count)
+			return err_set(-EUCLEAN, "ext3: group descriptor block %u (at %llu) past the end",
+				       b, (unsigned long long)blk);
 		struct buffer_head *bh;
-		int rc = ext3_bread(fs, gdt + b, "group descriptor", &bh);
+		int rc = ext3_bread(fs, blk, "group descriptor", &bh);
 		if (rc)
 			return rc;
 		const struct ext3_group_desc *d = buf_data(bh);

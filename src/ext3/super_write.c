@@ -71,7 +71,7 @@ int ext3_group_adjust(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, int3
 				     "inodes, %u directories) cannot change by %d/%d/%d",
 				     g, d->bg_free_blocks_count, d->bg_free_inodes_count,
 				     d->bg_used_dirs_count, dblocks, dinodes, ddirs);
-	uint64_t blk = (uint64_t)fs->sb_block + 1 + g / fs->g.desc_per_block;
+	uint64_t blk = ext3_geom_desc_block(&fs->g, fs->sb_block, g / fs->g.desc_per_block);
 	struct buffer_head *bh;
 	int rc = ext3_journal_bread(h, fs, blk, "group descriptor", false, &bh);
 	if (rc)
