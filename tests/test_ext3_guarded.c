@@ -263,7 +263,9 @@ static void test_hole_fill(void **state)
 	struct nostall_fs *fs = mnt(img, "data=guarded,commit=60");
 	put(fs, "/h", 2, 0, bs);
 	put(fs, "/h", 2, 20 * bs, bs);
-	assert_int_equal(fsync_path(fs, "/h"), 0);
+	/* sync, not fsync: fsync orders the file's data into its commit
+	 * (test_fsync_in_commit), which would file it */
+	assert_int_equal(nostall_sync(fs), 0);
 	struct snap s = snap_of(fs, "/h");
 	assert_int_equal(s.disksize, 21 * bs);
 	assert_false(s.ordered);
@@ -548,6 +550,10 @@ static void test_write_error(void **state)
 		 (unsigned long long)(bad * (bs / 512)), (unsigned long long)(bad * (bs / 512)));
 	struct nostall_fs *fs = mnt_spec(spec, "data=guarded,commit=60");
 	put(fs, "/e", 9, 0, len);
+	/* The write fails in writeback (here sync's), before any fsync: the
+	 * extent is marked failed, and fsync reports it without ordering the
+	 * file into its commit (that way's failure aborts: test_fsync_error). */
+	assert_int_equal(nostall_sync(fs), -EIO);
 	assert_int_equal(fsync_path(fs, "/e"), -EIO);
 	struct snap s = snap_of(fs, "/e");
 	/* below the failed block (its run may have held more), for good */
@@ -570,6 +576,90 @@ static void test_write_error(void **state)
 	fs = mnt(img, NULL);
 	check(fs, "/e", 9, len, 0, 0);
 	umnt(fs);
+	unlink(img);
+}
+
+/* fsync orders the file's data into the commit that logs its size: one
+ * commit, the size and orphan entry settled at once, and what it wrote
+ * survives a remount and e2fsck. */
+static uint64_t commits_of(struct nostall_fs *fs)
+{
+	struct jbd_stats js;
+	jbd_journal_stats(fs->e->journal, &js);
+	return js.commits;
+}
+
+static void test_fsync_in_commit(void **state)
+{
+	char img[300];
+	unsigned bs = 1024;
+	mkimg("fic.img", bs, 16384, img, sizeof img);
+	struct nostall_fs *fs = mnt(img, "data=guarded,commit=600");
+	struct ext3_guarded_stats st0, st;
+	put(fs, "/a", 12, 0, 5 * bs + 7);
+	struct snap s = snap_of(fs, "/a");
+	assert_true(s.orphan);
+	assert_true(s.disksize < s.size);
+	ext3_guarded_stats(fs->e, &st0);
+	uint64_t commits0 = commits_of(fs);
+	assert_int_equal(fsync_path(fs, "/a"), 0);
+	ext3_guarded_stats(fs->e, &st);
+	assert_int_equal(st.fsync_in_commit - st0.fsync_in_commit, 1);
+	assert_int_equal(commits_of(fs) - commits0, 1);
+	s = snap_of(fs, "/a");
+	assert_int_equal(s.disksize, 5 * bs + 7);
+	assert_false(s.orphan);
+	/* appends again, fsync again; then a crash-free remount sees it all */
+	put(fs, "/a", 12, 5 * bs + 7, 30 * bs);
+	assert_int_equal(fsync_path(fs, "/a"), 0);
+	s = snap_of(fs, "/a");
+	assert_int_equal(s.disksize, 35 * bs + 7);
+	assert_false(s.orphan);
+	assert_int_equal(ext3_guarded_drain(fs->e), 0);
+	struct ext3_inode *in = inode_of(fs, "/a");
+	assert_int_equal(ext3_guarded_inode_extents(in), 0);
+	ext3_iput(in);
+	umnt(fs);
+	fsck_clean(img);
+	fs = mnt(img, NULL);
+	check(fs, "/a", 12, 35 * bs + 7, 0, 0);
+	umnt(fs);
+	unlink(img);
+}
+
+/* fsync's data write fails inside the commit that logs the size: the
+ * journal aborts (the size must not commit over data that is not there;
+ * the log cannot take it back), fsync fails, later changes get -EROFS, and
+ * the image recovers to the last committed state: the file's size on disk
+ * never covers the failed block. */
+static void test_fsync_error(void **state)
+{
+	char img[300], spec[600];
+	unsigned bs = 4096;
+	mkimg("ferr.img", bs, 16384, img, sizeof img);
+	uint64_t len = 8 * bs;
+	struct nostall_fs *fs = mnt(img, "data=guarded");
+	put(fs, "/keep", 8, 0, 3 * bs); /* committed before: survives */
+	umnt(fs);
+	uint64_t bad = first_block_of(img, bs, len); /* block 2 of /e */
+	assert_true(bad > 0);
+	snprintf(spec, sizeof spec, "fault:file:%s,op=write,sector=%llu-%llu,count=1", img,
+		 (unsigned long long)(bad * (bs / 512)), (unsigned long long)(bad * (bs / 512)));
+	fs = mnt_spec(spec, "data=guarded,commit=60");
+	put(fs, "/e", 9, 0, len);
+	int rc = fsync_path(fs, "/e");
+	assert_true(rc == -EIO || rc == -EROFS);
+	assert_true(jbd_journal_aborted(fs->e->journal));
+	assert_int_equal(nostall_mkdir(fs, "/after", 0755), -EROFS);
+	(void)nostall_umount(fs); /* reports the abort */
+	fsck_clean(img);
+	fs = mnt(img, NULL);
+	check(fs, "/keep", 8, 3 * bs, 0, 0);
+	struct nostall_stat st;
+	rc = nostall_stat(fs, "/e", 0, &st);
+	assert_true(rc == -ENOENT || (rc == 0 && st.size <= 2 * bs));
+	umnt(fs);
+	fsck_clean(img);
 	unlink(img);
 }
 
@@ -773,6 +863,7 @@ int main(void)
 		cmocka_unit_test(test_hole_fill),       cmocka_unit_test(test_fsync_isolation),
 		cmocka_unit_test(test_truncate_pending), cmocka_unit_test(test_unlink_while_logged),
 		cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_fsync_in_commit), cmocka_unit_test(test_fsync_error),
 		cmocka_unit_test(test_abort_pending),   cmocka_unit_test(test_default_mode),
 		cmocka_unit_test(test_concurrent),      cmocka_unit_test(test_light_writer_limit),
 	};

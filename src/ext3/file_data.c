@@ -289,21 +289,37 @@ static int ordered_wait(void *ctx, uint32_t tid)
 {
 	(void)tid;
 	struct ext3_inode *in = ctx;
-	return page_mapping_wait(in->mapping, 0, PAGE_INDEX_MAX);
+	int rc = page_mapping_wait(in->mapping, 0, PAGE_INDEX_MAX);
+	/* Guarded: the mapping's error goes to its first waiter, which may
+	 * not be this commit; the extents keep every failure. */
+	if (!rc && ext3_guarded_mode(in->fs))
+		rc = ext3_guarded_data_check(in);
+	return rc;
 }
 
 static const struct jbd_inode_ops ordered_ops = {.submit = ordered_submit, .wait = ordered_wait};
 
-/* File in's pages as ordered data of h's transaction (in->lock held). */
-static int data_file_ordered(struct jbd_handle *h, struct ext3_inode *in)
+/* File in's pages as ordered data of h's transaction (in->lock held);
+ * strict: jbd_inode_file_strict. */
+static int data_file_ordered_as(struct jbd_handle *h, struct ext3_inode *in, bool strict)
 {
 	if (!in->jinode) {
 		int rc = jbd_inode_create(in->fs->journal, &ordered_ops, in, &in->jinode);
 		if (rc)
 			return err_wrap(rc, "ext3: inode %u: ordered data", in->ino);
 	}
-	int rc = jbd_inode_file(h, in->jinode);
+	int rc = strict ? jbd_inode_file_strict(h, in->jinode) : jbd_inode_file(h, in->jinode);
 	return rc ? err_wrap(rc, "ext3: inode %u: ordering its data", in->ino) : 0;
+}
+
+static int data_file_ordered(struct jbd_handle *h, struct ext3_inode *in)
+{
+	return data_file_ordered_as(h, in, false);
+}
+
+int ext3_data_order_strict(struct jbd_handle *h, struct ext3_inode *in)
+{
+	return in->mapping ? data_file_ordered_as(h, in, true) : 0;
 }
 
 int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in)
@@ -398,9 +414,10 @@ int ext3_data_commit(struct ext3_fs *fs, bool have, uint32_t tid)
 	return rc ? rc : data_cache_flush(fs);
 }
 
-/* fsync's data inside the commit it forces (ordered, writeback, settled
- * guarded data): the inode's pages are filed as ordered data of the running
- * transaction `tid` (the one this inode last changed), in a sync handle.
+/* fsync's data inside the commit it forces (ordered, writeback, guarded):
+ * the inode's pages are filed as ordered data of the running transaction
+ * `tid` (the one this inode last changed; guarded: any running one, as it
+ * logs the size there: ext3_guarded_fsync_in_commit), in a sync handle.
  * The commit then writes them beside its log blocks and waits for them
  * before the commit block, whose flush covers them: one write round trip
  * less than writing and waiting first. Returns 1 when the commit is done
@@ -416,30 +433,36 @@ static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 	int mode = fs->opts.data_mode;
 	if (mode != EXT3_DATA_ORDERED && mode != EXT3_DATA_WRITEBACK && mode != EXT3_DATA_GUARDED)
 		return 0;
-	if ((mode != EXT3_DATA_ORDERED && fs->opts.data_err == EXT3_DATA_ERR_ABORT) || jbd_debug_skip_ordered())
+	/* (Guarded aborts on a lost data write with data_err=abort anyway.) */
+	if ((mode == EXT3_DATA_WRITEBACK && fs->opts.data_err == EXT3_DATA_ERR_ABORT) || jbd_debug_skip_ordered())
 		return 0;
-	if (jbd_journal_running_tid(fs->journal) != tid)
+	/* Guarded logs its size in the new handle, wherever the inode's last
+	 * change went (an earlier transaction commits first anyway). */
+	if (mode != EXT3_DATA_GUARDED && jbd_journal_running_tid(fs->journal) != tid)
 		return 0;
 	pthread_rwlock_wrlock(&in->lock);
-	/* Guarded: only data whose size is on disk already (rewrites, and
-	 * appends inside allocated blocks): anything guarded keeps its own
-	 * rule, data first, then the size (ext3_guarded_fsync). */
 	struct jbd_handle *h = NULL;
-	int rc = 0;
-	if (mode != EXT3_DATA_GUARDED || ext3_guarded_settled(in))
-		rc = ext3_journal_start(fs, 1, &h);
+	int rc = ext3_journal_start(fs, mode == EXT3_DATA_GUARDED ? EXT3_GUARDED_CREDITS + EXT3_CRED_INODE : 1, &h);
 	if (!h) {
 		pthread_rwlock_unlock(&in->lock);
 		return rc;
 	}
 	int filed = 0;
-	if (jbd_handle_tid(h) == tid) {
+	if (mode == EXT3_DATA_GUARDED && !ext3_guarded_settled(in)) {
+		/* Guarded data: its size moves in this handle, the data strict
+		 * ordered before the commit block (ext3_guarded_fsync_in_commit). */
+		rc = ext3_guarded_fsync_in_commit(h, in);
+		filed = rc == 1;
+		if (rc == 1)
+			rc = 0;
+	} else if (jbd_handle_tid(h) == tid || mode == EXT3_DATA_GUARDED) {
+		/* Only data whose size is on disk already (rewrites, and in
+		 * guarded appends inside allocated blocks). */
 		rc = data_file_ordered(h, in);
-		if (!rc) {
-			jbd_handle_set_sync(h, true);
-			filed = 1;
-		}
+		filed = !rc;
 	}
+	if (filed)
+		jbd_handle_set_sync(h, true);
 	pthread_rwlock_unlock(&in->lock);
 	int src = ext3_journal_stop(h);
 	return rc ? rc : src ? src : filed;

@@ -20,6 +20,10 @@ int ext3_data_mapping(struct ext3_inode *in, struct page_mapping **out);
  * outside data=ordered and data=guarded (guarded.c files it only for a hole
  * fill or a partial block's tail). Caller holds in->lock as writer. */
 int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in);
+/* ext3_data_order for data=guarded's fsync (any data mode with a page
+ * mapping): strict, an error writing it aborts that commit whatever
+ * data_err says (jbd_inode_file_strict). in->lock held. */
+int ext3_data_order_strict(struct jbd_handle *h, struct ext3_inode *in);
 /* data=guarded's state of the mount (guarded.c), NULL in the other modes. */
 struct ext3_guarded *ext3_data_guard(const struct ext3_fs *fs);
 /* The inode's data changed (written or truncated) during this mount: from

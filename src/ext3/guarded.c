@@ -685,6 +685,73 @@ int ext3_guarded_fsync(struct ext3_inode *in)
 	return rc;
 }
 
+int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	if (gi && gi->in != in)
+		gi = NULL; /* another life of the number: not ours */
+	bool failed = ext_failed_below(gi, UINT64_MAX);
+	pthread_mutex_unlock(&g->lock);
+	if (failed)
+		return 0; /* the plain way reports it */
+	int rc = ext3_data_order_strict(h, in);
+	if (rc)
+		return rc;
+	bool changed = false;
+	if (in->i_size > in->i_disksize) {
+		in->i_disksize = in->i_size;
+		changed = true;
+	}
+	pthread_mutex_lock(&g->lock);
+	bool orphaned = gi && gi->orphaned;
+	if (gi)
+		gi->tail_pending = false; /* the commit writes the zeroed tail too */
+	pthread_mutex_unlock(&g->lock);
+	/* Off the orphan list in the same transaction: a crash before its
+	 * commit finds the old size and the old entry (the next mount cuts the
+	 * file back); after it, the data is there. Extents still pending stay
+	 * in gi and complete as their runs do; a new one puts the inode back
+	 * on the list (write_end). */
+	if (orphaned && in->a.links) {
+		rc = ext3_orphan_del(h, in);
+		if (rc)
+			return rc;
+		changed = true;
+		pthread_mutex_lock(&g->lock);
+		gi->orphaned = false;
+		g->st.orphan_dels++;
+		pthread_mutex_unlock(&g->lock);
+	}
+	if (changed) {
+		rc = ext3_mark_inode_dirty(h, in);
+		if (!rc)
+			ext3_inode_note_tid(h, in, true);
+	}
+	pthread_mutex_lock(&g->lock);
+	g->st.fsync_in_commit++;
+	pthread_mutex_unlock(&g->lock);
+	return rc ? rc : 1;
+}
+
+int ext3_guarded_data_check(struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return 0;
+	int rc = completions_wait(in->fs);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	bool failed = gi && gi->in == in && ext_failed_below(gi, UINT64_MAX);
+	pthread_mutex_unlock(&g->lock);
+	return failed ? err_set(-EIO, "ext3: inode %u: guarded data could not be written", in->ino) : 0;
+}
+
 int ext3_guarded_drain(struct ext3_fs *fs)
 {
 	struct ext3_guarded *g = guard_of(fs);

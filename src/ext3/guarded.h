@@ -83,6 +83,23 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size);
  * lock held): wait for their completions, then (in->lock, a handle) bring
  * i_disksize up. -EIO while a failed extent lies below i_size. */
 int ext3_guarded_fsync(struct ext3_inode *in);
+/* fsync's way in one commit (fsync_data_in_commit in file_data.c; in->lock
+ * held as writer, h a handle the caller makes synchronous): the file's
+ * pages become strict ordered data of h's transaction (jbd_inode_file_strict)
+ * and i_disksize moves to i_size in that same handle, off the orphan list.
+ * The commit writes the pages and waits for them, and for every write of
+ * the file already under way, before its commit block; a failure there
+ * aborts the journal whatever data_err says (ext3_guarded_data_check), so
+ * the size never commits over data that is not on disk. Pending extents
+ * stay and complete as their runs do. One device round trip less than
+ * writing and waiting first (ext3_guarded_fsync). Returns 1 when done that
+ * way, 0 when the caller must take the plain way (a failed extent, which
+ * that way reports), or a negative errno. */
+int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in);
+/* The commit's wait op for in's ordered data (commit thread, no lock
+ * held), after its runs ended: their completions are marked; -EIO if any
+ * extent of in failed (data under a size a strict filing may have logged). */
+int ext3_guarded_data_check(struct ext3_inode *in);
 /* Nothing of in's data is guarded (in->lock held): no extent pending or
  * failed, no truncated tail, not on the orphan list for guarded, and the
  * size on disk is the size in memory. Its dirty pages are then plain
@@ -107,6 +124,7 @@ struct ext3_guarded_stats {
 	uint64_t tail_orders; /* size moves ordered past a truncated partial block */
 	uint64_t logs;        /* inodes logged by the logger thread */
 	uint64_t orphan_adds, orphan_dels;
+	uint64_t fsync_in_commit; /* fsyncs that ordered their data and size into one commit */
 	uint64_t pending;     /* extent ranges now (all inodes) */
 };
 void ext3_guarded_stats(struct ext3_fs *fs, struct ext3_guarded_stats *out);

@@ -257,6 +257,11 @@ int jbd_inode_create(struct jbd_journal *j, const struct jbd_inode_ops *ops, voi
  * committing transaction). -EROFS once aborted. An op error aborts the
  * journal unless data_err=ignore (then see jbd_inode_error). */
 int jbd_inode_file(struct jbd_handle *h, struct jbd_inode *ji);
+/* jbd_inode_file, and an op error of this inode in this transaction's
+ * commit aborts the journal even with data_err=ignore: for a handle that
+ * logged what must not commit over failed data (data=guarded's fsync logs
+ * the size its data reaches). */
+int jbd_inode_file_strict(struct jbd_handle *h, struct jbd_inode *ji);
 /* At eviction: wait while the commit thread is in one of the inode's ops,
  * take it off the lists, free it. Returns its unreported data error (or
  * 0). Every jbd_inode is released before jbd_journal_destroy. */

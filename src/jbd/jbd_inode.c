@@ -21,7 +21,11 @@
  * commit block), unless the journal was loaded with data_err=ignore: then
  * the error is kept in the jbd_inode (jbd_inode_error reports it once,
  * like a mapping's AS_EIO) and counted in jbd_stats.data_errors, and the
- * commit goes on.
+ * commit goes on. A strict filing (jbd_inode_file_strict) makes that
+ * transaction's errors for the inode abort whatever data_err says: its
+ * handle logged something (a size) that must never commit over failed
+ * data. Strictness belongs to the transaction: ji->strict to ji->t,
+ * ji->next_strict to ji->next_t.
  *
  * Locking: the list fields are [L] (j->lock); ops run without any journal
  * lock, on the commit thread.
@@ -50,7 +54,7 @@ int jbd_inode_create(struct jbd_journal *j, const struct jbd_inode_ops *ops, voi
 	return 0;
 }
 
-int jbd_inode_file(struct jbd_handle *h, struct jbd_inode *ji)
+static int inode_file(struct jbd_handle *h, struct jbd_inode *ji, bool strict)
 {
 	struct jbd_journal *j = ji->j;
 	if (!h || h->j != j)
@@ -62,17 +66,31 @@ int jbd_inode_file(struct jbd_handle *h, struct jbd_inode *ji)
 		rc = -EROFS;
 	} else if (!t) {
 		rc = err_set(-EINVAL, "jbd: inode filed through a stopped handle");
-	} else if (ji->t == t || ji->next_t == t) {
-		/* already filed */
+	} else if (ji->t == t) {
+		ji->strict |= strict; /* already filed */
+	} else if (ji->next_t == t) {
+		ji->next_strict |= strict;
 	} else if (ji->t) {
 		/* ji->t is committing: this transaction gets it after that. */
 		ji->next_t = t;
+		ji->next_strict = strict;
 	} else {
 		ji->t = t;
+		ji->strict = strict;
 		list_add_tail(&t->inodes, &ji->link);
 	}
 	pthread_mutex_unlock(&j->lock);
 	return rc;
+}
+
+int jbd_inode_file(struct jbd_handle *h, struct jbd_inode *ji)
+{
+	return inode_file(h, ji, false);
+}
+
+int jbd_inode_file_strict(struct jbd_handle *h, struct jbd_inode *ji)
+{
+	return inode_file(h, ji, true);
 }
 
 int jbd_inode_release(struct jbd_inode *ji)
@@ -152,7 +170,7 @@ static int inodes_run(struct jbd_commit *c, bool submit)
 		pthread_cond_broadcast(&j->wait_inode);
 		if (submit)
 			j->st.data_inodes++;
-		if (e < 0 && !ignore) {
+		if (e < 0 && (!ignore || ji->strict)) {
 			rc = e;
 			break;
 		}
@@ -186,7 +204,9 @@ void jbd__inodes_finish(struct jbd_transaction *t)
 		struct jbd_inode *ji = list_entry(n, struct jbd_inode, link);
 		list_del(&ji->link);
 		ji->t = ji->next_t;
+		ji->strict = ji->next_strict;
 		ji->next_t = NULL;
+		ji->next_strict = false;
 		if (ji->t)
 			list_add_tail(&ji->t->inodes, &ji->link);
 	}
@@ -199,5 +219,6 @@ void jbd__inodes_detach(struct jbd_transaction *t)
 		struct jbd_inode *ji = list_entry(n, struct jbd_inode, link);
 		list_del(&ji->link);
 		ji->t = ji->next_t = NULL;
+		ji->strict = ji->next_strict = false;
 	}
 }

@@ -222,6 +222,7 @@ struct jbd_inode {
 	struct jbd_transaction *t, *next_t;
 	struct list_node link;       /* on t->inodes */
 	bool commit_running;         /* the commit thread is in an op: pinned */
+	bool strict, next_strict;    /* t's / next_t's errors abort (jbd_inode_file_strict) */
 	int err;                     /* data_err=ignore: first unreported error */
 };
 
