@@ -130,8 +130,9 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* Sizes for a run: full on file: (the default run stays within about three
- * minutes there), smaller on a simulated disk, whose modelled time is real
+/* Sizes for a run: full on file: (the default run of every workload takes
+ * about six minutes there, half of it fsync-under-stream's 600 samples per
+ * mode), smaller on a simulated disk, whose modelled time is real
  * time (a 7200 rpm disk pays a revolution per synchronous write), tiny with
  * --quick (shape checks). The streamed file is at least 4x the cache, so
  * the memory bound is tested, unless the filesystem cannot hold it. */
@@ -148,7 +149,7 @@ static void fsb_sizes_pick(struct fsb *b)
 					 .fus_file_bytes = 64 * FSB_MiB, .fs_bytes = 1024 * FSB_MiB, .reps = 3 };
 	} else {
 		*s = (struct fsb_sizes){ .jens_n = 2000, .stream_bytes = 1024 * FSB_MiB, .creates_n = 10000,
-					 .creates_dirs = 10, .creates_bytes = 1024, .fus_idle = 20, .fus_seconds = 10,
+					 .creates_dirs = 10, .creates_bytes = 1024, .fus_idle = 20, .fus_seconds = 30,
 					 .fus_file_bytes = 512 * FSB_MiB, .fs_bytes = 2048 * FSB_MiB, .reps = 5 };
 	}
 	s->fs_bytes = min_u64(s->fs_bytes, b->dev_bytes) & ~(4096ull - 1);
@@ -266,7 +267,7 @@ static void bench_fs_usage(FILE *out)
 		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
 		"                  (default: journal, ordered, writeback and guarded)\n"
 		"  --quick         tiny sizes (checks, not measurements)\n"
-		"  --seconds S     fsync-under-stream's measuring time (default 10, 6 on sim:;\n"
+		"  --seconds S     fsync-under-stream's measuring time (default 30, 6 on sim:;\n"
 		"                  p99 is printed from 100 samples on: until it has them, the\n"
 		"                  run goes on, up to twice S)\n"
 		"  --reps N        stream and jens: N repetitions, each beside its own raw floor,\n"
