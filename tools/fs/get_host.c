@@ -1,6 +1,6 @@
 /* nostall get, the host side: file contents with holes preserved, and
  * owner, mode, extended attributes (ext3 ACLs converted) and times. */
-#include "acl.h"
+#include "../acl/acl.h"
 #include "get.h"
 
 #include <errno.h>
@@ -145,8 +145,7 @@ static void copy_xattrs(struct get_ctx *g, uint64_t ino, const char *hpath, cons
 			get_error(g, path, name, (int)vlen, true);
 			continue;
 		}
-		/* the value, then room for its ACL conversion (acl.h: 2 * vlen) */
-		unsigned char *v = malloc((size_t)vlen * 3 + 8);
+		unsigned char *v = malloc((size_t)vlen + 1);
 		if (!v)
 			continue;
 		if (vlen > 0)
@@ -157,12 +156,12 @@ static void copy_xattrs(struct get_ctx *g, uint64_t ino, const char *hpath, cons
 			continue;
 		}
 		const unsigned char *val = v;
-		unsigned char *conv = NULL;
+		void *conv = NULL;
 		if (acl_xattr_name(name)) {
-			conv = v + vlen;
-			ssize_t c = acl_ext3_to_xattr(v, (size_t)vlen, conv);
+			ssize_t c = acl_convert(v, (size_t)vlen, false, &conv);
 			if (c < 0) {
-				fprintf(stderr, "nostall get: %s: %s: malformed ext3 ACL, not copied\n", path, name);
+				fprintf(stderr, "nostall get: %s: %s: %s, not copied\n", path, name,
+					c == -ENOMEM ? "out of memory" : "malformed ext3 ACL");
 				g->ret = 1;
 				free(v);
 				continue;
@@ -180,6 +179,7 @@ static void copy_xattrs(struct get_ctx *g, uint64_t ino, const char *hpath, cons
 					strerror(e), " (further failures in this namespace not shown)");
 			}
 		}
+		free(conv);
 		free(v);
 	}
 	free(list);

@@ -3,9 +3,10 @@
  * regular files with their holes (SEEK_DATA / SEEK_HOLE: only data ranges
  * are written, the size is set at the end), directories (merged into when
  * they exist), symbolic links, fifos, sockets and device nodes, hard links
- * within the copy, then owner (as root), mode, extended attributes and
- * atime/mtime. A failing entry is reported and skipped; the status is then
+ * within the copy, then owner (as root), mode, extended attributes (POSIX
+ * ACLs converted to ext3's on-disk form) and atime/mtime. A failing entry is reported and skipped; the status is then
  * 1. */
+#include "../acl/acl.h"
 #include "../cmds.h"
 #include "common.h"
 
@@ -31,7 +32,7 @@ struct put_ctx {
 	char *buf;       /* CLI_IO_CHUNK bytes */
 	struct put_hl *hl;
 	size_t nhl, caphl;
-	bool warned_acl;
+	bool warned_system;
 	int ret;
 };
 
@@ -138,11 +139,12 @@ static void put_xattrs(struct put_ctx *g, const char *host, const char *path)
 	}
 	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1) {
 		const char *name = list + i;
-		if (!strncmp(name, "system.", 7)) { /* POSIX ACLs: a format of their own */
-			if (!g->warned_acl)
-				fprintf(stderr, "nostall put: %s: %s not copied (ACLs are not supported)\n",
+		bool acl = acl_xattr_name(name);
+		if (!acl && !strncmp(name, "system.", 7)) { /* NFSv4 ACLs and the like: not ext3's */
+			if (!g->warned_system)
+				fprintf(stderr, "nostall put: %s: %s not copied (ext3 has no such attribute)\n",
 					host, name);
-			g->warned_acl = true;
+			g->warned_system = true;
 			continue;
 		}
 		ssize_t len = lgetxattr(host, name, g->buf, CLI_IO_CHUNK);
@@ -150,7 +152,20 @@ static void put_xattrs(struct put_ctx *g, const char *host, const char *path)
 			put_host_error(g, host, name, -errno);
 			continue;
 		}
-		int rc = nostall_setxattr(g->fs, path, NOSTALL_NOFOLLOW, name, g->buf, (size_t)len, 0);
+		/* POSIX ACLs: the host gives the VFS form, ext3 stores its own
+		 * (the kernel's ext3 and the FUSE mount read that one). */
+		void *conv = NULL;
+		const void *val = g->buf;
+		if (acl) {
+			len = acl_convert(g->buf, (size_t)len, true, &conv);
+			if (len < 0) {
+				put_host_error(g, host, name, (int)len);
+				continue;
+			}
+			val = conv;
+		}
+		int rc = nostall_setxattr(g->fs, path, NOSTALL_NOFOLLOW, name, val, (size_t)len, 0);
+		free(conv);
 		if (rc)
 			put_fs_error(g, path, rc);
 	}

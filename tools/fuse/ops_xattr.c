@@ -11,7 +11,7 @@
  *     the mode asked for) as its access ACL, and directories also as their
  *     default ACL; without one the caller's umask applies (the kernel
  *     leaves the umask to us: FUSE_CAP_DONT_MASK). */
-#include "acl.h"
+#include "../acl/acl.h"
 #include "fuse_int.h"
 
 #include <errno.h>

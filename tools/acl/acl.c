@@ -1,4 +1,4 @@
-/* POSIX ACLs in the two formats the daemon sits between (acl.h).
+/* POSIX ACLs in the two formats the tools sit between (acl.h).
  *
  *   VFS xattr (what the kernel sends and expects, getfacl's view):
  *     le32 version 2, then 8-byte entries: le16 tag, le16 perm, le32 id
@@ -262,4 +262,33 @@ struct acl *acl_dup(const struct acl *a)
 	if (d)
 		memcpy(d, a, sizeof *a + a->n * sizeof a->e[0]);
 	return d;
+}
+
+bool acl_xattr_name(const char *name)
+{
+	return !strcmp(name, "system.posix_acl_access") || !strcmp(name, "system.posix_acl_default");
+}
+
+ssize_t acl_convert(const void *in, size_t n, bool to_ext3, void **out)
+{
+	*out = NULL;
+	struct acl *a = NULL;
+	int rc = to_ext3 ? acl_from_vfs(in, n, &a) : acl_from_ext3(in, n, &a);
+	if (!rc && to_ext3)
+		rc = acl_valid(a);
+	if (rc) {
+		acl_free(a);
+		return rc;
+	}
+	size_t len = to_ext3 ? acl_ext3_size(a) : acl_vfs_size(a);
+	void *buf = malloc(len);
+	if (buf) {
+		if (to_ext3)
+			acl_to_ext3(a, buf);
+		else
+			acl_to_vfs(a, buf);
+	}
+	acl_free(a);
+	*out = buf;
+	return buf ? (ssize_t)len : -ENOMEM;
 }

@@ -1,12 +1,14 @@
-/* POSIX ACLs for the FUSE daemon: the VFS xattr format (version 2) and
- * ext3's on-disk format (version 1), and the mode rules of the kernel's
- * ACL code written from their semantics (acl.c). */
-#ifndef NOSTALL_TOOLS_FUSE_ACL_H
-#define NOSTALL_TOOLS_FUSE_ACL_H
+/* POSIX ACLs for the tools: the VFS xattr format (version 2) and ext3's
+ * on-disk format (version 1), and the mode rules of the kernel's ACL code
+ * written from their semantics (acl.c). Used by the FUSE daemon (every
+ * ACL it is sent or asked for) and by `nostall get` / `put` (host trees). */
+#ifndef NOSTALL_TOOLS_ACL_H
+#define NOSTALL_TOOLS_ACL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum {
 	ACL_TAG_USER_OBJ = 0x01,
@@ -49,5 +51,13 @@ bool acl_create_masq(struct acl *a, uint32_t *mode);
 /* chmod: the owner, other and mask (or group, without a mask) entries take
  * the new mode's bits. */
 void acl_chmod_masq(struct acl *a, uint32_t mode);
+
+/* Is name one of the ACL xattrs (system.posix_acl_access, _default)? */
+bool acl_xattr_name(const char *name);
+/* One ACL value from one format to the other in a malloc'ed *out (to_ext3:
+ * VFS -> ext3 on disk, checked with acl_valid; else on disk -> VFS).
+ * Returns its length, or -EINVAL (VFS value) / -EUCLEAN (on-disk value)
+ * for a malformed one, -ENOMEM. */
+ssize_t acl_convert(const void *in, size_t n, bool to_ext3, void **out);
 
 #endif
