@@ -79,7 +79,7 @@ static void test_hostile_super(void **state)
 		{0x4C, 4, 7, -EOPNOTSUPP, "revision"},
 		{0x60, 4, 0x2 | 0x40, -EOPNOTSUPP, "extent"},
 		{0x60, 4, 0x2 | 0x80000000u, -EOPNOTSUPP, "FEATURE_I31"},
-		{0x60, 4, 0x2 | 0x10, -EOPNOTSUPP, "meta_bg"},
+		{0x60, 4, 0x2 | 0x200, -EOPNOTSUPP, "flex_bg"},
 		{0xCE, 2, 5000, -EUCLEAN, "reserved GDT"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -91,6 +91,13 @@ static void test_hostile_super(void **state)
 		expect_mount_fail(d, cases[i].want, cases[i].msg);
 		dev_close(d);
 	}
+	/* meta_bg is understood (2.6.30's ext3 has it), but not a first meta
+	 * group past the descriptor table */
+	struct dev *mb = mkfs_mem(size, 1024, 128);
+	patch32(mb, SB + 0x60, 0x2 | 0x10);
+	patch32(mb, SB + 0x104, 5000);
+	expect_mount_fail(mb, -EUCLEAN, "first meta block group");
+	dev_close(mb);
 	/* truncated image: the first half of an 8 MiB filesystem */
 	struct dev *d = mkfs_mem(size, 1024, 128);
 	uint8_t *img = malloc(size / 2);
