@@ -13,10 +13,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 struct put_hl { /* hard links: host inode -> image path of its first copy */
@@ -34,16 +37,59 @@ struct put_ctx {
 	size_t nhl, caphl;
 	bool warned_system;
 	int ret;
+	/* Progress on stderr (a terminal, or --progress), once the copy has
+	 * run a second: entries and MiB so far, twice a second. */
+	bool tty, shown, midline;
+	uint64_t entries, bytes, t0_ns, last_ns;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void put_progress(struct put_ctx *g, bool end)
+{
+	if (!g->tty)
+		return;
+	uint64_t now = now_ns();
+	if (!end && (now - g->t0_ns < 1000000000u || now - g->last_ns < 500000000u))
+		return;
+	if (end && !g->shown)
+		return;
+	g->last_ns = now;
+	g->shown = g->midline = true;
+	double s = (double)(now - g->t0_ns) / 1e9;
+	fprintf(stderr, "\rnostall put: %" PRIu64 " entries, %" PRIu64 " MiB, %.0f MiB/s ", g->entries,
+		g->bytes >> 20, s > 0 ? (double)g->bytes / 1048576.0 / s : 0.0);
+	if (end) {
+		fputc('\n', stderr);
+		g->midline = false;
+	}
+}
+
+/* An error message starts on a line of its own. */
+static void progress_break(struct put_ctx *g)
+{
+	if (g->midline)
+		fputc('\n', stderr);
+	g->midline = false;
+}
+
+static void progress_break(struct put_ctx *g);
 
 static int put_fs_error(struct put_ctx *g, const char *path, int rc)
 {
+	progress_break(g);
 	g->ret = cli_fs_error(g->a, path, rc);
 	return rc;
 }
 
 static int put_host_error(struct put_ctx *g, const char *host, const char *what, int rc)
 {
+	progress_break(g);
 	cli_error(g->a->cmd, host, what, rc, false);
 	g->ret = CLI_EXIT_FAIL;
 	return rc;
@@ -71,6 +117,8 @@ static int copy_range(struct put_ctx *g, int fd, struct nostall_file *f, uint64_
 			done += w;
 		}
 		off += (uint64_t)n;
+		g->bytes += (uint64_t)n;
+		put_progress(g, false);
 	}
 	return 0;
 }
@@ -141,9 +189,11 @@ static void put_xattrs(struct put_ctx *g, const char *host, const char *path)
 		const char *name = list + i;
 		bool acl = acl_xattr_name(name);
 		if (!acl && !strncmp(name, "system.", 7)) { /* NFSv4 ACLs and the like: not ext3's */
-			if (!g->warned_system)
+			if (!g->warned_system) {
+				progress_break(g);
 				fprintf(stderr, "nostall put: %s: %s not copied (ext3 has no such attribute)\n",
 					host, name);
+			}
 			g->warned_system = true;
 			continue;
 		}
@@ -290,13 +340,16 @@ static int put_entry(struct put_ctx *g, const char *host, const char *path, cons
 	if (!S_ISDIR(hs->st_mode) && hs->st_nlink > 1)
 		hl_add(g, path, hs);
 	put_attrs(g, host, path, hs);
+	g->entries++;
+	put_progress(g, false);
 	return 0;
 }
 
 static int put_run(struct cli_args *a, struct nostall_fs *fs)
 {
 	const char *host = a->pos[0];
-	struct put_ctx g = { .a = a, .fs = fs, .root = geteuid() == 0 };
+	struct put_ctx g = { .a = a, .fs = fs, .root = geteuid() == 0,
+			     .tty = a->progress || isatty(STDERR_FILENO) == 1, .t0_ns = now_ns() };
 	struct stat hs;
 	if ((a->flag['r'] ? lstat(host, &hs) : stat(host, &hs)) < 0) {
 		put_host_error(&g, host, NULL, -errno);
@@ -321,11 +374,14 @@ static int put_run(struct cli_args *a, struct nostall_fs *fs)
 	}
 	if (!a->flag['r']) { /* the file itself, through a symlink if HOSTPATH is one */
 		clear_target(&g, path);
-		if (!put_regular(&g, host, path, &hs))
+		if (!put_regular(&g, host, path, &hs)) {
 			put_attrs(&g, host, path, &hs);
+			g.entries++;
+		}
 	} else {
 		put_entry(&g, host, path, &hs);
 	}
+	put_progress(&g, true);
 	for (size_t k = 0; k < g.nhl; k++)
 		free(g.hl[k].path);
 	free(g.hl);
@@ -335,6 +391,6 @@ static int put_run(struct cli_args *a, struct nostall_fs *fs)
 }
 
 const struct cli_cmd cmd_put = {
-	.name = "put", .usage = "put [-r] [-o OPTS] IMAGE HOSTPATH PATH",
-	.flags = "r", .min_pos = 2, .max_pos = 2, .run = put_run,
+	.name = "put", .usage = "put [-r] [--progress] [-o OPTS] IMAGE HOSTPATH PATH",
+	.flags = "r", .min_pos = 2, .max_pos = 2, .long_flags = CLI_LONG_PROGRESS, .run = put_run,
 };
