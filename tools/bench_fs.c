@@ -145,7 +145,7 @@ static void fsb_sizes_pick(struct fsb *b)
 					 .fus_file_bytes = 4 * FSB_MiB, .fs_bytes = 128 * FSB_MiB, .reps = 2 };
 	} else if (b->sim) {
 		*s = (struct fsb_sizes){ .jens_n = 200, .stream_bytes = 64 * FSB_MiB, .creates_n = 1000,
-					 .creates_dirs = 4, .creates_bytes = 1024, .fus_idle = 10, .fus_seconds = 6,
+					 .creates_dirs = 4, .creates_bytes = 1024, .fus_idle = 10, .fus_seconds = 30,
 					 .fus_file_bytes = 64 * FSB_MiB, .fs_bytes = 1024 * FSB_MiB, .reps = 3 };
 	} else {
 		*s = (struct fsb_sizes){ .jens_n = 2000, .stream_bytes = 1024 * FSB_MiB, .creates_n = 10000,
@@ -267,9 +267,9 @@ static void bench_fs_usage(FILE *out)
 		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
 		"                  (default: journal, ordered, writeback and guarded)\n"
 		"  --quick         tiny sizes (checks, not measurements)\n"
-		"  --seconds S     fsync-under-stream's measuring time (default 30, 6 on sim:;\n"
-		"                  p99 is printed from 100 samples on: until it has them, the\n"
-		"                  run goes on, up to twice S)\n"
+		"  --seconds S     fsync-under-stream's measuring time (default 30; p99 is printed\n"
+		"                  from 100 samples on: until it has them, the run goes on, up\n"
+		"                  to 2.5 x S)\n"
 		"  --reps N        stream and jens: N repetitions, each beside its own raw floor,\n"
 		"                  fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
 		"                  2 with --quick)\n"

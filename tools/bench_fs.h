@@ -17,12 +17,14 @@
 #define FSB_MiB (1024ull * 1024)
 #define FSB_MAX_FIELDS 18
 
-/* fsync-under-stream's cache on a real device unless -o gives one: a 2009
- * desktop's page cache (about 1 GiB of 2 GiB RAM; the cache's dirty limit
- * is 20 % of it, as 2.6.30's dirty_ratio: ~200 MiB dirty), the budget bench
- * repro gives sim: devices. With the mount's own default (64 MiB, ~13 MiB
- * dirty) a host that absorbs GB/s sees no ordered stall: the workload would
- * measure nothing of the article. docs/bench-fs.md. */
+/* fsync-under-stream's cache unless -o gives one: a 2009 desktop's page
+ * cache (about 1 GiB of 2 GiB RAM; the cache's dirty limit is 20 % of it,
+ * as 2.6.30's dirty_ratio: ~200 MiB dirty), the budget bench repro gives
+ * sim: devices. With the mount's own default (64 MiB, ~13 MiB dirty) a
+ * host that absorbs GB/s sees no ordered stall, and on sim:hdd the
+ * streamer, throttled to the disk, keeps every mode's fsync behind its
+ * writes: the workload would measure nothing of the article.
+ * docs/bench-fs.md. */
 #define FSB_FUS_CACHE "1G"
 
 /* What a run measures, scaled to the device (fsb_sizes_pick). */

@@ -642,14 +642,16 @@ static void *streamer_main(void *arg)
 	return NULL;
 }
 
-/* Samples a p99 is printed from (fewer: n/a). */
+/* Samples a p99 is printed from (fewer: n/a), and how far past its time a
+ * run short of them may go on (x --seconds). */
 #define FUS_P99_SAMPLES 100u
+#define FUS_STRETCH 2.5
 
 /* One sample per period: append 4 KiB and fsync, timed; until `max`
  * samples or `until` (whichever comes first; until 0 = no deadline). Past
  * `until` it goes on up to `hard` while there are fewer than
- * FUS_P99_SAMPLES (slow fsyncs still get a p99, as bench blk's latency
- * runs: at most twice the time). */
+ * FUS_P99_SAMPLES (slow fsyncs still get a p99: ordered's ~560 ms ones on
+ * sim:hdd need 60 s for 100). */
 static int fsync_samples(struct nostall_file *f, const char *buf, uint64_t *v, unsigned max, unsigned *n,
 			 uint64_t until, uint64_t hard)
 {
@@ -682,12 +684,9 @@ int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	int rc = fsb_env_dev_open(b, mode, &e);
 	if (rc < 0)
 		return rc;
-	/* A dirty budget an ordered commit can stall on (FSB_FUS_CACHE) on a
-	 * real device, unless -o gave a cache= (then it is used as given). A
-	 * simulated 2009 disk stalls on the mount's default: its ~13 MiB
-	 * dirty take it ~130 ms; at 1 GiB ordered's fsyncs take so long that
-	 * its p99 would need minutes of samples. */
-	bool own_cache = !b->user_cache && !b->quick && !b->sim;
+	/* A dirty budget an ordered commit can stall on (FSB_FUS_CACHE),
+	 * unless -o gave a cache= (then it is used as given). */
+	bool own_cache = !b->user_cache && !b->quick;
 	if (own_cache) {
 		size_t len = strlen(e.opts);
 		if ((size_t)snprintf(e.opts + len, sizeof e.opts - len, ",cache=%s", FSB_FUS_CACHE) >= sizeof e.opts - len)
@@ -699,7 +698,7 @@ int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 		fsb_env_close(&e); /* the device is open */
 		return rc;
 	}
-	unsigned max = (unsigned)(2 * b->sz.fus_seconds * 1e9 / FUS_PERIOD_NS) + 16, nidle = 0, n = 0;
+	unsigned max = (unsigned)(FUS_STRETCH * b->sz.fus_seconds * 1e9 / FUS_PERIOD_NS) + 16, nidle = 0, n = 0;
 	if (max < b->sz.fus_idle)
 		max = b->sz.fus_idle;
 	uint64_t *idle = calloc(max, sizeof *idle), *v = calloc(max, sizeof *v);
@@ -731,7 +730,7 @@ int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 			b0 = atomic_load(&s.bytes);
 			t0 = clock_now_ns();
 			uint64_t span = (uint64_t)(b->sz.fus_seconds * 1e9);
-			rc = fsync_samples(f, buf, v, max, &n, t0 + span, t0 + 2 * span);
+			rc = fsync_samples(f, buf, v, max, &n, t0 + span, t0 + (uint64_t)(FUS_STRETCH * (double)span));
 			t1 = clock_now_ns();
 			b1 = atomic_load(&s.bytes);
 			atomic_store(&s.stop, true);
