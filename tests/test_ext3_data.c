@@ -471,6 +471,53 @@ static void test_ordered_log(void **state)
 	ordered_log(false);
 }
 
+/* Who writes fsync's data: the commit it forces (nostall's default: the
+ * file is filed as the commit's ordered data, one jbd_inode submit), or
+ * the fsync itself first, as 2.6.30 did - what an era preset chooses
+ * (fsync_in_commit=0), because the 2.6.30-rc1 Jens-loop regression is that
+ * write (CFQ idled after it while kjournald's commit waited). */
+static void fsync_writer(const char *mode, const char *extra, bool in_commit)
+{
+	char img[300], spec[400], opts[200];
+	tmpname(img, sizeof img, "fic.img");
+	mkimg(img, 1024, 32, 1);
+	snprintf(spec, sizeof spec, "file:%s", img);
+	snprintf(opts, sizeof opts, "data=%s,commit=60%s", mode, extra);
+	struct dev *d;
+	struct ext3_fs *fs = mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, &d);
+	struct ext3_inode *a = get(fs, "/f1");
+	uint8_t buf[8192];
+	fill(buf, sizeof buf, 5);
+	wr(a, buf, sizeof buf, 0);
+	struct jbd_stats j0, j1;
+	jbd_journal_stats(ext3_fs_journal(fs), &j0);
+	assert_int_equal(ext3_file_fsync(a, false), 0);
+	jbd_journal_stats(ext3_fs_journal(fs), &j1);
+	print_message("data=%s%s: %llu ordered-data submits by the commit\n", mode, extra,
+		      (unsigned long long)(j1.data_inodes - j0.data_inodes));
+	if (in_commit)
+		assert_int_equal(j1.data_inodes - j0.data_inodes, 1);
+	else
+		assert_int_equal(j1.data_inodes - j0.data_inodes, 0);
+	assert_true(j1.commits > j0.commits);
+	ext3_iput(a);
+	umount_ok(fs, d);
+	fsck_clean(img);
+}
+
+static void test_fsync_writer(void **state)
+{
+	(void)state;
+	const char *dmodes[] = { "writeback", "guarded" };
+	for (size_t i = 0; i < 2; i++) {
+		fsync_writer(dmodes[i], "", true);
+		fsync_writer(dmodes[i], ",fsync_in_commit=0", false);
+		fsync_writer(dmodes[i], ",preset=2.6.30-rc1", false);
+		fsync_writer(dmodes[i], ",preset=2.6.30", false);
+		fsync_writer(dmodes[i], ",preset=2.6.30,fsync_in_commit=1", true);
+	}
+}
+
 /* ---- fsync durability: the state at the fsync's last flush ---- */
 
 static void fsync_mode(const char *mode, bool osync)
@@ -766,6 +813,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_ordered_log),
+		cmocka_unit_test(test_fsync_writer),
 		cmocka_unit_test(test_fsync_durable),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_concurrent),

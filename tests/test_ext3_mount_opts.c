@@ -47,6 +47,40 @@ static void test_era_barrier_defaults(void **state)
 	assert_false(barrier_of("preset=nostall,barrier=0"));
 }
 
+static bool fic_of(const char *opts)
+{
+	struct ext3_mount_opts o;
+	ext3_mount_opts_init(&o);
+	int rc = ext3_mount_opts_parse(&o, opts);
+	assert_int_equal(rc, 0);
+	bool b = o.fsync_in_commit;
+	ext3_mount_opts_release(&o);
+	return b;
+}
+
+/* fsync's data in its commit: nostall's default; the era presets write it
+ * from fsync as 2.6.30 did (the 2.6.30-rc1 regression needs that write). */
+static void test_era_fsync_in_commit(void **state)
+{
+	(void)state;
+	assert_true(fic_of(""));
+	assert_true(fic_of("preset=nostall"));
+	assert_false(fic_of("preset=2.6.29"));
+	assert_false(fic_of("preset=2.6.30-rc1"));
+	assert_false(fic_of("preset=2.6.30"));
+	assert_true(fic_of("preset=2.6.30-rc1,fsync_in_commit=1")); /* explicit wins */
+	assert_true(fic_of("fsync_in_commit=1,preset=2.6.30"));     /* in any order */
+	assert_false(fic_of("fsync_in_commit=0"));
+	struct ext3_mount_opts o;
+	const char *bad[] = { "fsync_in_commit", "fsync_in_commit=2", "fsync_in_commit=yes" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ext3_mount_opts_init(&o);
+		assert_int_equal(ext3_mount_opts_parse(&o, bad[i]), -EINVAL);
+		assert_non_null(strstr(err_last(-EINVAL), "fsync_in_commit"));
+		ext3_mount_opts_release(&o);
+	}
+}
+
 static void test_era_shadow_defaults(void **state)
 {
 	(void)state;
@@ -142,6 +176,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_era_barrier_defaults),
 		cmocka_unit_test(test_era_shadow_defaults),
+		cmocka_unit_test(test_era_fsync_in_commit),
 		cmocka_unit_test(test_era_data_mode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

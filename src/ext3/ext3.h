@@ -70,6 +70,13 @@ struct ext3_mount_opts {
 	int errors;                 /* EXT3_ERRORS_* (ext3_format.h), 0 = the superblock's */
 	int data_err;               /* EXT3_DATA_ERR_*, 0 = ignore */
 	int atime;                  /* EXT3_ATIME_*, 0 = relatime */
+	/* fsync_in_commit=0|1: fsync files the file's data into the commit
+	 * it forces (file_data.c fsync_data_in_commit; nostall's, not in
+	 * 2.6.30), default 1; an era preset turns it off unless given: the
+	 * 2.6.30-rc1 regression is the fsync thread's own WRITE_SYNC data
+	 * write, after which CFQ idled while kjournald's commit waited. */
+	bool fsync_in_commit;
+	bool fsync_in_commit_set;
 };
 void ext3_mount_opts_init(struct ext3_mount_opts *o);
 /* Add "name=value,..." (Linux's names) to o. -EINVAL with a message naming

@@ -433,6 +433,8 @@ static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 	int mode = fs->opts.data_mode;
 	if (mode != EXT3_DATA_ORDERED && mode != EXT3_DATA_WRITEBACK && mode != EXT3_DATA_GUARDED)
 		return 0;
+	if (!fs->opts.fsync_in_commit) /* as 2.6.30 (the era presets) */
+		return 0;
 	/* (Guarded aborts on a lost data write with data_err=abort anyway.) */
 	if ((mode == EXT3_DATA_WRITEBACK && fs->opts.data_err == EXT3_DATA_ERR_ABORT) || jbd_debug_skip_ordered())
 		return 0;

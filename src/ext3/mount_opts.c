@@ -33,6 +33,7 @@ void ext3_mount_opts_init(struct ext3_mount_opts *o)
 	memset(o, 0, sizeof *o);
 	o->readahead_blocks = -1;
 	o->file_readahead = FILE_READAHEAD_DEFAULT;
+	o->fsync_in_commit = true;
 	jbd_config_default(&o->jcfg);
 }
 
@@ -176,6 +177,13 @@ static int write_side_opt(struct ext3_mount_opts *o, const char *name, const cha
 		return choice_set(&o->data_err, data_err_modes, NCHOICES(data_err_modes),
 				  "data_err behaviour", opt, value);
 	}
+	if (!strcmp(name, "fsync_in_commit")) {
+		if (!value || (strcmp(value, "0") && strcmp(value, "1")))
+			return err_set(-EINVAL, "mount option %s: 0 or 1", opt);
+		o->fsync_in_commit = value[0] == '1';
+		o->fsync_in_commit_set = true;
+		return 0;
+	}
 	if (!value && (!strcmp(name, "noatime") || !strcmp(name, "relatime") ||
 		       !strcmp(name, "strictatime")))
 		return choice_set(&o->atime, atime_modes, NCHOICES(atime_modes), "atime", opt, name);
@@ -224,14 +232,18 @@ int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts)
 			rc = err_wrap(-EINVAL, "mount options");
 	}
 	/* An era preset brings its 2009 mount defaults (barrier=0, fs/jbd's
-	 * commit) unless barrier= / journal_shadow= was given, in any order,
+	 * commit, fsync's data written by fsync itself) unless barrier= /
+	 * journal_shadow= / fsync_in_commit= was given, in any order,
 	 * and its default data mode, which data= or the superblock's default
 	 * mount options override at mount (data_mode_resolve). */
 	if (!rc) {
 		jbd_config_era_defaults_opts(&o->jcfg, o->blk_opts);
 		char preset[32];
-		if (blk_opts_preset(o->blk_opts, preset, sizeof preset))
+		if (blk_opts_preset(o->blk_opts, preset, sizeof preset)) {
 			o->era_data_mode = ext3_era_data_mode(preset);
+			if (!o->fsync_in_commit_set)
+				o->fsync_in_commit = !blk_preset_is_era(preset);
+		}
 	}
 	return rc;
 }
