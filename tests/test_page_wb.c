@@ -206,7 +206,11 @@ static void test_wait_bounded(void **state)
 		uint64_t idx = 100 + k;
 		pfs_fill(want, PS, 500 + k);
 		assert_int_equal(page_mapping_write(e.m, idx * PS, want, PS, idx * PS), PS);
-		assert_int_equal(page_mapping_writeback(e.m, idx, idx, PAGE_WB_SYNC_NONE, BLK_WRITE), 0);
+		/* SYNC_ALL: the streamer's dirty throttling may be building a run
+		 * with this page (locked, not yet under writeback), which
+		 * SYNC_NONE would skip; the page must be under writeback (or
+		 * written) before the wait starts (a TSan run caught it). */
+		assert_int_equal(page_mapping_writeback(e.m, idx, idx, PAGE_WB_SYNC_ALL, BLK_WRITE), 0);
 		assert_int_equal(page_mapping_wait(e.m, 0, PAGE_INDEX_MAX), 0);
 		struct page *pg = page_lookup(e.m, idx);
 		assert_non_null(pg);
