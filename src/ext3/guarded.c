@@ -685,18 +685,23 @@ int ext3_guarded_fsync(struct ext3_inode *in)
 	return rc;
 }
 
+/* Has any extent of in (its own state, not a former inode's of the same
+ * number) failed? */
+static bool any_failed(struct ext3_guarded *g, struct ext3_inode *in)
+{
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	bool failed = gi && gi->in == in && ext_failed_below(gi, UINT64_MAX);
+	pthread_mutex_unlock(&g->lock);
+	return failed;
+}
+
 int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
 		return 0;
-	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
-	if (gi && gi->in != in)
-		gi = NULL; /* another life of the number: not ours */
-	bool failed = ext_failed_below(gi, UINT64_MAX);
-	pthread_mutex_unlock(&g->lock);
-	if (failed)
+	if (any_failed(g, in))
 		return 0; /* the plain way reports it */
 	int rc = ext3_data_order_strict(h, in);
 	if (rc)
@@ -707,9 +712,13 @@ int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
 		changed = true;
 	}
 	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = gi_find(g, in->ino);
+	if (gi && gi->in != in)
+		gi = NULL; /* another life of the number: not ours */
 	bool orphaned = gi && gi->orphaned;
 	if (gi)
 		gi->tail_pending = false; /* the commit writes the zeroed tail too */
+	g->st.fsync_in_commit++;
 	pthread_mutex_unlock(&g->lock);
 	/* Off the orphan list in the same transaction: a crash before its
 	 * commit finds the old size and the old entry (the next mount cuts the
@@ -731,9 +740,6 @@ int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
 		if (!rc)
 			ext3_inode_note_tid(h, in, true);
 	}
-	pthread_mutex_lock(&g->lock);
-	g->st.fsync_in_commit++;
-	pthread_mutex_unlock(&g->lock);
 	return rc ? rc : 1;
 }
 
@@ -745,11 +751,7 @@ int ext3_guarded_data_check(struct ext3_inode *in)
 	int rc = completions_wait(in->fs);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
-	bool failed = gi && gi->in == in && ext_failed_below(gi, UINT64_MAX);
-	pthread_mutex_unlock(&g->lock);
-	return failed ? err_set(-EIO, "ext3: inode %u: guarded data could not be written", in->ino) : 0;
+	return any_failed(g, in) ? err_set(-EIO, "ext3: inode %u: guarded data could not be written", in->ino) : 0;
 }
 
 int ext3_guarded_drain(struct ext3_fs *fs)
