@@ -349,6 +349,21 @@ static bool catch_up_due(struct ext3_guarded *g, struct ext3_inode *in)
 	return size_target(in, low) > in->i_disksize || (gi && gi->orphaned && low == UINT64_MAX);
 }
 
+/* Take in off the orphan list it is on for its extents, in h. */
+static int orphan_drop(struct ext3_guarded *g, struct jbd_handle *h, struct ext3_inode *in, struct ginode *gi,
+		       bool *changed)
+{
+	int rc = ext3_orphan_del(h, in);
+	if (rc)
+		return rc;
+	*changed = true;
+	pthread_mutex_lock(&g->lock);
+	gi->orphaned = false;
+	g->st.orphan_dels++;
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
 int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *changed)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
@@ -376,16 +391,8 @@ int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *cha
 	}
 	/* No extent left (none can appear: we hold in->lock): off the orphan
 	 * list, unless unlinked (its eviction frees it from there). */
-	if (gi && gi->orphaned && low == UINT64_MAX && in->a.links) {
-		rc = ext3_orphan_del(h, in);
-		if (rc)
-			return rc;
-		*changed = true;
-		pthread_mutex_lock(&g->lock);
-		gi->orphaned = false;
-		g->st.orphan_dels++;
-		pthread_mutex_unlock(&g->lock);
-	}
+	if (gi && gi->orphaned && low == UINT64_MAX && in->a.links)
+		return orphan_drop(g, h, in, gi, changed);
 	return 0;
 }
 
@@ -725,16 +732,8 @@ int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
 	 * file back); after it, the data is there. Extents still pending stay
 	 * in gi and complete as their runs do; a new one puts the inode back
 	 * on the list (write_end). */
-	if (orphaned && in->a.links) {
-		rc = ext3_orphan_del(h, in);
-		if (rc)
-			return rc;
-		changed = true;
-		pthread_mutex_lock(&g->lock);
-		gi->orphaned = false;
-		g->st.orphan_dels++;
-		pthread_mutex_unlock(&g->lock);
-	}
+	if (orphaned && in->a.links && (rc = orphan_drop(g, h, in, gi, &changed)))
+		return rc;
 	if (changed) {
 		rc = ext3_mark_inode_dirty(h, in);
 		if (!rc)

@@ -9,6 +9,7 @@
 #include "../acl/acl.h"
 #include "../cmds.h"
 #include "common.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 struct put_hl { /* hard links: host inode -> image path of its first copy */
@@ -43,19 +43,12 @@ struct put_ctx {
 	uint64_t entries, bytes, t0_ns, last_ns;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void put_progress(struct put_ctx *g, bool end)
 {
 	if (!g->tty)
 		return;
-	uint64_t now = now_ns();
-	if (!end && (now - g->t0_ns < 1000000000u || now - g->last_ns < 500000000u))
+	uint64_t now = clock_now_ns();
+	if (!end && (now - g->t0_ns < 1000 * NS_PER_MS || now - g->last_ns < 500 * NS_PER_MS))
 		return;
 	if (end && !g->shown)
 		return;
@@ -349,7 +342,7 @@ static int put_run(struct cli_args *a, struct nostall_fs *fs)
 {
 	const char *host = a->pos[0];
 	struct put_ctx g = { .a = a, .fs = fs, .root = geteuid() == 0,
-			     .tty = a->progress || isatty(STDERR_FILENO) == 1, .t0_ns = now_ns() };
+			     .tty = a->progress || isatty(STDERR_FILENO) == 1, .t0_ns = clock_now_ns() };
 	struct stat hs;
 	if ((a->flag['r'] ? lstat(host, &hs) : stat(host, &hs)) < 0) {
 		put_host_error(&g, host, NULL, -errno);
