@@ -1,14 +1,9 @@
 /* data=guarded: i_disksize follows completed data I/O (guarded.h;
  * docs/write-guarded.md). Chris Mason's 2009 RFC for ext3, rebuilt on the
- * page cache's io_done hook.
- *
- * State per inode (struct ginode, found by inode number in a mount-wide
- * hash): the extents, a sorted array of page ranges [start, end), each
- * pending (err 0) or failed (err < 0). A range per run of adjacent
- * allocations keeps the array short (a streaming append is one range that
- * grows at its end and shrinks at its start); lookups are binary searches.
- * Done extents are removed, so the first range's start is the lowest page
- * the size must not pass yet:
+ * page cache's io_done hook. This file holds the hooks the write path calls
+ * (block_new, write_begin/end, io_done, truncate, fsync, sync, evict), the
+ * logger thread and the mount's state; the per-inode extents and their hash
+ * are in guarded_ext.c (guarded_int.h). The target, from the extents:
  *
  *     i_disksize target = min(i_size, first range's start * block size)
  *
@@ -35,8 +30,15 @@
  * - truncate waits for the completions of the runs it waited for before
  *   dropping extents past the new size: a late completion would otherwise
  *   meet a new extent at the same page index and mark it done.
+ *
+ * Locking: g->lock is a leaf (guarded_int.h). i_disksize and gi->orphaned
+ * change only under in->lock as writer. The logger takes a reference to the
+ * inode, then in->lock, then a handle (the write path's order); it never
+ * holds a handle while waiting for a lock. Eviction waits until the logger
+ * is not working on the inode and takes it off the queue before the state
+ * is freed.
  */
-#include "ext3/guarded.h"
+#include "ext3/guarded_int.h"
 #include "ext3/file_data.h"
 
 #include "blk/blk.h"
@@ -48,43 +50,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GUARD_BUCKETS 256u
-
-struct gext {
-	uint64_t start, end; /* pages [start, end) */
-	int err;             /* 0 pending, < 0 failed */
-};
-
-struct ginode {
-	uint32_t ino;
-	struct ext3_inode *in;       /* valid until ext3_guarded_evict */
-	struct ginode *hnext, *qnext;
-	struct gext *ext;            /* sorted, disjoint; g->lock */
-	size_t n, cap;
-	bool hole_fill;              /* a hole was filled in this chunk (in->lock) */
-	bool tail_pending;           /* truncated inside a block: its zeroed tail may
-				      * not be on disk yet (g->lock) */
-	bool orphaned;               /* on the orphan list for its extents (in->lock;
-				      * written under g->lock too: the compiler may
-				      * read it with queue_add's flags, TSan saw) */
-	bool queued, busy, dying;    /* logger queue / being logged / evicting (g->lock) */
-};
-
-struct ext3_guarded {
-	struct ext3_fs *fs;
-	pthread_mutex_t lock;        /* leaf: hash, ranges, queue, flags, stats */
-	pthread_cond_t cond;         /* queue work, busy cleared, queue empty */
-	struct ginode *hash[GUARD_BUCKETS];
-	struct ginode *qhead, *qtail;
-	bool stop, running;
-	struct ginode *logging;      /* the inode the logger works on, until its
-				      * reference is put */
-	ext3_guarded_log_hook_fn log_hook; /* tests: called under in->lock */
-	void *log_hook_arg;
-	pthread_t logger;
-	struct ext3_guarded_stats st;
-};
-
 bool ext3_guarded_mode(const struct ext3_fs *fs)
 {
 	return fs->opts.data_mode == EXT3_DATA_GUARDED;
@@ -95,184 +60,7 @@ static struct ext3_guarded *guard_of(const struct ext3_fs *fs)
 	return ext3_guarded_mode(fs) ? ext3_data_guard(fs) : NULL;
 }
 
-/* ------------------------------------------------------------- extents */
-
-/* The first range whose end is past idx. */
-static size_t ext_search(const struct ginode *gi, uint64_t idx)
-{
-	size_t lo = 0, hi = gi->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (gi->ext[mid].end <= idx)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static bool ext_reserve(struct ginode *gi, size_t extra)
-{
-	if (gi->n + extra <= gi->cap)
-		return true;
-	size_t cap = gi->cap ? gi->cap * 2 : 8;
-	while (cap < gi->n + extra)
-		cap *= 2;
-	struct gext *v = realloc(gi->ext, cap * sizeof *v);
-	if (!v)
-		return false;
-	gi->ext = v;
-	gi->cap = cap;
-	return true;
-}
-
-static void ext_insert_at(struct ginode *gi, size_t p, struct gext e)
-{
-	memmove(&gi->ext[p + 1], &gi->ext[p], (gi->n - p) * sizeof e);
-	gi->ext[p] = e;
-	gi->n++;
-}
-
-static void ext_remove(struct ginode *gi, size_t p, size_t count)
-{
-	memmove(&gi->ext[p], &gi->ext[p + count], (gi->n - p - count) * sizeof gi->ext[0]);
-	gi->n -= count;
-}
-
-/* Page idx becomes pending (merged into a pending neighbour). 0 or
- * -ENOMEM. */
-static int ext_add(struct ginode *gi, uint64_t idx)
-{
-	size_t p = ext_search(gi, idx);
-	if (p < gi->n && gi->ext[p].start <= idx)
-		return 0; /* covered already */
-	bool left = p > 0 && gi->ext[p - 1].end == idx && !gi->ext[p - 1].err;
-	bool right = p < gi->n && gi->ext[p].start == idx + 1 && !gi->ext[p].err;
-	if (left && right) {
-		gi->ext[p - 1].end = gi->ext[p].end;
-		ext_remove(gi, p, 1);
-	} else if (left) {
-		gi->ext[p - 1].end++;
-	} else if (right) {
-		gi->ext[p].start--;
-	} else {
-		if (!ext_reserve(gi, 1))
-			return err_set(-ENOMEM, "ext3: out of memory for a guarded extent");
-		ext_insert_at(gi, p, (struct gext){idx, idx + 1, 0});
-	}
-	return 0;
-}
-
-/* No range straddles idx afterwards (one slot reserved by the caller). */
-static void ext_split_at(struct ginode *gi, uint64_t idx)
-{
-	size_t p = ext_search(gi, idx);
-	if (p < gi->n && gi->ext[p].start < idx) {
-		struct gext tail = gi->ext[p];
-		tail.start = idx;
-		gi->ext[p].end = idx;
-		ext_insert_at(gi, p + 1, tail);
-	}
-}
-
-/* Pages [first, last] were written with err: remove (err 0) or fail their
- * extents. Adds the pages met to *done / *failed. */
-static void ext_complete(struct ginode *gi, uint64_t first, uint64_t last, int err, uint64_t *done,
-			 uint64_t *failed)
-{
-	uint64_t end = last + 1;
-	size_t p = ext_search(gi, first);
-	if (p == gi->n || gi->ext[p].start >= end)
-		return;
-	if (!ext_reserve(gi, 2)) {
-		/* No memory to split: a success leaves them pending (the size
-		 * only waits longer); a failure fails the whole ranges met. */
-		for (; err && p < gi->n && gi->ext[p].start < end; p++)
-			gi->ext[p].err = err;
-		return;
-	}
-	ext_split_at(gi, first);
-	ext_split_at(gi, end);
-	p = ext_search(gi, first);
-	size_t q = p;
-	for (; q < gi->n && gi->ext[q].end <= end; q++) {
-		uint64_t pages = gi->ext[q].end - gi->ext[q].start;
-		if (err) {
-			if (!gi->ext[q].err)
-				*failed += pages;
-			gi->ext[q].err = err;
-		} else {
-			*done += pages;
-		}
-	}
-	if (!err)
-		ext_remove(gi, p, q - p);
-}
-
-/* Drop every extent at or past page idx. */
-static void ext_drop_from(struct ginode *gi, uint64_t idx)
-{
-	size_t p = ext_search(gi, idx);
-	if (p < gi->n && gi->ext[p].start < idx)
-		gi->ext[p++].end = idx;
-	gi->n = p;
-}
-
-static uint64_t ext_low(const struct ginode *gi)
-{
-	return gi && gi->n ? gi->ext[0].start : UINT64_MAX;
-}
-
-/* A failed extent starting below page `below`? */
-static bool ext_failed_below(const struct ginode *gi, uint64_t below)
-{
-	for (size_t i = 0; gi && i < gi->n && gi->ext[i].start < below; i++)
-		if (gi->ext[i].err)
-			return true;
-	return false;
-}
-
-/* ------------------------------------------------------------ inodes */
-
-static struct ginode **bucket(struct ext3_guarded *g, uint32_t ino)
-{
-	return &g->hash[ino % GUARD_BUCKETS];
-}
-
-/* g->lock held. */
-static struct ginode *gi_find(struct ext3_guarded *g, uint32_t ino)
-{
-	struct ginode *gi = *bucket(g, ino);
-	while (gi && gi->ino != ino)
-		gi = gi->hnext;
-	return gi;
-}
-
-/* g->lock held. */
-static struct ginode *gi_get(struct ext3_guarded *g, struct ext3_inode *in)
-{
-	struct ginode *gi = gi_find(g, in->ino);
-	if (gi)
-		return gi;
-	gi = calloc(1, sizeof *gi);
-	if (!gi)
-		return NULL;
-	gi->ino = in->ino;
-	gi->in = in;
-	gi->hnext = *bucket(g, in->ino);
-	*bucket(g, in->ino) = gi;
-	return gi;
-}
-
-/* g->lock held. */
-static void gi_unhash(struct ext3_guarded *g, struct ginode *gi)
-{
-	struct ginode **pp = bucket(g, gi->ino);
-	while (*pp && *pp != gi)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = gi->hnext;
-}
+/* ------------------------------------------------------- the logger queue */
 
 /* g->lock held. */
 static void queue_add(struct ext3_guarded *g, struct ginode *gi)
@@ -318,8 +106,8 @@ static void queue_del(struct ext3_guarded *g, struct ginode *gi)
 static struct ginode *gi_of(struct ext3_guarded *g, struct ext3_inode *in, uint64_t *low)
 {
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
-	*low = ext_low(gi);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
+	*low = guarded_ext_low(gi);
 	pthread_mutex_unlock(&g->lock);
 	return gi;
 }
@@ -426,13 +214,13 @@ int ext3_guarded_block_new(struct ext3_inode *in, uint64_t index)
 	uint64_t bs = in->fs->g.block_size;
 	int rc = 0;
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_get(g, in);
+	struct ginode *gi = guarded_inode_get(g, in);
 	if (!gi) {
 		rc = err_set(-ENOMEM, "ext3: out of memory for guarded data");
 	} else if (index * bs < in->i_disksize) {
 		gi->hole_fill = true; /* the size covers it already */
 	} else {
-		rc = ext_add(gi, index);
+		rc = guarded_ext_add(gi, index);
 		if (!rc)
 			g->st.extents++;
 	}
@@ -460,7 +248,7 @@ int ext3_guarded_write_begin(struct ext3_inode *in, uint64_t off, uint64_t len)
 		return 0;
 	int rc = 0;
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_get(g, in);
+	struct ginode *gi = guarded_inode_get(g, in);
 	if (gi)
 		gi->hole_fill = true;
 	else
@@ -475,7 +263,7 @@ int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in)
 	if (!g)
 		return 0;
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
 	bool pending = gi && gi->n, hole = gi && gi->hole_fill;
 	if (gi)
 		gi->hole_fill = false;
@@ -513,15 +301,15 @@ void ext3_guarded_io_done(struct ext3_inode *in, uint64_t first, uint64_t last, 
 		return;
 	uint64_t done = 0, failed = 0;
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
 	/* The state is found by number: only this inode's own (a completion
 	 * never marks another inode's extents, whatever reuses the number). */
 	if (gi && gi->in == in && !gi->dying) {
-		uint64_t low0 = ext_low(gi);
-		ext_complete(gi, first, last, err, &done, &failed);
+		uint64_t low0 = guarded_ext_low(gi);
+		guarded_ext_complete(gi, first, last, err, &done, &failed);
 		g->st.done += done;
 		g->st.failed += failed;
-		if (ext_low(gi) != low0)
+		if (guarded_ext_low(gi) != low0)
 			queue_add(g, gi);
 	}
 	pthread_mutex_unlock(&g->lock);
@@ -604,7 +392,7 @@ int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
 	uint64_t bs = in->fs->g.block_size, low;
 	if (new_size % bs) { /* for its tail flag (truncate_end) */
 		pthread_mutex_lock(&g->lock);
-		bool ok = gi_get(g, in) != NULL;
+		bool ok = guarded_inode_get(g, in) != NULL;
 		pthread_mutex_unlock(&g->lock);
 		if (!ok)
 			return err_set(-ENOMEM, "ext3: out of memory for guarded data");
@@ -621,7 +409,7 @@ int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&g->lock);
-	bool left = ext_low(gi) * bs < new_size && ext_low(gi) != UINT64_MAX;
+	bool left = guarded_ext_low(gi) * bs < new_size && guarded_ext_low(gi) != UINT64_MAX;
 	pthread_mutex_unlock(&g->lock);
 	if (left)
 		return err_set(-EIO, "ext3: inode %u: data below the new size %llu could not be written",
@@ -638,9 +426,9 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
 	(void)completions_wait(in->fs);
 	uint64_t bs = in->fs->g.block_size;
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
 	if (gi) {
-		ext_drop_from(gi, (new_size + bs - 1) / bs);
+		guarded_ext_drop_from(gi, (new_size + bs - 1) / bs);
 		/* The truncate takes the inode off the orphan list at its end. */
 		if (!gi->n)
 			gi->orphaned = false;
@@ -660,7 +448,7 @@ bool ext3_guarded_settled(struct ext3_inode *in)
 	if (in->i_disksize != in->i_size)
 		return false;
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
 	bool settled = !gi || (gi->in == in && !gi->n && !gi->orphaned && !gi->tail_pending && !gi->busy && !gi->queued);
 	pthread_mutex_unlock(&g->lock);
 	return settled;
@@ -683,7 +471,7 @@ int ext3_guarded_fsync(struct ext3_inode *in)
 	rc = catch_up_logged(g, in);
 	uint64_t bs = in->fs->g.block_size;
 	pthread_mutex_lock(&g->lock);
-	bool failed = ext_failed_below(gi_find(g, in->ino), (in->i_size + bs - 1) / bs);
+	bool failed = guarded_ext_failed_below(guarded_inode_find(g, in->ino), (in->i_size + bs - 1) / bs);
 	pthread_mutex_unlock(&g->lock);
 	pthread_rwlock_unlock(&in->lock);
 	if (!rc && failed)
@@ -697,8 +485,8 @@ int ext3_guarded_fsync(struct ext3_inode *in)
 static bool any_failed(struct ext3_guarded *g, struct ext3_inode *in)
 {
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
-	bool failed = gi && gi->in == in && ext_failed_below(gi, UINT64_MAX);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
+	bool failed = gi && gi->in == in && guarded_ext_failed_below(gi, UINT64_MAX);
 	pthread_mutex_unlock(&g->lock);
 	return failed;
 }
@@ -719,7 +507,7 @@ int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
 		changed = true;
 	}
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
 	if (gi && gi->in != in)
 		gi = NULL; /* another life of the number: not ours */
 	bool orphaned = gi && gi->orphaned;
@@ -798,7 +586,7 @@ void ext3_guarded_evict(struct ext3_inode *in)
 	if (in->mapping)
 		(void)completions_wait(in->fs);
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
 	if (!gi || gi->in != in) {
 		pthread_mutex_unlock(&g->lock);
 		return;
@@ -813,7 +601,7 @@ void ext3_guarded_evict(struct ext3_inode *in)
 		evict_final(g, in, gi);
 	pthread_rwlock_unlock(&in->lock);
 	pthread_mutex_lock(&g->lock);
-	gi_unhash(g, gi);
+	guarded_inode_unhash(g, gi);
 	pthread_cond_broadcast(&g->cond);
 	pthread_mutex_unlock(&g->lock);
 	free(gi->ext);
@@ -897,7 +685,7 @@ size_t ext3_guarded_inode_extents(struct ext3_inode *in)
 	if (!g)
 		return 0;
 	pthread_mutex_lock(&g->lock);
-	struct ginode *gi = gi_find(g, in->ino);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
 	size_t n = gi ? gi->n : 0;
 	pthread_mutex_unlock(&g->lock);
 	return n;
