@@ -10,7 +10,12 @@
 #     flush) is caught in data=ordered: stale_data, exit 1; a kept state
 #     replays (replay.sh) to the same verdict, its regression line is written;
 #  4. the regression corpus tests/crash-regress replays (every case passes);
-#  5. usage errors exit 2.
+#  5. usage errors exit 2;
+#  6. -o journal_async_commit on the recording mount: data=journal and
+#     data=writeback show nothing their mode does not allow, the output
+#     names the option, a kept state and a corpus case replay with it; with
+#     data=ordered it is refused before any job runs (exit 2, one line
+#     naming the mode and the option).
 # Seeds are fixed (the workloads are a function of the seed).
 set -u
 : "${NOSTALL:?path to the nostall binary}"
@@ -78,11 +83,64 @@ rc=$?
 grep -q 'regression cases passed' "$tmp/corpus.out" || bad "corpus summary missing"
 
 # 5. usage
-for args in "--mode nosuch" "--workload nosuch" "--block-size 512" "--states 0" "extra"; do
+for args in "--mode nosuch" "--workload nosuch" "--block-size 512" "--states 0" "extra" "-o data=journal" \
+	"--options a,,b" "-o journal_async_commit --replay $tmp"; do
 	# shellcheck disable=SC2086
 	"$NOSTALL" crashtest $args >/dev/null 2>&1
 	rc=$?
 	[ "$rc" -eq 2 ] || bad "crashtest $args: exit $rc, want 2"
+done
+
+# 6. -o: extra mount options of the recording (journal_async_commit: the
+#    commit block beside the log blocks, one flush after them)
+"$NOSTALL" crashtest --mode writeback,journal -o journal_async_commit --states 600 --seed 5 --json --quiet \
+	--keep "$tmp/keep6" >"$tmp/async.out" 2>"$tmp/async.err"
+rc=$?
+[ "$rc" -eq 0 ] || { bad "async commit run exit $rc"; tail -30 "$tmp/async.out" "$tmp/async.err" >&2; }
+[ "$(jget "$tmp/async.out" 'o["mode"], o["options"]')" = "('writeback,journal', 'journal_async_commit')" ] ||
+	bad "async summary: mode/options"
+[ "$(jget "$tmp/async.out" 'o["states"] >= 1200 and o["errors"] == 0')" = True ] || bad "async: too few states or errors"
+# writeback may show stale_data and too_long (documented); nothing else, in either mode
+[ "$(jget "$tmp/async.out" '[o["by_kind"][k] for k in ("lost_fsync", "rename", "fsck", "recovery_mismatch")]')" = \
+	"[0, 0, 0, 0]" ] || bad "async commit: violations: $(jget "$tmp/async.out" 'o["by_kind"]')"
+grep '^{"mode":"journal",' "$tmp/async.out" >"$tmp/async-journal.json"
+[ "$(jget "$tmp/async-journal.json" 'o["violations"], o["options"]')" = "(0, 'journal_async_commit')" ] ||
+	bad "async commit: data=journal violating states"
+grep -q '^data=journal,journal_async_commit: ' "$tmp/async.out" &&
+	grep -q '^data=writeback,journal_async_commit: ' "$tmp/async.out" || bad "async: table headers do not name the option"
+state=$(ls -d "$tmp"/keep6/writeback,journal_async_commit-*-s5-* 2>/dev/null | head -1)
+if [ -n "$state" ]; then
+	grep -q ' options=journal_async_commit$' "$state/job.txt" || bad "kept state without its options"
+	NOSTALL="$NOSTALL" sh "$state/replay.sh" >"$tmp/replay6.out" 2>&1
+	rc=$?
+	[ "$rc" -eq 1 ] || bad "async replay.sh exit $rc, want 1 (the kept verdict)"
+	grep -q 'data=writeback,journal_async_commit, ' "$tmp/replay6.out" || bad "async replay: options not named"
+	grep -q 'mode=writeback options=journal_async_commit workload=' "$tmp/keep6/corpus.txt" ||
+		bad "async regression line without options="
+	# a kept state from before -o (job.txt without options=) still replays
+	cp -r "$state" "$tmp/old-state"
+	sed -i 's/ options=.*//' "$tmp/old-state/job.txt"
+	"$NOSTALL" crashtest --replay "$tmp/old-state" >"$tmp/replay6old.out" 2>&1
+	rc=$?
+	[ "$rc" -le 1 ] && grep -q 'data=writeback, ' "$tmp/replay6old.out" || bad "old job.txt: replay exit $rc"
+else
+	bad "no kept async state under $tmp/keep6"
+fi
+mkdir -p "$tmp/corpus6"
+echo "mode=journal options=journal_async_commit workload=append seed=5 block-size=1024 states=40 expect=clean" \
+	>"$tmp/corpus6/async.case"
+"$NOSTALL" crashtest --corpus "$tmp/corpus6" >"$tmp/corpus6.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && grep -q '^PASS async.case:1: data=journal,journal_async_commit ' "$tmp/corpus6.out" ||
+	{ bad "corpus case with options= exit $rc"; cat "$tmp/corpus6.out" >&2; }
+for m in ordered guarded; do
+	"$NOSTALL" crashtest --mode "journal,$m" -o journal_async_commit --states 60 --seed 5 \
+		>"$tmp/refused.out" 2>"$tmp/refused.err"
+	rc=$?
+	[ "$rc" -eq 2 ] || bad "-o journal_async_commit with $m: exit $rc, want 2"
+	[ "$(wc -l <"$tmp/refused.err")" -eq 1 ] && grep -q "journal_async_commit with --mode $m: .*data=$m" \
+		"$tmp/refused.err" || { bad "-o journal_async_commit with $m: want one line naming both"; cat "$tmp/refused.err" >&2; }
+	[ ! -s "$tmp/refused.out" ] || bad "-o journal_async_commit with $m: jobs ran before the refusal"
 done
 
 [ "$fail" -eq 0 ] && echo "crashtest: ok"

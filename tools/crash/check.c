@@ -4,7 +4,8 @@
  * 1. nostall's journal replay (ext3_journal_recover, what `nostall recover`
  *    and a mount do first);
  * 2. when the replayed image has an orphan list, a read-write nostall mount
- *    and unmount (the orphan cleanup a mount does);
+ *    and unmount (the orphan cleanup a mount does), with the recording's
+ *    extra mount options (-o);
  * 3. a read-only nostall mount: the tree is walked (every name, its inode's
  *    owner = the model object, type, size, link count) and checked against
  *    the model: names (lost_fsync, rename), every file's data (stale_data,
@@ -596,8 +597,14 @@ int crash_check_state(const struct crash_check_cfg *cfg, struct dev *dev, const 
 	if (rc)
 		return rc;
 	if (v->orphans) {
-		char opts[48];
-		snprintf(opts, sizeof opts, "data=%s", cfg->mode);
+		/* The mount after a crash is made with the options of the one
+		 * that crashed (one fstab line), so the cleanup's commits take
+		 * the same journal path (e.g. journal_async_commit's); the
+		 * replay above needs none of them (it reads the journal
+		 * superblock's features). */
+		char opts[48 + CRASH_OPTS_MAX];
+		snprintf(opts, sizeof opts, "data=%s%s%s", cfg->mode, cfg->opts && *cfg->opts ? "," : "",
+			 cfg->opts ? cfg->opts : "");
 		struct nostall_fs *fs;
 		rc = nostall_mount_dev(dev, opts, 0, &fs);
 		if (!rc)

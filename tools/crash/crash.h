@@ -225,6 +225,7 @@ int crash_state_parse(const char *text, struct crash_state *s);
 
 struct crash_check_cfg {
 	const char *mode;  /* data mode */
+	const char *opts;  /* the extra mount options of the recording ("" or NULL: none) */
 	unsigned bs;
 	bool e2fsck;       /* run the e2fsck oracle on this state */
 	const char *tmpdir;
@@ -251,8 +252,12 @@ int crash_dev_save(struct dev *dev, const char *path);
 
 /* ------------------------------------------------------------ jobs (job.c) */
 
+/* Room for -o OPTS (docs/crashtest.md "Mount options"). */
+#define CRASH_OPTS_MAX 128
+
 struct crash_job {
 	char mode[16];
+	char opts[CRASH_OPTS_MAX]; /* extra mount options of the recording ("": none) */
 	unsigned bs;
 	enum crash_wl wl;
 	uint64_t seed;
@@ -283,6 +288,15 @@ struct crash_result {
 };
 
 int crash_job_run(const struct crash_job *j, struct crash_result *r);
+/* The options of the mount that records the workload:
+ * "data=MODE,barrier=1[,OPTS]". */
+void crash_record_opts(const char *mode, const char *opts, char *buf, size_t len);
+/* "MODE[,OPTS]": how reports and kept states name a mode with its options. */
+void crash_mode_label(const char *mode, const char *opts, char *buf, size_t len);
+/* Mount a fresh image of block size bs with the recording's options for
+ * mode and opts, and unmount it: 0, or the mount's -errno (its message in
+ * err_last()), so a refused combination fails before any job runs. */
+int crash_opts_try(const char *mode, const char *opts, unsigned bs);
 /* Re-check a kept state (DIR holds job.txt, state.txt, rec.log); with
  * events, list the workload's operations against the crash point.
  * 0 clean, 1 violations, or -errno. */
@@ -301,9 +315,11 @@ struct crash_row {
 	const struct crash_job *job;
 	struct crash_result res;
 };
-void crash_report_table(FILE *out, const char *mode, const struct crash_row *rows, size_t n);
+/* opts: the run's extra mount options ("" or NULL: none), named in the
+ * table's header and as the JSON's "options". */
+void crash_report_table(FILE *out, const char *mode, const char *opts, const struct crash_row *rows, size_t n);
 /* One JSON line: the rows of mode (NULL: all) summed, labelled label. */
-void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload,
+void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload, const char *opts,
 		       const struct crash_row *rows, size_t n, double seconds);
 /* Keep a failing state: DIR/<mode>-<bs>-<wl>-s<seed>-<k>/ with the log, the
  * state, the crash image, the verdict and a replay command. */

@@ -59,25 +59,41 @@ static int set_err(struct crash_result *r, int rc, const char *what)
 
 /* ------------------------------------------------------------ base image */
 
-/* mkfs (fixed uuid and time), then the free space filled with the garbage
- * pattern by a file that is then deleted: a block a crash exposes without
- * its data shows another file's (or the garbage's) words. */
-static int base_make(unsigned bs, uint8_t *img, struct crash_result *r)
+/* nostall's mkfs on a new mem: device: fixed uuid and time, so every job
+ * of a block size starts from the same image. */
+static int mkfs_mem(unsigned bs, struct dev **out)
 {
 	char spec[32];
 	snprintf(spec, sizeof spec, "mem:%llu", (unsigned long long)CRASH_IMAGE_BYTES);
-	struct dev *d;
-	int rc = dev_open(spec, &d);
+	int rc = dev_open(spec, out);
 	if (rc)
-		return set_err(r, rc, "opening mem:");
+		return rc;
 	struct ext3_mkfs_params p = { .block_size = bs, .inode_size = 256, .inodes = 1024, .journal_blocks = 1024,
 				      .uuid_set = true, .time_set = true, .time = 1234567890, .assume_zeroed = true };
 	for (int i = 0; i < 16; i++)
 		p.uuid[i] = (uint8_t)(0x5a + 17 * i);
-	rc = ext3_mkfs(d, &p);
+	rc = ext3_mkfs(*out, &p);
+	if (rc) {
+		dev_close(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* mkfs, then the free space filled with the garbage pattern by a file
+ * that is then deleted: a block a crash exposes without its data shows
+ * another file's (or the garbage's) words. The mount is data=ordered
+ * whatever the job's mode and options: this image is the recording's
+ * starting point, not part of what is tested (and an option such as
+ * journal_async_commit is refused with data=ordered). */
+static int base_make(unsigned bs, uint8_t *img, struct crash_result *r)
+{
+	struct dev *d;
+	int rc = mkfs_mem(bs, &d);
+	if (rc)
+		return set_err(r, rc, "making the base image");
 	struct nostall_fs *fs = NULL;
-	if (!rc)
-		rc = nostall_mount_dev(d, "data=ordered", 0, &fs);
+	rc = nostall_mount_dev(d, "data=ordered", 0, &fs);
 	if (rc) {
 		dev_close(d);
 		return set_err(r, rc, "making the base image");
@@ -112,6 +128,32 @@ static int base_make(unsigned bs, uint8_t *img, struct crash_result *r)
 
 /* ------------------------------------------------------------ recording */
 
+void crash_record_opts(const char *mode, const char *opts, char *buf, size_t len)
+{
+	snprintf(buf, len, "data=%s,barrier=1%s%s", mode, opts && *opts ? "," : "", opts ? opts : "");
+}
+
+void crash_mode_label(const char *mode, const char *opts, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", mode, opts && *opts ? "," : "", opts ? opts : "");
+}
+
+int crash_opts_try(const char *mode, const char *opts, unsigned bs)
+{
+	struct dev *d;
+	int rc = mkfs_mem(bs, &d);
+	if (rc)
+		return rc;
+	char o[64 + CRASH_OPTS_MAX];
+	crash_record_opts(mode, opts, o, sizeof o);
+	struct nostall_fs *fs;
+	rc = nostall_mount_dev(d, o, 0, &fs);
+	if (!rc)
+		rc = nostall_umount(fs);
+	dev_close(d);
+	return rc;
+}
+
 static int record(const struct crash_job *j, const uint8_t *base, const char *log, struct crash_model *m,
 		  struct crash_result *r)
 {
@@ -130,8 +172,8 @@ static int record(const struct crash_job *j, const uint8_t *base, const char *lo
 		rc = dev_flush_sync(d);
 	if (!rc)
 		rc = dev_mark(d, "base");
-	char opts[64];
-	snprintf(opts, sizeof opts, "data=%s,barrier=1", j->mode);
+	char opts[64 + CRASH_OPTS_MAX];
+	crash_record_opts(j->mode, j->opts, opts, sizeof opts);
 	struct nostall_fs *fs = NULL;
 	if (!rc)
 		rc = nostall_mount_dev(d, opts, 0, &fs);
@@ -244,12 +286,13 @@ static void describe(const struct crash_job *j, const struct crash_state *s, con
 	} else {
 		r->nwhy++;
 	}
-	char st[64];
+	char st[64], label[16 + CRASH_OPTS_MAX];
 	crash_state_format(s, st, sizeof st); /* cut: the head is enough here */
+	crash_mode_label(j->mode, j->opts, label, sizeof label);
 	for (int k = 0; k < CK_NR; k++) {
 		if (!v->bad[k] || (bad && crash_kind_allowed(j->mode, (enum crash_kind)k)))
 			continue;
-		snprintf(r->why[slot], sizeof r->why[0], "%s bs=%u %s seed=%" PRIu64 " state %.40s: %s: %s", j->mode,
+		snprintf(r->why[slot], sizeof r->why[0], "%s bs=%u %s seed=%" PRIu64 " state %.40s: %s: %s", label,
 			 j->bs, crash_wl_names[j->wl], j->seed, st, crash_kind_names[k], v->why[k]);
 		r->why_bad[slot] = bad;
 		return;
@@ -280,7 +323,7 @@ static int check_all(const struct crash_job *j, struct crash_log *l, struct cras
 		return set_err(r, rc, "the oracle");
 	}
 	uint64_t pick = states_seed(j) ^ 0x5bd1e995ull;
-	struct crash_check_cfg cfg = { .mode = j->mode, .bs = j->bs, .tmpdir = j->tmpdir };
+	struct crash_check_cfg cfg = { .mode = j->mode, .opts = j->opts, .bs = j->bs, .tmpdir = j->tmpdir };
 	unsigned kept = 0, kept_allowed = 0, rechecks = 0;
 	for (size_t i = 0; i < n && !rc; i++) {
 		rc = cursor_to(&c, st[i].point, crash_model_nevents(m));
@@ -376,6 +419,25 @@ static int read_line(const char *dir, const char *name, char *buf, size_t len)
 	return 0;
 }
 
+/* The rest of job.txt's line: nothing (a state kept before -o existed, or
+ * without it), or " options=OPTS" (the recording's extra mount options). */
+static bool job_opts_parse(const char *rest, char opts[CRASH_OPTS_MAX])
+{
+	opts[0] = '\0';
+	rest += strspn(rest, " \t");
+	if (!*rest)
+		return true;
+	if (strncmp(rest, "options=", 8))
+		return false;
+	rest += 8;
+	size_t n = strcspn(rest, " \t");
+	if (!n || n >= CRASH_OPTS_MAX || rest[n + strspn(rest + n, " \t")])
+		return false;
+	memcpy(opts, rest, n);
+	opts[n] = '\0';
+	return true;
+}
+
 static const char *const ev_names[] = { "create", "mkdir", "write", "truncate", "link", "unlink",
 					"rmdir", "rename", "fsync", "sync" };
 
@@ -420,13 +482,15 @@ static void print_events(const struct crash_model *m, const struct crash_log *l,
 
 int crash_replay(const char *dir, bool events, FILE *out)
 {
-	char line[256], wl[32];
+	char line[400], wl[32];
 	struct crash_job j = { .progress_fd = -1, .fsck_every = 1 };
 	int rc = read_line(dir, "job.txt", line, sizeof line);
 	if (rc)
 		return rc;
-	if (sscanf(line, "mode=%15s block-size=%u workload=%31s seed=%" SCNu64, j.mode, &j.bs, wl, &j.seed) != 4 ||
-	    crash_wl_parse(wl) < 0)
+	int used = 0;
+	if (sscanf(line, "mode=%15s block-size=%u workload=%31s seed=%" SCNu64 "%n", j.mode, &j.bs, wl, &j.seed,
+		   &used) != 4 ||
+	    crash_wl_parse(wl) < 0 || !job_opts_parse(line + used, j.opts))
 		return err_set(-EINVAL, "crashtest: %s/job.txt: bad line '%s'", dir, line);
 	j.wl = (enum crash_wl)crash_wl_parse(wl);
 	static char sline[1 << 20];
@@ -456,13 +520,16 @@ int crash_replay(const char *dir, bool events, FILE *out)
 	if (!rc)
 		rc = cursor_to(&c, s.point, crash_model_nevents(m));
 	struct crash_verdict v;
-	struct crash_check_cfg cfg = { .mode = j.mode, .bs = j.bs, .tmpdir = tmp, .e2fsck = crash_have_e2fsck() };
+	struct crash_check_cfg cfg = { .mode = j.mode, .opts = j.opts, .bs = j.bs, .tmpdir = tmp,
+				       .e2fsck = crash_have_e2fsck() };
 	if (!rc)
 		rc = check_one(l, &s, &cfg, e, &v);
 	if (!rc) {
+		char label[16 + CRASH_OPTS_MAX];
+		crash_mode_label(j.mode, j.opts, label, sizeof label);
 		fprintf(out, "%s: data=%s, %u-byte blocks, workload %s, seed %" PRIu64 ", state %c at entry %" PRIu64
 			     " (epoch %u)%s\n",
-			dir, j.mode, j.bs, wl, j.seed, s.how, s.point, s.epoch, v.e2fsck_ran ? ", e2fsck checked" : "");
+			dir, label, j.bs, wl, j.seed, s.how, s.point, s.epoch, v.e2fsck_ran ? ", e2fsck checked" : "");
 		for (int k = 0; k < CK_NR; k++)
 			if (v.bad[k])
 				fprintf(out, "  %s: %s\n", crash_kind_names[k], v.why[k]);

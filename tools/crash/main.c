@@ -1,8 +1,8 @@
 /* nostall crashtest: the command line (docs/crashtest.md, man/nostall.1).
  *
  *   nostall crashtest [--mode M] [--workload W] [--states N] [--seed S]
- *                     [--block-size B] [--keep DIR] [--json] [--jobs N]
- *                     [--fsck-every N] [--quiet]
+ *                     [--block-size B] [-o OPTS] [--keep DIR] [--json]
+ *                     [--jobs N] [--fsck-every N] [--quiet]
  *   nostall crashtest --replay DIR       re-check one kept state
  *   nostall crashtest --corpus DIR       run the regression cases (DIR/NAME.case)
  *
@@ -17,6 +17,7 @@
 #include "../cmds.h"
 #include "util/err.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -38,13 +39,15 @@ static const char *const all_modes[] = { "journal", "ordered", "writeback", "gua
 
 static const char usage_text[] =
 	"usage: nostall crashtest [--mode M[,M]] [--workload W[,W]] [--states N] [--seed S]\n"
-	"                         [--block-size B[,B]] [--keep DIR] [--json] [--jobs N]\n"
+	"                         [--block-size B[,B]] [-o OPTS] [--keep DIR] [--json] [--jobs N]\n"
 	"                         [--fsck-every N] [--quiet]\n"
 	"       nostall crashtest --replay DIR [--events] | --corpus DIR\n"
 	"  modes: journal ordered writeback guarded (default: all four)\n"
 	"  workloads: append overwrite create rename-replace truncate-write dirs links htree random (default: all)\n"
 	"  --states N      crash states per data mode (default 10000), split over workloads and block sizes\n"
 	"  --block-size B  1024, 2048 or 4096 (default 1024,4096)\n"
+	"  -o, --options OPTS  extra mount options of the recording mount (data=M,barrier=1,OPTS),\n"
+	"                  e.g. journal_async_commit; a mode that refuses them is an error (exit 2)\n"
 	"  --fsck-every N  e2fsck oracle on 1 in N states, and on every suspicious one (default 8; 1 all, 0 none)\n";
 
 static double now_s(void)
@@ -66,6 +69,7 @@ struct opts {
 	unsigned states, jobs, fsck_every;
 	uint64_t seed;
 	const char *keep, *replay, *corpus;
+	const char *mount_opts; /* -o: "" when not given */
 	bool json, quiet, events;
 };
 
@@ -73,6 +77,32 @@ static int bad_usage(const char *msg, const char *arg)
 {
 	fprintf(stderr, "nostall crashtest: %s%s%s\n%s", msg, arg ? ": " : "", arg ? arg : "", usage_text);
 	return 2;
+}
+
+/* -o OPTS (also a corpus case's options=): NULL when usable, or why not.
+ * Kept states and corpus lines store them as one space-separated word and
+ * the JSON prints them unescaped, hence the characters refused; the data
+ * mode is --mode's (the oracle's rules follow it). Whether the filesystem
+ * takes them is the mount's to say (crash_opts_try). */
+static const char *mount_opts_bad(const char *s)
+{
+	if (!*s)
+		return "empty -o";
+	if (strlen(s) >= CRASH_OPTS_MAX)
+		return "-o too long";
+	for (const char *c = s; *c; c++)
+		if (!isgraph((unsigned char)*c) || *c == '"' || *c == '\\' || *c == '#')
+			return "-o: no spaces, quotes, backslashes or '#'";
+	for (const char *t = s;; t++) {
+		size_t n = strcspn(t, ",");
+		if (!n)
+			return "-o: an empty option";
+		if (strcspn(t, "=,") == 4 && !strncmp(t, "data", 4))
+			return "-o: the data mode is --mode's, not an option";
+		t += n;
+		if (!*t)
+			return NULL;
+	}
 }
 
 static int parse_modes(struct opts *o, const char *s)
@@ -142,6 +172,7 @@ static bool parse_num(const char *s, uint64_t *v)
 static int parse_args(struct opts *o, int argc, char **argv)
 {
 	enum { O_MODE = 256, O_WL, O_STATES, O_SEED, O_BS, O_KEEP, O_JSON, O_JOBS, O_FSCK, O_REPLAY, O_CORPUS, O_QUIET, O_EVENTS };
+	const char *why;
 	static const struct option lo[] = {
 		{ "mode", required_argument, NULL, O_MODE },	     { "workload", required_argument, NULL, O_WL },
 		{ "states", required_argument, NULL, O_STATES },     { "seed", required_argument, NULL, O_SEED },
@@ -149,11 +180,12 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		{ "json", no_argument, NULL, O_JSON },		     { "jobs", required_argument, NULL, O_JOBS },
 		{ "fsck-every", required_argument, NULL, O_FSCK },   { "replay", required_argument, NULL, O_REPLAY },
 		{ "corpus", required_argument, NULL, O_CORPUS },     { "quiet", no_argument, NULL, O_QUIET },
-		{ "events", no_argument, NULL, O_EVENTS },	     { "help", no_argument, NULL, 'h' },		     { NULL, 0, NULL, 0 },
+		{ "events", no_argument, NULL, O_EVENTS },	     { "options", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },		     { NULL, 0, NULL, 0 },
 	};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	*o = (struct opts){ .states = 10000, .fsck_every = 8, .jobs = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus,
-			    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20) };
+			    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20), .mount_opts = "" };
 	int rc = 0;
 	for (size_t i = 0; i < 4; i++)
 		if (i < 3 || crash_guarded_default)
@@ -166,7 +198,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	opterr = 0;
 	int c;
 	uint64_t v;
-	while (!rc && (c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while (!rc && (c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
 		switch (c) {
 		case O_MODE: rc = parse_modes(o, optarg); break;
 		case O_WL: rc = parse_wls(o, optarg); break;
@@ -191,6 +223,11 @@ static int parse_args(struct opts *o, int argc, char **argv)
 				return bad_usage("bad --fsck-every", optarg);
 			o->fsck_every = (unsigned)v;
 			break;
+		case 'o':
+			if ((why = mount_opts_bad(optarg)))
+				return bad_usage(why, *optarg ? optarg : NULL);
+			o->mount_opts = optarg;
+			break;
 		case O_KEEP: o->keep = optarg; break;
 		case O_REPLAY: o->replay = optarg; break;
 		case O_CORPUS: o->corpus = optarg; break;
@@ -203,6 +240,12 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	}
 	if (!rc && optind < argc)
 		return bad_usage("unexpected argument", argv[optind]);
+	/* A kept state and a corpus case carry their own options: -o there
+	 * would be ignored or contradict them. */
+	if (!rc && *o->mount_opts && (o->replay || o->corpus))
+		return bad_usage(o->replay ? "-o with --replay (the kept state's job.txt has its options)"
+					   : "-o with --corpus (a case gives its own: options=OPTS)",
+				 o->mount_opts);
 	return rc ? rc : -1;
 }
 
@@ -279,8 +322,10 @@ static bool read_full(int fd, void *buf, size_t len)
 
 static void job_line(const struct crash_job *j, const struct crash_result *r)
 {
+	char label[16 + CRASH_OPTS_MAX];
+	crash_mode_label(j->mode, j->opts, label, sizeof label);
 	fprintf(stderr, "  %-9s %4u %-15s %6" PRIu64 " states %5" PRIu64 " e2fsck %4" PRIu64 " violating %6.1f s%s%s\n",
-		j->mode, j->bs, crash_wl_names[j->wl], r->states, r->e2fsck_states, r->violating, r->seconds,
+		label, j->bs, crash_wl_names[j->wl], r->states, r->e2fsck_states, r->violating, r->seconds,
 		r->error ? "  ERROR: " : "", r->error ? r->errmsg : "");
 }
 
@@ -409,6 +454,7 @@ static void job_init(struct crash_job *j, const struct opts *o, const char *mode
 	*j = (struct crash_job){ .bs = bs, .wl = wl, .seed = o->seed, .budget = budget, .fsck_every = o->fsck_every,
 				 .keep = o->keep, .keep_max = 3, .progress_fd = -1 };
 	snprintf(j->mode, sizeof j->mode, "%s", mode);
+	snprintf(j->opts, sizeof j->opts, "%s", o->mount_opts);
 }
 
 static void join_names(char *buf, size_t len, const char *const *names, size_t n)
@@ -420,6 +466,18 @@ static void join_names(char *buf, size_t len, const char *const *names, size_t n
 
 static int run_main(const struct opts *o)
 {
+	/* An option a mode refuses (journal_async_commit with ordered or
+	 * guarded: it cannot order data before the commit) would fail every
+	 * job of that mode at the recording's mount; say it once, before any
+	 * job runs, with the mount's own reason. A typo is caught the same way. */
+	for (size_t m = 0; *o->mount_opts && m < o->nmodes; m++) {
+		int trc = crash_opts_try(o->modes[m], o->mount_opts, o->bss[0]);
+		if (trc) {
+			fprintf(stderr, "nostall crashtest: -o %s with --mode %s: %s\n", o->mount_opts, o->modes[m],
+				err_last(trc));
+			return 2;
+		}
+	}
 	size_t per_mode = o->nwls * o->nbss;
 	struct run r;
 	if (run_alloc(&r, o->nmodes * per_mode))
@@ -432,14 +490,15 @@ static int run_main(const struct opts *o)
 				job_init(&r.jobs[k++], o, o->modes[m], o->bss[b], o->wls[w], budget);
 	if (!o->quiet)
 		fprintf(stderr, "crashtest: seed %" PRIu64 " (rerun: --seed %" PRIu64 "), %zu jobs of %u states, %u at once, "
-				"e2fsck on 1 in %u states and every suspicious one\n",
-			o->seed, o->seed, r.n, budget, o->jobs, o->fsck_every);
+				"e2fsck on 1 in %u states and every suspicious one%s%s\n",
+			o->seed, o->seed, r.n, budget, o->jobs, o->fsck_every, *o->mount_opts ? ", recording mount -o " : "",
+			o->mount_opts);
 	double t0 = now_s();
 	run_jobs(&r, o->jobs, o->quiet, (uint64_t)budget * r.n);
 	double secs = now_s() - t0;
 	int rc = 0;
 	for (size_t m = 0; m < o->nmodes; m++)
-		crash_report_table(stdout, o->modes[m], r.rows, r.n);
+		crash_report_table(stdout, o->modes[m], o->mount_opts, r.rows, r.n);
 	for (size_t i = 0; i < r.n; i++) {
 		const struct crash_result *res = &r.rows[i].res;
 		if (res->error)
@@ -473,9 +532,9 @@ static int run_main(const struct opts *o)
 				a = a == 0 || r.t0[i] < a ? r.t0[i] : a;
 				b = r.t1[i] > b ? r.t1[i] : b;
 			}
-			crash_report_json(stdout, o->modes[m], o->modes[m], wls, r.rows, r.n, b - a);
+			crash_report_json(stdout, o->modes[m], o->modes[m], wls, o->mount_opts, r.rows, r.n, b - a);
 		}
-		crash_report_json(stdout, NULL, modes, wls, r.rows, r.n, secs);
+		crash_report_json(stdout, NULL, modes, wls, o->mount_opts, r.rows, r.n, secs);
 	}
 	fflush(stdout);
 	return run_free(&r, rc);
@@ -489,8 +548,9 @@ struct rcase {
 	char expect[128];
 };
 
-/* "mode=ordered workload=append seed=7 block-size=1024 states=300
- *  [env=NAME=VALUE] expect=clean|KIND[,KIND]" ('#' starts a comment). */
+/* "mode=ordered [options=OPTS] workload=append seed=7 block-size=1024
+ *  states=300 [env=NAME=VALUE] expect=clean|KIND[,KIND]" ('#' starts a
+ *  comment; options= as -o). */
 static int case_parse(char *line, struct crash_job *j, struct rcase *c)
 {
 	char *hash = strchr(line, '#');
@@ -508,6 +568,11 @@ static int case_parse(char *line, struct crash_job *j, struct rcase *c)
 		seen++;
 		if (!strcmp(t, "mode"))
 			snprintf(j->mode, sizeof j->mode, "%s", eq);
+		else if (!strcmp(t, "options")) {
+			if (mount_opts_bad(eq))
+				return -1;
+			snprintf(j->opts, sizeof j->opts, "%s", eq);
+		}
 		else if (!strcmp(t, "workload"))
 			j->wl = crash_wl_parse(eq) < 0 ? WL_NR : (enum crash_wl)crash_wl_parse(eq);
 		else if (!strcmp(t, "seed"))
@@ -608,8 +673,10 @@ static int run_corpus(const struct opts *o)
 		const struct crash_result *res = &r.rows[i].res;
 		bool ok = case_pass(&cases[i], res);
 		failed += !ok;
+		char label[16 + CRASH_OPTS_MAX];
+		crash_mode_label(jobs[i].mode, jobs[i].opts, label, sizeof label);
 		printf("%s %s: data=%s bs=%u %s seed=%" PRIu64 "%s%s: %" PRIu64 " states, %" PRIu64 " violating (",
-		       ok ? "PASS" : "FAIL", cases[i].name, jobs[i].mode, jobs[i].bs, crash_wl_names[jobs[i].wl],
+		       ok ? "PASS" : "FAIL", cases[i].name, label, jobs[i].bs, crash_wl_names[jobs[i].wl],
 		       jobs[i].seed, cases[i].env[0] ? " " : "", cases[i].env, res->states, res->violating);
 		int shown = 0;
 		for (int k = 0; k < CK_NR; k++)

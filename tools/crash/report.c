@@ -48,13 +48,15 @@ static void row_print(FILE *out, const char *wl, const char *bs, const struct cr
 	fprintf(out, " %9" PRIu64 " %7.1f%s\n", r->violating, r->seconds, r->error ? "  ERROR" : "");
 }
 
-void crash_report_table(FILE *out, const char *mode, const struct crash_row *rows, size_t n)
+void crash_report_table(FILE *out, const char *mode, const char *opts, const struct crash_row *rows, size_t n)
 {
 	struct crash_result t;
 	sum_rows(mode, rows, n, &t);
+	char label[16 + CRASH_OPTS_MAX];
+	crash_mode_label(mode, opts, label, sizeof label);
 	fprintf(out, "\ndata=%s: %" PRIu64 " crash states checked (e2fsck oracle on %" PRIu64 "), %" PRIu64
 		     " violating\n",
-		mode, t.states, t.e2fsck_states, t.violating);
+		label, t.states, t.e2fsck_states, t.violating);
 	fprintf(out, "%-15s %5s %7s %6s %6s", "workload", "bs", "states", "e2fsck", "orphan");
 	for (int k = 0; k < CK_NR; k++)
 		fprintf(out, " %*s", k == CK_RECOVERY ? 8 : (int)strlen(crash_kind_names[k]) < 6 ? 6
@@ -81,18 +83,23 @@ void crash_report_table(FILE *out, const char *mode, const struct crash_row *row
 		if (strcmp(rows[i].job->mode, mode))
 			continue;
 		if (r->error)
-			fprintf(out, "  error: %s bs=%u %s: %s\n", mode, rows[i].job->bs, crash_wl_names[rows[i].job->wl],
+			fprintf(out, "  error: %s bs=%u %s: %s\n", label, rows[i].job->bs, crash_wl_names[rows[i].job->wl],
 				r->errmsg);
 		for (unsigned k = 0; k < r->nwhy && shown < 12; k++, shown++)
 			fprintf(out, "  %s\n", r->why[k]);
 	}
 }
 
-static void json_obj(FILE *out, const char *mode, const char *workload, const struct crash_result *t, double seconds)
+/* "options" only when -o was given: without it the line is what it was
+ * before the option existed. (main.c lets no '"' or '\\' into opts.) */
+static void json_obj(FILE *out, const char *mode, const char *workload, const char *opts,
+		     const struct crash_result *t, double seconds)
 {
-	fprintf(out, "{\"mode\":\"%s\",\"workload\":\"%s\",\"states\":%" PRIu64 ",\"violations\":%" PRIu64
-		     ",\"by_kind\":{",
-		mode, workload, t->states, t->violating);
+	fprintf(out, "{\"mode\":\"%s\",", mode);
+	if (opts && *opts)
+		fprintf(out, "\"options\":\"%s\",", opts);
+	fprintf(out, "\"workload\":\"%s\",\"states\":%" PRIu64 ",\"violations\":%" PRIu64 ",\"by_kind\":{", workload,
+		t->states, t->violating);
 	for (int k = 0; k < CK_NR; k++)
 		fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", crash_kind_names[k], t->by_kind[k]);
 	fprintf(out, "},\"seconds\":%.1f,\"e2fsck_states\":%" PRIu64 ",\"orphan_states\":%" PRIu64
@@ -101,12 +108,12 @@ static void json_obj(FILE *out, const char *mode, const char *workload, const st
 		t->error ? 1 : 0);
 }
 
-void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload,
+void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload, const char *opts,
 		       const struct crash_row *rows, size_t n, double seconds)
 {
 	struct crash_result t;
 	sum_rows(mode, rows, n, &t);
-	json_obj(out, label, workload, &t, seconds);
+	json_obj(out, label, workload, opts, &t, seconds);
 	fputc('\n', out);
 }
 
@@ -157,13 +164,22 @@ int crash_keep_state(const struct crash_job *j, const char *logpath, const struc
 {
 	char dir[700], path[900];
 	mkdir(j->keep, 0755);
-	snprintf(dir, sizeof dir, "%s/%s-%u-%s-s%" PRIu64 "-%u", j->keep, j->mode, j->bs, crash_wl_names[j->wl],
+	/* The options in the name too: runs with and without -o into one
+	 * DIR keep apart ('/' of an option's value cannot go in a name). */
+	char label[16 + CRASH_OPTS_MAX];
+	crash_mode_label(j->mode, j->opts, label, sizeof label);
+	for (char *c = label; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	snprintf(dir, sizeof dir, "%s/%s-%u-%s-s%" PRIu64 "-%u", j->keep, label, j->bs, crash_wl_names[j->wl],
 		 j->seed, k);
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return err_set(-errno, "crashtest: mkdir %s: %s", dir, strerror(errno));
+	/* options= last and only when given: job.txt of older kept states
+	 * (without it) reads the same (job.c crash_replay). */
 	char text[600];
-	snprintf(text, sizeof text, "mode=%s block-size=%u workload=%s seed=%" PRIu64 "\n", j->mode, j->bs,
-		 crash_wl_names[j->wl], j->seed);
+	snprintf(text, sizeof text, "mode=%s block-size=%u workload=%s seed=%" PRIu64 "%s%s\n", j->mode, j->bs,
+		 crash_wl_names[j->wl], j->seed, j->opts[0] ? " options=" : "", j->opts);
 	int rc = write_text(dir, "job.txt", text, 0);
 	size_t slen = 128 + (size_t)s->nsel;
 	char *st = malloc(slen + 1);
@@ -203,8 +219,8 @@ int crash_keep_state(const struct crash_job *j, const char *logpath, const struc
 	f = fopen(path, "a");
 	if (!f)
 		return err_set(-errno, "crashtest: %s: %s", path, strerror(errno));
-	fprintf(f, "mode=%s workload=%s seed=%" PRIu64 " block-size=%u states=%u expect=clean # found:", j->mode,
-		crash_wl_names[j->wl], j->seed, j->bs, j->budget);
+	fprintf(f, "mode=%s%s%s workload=%s seed=%" PRIu64 " block-size=%u states=%u expect=clean # found:", j->mode,
+		j->opts[0] ? " options=" : "", j->opts, crash_wl_names[j->wl], j->seed, j->bs, j->budget);
 	for (int i = 0; i < CK_NR; i++)
 		if (v->bad[i])
 			fprintf(f, " %s", crash_kind_names[i]);
