@@ -520,7 +520,7 @@ static void test_fsync_writer(void **state)
 
 /* ---- fsync durability: the state at the fsync's last flush ---- */
 
-static void fsync_mode(const char *mode, bool osync)
+static void fsync_mode_opts(const char *mode, const char *extra, bool osync)
 {
 	const unsigned bs = 1024;
 	char img[300], base[300], logf[300], spec[700], opts[80];
@@ -530,7 +530,7 @@ static void fsync_mode(const char *mode, bool osync)
 	mkimg(img, bs, 32, 1);
 	assert_int_equal(run("cp '%s' '%s'", img, base), 0);
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, logf);
-	snprintf(opts, sizeof opts, "data=%s,commit=60", mode);
+	snprintf(opts, sizeof opts, "data=%s,commit=60%s", mode, extra);
 	struct dev *d;
 	struct ext3_fs *fs = mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, &d);
 	struct ext3_inode *f = get(fs, "/f1");
@@ -586,9 +586,103 @@ static void test_fsync_durable(void **state)
 	(void)state;
 	for (size_t m = 0; m < NMODES; m++) {
 		print_message("data=%s: fdatasync, then O_SYNC\n", modes[m].name);
-		fsync_mode(modes[m].name, false);
-		fsync_mode(modes[m].name, true);
+		fsync_mode_opts(modes[m].name, "", false);
+		fsync_mode_opts(modes[m].name, "", true);
 	}
+	/* With the commit block beside the log, the last flush before the
+	 * mark is the one after it. */
+	const char *amodes[] = { "journal", "writeback" };
+	for (size_t m = 0; m < 2; m++) {
+		print_message("data=%s,journal_async_commit: fdatasync, then O_SYNC\n", amodes[m]);
+		fsync_mode_opts(amodes[m], ",journal_async_commit", false);
+		fsync_mode_opts(amodes[m], ",journal_async_commit", true);
+	}
+}
+
+/* ---- journal_async_commit: one flush per fsync ---- */
+
+/* Flush and FUA entries the device saw between two marks. */
+static void flushes_between(const char *logf, const char *from, const char *to, int *flushes, int *fuas)
+{
+	uint64_t a = find_mark(logf, from), b = find_mark(logf, to);
+	struct dev_log_reader *r;
+	assert_int_equal(dev_log_reader_open(logf, &r), 0);
+	struct dev_log_entry e;
+	*flushes = *fuas = 0;
+	while (dev_log_reader_next(r, &e) == 1) {
+		if (e.index <= a || e.index >= b)
+			continue;
+		*flushes += !!(e.flags & DEV_LOG_FLUSH);
+		*fuas += !!(e.flags & DEV_LOG_FUA);
+	}
+	dev_log_reader_close(r);
+}
+
+/* An append + fsync costs one cache flush and no FUA write with
+ * journal_async_commit, a flush and a FUA commit block without it. */
+static void async_flushes(const char *mode, const char *extra, int want_flushes, int want_fuas)
+{
+	char img[300], logf[300], spec[700], opts[120];
+	tmpname(img, sizeof img, "af.img");
+	tmpname(logf, sizeof logf, "af.log");
+	mkimg(img, 4096, 32, 1);
+	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, logf);
+	snprintf(opts, sizeof opts, "data=%s,commit=60%s", mode, extra);
+	struct dev *d;
+	struct ext3_fs *fs = mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, &d);
+	struct ext3_inode *f = get(fs, "/f1");
+	uint8_t buf[3000];
+	fill(buf, sizeof buf, 9);
+	uint64_t off = ext3_inode_size(f);
+	for (int i = 0; i < 3; i++) {
+		char m0[16], m1[16];
+		snprintf(m0, sizeof m0, "pre%d", i);
+		snprintf(m1, sizeof m1, "post%d", i);
+		wr(f, buf, sizeof buf, off);
+		off += sizeof buf;
+		assert_int_equal(dev_mark(d, m0), 0);
+		assert_int_equal(ext3_file_fsync(f, false), 0);
+		assert_int_equal(dev_mark(d, m1), 0);
+		int fl, fu;
+		flushes_between(logf, m0, m1, &fl, &fu);
+		print_message("data=%s%s: fsync %d: %d flushes, %d FUA writes\n", mode, extra, i, fl, fu);
+		assert_int_equal(fl, want_flushes);
+		assert_int_equal(fu, want_fuas);
+	}
+	ext3_iput(f);
+	umount_ok(fs, d);
+	fsck_clean(img);
+}
+
+static void test_async_commit(void **state)
+{
+	(void)state;
+	async_flushes("writeback", ",journal_async_commit", 1, 0);
+	async_flushes("journal", ",journal_async_commit", 1, 0);
+	/* Without it: the commit block's preflush and its FUA write. */
+	async_flushes("writeback", "", 1, 1);
+	async_flushes("writeback", ",journal_checksum", 1, 1);
+	/* Refused where data must be ordered before the commit (ext4's rule). */
+	const char *refused[] = { "data=ordered,journal_async_commit", "data=guarded,journal_async_commit",
+				  "journal_async_commit" /* the default mode, guarded */ };
+	char img[300];
+	tmpname(img, sizeof img, "af2.img");
+	mkimg(img, 1024, 32, 1);
+	for (size_t i = 0; i < 3; i++) {
+		char spec[400];
+		snprintf(spec, sizeof spec, "file:%s", img);
+		struct dev *d;
+		assert_int_equal(dev_open(spec, &d), 0);
+		struct ext3_mount_opts o;
+		ext3_mount_opts_init(&o);
+		assert_int_equal(ext3_mount_opts_parse(&o, refused[i]), 0);
+		struct ext3_fs *fs = NULL;
+		assert_int_equal(ext3_fs_mount(d, &o, EXT3_MOUNT_JOURNAL, &fs), -EINVAL);
+		assert_non_null(strstr(err_last(-EINVAL), "journal_async_commit"));
+		ext3_mount_opts_release(&o);
+		dev_close(d);
+	}
+	fsck_clean(img);
 }
 
 /* ---- the page budget ---- */
@@ -815,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_ordered_log),
 		cmocka_unit_test(test_fsync_writer),
 		cmocka_unit_test(test_fsync_durable),
+		cmocka_unit_test(test_async_commit),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_atime),

@@ -15,6 +15,18 @@
  * fault_abort: a fault: device fails a write in the journal area: the
  *   journal aborts (-EROFS afterwards, nothing hangs) and e2fsck recovers
  *   the image to the last committed transaction, like nostall does.
+ * async_torn: the same client under journal_async_commit (the commit block
+ *   goes out with its log blocks, one flush after them, jbd2's v1 checksum
+ *   in it). While mounted the journal superblock carries COMPAT_CHECKSUM and
+ *   INCOMPAT_ASYNC_COMMIT; the clean unmount clears them. Crash states that
+ *   only a volatile cache can make: the log up to a commit block with one
+ *   earlier write of that transaction (since the last flush) not on disk.
+ *   nostall and e2fsck must both drop that transaction (the checksum fails
+ *   or the log ends at the stale block) and agree byte for byte; the image
+ *   holds the transaction before it; the kernel (as root) replays it alike.
+ * checksum_corrupt: journal_checksum with ordinary commits: a log block
+ *   changed under a commit that was flushed is corruption, not a torn
+ *   commit: recovery stops before it and marks the filesystem with errors.
  * Without e2fsck on the machine the e2fsck halves are skipped.
  */
 #include <setjmp.h>
@@ -189,15 +201,23 @@ static bool files_equal(const char *a, const char *b)
 	return system(cmd) == 0;
 }
 
-static void check_against_e2fsck(const char *ours, bool require_clean)
+/* nostall recovers `ours` (its info in *info if not NULL); e2fsck recovers
+ * a copy; both must agree (without e2fsck: nostall only). */
+static void check_against_e2fsck_info(const char *ours, bool require_clean, struct jbd_recovery_info *info)
 {
-	if (!have_e2fsck)
+	if (!have_e2fsck) {
+		struct jbd_recovery_info i = nostall_recover(ours);
+		if (info)
+			*info = i;
 		return;
+	}
 	char theirs[600], cmd[1400];
 	snprintf(theirs, sizeof theirs, "%s.e2fsck", ours);
 	/* ours is still the crash image here */
 	copy_file(ours, theirs);
-	(void)nostall_recover(ours);
+	struct jbd_recovery_info i = nostall_recover(ours);
+	if (info)
+		*info = i;
 	snprintf(cmd, sizeof cmd, "e2fsck -y -E journal_only '%s' >/dev/null 2>&1", theirs);
 	int rc = system(cmd);
 	assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) <= 1);
@@ -215,6 +235,11 @@ static void check_against_e2fsck(const char *ours, bool require_clean)
 			fail_msg("e2fsck -fn %s is not clean", ours);
 	}
 	unlink(theirs);
+}
+
+static void check_against_e2fsck(const char *ours, bool require_clean)
+{
+	check_against_e2fsck_info(ours, require_clean, NULL);
 }
 
 /* Last committed tid in the log prefix, from the raw log entries: the
@@ -480,12 +505,309 @@ static void test_fault_abort(void **state)
 	unlink(img);
 }
 
+/* ------------------------------------------------ checksums, async commit */
+
+/* The journal superblock's compat and incompat words in an image file. */
+static void jsb_features(const char *path, uint64_t jsb_block, uint32_t *compat, uint32_t *incompat)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	struct jbd_superblock sb;
+	assert_int_equal(pread(fd, &sb, sizeof sb, (off_t)(jsb_block * BS)), (ssize_t)sizeof sb);
+	close(fd);
+	assert_int_equal(be32_to_cpu(sb.s_header.h_magic), JBD_MAGIC_NUMBER);
+	*compat = be32_to_cpu(sb.s_feature_compat);
+	*incompat = be32_to_cpu(sb.s_feature_incompat);
+}
+
+static void read_range(const char *path, uint64_t off, void *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void write_range(const char *path, uint64_t off, const void *buf, size_t len)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+/* A commit block write and one write of the same transaction, since the
+ * last flush, to leave out. */
+struct torn {
+	uint64_t commit_index; /* the commit block's entry */
+	uint32_t tid;
+	uint64_t drop_index, drop_sector, drop_nsect;
+};
+
+struct run_log {
+	struct stack s;
+	struct jbd_client *c;
+	uint64_t first, n, nblocks, jsb_block;
+	uint8_t *is_j;
+	char logfile[512];
+};
+
+/* Mount with `opts` on a log: device, run the client until the log has
+ * wrapped `wraps` times, unmount. */
+static void run_client(struct run_log *rl, const char *opts, uint64_t seed, unsigned wraps)
+{
+	char spec[600];
+	snprintf(rl->logfile, sizeof rl->logfile, "%s/async.log", tmpdir);
+	snprintf(spec, sizeof spec, "log:mem:16M,to=%s", rl->logfile);
+	stack_mkfs(&rl->s, spec);
+	stack_mount(&rl->s, opts);
+	region(&rl->s, &rl->first, &rl->n);
+	struct jbd_client_params cp = { .j = rl->s.j, .cache = rl->s.c, .first_block = rl->first,
+					.nr_blocks = rl->n, .seed = seed, .max_tx_blocks = 30, .sync_prob = 0.5,
+					.revoke_prob = 0.15, .magic_every = 9, .track = true };
+	assert_int_equal(jbd_client_create(&cp, &rl->c), 0);
+	struct jbd_stats st;
+	int steps = 0;
+	do {
+		assert_int_equal(jbd_client_step(rl->c, NULL), 0);
+		jbd_journal_stats(rl->s.j, &st);
+		steps++;
+	} while ((st.wraps < wraps || steps < 150) && steps < 20000);
+	assert_true(st.wraps >= wraps);
+	rl->nblocks = IMG_BYTES / BS;
+	rl->is_j = calloc(rl->nblocks, 1);
+	assert_non_null(rl->is_j);
+	for (uint32_t i = 1; i < st.maxlen; i++) {
+		uint64_t p;
+		assert_int_equal(rl->s.loc.bmap(rl->s.loc.bmap_ctx, i, &p), 0);
+		rl->is_j[p] = 1;
+	}
+	assert_int_equal(rl->s.loc.bmap(rl->s.loc.bmap_ctx, 0, &rl->jsb_block), 0);
+	/* Features as a crash would leave them: on the disk while mounted. */
+	char img[600];
+	snprintf(img, sizeof img, "%s/mounted.img", tmpdir);
+	make_image(img, rl->logfile, UINT64_MAX);
+	uint32_t compat, incompat;
+	jsb_features(img, rl->jsb_block, &compat, &incompat);
+	assert_true(compat & JBD_FEATURE_COMPAT_CHECKSUM);
+	assert_int_equal(!!(incompat & JBD_FEATURE_INCOMPAT_ASYNC_COMMIT), !!strstr(opts, "async"));
+	if (strstr(opts, "async"))
+		assert_true(st.async_flushes > 0);
+	else
+		assert_int_equal(st.async_flushes, 0);
+	assert_int_equal(stack_close(&rl->s), 0);
+	/* A clean unmount leaves a journal a 2.6.30 ext3 accepts. */
+	make_image(img, rl->logfile, UINT64_MAX);
+	jsb_features(img, rl->jsb_block, &compat, &incompat);
+	assert_int_equal(compat & JBD_FEATURE_COMPAT_CHECKSUM, 0);
+	assert_int_equal(incompat & JBD_FEATURE_INCOMPAT_ASYNC_COMMIT, 0);
+	unlink(img);
+}
+
+static void run_client_free(struct run_log *rl)
+{
+	jbd_client_destroy(rl->c);
+	free(rl->is_j);
+	unlink(rl->logfile);
+}
+
+/* Every commit block after the mount with a write of its transaction
+ * (journal blocks, not a revoke block, since the last flush) to drop,
+ * picked with rng. */
+static size_t find_torn(const struct run_log *rl, struct torn *out, size_t max, uint64_t rng)
+{
+	struct dev_log_reader *r;
+	assert_int_equal(dev_log_reader_open(rl->logfile, &r), 0);
+	struct dev_log_entry en;
+	struct torn cand[64];
+	size_t ncand = 0, nout = 0, seen = 0;
+	bool mounted = false;
+	while (dev_log_reader_next(r, &en) == 1) {
+		if (en.flags & DEV_LOG_MARK) {
+			if (en.data_len >= 7 && !memcmp(en.data, "mounted", 7))
+				mounted = true;
+			continue;
+		}
+		if (en.flags & DEV_LOG_FLUSH)
+			ncand = 0; /* everything before is durable */
+		if (!en.nr_sectors || (en.flags & DEV_LOG_DISCARD) || !mounted)
+			continue;
+		uint64_t b = en.sector * 512 / BS, nb = en.nr_sectors * 512 / BS;
+		if (b >= rl->nblocks || !rl->is_j[b])
+			continue;
+		const struct jbd_header *h = en.data;
+		bool hdr = be32_to_cpu(h->h_magic) == JBD_MAGIC_NUMBER;
+		uint32_t type = hdr ? be32_to_cpu(h->h_blocktype) : 0;
+		if (hdr && type == JBD_COMMIT_BLOCK) {
+			if (ncand) {
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				struct torn t = cand[(rng >> 33) % ncand];
+				t.commit_index = en.index;
+				t.tid = be32_to_cpu(h->h_sequence);
+				/* Reservoir sample of max over all commits. */
+				seen++;
+				if (nout < max) {
+					out[nout++] = t;
+				} else {
+					rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+					uint64_t k = (rng >> 33) % seen;
+					if (k < max)
+						out[k] = t;
+				}
+			}
+			ncand = 0;
+			continue;
+		}
+		if (hdr && type == JBD_REVOKE_BLOCK)
+			continue; /* not covered by the v1 checksum (as in jbd2) */
+		if (ncand < 64)
+			cand[ncand++] = (struct torn){ .drop_index = en.index, .drop_sector = en.sector,
+						       .drop_nsect = en.nr_sectors };
+		(void)nb;
+	}
+	dev_log_reader_close(r);
+	return nout;
+}
+
+/* The crash image of t: the log through its commit block, with the
+ * dropped write as it was before that write: all of it when it is one
+ * block, else one block after its first (a cache that kept only some
+ * sectors of a run: the descriptor at its head survives, so only the
+ * checksum can tell). False when that changed nothing (not a torn state). */
+static bool torn_image(const struct run_log *rl, const struct torn *t, const char *img)
+{
+	char before[600];
+	snprintf(before, sizeof before, "%s.before", img);
+	size_t len = (size_t)t->drop_nsect * 512;
+	uint64_t off = t->drop_sector * 512;
+	if (len > BS) {
+		uint64_t nb = len / BS;
+		off += (1 + (t->drop_index * 7919) % (nb - 1)) * BS;
+		len = BS;
+	}
+	char *old = malloc(len), *cur = malloc(len);
+	assert_true(old && cur);
+	make_image(before, rl->logfile, t->drop_index);
+	read_range(before, off, old, len);
+	unlink(before);
+	make_image(img, rl->logfile, t->commit_index + 1);
+	read_range(img, off, cur, len);
+	bool differs = memcmp(old, cur, len) != 0;
+	if (differs)
+		write_range(img, off, old, len);
+	free(old);
+	free(cur);
+	return differs;
+}
+
+static void test_async_torn(void **state)
+{
+	(void)state;
+	struct run_log rl = { 0 };
+	run_client(&rl, "data=writeback,commit=100,barrier=1,journal_async_commit", 9191, 1);
+	struct torn ts[10];
+	size_t nt = find_torn(&rl, ts, 10, 31337);
+	assert_true(nt >= 5);
+	char img[512];
+	snprintf(img, sizeof img, "%s/torn.img", tmpdir);
+	int checked = 0, torn_by_csum = 0, by_kernel = 0;
+	for (size_t i = 0; i < nt; i++) {
+		if (!torn_image(&rl, &ts[i], img))
+			continue;
+		char kimg[600];
+		bool kernel = i % 2 == 0 && kernel_replay(img, kimg, sizeof kimg);
+		struct jbd_recovery_info info;
+		check_against_e2fsck_info(img, true, &info);
+		/* The torn transaction is never replayed: its checksum fails, or
+		 * the log ends at the stale block before its commit. */
+		if (info.end_tid != ts[i].tid)
+			fail_msg("commit %u torn (entry %llu left out): recovery ended at %u", ts[i].tid,
+				 (unsigned long long)ts[i].drop_index, info.end_tid);
+		assert_false(info.failed);
+		if (info.torn_commit)
+			torn_by_csum++;
+		check_model(img, rl.c, ts[i].tid - 1, rl.first, rl.n);
+		if (kernel) {
+			check_model(kimg, rl.c, ts[i].tid - 1, rl.first, rl.n);
+			unlink(kimg);
+			by_kernel++;
+		}
+		checked++;
+	}
+	fprintf(stderr, "async commit: %d torn commits checked, %d caught by the checksum, %d also by the kernel\n",
+		checked, torn_by_csum, by_kernel);
+	assert_true(checked >= 3);
+	assert_true(torn_by_csum >= 1);
+	unlink(img);
+	run_client_free(&rl);
+}
+
+static void test_checksum_corrupt(void **state)
+{
+	(void)state;
+	struct run_log rl = { 0 };
+	run_client(&rl, "commit=100,barrier=1,journal_checksum", 4711, 1);
+	/* Without async commit a commit block follows a flush: whatever it
+	 * closes is durable, so a log block that changes under it is damage.
+	 * find_torn sees no candidate (the flush clears them): corrupt a
+	 * logged block of the last transaction in the image instead. */
+	struct torn ts[4];
+	assert_int_equal(find_torn(&rl, ts, 4, 1), 0);
+	char img[512];
+	snprintf(img, sizeof img, "%s/corrupt.img", tmpdir);
+	/* The last commit block and a data block before it in the log. */
+	struct dev_log_reader *r;
+	assert_int_equal(dev_log_reader_open(rl.logfile, &r), 0);
+	struct dev_log_entry en;
+	uint64_t commit_index = 0, data_block = 0, last_data_block = 0;
+	uint32_t tid = 0;
+	while (dev_log_reader_next(r, &en) == 1) {
+		if (!en.nr_sectors || (en.flags & (DEV_LOG_MARK | DEV_LOG_DISCARD)))
+			continue;
+		uint64_t b = en.sector * 512 / BS;
+		if (b >= rl.nblocks || !rl.is_j[b])
+			continue;
+		const struct jbd_header *h = en.data;
+		if (be32_to_cpu(h->h_magic) != JBD_MAGIC_NUMBER) {
+			last_data_block = b;
+			continue;
+		}
+		if (be32_to_cpu(h->h_blocktype) == JBD_COMMIT_BLOCK && last_data_block) {
+			commit_index = en.index;
+			tid = be32_to_cpu(h->h_sequence);
+			data_block = last_data_block;
+			last_data_block = 0;
+		}
+	}
+	dev_log_reader_close(r);
+	assert_true(commit_index > 0);
+	make_image(img, rl.logfile, commit_index + 1);
+	char blk[BS];
+	read_range(img, data_block * BS, blk, BS);
+	blk[BS / 2] ^= 0x5a;
+	write_range(img, data_block * BS, blk, BS);
+	struct jbd_recovery_info info = nostall_recover(img);
+	assert_true(info.failed);
+	assert_int_equal(info.failed_commit, tid);
+	assert_int_equal(info.end_tid, tid);
+	assert_true(info.checksums_verified > 0);
+	check_model(img, rl.c, tid - 1, rl.first, rl.n);
+	/* Marked as having errors, for e2fsck to look at. */
+	struct ext3_super_block sb;
+	read_range(img, 1024, &sb, sizeof sb);
+	assert_true(le16_to_cpu(sb.s_state) & EXT3_ERROR_FS);
+	unlink(img);
+	run_client_free(&rl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crash_points),
 		cmocka_unit_test(test_kernel_replay),
 		cmocka_unit_test(test_fault_abort),
+		cmocka_unit_test(test_async_torn),
+		cmocka_unit_test(test_checksum_corrupt),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

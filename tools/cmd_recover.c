@@ -116,6 +116,13 @@ int cmd_recover(int argc, char **argv)
 	       name, ro.dry_run ? "would replay" : "replayed", info.start_tid, info.end_tid - 1, info.transactions,
 	       (unsigned long long)info.replayed, (unsigned long long)info.revoked,
 	       (unsigned long long)info.revoke_records);
+	if (info.checksums_verified || info.torn_commit || info.failed)
+		printf("%s: %u commit checksums verified%s\n", name, info.checksums_verified,
+		       info.torn_commit ? "; the last commit was torn by the crash (async commit): not replayed" : "");
+	if (info.failed)
+		printf("%s: transaction %u failed its checksum and no crash explains it (the log is damaged): "
+		       "replay stopped before it, the filesystem is marked as having errors\n",
+		       name, info.failed_commit);
 	if (info.sb_errno)
 		printf("%s: the journal recorded error %d: the filesystem is marked as having errors\n", name,
 		       info.sb_errno);

@@ -214,7 +214,9 @@ int ext3_journal_replay(struct ext3_journal *e, unsigned flags, struct jbd_recov
 		goto out;
 	if (did)
 		*did = true;
-	if (info->sb_errno)
+	/* A journal error, or a log whose checksum failed before its end
+	 * (jbd2 and e2fsck do the same): e2fsck must look at it. */
+	if (info->sb_errno || info->failed)
 		rc = ext3_journal_mark_error(e);
 	if (rc == 0)
 		rc = ext3_journal_set_needs_recovery(e, false);

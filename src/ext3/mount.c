@@ -124,6 +124,15 @@ static int data_mode_resolve(struct ext3_fs *fs, const struct ext3_mount_opts *o
 		if (rv == 0)
 			mode = EXT3_DATA_JOURNAL;
 	}
+	/* ext4's rule, for ext3's two modes that order data before the
+	 * commit: with the commit block written beside the log and one flush
+	 * after both, nothing orders the data writes before it any more, so a
+	 * crash could commit metadata over blocks never written (stale data in
+	 * ordered, a size over unwritten blocks in guarded). */
+	if (o->jcfg.async_commit && (mode == EXT3_DATA_ORDERED || mode == EXT3_DATA_GUARDED))
+		return err_set(-EINVAL, "mount option journal_async_commit: not with data=%s (it cannot order data "
+				       "before the commit; use data=journal or data=writeback)",
+			       ext3_data_mode_name(mode));
 	(void)flags;
 	fs->opts.data_mode = mode;
 	return 0;

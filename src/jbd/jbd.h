@@ -92,6 +92,19 @@ struct jbd_config {
 	 * 2.6.30's, a checkpoint only when a handle finds no room. */
 	bool checkpoint_full;
 	bool checkpoint_set;         /* journal_checkpoint= given: era defaults keep out */
+	/* journal_checksum: each commit block carries jbd2's v1 checksum of
+	 * the transaction's log blocks (journal feature COMPAT_CHECKSUM) and
+	 * recovery checks it. journal_async_commit (implies the checksum): the
+	 * commit block goes out with the log blocks, and one cache flush after
+	 * all of them makes the transaction durable, instead of a flush before
+	 * the commit block and a FUA write of it: one flush per commit instead
+	 * of two. A torn commit fails its checksum and ends the log. Sets the
+	 * journal's INCOMPAT_ASYNC_COMMIT while mounted (a 2.6.30 kernel
+	 * refuses such a journal; a clean unmount clears both features again).
+	 * Whether the data mode allows it is the filesystem's rule (ext3:
+	 * journal and writeback only, as ext4 refuses it with ordered data). */
+	bool checksum;
+	bool async_commit;
 };
 void jbd_config_default(struct jbd_config *c);
 /* Apply one option. -ENOENT (no message) for a name that is not the
@@ -305,6 +318,7 @@ struct jbd_stats {
 	uint64_t commits;
 	uint64_t commits_by[JBD_COMMIT_REASONS];
 	uint64_t sync_commits;       /* commits that used the era's sync batch op */
+	uint64_t async_flushes;      /* journal_async_commit: the flush after a commit block */
 	uint64_t blocks_logged;      /* metadata copies written to the log */
 	uint64_t descriptor_blocks, revoke_blocks, escaped;
 	uint64_t frozen_copies;      /* copy-outs for a committing transaction */
@@ -346,6 +360,17 @@ struct jbd_recovery_info {
 	uint64_t revoke_records;    /* distinct revoked blocks */
 	uint64_t revoked;           /* logged copies skipped as revoked */
 	int32_t sb_errno;           /* s_errno found in the journal superblock */
+	/* Journal checksums (COMPAT_CHECKSUM): commit blocks verified, and a
+	 * transaction whose checksum failed. Under ASYNC_COMMIT a failure at
+	 * the end of the log is a commit torn by the crash: the log ends
+	 * before it (torn_commit). Otherwise, or with a committed transaction
+	 * after it, it is corruption: failed_commit names it and recovery
+	 * stops before it (as jbd2 and e2fsck do; the caller marks the
+	 * filesystem as having errors). */
+	uint32_t checksums_verified;
+	bool torn_commit;
+	bool failed;
+	uint32_t failed_commit;
 	uint32_t maxlen, first, blocksize;
 	int sb_version;             /* 1 or 2 */
 };

@@ -364,7 +364,9 @@ void jbd_cp_thread_stop(struct jbd_journal *j)
 		pthread_join(j->cp_thread, NULL);
 }
 
-int jbd_cleanup_tail(struct jbd_journal *j)
+/* min_freed: move the tail only if that many log blocks come free (or
+ * the log is short of room); 0: whenever it can move. */
+static int cleanup_tail(struct jbd_journal *j, uint32_t min_freed)
 {
 	pthread_mutex_lock(&j->sb_mutex);
 	pthread_mutex_lock(&j->lock);
@@ -393,6 +395,11 @@ int jbd_cleanup_tail(struct jbd_journal *j)
 		return 0;
 	}
 	uint32_t freed = jbd_log_dist(j, j->tail, tail);
+	if (min_freed && freed < min_freed && jbd__log_space_left(j) >= 2 * jbd__space_needed(j)) {
+		pthread_mutex_unlock(&j->lock);
+		pthread_mutex_unlock(&j->sb_mutex);
+		return 0;
+	}
 	pthread_mutex_unlock(&j->lock);
 	int rc = 0;
 	/* Home writes before the tail record: with barriers, make them
@@ -418,6 +425,16 @@ int jbd_cleanup_tail(struct jbd_journal *j)
 		jbd_journal_abort(j, rc);
 	}
 	return rc;
+}
+
+int jbd_cleanup_tail(struct jbd_journal *j)
+{
+	return cleanup_tail(j, 0);
+}
+
+int jbd__cleanup_tail_lazy(struct jbd_journal *j)
+{
+	return cleanup_tail(j, (uint32_t)j->max_transaction_buffers);
 }
 
 int jbd__log_wait_for_space(struct jbd_journal *j)

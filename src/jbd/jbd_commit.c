@@ -22,6 +22,13 @@
  *   DATA_WAIT    each filed jbd_inode's wait op: the data is on disk before
  *                the commit block;
  *   LOG_WAIT     every log block done (the wait unplugs);
+ *   (async)      with journal_async_commit the commit block, carrying the
+ *                v1 checksum of every descriptor and copy, is submitted
+ *                at LOG_WAIT beside the log blocks still in flight, plain;
+ *                COMMIT_BLOCK then only flushes the cache (barrier=1):
+ *                one flush per commit, and a commit block that reaches
+ *                the disk before its blocks fails its checksum at
+ *                recovery, which then ends the log there;
  *   COMMIT_BLOCK FLUSH -> COMMIT: with barrier=1 the commit block is a
  *                barrier (FLUSH + FUA; a returned fsync survives power
  *                loss), which the queue runs per its barrier_mode: under
@@ -61,6 +68,7 @@
 #include "../buf/buf.h"
 #include "../util/clock.h"
 #include "../util/blockmem.h"
+#include "../util/crc32.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -402,6 +410,9 @@ static enum jbd_commit_phase phase_switch(struct jbd_commit *c)
 	j->reserved_committing = t->nbuffers + (t->nbuffers + j->tags_per_desc - 1) / j->tags_per_desc + nrevblk + 1;
 	c->sync = t->sync;
 	c->data_first = j->cfg.shadow_wait;
+	c->csum = j->cfg.checksum;
+	c->async = j->cfg.async_commit;
+	c->crc = ~0u;
 	/* New handles may start the next transaction now. */
 	pthread_cond_broadcast(&j->wait_locked);
 	/* The reserve may leave the log short: older transactions can go
@@ -505,6 +516,10 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 		if (rc < 0)
 			break;
 		c->descs++;
+		/* The group is final (private copies): its part of the checksum,
+		 * descriptor first, as recovery reads them. */
+		for (int i = 0; c->csum && i <= ntag; i++)
+			c->crc = crc32_be(c->crc, c->blks[first_idx + (size_t)i]->data, j->bs);
 		rc = commit_submit_runs(c, c->blks + first_idx, jblocks, ntag + 1, c->write_op);
 		if (rc < 0)
 			break;
@@ -512,19 +527,15 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 	return rc < 0 ? jbd_commit_error(c, rc, "writing the log") : JBD_CP_DATA_WAIT;
 }
 
-/* Every log block must be done before the commit block goes out. */
-static enum jbd_commit_phase phase_log_wait(struct jbd_commit *c)
-{
-	int rc = blk_batch_wait(c->j->q, &c->batch);
-	return rc < 0 ? jbd_commit_error(c, rc, "writing the log") : JBD_CP_COMMIT_BLOCK;
-}
-
 static unsigned commit_block_op(const struct jbd_commit *c)
 {
+	if (c->async)
+		return c->commit_op;
 	return c->commit_op | (c->j->cfg.barrier ? BLK_REQ_FLUSH | BLK_REQ_FUA : 0);
 }
 
-static enum jbd_commit_phase phase_commit_block(struct jbd_commit *c)
+/* Build the commit block (FLUSH -> COMMIT) and submit it with `rw`. */
+static int commit_block_submit(struct jbd_commit *c, unsigned rw)
 {
 	struct jbd_journal *j = c->j;
 	pthread_mutex_lock(&j->lock);
@@ -533,11 +544,54 @@ static enum jbd_commit_phase phase_commit_block(struct jbd_commit *c)
 	int rc = 0;
 	struct jbd_logblk *cb = jbd_commit_blk_start(c, JBD_COMMIT_BLOCK, &cjb, &rc);
 	pthread_mutex_unlock(&j->lock);
-	if (cb) {
-		rc = jbd_commit_submit(c, cb, cjb, commit_block_op(c));
+	if (!cb)
+		return rc;
+	struct jbd_commit_block *h = cb->data;
+	if (c->csum) {
+		h->h_chksum_type = JBD_CRC32_CHKSUM;
+		h->h_chksum_size = JBD_CRC32_CHKSUM_SIZE;
+		h->h_chksum[0] = cpu_to_be32(c->crc);
+	}
+	/* jbd2's recovery takes a checksum mismatch under an older commit
+	 * time than the transaction before it for a stale block. */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	h->h_commit_sec = cpu_to_be64((uint64_t)now.tv_sec);
+	h->h_commit_nsec = cpu_to_be32((uint32_t)now.tv_nsec);
+	c->commit_sent = true;
+	return jbd_commit_submit(c, cb, cjb, rw);
+}
+
+/* Every log block must be done before the commit block goes out, unless
+ * the commit is asynchronous: then the commit block joins them now. */
+static enum jbd_commit_phase phase_log_wait(struct jbd_commit *c)
+{
+	int rc = c->async ? commit_block_submit(c, commit_block_op(c)) : 0;
+	int w = blk_batch_wait(c->j->q, &c->batch);
+	if (rc == 0)
+		rc = w;
+	return rc < 0 ? jbd_commit_error(c, rc, "writing the log") : JBD_CP_COMMIT_BLOCK;
+}
+
+static enum jbd_commit_phase phase_commit_block(struct jbd_commit *c)
+{
+	struct jbd_journal *j = c->j;
+	int rc = 0;
+	if (!c->commit_sent) {
+		rc = commit_block_submit(c, commit_block_op(c));
 		int w = blk_batch_wait(j->q, &c->batch);
 		if (rc == 0)
 			rc = w;
+	} else if (j->cfg.barrier) {
+		/* Async: log, commit block and the data before them are
+		 * written; one flush makes them durable together. */
+		struct bio flush = { .size = 0, .rw = c->commit_op | BLK_WRITE | BLK_REQ_FLUSH };
+		rc = blk_submit_bio_wait(j->q, &flush);
+		if (rc == 0) {
+			pthread_mutex_lock(&j->lock);
+			j->st.async_flushes++;
+			pthread_mutex_unlock(&j->lock);
+		}
 	}
 	return rc < 0 ? jbd_commit_error(c, rc, "writing the commit block") : JBD_CP_FINISH;
 }
@@ -588,8 +642,9 @@ static enum jbd_commit_phase phase_finish(struct jbd_commit *c)
 	pthread_cond_broadcast(&j->wait_commit);
 	jbd__cp_kick(j);
 	pthread_mutex_unlock(&j->lock);
-	/* The tail may move: this transaction may have emptied older ones. */
-	(void)jbd_cleanup_tail(j);
+	/* The tail may move: this transaction may have emptied older ones
+	 * (lazily: jbd__cleanup_tail_lazy). */
+	(void)jbd__cleanup_tail_lazy(j);
 	return JBD_CP_DONE;
 }
 

@@ -4,9 +4,12 @@
  * block starts with struct jbd_header; the journal superblock lives in block 0
  * of the journal (the first block of inode 8 for an internal journal).
  *
- * Written from the published jbd2 disk-layout documentation; the jbd2-only
- * extensions (64-bit block numbers, checksums, fast commits) are not used by
- * nostall and are listed only where they occupy bytes that must stay zero.
+ * Written from the published jbd2 disk-layout documentation. Of the jbd2
+ * extensions nostall uses only the v1 commit checksum with asynchronous
+ * commit (mount options journal_checksum / journal_async_commit,
+ * docs/journal.md "Asynchronous commit"); 64-bit block numbers, v2/v3
+ * checksums and fast commits are listed only where they occupy bytes that
+ * must stay zero.
  *
  * A transaction on disk:
  *   descriptor block (tags) + the logged blocks it describes [repeat]
@@ -37,12 +40,18 @@
 #define JBD_REVOKE_BLOCK 5
 
 /* Features (superblock v2 only; v1 has none). */
-#define JBD_FEATURE_COMPAT_CHECKSUM 0x00000001      /* jbd2: commit block checksums (unsupported) */
+/* jbd2 v1 checksum: each commit block carries a CRC-32 (util/crc32.h, MSB
+ * first, seed ~0) of the transaction's descriptor blocks and logged blocks
+ * in log order (revoke blocks are not covered); recovery compares it. */
+#define JBD_FEATURE_COMPAT_CHECKSUM 0x00000001
 #define JBD_FEATURE_INCOMPAT_REVOKE 0x00000001      /* revoke blocks may appear in the log */
 #define JBD_FEATURE_INCOMPAT_64BIT 0x00000002       /* jbd2: 64-bit block numbers (unsupported) */
-#define JBD_FEATURE_INCOMPAT_ASYNC_COMMIT 0x00000004 /* jbd2 (unsupported) */
-#define JBD_KNOWN_COMPAT_FEATURES 0u
-#define JBD_KNOWN_INCOMPAT_FEATURES JBD_FEATURE_INCOMPAT_REVOKE
+/* jbd2: the commit block may reach the disk before the blocks it closes
+ * (one flush after all of them instead of one before the commit block);
+ * a commit whose checksum does not match ends the log (not an error). */
+#define JBD_FEATURE_INCOMPAT_ASYNC_COMMIT 0x00000004
+#define JBD_KNOWN_COMPAT_FEATURES JBD_FEATURE_COMPAT_CHECKSUM
+#define JBD_KNOWN_INCOMPAT_FEATURES (JBD_FEATURE_INCOMPAT_REVOKE | JBD_FEATURE_INCOMPAT_ASYNC_COMMIT)
 #define JBD_KNOWN_ROCOMPAT_FEATURES 0u
 
 /* Common header of every journal metadata block. */
@@ -116,15 +125,18 @@ struct jbd_revoke_header {
 _Static_assert(sizeof(struct jbd_revoke_header) == 16, "jbd revoke header size");
 
 /* ---- commit block: the header marks the transaction committed. jbd2
- * appends checksum and commit-time fields; nostall writes them as zero
- * (h_commit_sec/nsec optionally) and never requires them. ---- */
+ * appends checksum and commit-time fields: with COMPAT_CHECKSUM the v1
+ * checksum (type JBD_CRC32_CHKSUM, size 4, h_chksum[0]), else zero. ---- */
+
+#define JBD_CRC32_CHKSUM 1      /* h_chksum_type of a v1 checksum */
+#define JBD_CRC32_CHKSUM_SIZE 4 /* its h_chksum_size */
 
 struct jbd_commit_block {
 	struct jbd_header h_header; /* 0x00 type JBD_COMMIT_BLOCK */
-	uint8_t h_chksum_type;      /* 0x0C jbd2 checksum type; 0 */
-	uint8_t h_chksum_size;      /* 0x0D 0 */
+	uint8_t h_chksum_type;      /* 0x0C JBD_CRC32_CHKSUM with COMPAT_CHECKSUM, else 0 */
+	uint8_t h_chksum_size;      /* 0x0D JBD_CRC32_CHKSUM_SIZE, else 0 */
 	uint8_t h_padding[2];       /* 0x0E */
-	uint32_t h_chksum[8];       /* 0x10 jbd2 checksum; 0 */
+	uint32_t h_chksum[8];       /* 0x10 [0]: the v1 checksum (big-endian), else 0 */
 	uint64_t h_commit_sec;      /* 0x30 commit time, seconds (informational) */
 	uint32_t h_commit_nsec;     /* 0x38 commit time, nanoseconds */
 	uint32_t h_pad2;            /* 0x3C (structure padding, not an on-disk field) */

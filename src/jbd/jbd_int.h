@@ -280,6 +280,10 @@ struct jbd_commit {
 	int err;                       /* the error that sent it to ABORT */
 	const char *failed;            /* what failed (for the message) */
 	uint64_t logged, descs, escaped, revblks;
+	bool csum;                     /* journal_checksum: v1 checksum in the commit block */
+	bool async;                    /* journal_async_commit: commit block with the log, one flush after */
+	uint32_t crc;                  /* v1 checksum so far: descriptors and copies in log order */
+	bool commit_sent;              /* the commit block is submitted (async: at LOG_WAIT) */
 };
 /* A new log block of the commit (j->lock held): zeroed, with the next free
  * log position in *jb and a header of `type` with the commit's tid. NULL
@@ -320,6 +324,14 @@ int jbd_log_do_checkpoint(struct jbd_journal *j);
 /* Recompute the tail from the checkpoint list, write the superblock if it
  * moved. Takes the locks it needs. */
 int jbd_cleanup_tail(struct jbd_journal *j);
+/* After a commit: the same, but only once a quarter of the log (a maximal
+ * transaction) would come free, or the log runs short (jbd2's rule). A
+ * tail record costs a cache flush and a FUA superblock write; moving it
+ * after every commit doubled the device round trips of an fsync loop
+ * whose commits each release the one before (the same few blocks
+ * relogged). A crash replays from the older tail: more transactions, the
+ * same result (revoke records cover what was freed since). */
+int jbd__cleanup_tail_lazy(struct jbd_journal *j);
 /* Free log blocks left for new transactions beyond reserves ([L]). */
 int jbd__log_space_left(struct jbd_journal *j);
 int jbd__space_needed(struct jbd_journal *j);

@@ -38,6 +38,8 @@ void jbd_config_default(struct jbd_config *c)
 	c->shadow_set = false;
 	c->checkpoint_full = false;
 	c->checkpoint_set = false;
+	c->checksum = false;
+	c->async_commit = false;
 }
 
 int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
@@ -103,6 +105,21 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
 			return err_set(-EINVAL, "jbd: data_err=%s: want ignore or abort", value ? value : "");
 		return 0;
 	}
+	/* ext4's names; the value-less forms only. */
+	if (!value && !strcmp(name, "journal_checksum")) {
+		c->checksum = true;
+		return 0;
+	}
+	if (!value && !strcmp(name, "nojournal_checksum")) {
+		c->checksum = false;
+		c->async_commit = false;
+		return 0;
+	}
+	if (!value && !strcmp(name, "journal_async_commit")) {
+		c->checksum = true;
+		c->async_commit = true;
+		return 0;
+	}
 	return -ENOENT;
 }
 
@@ -110,7 +127,7 @@ static int config_cb(void *ctx, const char *name, const char *value)
 {
 	int rc = jbd_config_set(ctx, name, value);
 	if (rc == -ENOENT)
-		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, journal_shadow=, journal_checkpoint=, data_err=)",
+		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, journal_shadow=, journal_checkpoint=, data_err=, journal_checksum, journal_async_commit)",
 			       name);
 	return rc;
 }
@@ -181,6 +198,22 @@ int jbd_journal_create(struct dev *dev, const struct jbd_location *loc, const ui
 }
 
 /* --------------------------------------------------------- superblock */
+
+/* Set or clear COMPAT_CHECKSUM and INCOMPAT_ASYNC_COMMIT (v2 superblock;
+ * only while the log is empty: a transaction already in the log was
+ * written under the old setting). */
+static void journal_sb_set_csum_features(struct jbd_superblock *sb, bool checksum, bool async_commit)
+{
+	uint32_t c = be32_to_cpu(sb->s_feature_compat), i = be32_to_cpu(sb->s_feature_incompat);
+	c &= ~(uint32_t)JBD_FEATURE_COMPAT_CHECKSUM;
+	i &= ~(uint32_t)JBD_FEATURE_INCOMPAT_ASYNC_COMMIT;
+	if (checksum)
+		c |= JBD_FEATURE_COMPAT_CHECKSUM;
+	if (async_commit)
+		i |= JBD_FEATURE_INCOMPAT_ASYNC_COMMIT;
+	sb->s_feature_compat = cpu_to_be32(c);
+	sb->s_feature_incompat = cpu_to_be32(i);
+}
 
 /* j->sb_mutex held. */
 int jbd__write_sb(struct jbd_journal *j, uint32_t tail_seq, uint32_t start, int err)
@@ -376,6 +409,14 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 		/* What ext3 does at mount for ordered/writeback data: the log may
 		 * carry revoke blocks from now on. */
 		sb->s_feature_incompat = cpu_to_be32(be32_to_cpu(sb->s_feature_incompat) | JBD_FEATURE_INCOMPAT_REVOKE);
+		/* The log is empty here: the checksum features follow this
+		 * mount's options (as jbd2 sets and clears them at each mount),
+		 * before the first commit that relies on them. */
+		journal_sb_set_csum_features(sb, j->cfg.checksum, j->cfg.async_commit);
+	} else if (j->cfg.checksum) {
+		rc = err_set(-EINVAL, "jbd: journal_checksum and journal_async_commit need a v2 journal superblock "
+				      "(this journal is v1, which has no feature fields)");
+		goto fail;
 	}
 	j->first = info.first;
 	j->last = info.maxlen;
@@ -490,6 +531,11 @@ int jbd_journal_destroy(struct jbd_journal *j)
 			j->emptied = true;
 			uint32_t seq = j->tail_sequence;
 			pthread_mutex_unlock(&j->lock);
+			/* An empty log needs no checksum rules: clearing them keeps
+			 * the image mountable by a 2.6.30 ext3, which refuses
+			 * INCOMPAT_ASYNC_COMMIT. */
+			if (j->version == 2)
+				journal_sb_set_csum_features(j->sbbuf, false, false);
 			rc = jbd__write_sb(j, seq, 0, 0);
 			pthread_mutex_unlock(&j->sb_mutex);
 			if (rc == 0)

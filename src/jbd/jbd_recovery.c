@@ -12,7 +12,13 @@
  * - a revoke record of transaction R suppresses the replay of that block
  *   from every transaction T <= R (tids compared with wrap);
  * - after recovery the next transaction id is end + 1, so stale blocks of
- *   the uncommitted transaction `end` can never be taken for a new one.
+ *   the uncommitted transaction `end` can never be taken for a new one;
+ * - with the v1 checksum feature, SCAN reads every logged block and checks
+ *   the commit block's CRC-32 over the transaction's descriptors and
+ *   logged blocks (jbd_format.h). A mismatch ends the log at that
+ *   transaction; it is an error (failed_commit) unless the journal is
+ *   ASYNC_COMMIT and nothing committed follows (a commit torn by the
+ *   crash), or the commit time runs backwards (a stale block).
  *
  * Threads: none; everything is synchronous on the caller's thread.
  */
@@ -20,6 +26,7 @@
 
 #include "../blk/blk.h"
 #include "../dev/dev.h"
+#include "../util/crc32.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -145,6 +152,7 @@ struct rctx {
 	struct jbd_revoke_table revoke;
 	struct jbd_recovery_info *info;
 	bool dry;
+	bool csum, async; /* COMPAT_CHECKSUM, INCOMPAT_ASYNC_COMMIT */
 	void *blk, *data;
 };
 
@@ -228,10 +236,77 @@ static int replay_descriptor(struct rctx *r, const uint8_t *desc, uint32_t desc_
 	return 0;
 }
 
+/* The v1 checksum of a descriptor and the n blocks it describes, chained
+ * onto *crc. */
+static int csum_descriptor(struct rctx *r, uint32_t b, uint32_t n, uint32_t *crc)
+{
+	*crc = crc32_be(*crc, r->blk, r->bs);
+	for (uint32_t i = 1; i <= n; i++) {
+		int rc = jbd_map_read(r->m, wrap(r, b + i), r->data);
+		if (rc < 0)
+			return err_wrap(rc, "jbd: reading log block %u", wrap(r, b + i));
+		*crc = crc32_be(*crc, r->data, r->bs);
+	}
+	return 0;
+}
+
+/* SCAN's checksum state. */
+struct scan_csum {
+	uint32_t crc;
+	uint64_t last_time; /* commit time of the last good commit */
+	bool bad;           /* a mismatch set the end at bad_tid */
+	uint32_t bad_tid;
+};
+
+/* A commit block of tid under COMPAT_CHECKSUM (SCAN): true to go on
+ * scanning, false when the log ends here (*end_tid set). */
+static bool scan_commit_csum(struct rctx *r, struct scan_csum *s, uint32_t tid, uint32_t *end_tid)
+{
+	const struct jbd_commit_block *cb = r->blk;
+	if (s->bad) {
+		/* A committed transaction after a torn one: not a crash's
+		 * work but a damaged log. */
+		r->info->failed = true;
+		r->info->failed_commit = s->bad_tid;
+		r->info->torn_commit = false;
+		*end_tid = s->bad_tid;
+		return false;
+	}
+	uint32_t found = be32_to_cpu(cb->h_chksum[0]);
+	uint64_t time = be64_to_cpu(cb->h_commit_sec);
+	bool ok = (found == s->crc && cb->h_chksum_type == JBD_CRC32_CHKSUM &&
+		   cb->h_chksum_size == JBD_CRC32_CHKSUM_SIZE) ||
+		  (cb->h_chksum_type == 0 && cb->h_chksum_size == 0 && found == 0);
+	if (ok) {
+		r->info->checksums_verified++;
+		s->crc = ~0u;
+		s->last_time = time;
+		return true;
+	}
+	*end_tid = tid;
+	if (time < s->last_time)
+		return false; /* older than the last commit: a stale block ends the log */
+	if (!r->async) {
+		r->info->failed = true;
+		r->info->failed_commit = tid;
+		return false;
+	}
+	/* Async: most likely the crash tore this commit; whether anything
+	 * committed follows decides. */
+	s->bad = true;
+	s->bad_tid = tid;
+	r->info->torn_commit = true;
+	return true;
+}
+
 static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t start_tid)
 {
 	uint32_t b = start, tid = start_tid;
 	uint64_t guard = 0, limit = (uint64_t)(r->last - r->first) * 2 + 2;
+	struct scan_csum cs = { .crc = ~0u };
+	bool scan_csum = pass == PASS_SCAN && r->csum;
+	bool ended = false;
+	uint32_t end_tid = 0;
 	for (;;) {
 		if (pass != PASS_SCAN && !jbd_tid_gt(r->info->end_tid, tid))
 			break;
@@ -246,6 +321,11 @@ static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t star
 		uint32_t type = be32_to_cpu(h->h_blocktype);
 		if (type == JBD_DESCRIPTOR_BLOCK) {
 			uint32_t n = count_tags(r, r->blk);
+			if (scan_csum && !cs.bad) {
+				rc = csum_descriptor(r, b, n, &cs.crc);
+				if (rc < 0)
+					return rc;
+			}
 			if (pass == PASS_REPLAY) {
 				rc = replay_descriptor(r, r->blk, b, tid);
 				if (rc < 0)
@@ -253,9 +333,11 @@ static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t star
 			}
 			b = wrap(r, b + 1 + n);
 		} else if (type == JBD_COMMIT_BLOCK) {
+			if (scan_csum && !scan_commit_csum(r, &cs, tid, &end_tid)) {
+				ended = true;
+				break;
+			}
 			tid++;
-			if (pass == PASS_SCAN)
-				r->info->transactions++;
 			b = wrap(r, b + 1);
 		} else if (type == JBD_REVOKE_BLOCK) {
 			if (pass == PASS_REVOKE) {
@@ -268,8 +350,10 @@ static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t star
 			break; /* unknown block type: the end of the log */
 		}
 	}
-	if (pass == PASS_SCAN)
-		r->info->end_tid = tid;
+	if (pass == PASS_SCAN) {
+		r->info->end_tid = ended ? end_tid : cs.bad ? cs.bad_tid : tid;
+		r->info->transactions = r->info->end_tid - start_tid;
+	}
 	return 0;
 }
 
@@ -281,6 +365,10 @@ int jbd_recover_map(struct jbd_map *m, struct jbd_superblock *sb, unsigned flags
 		return 0;
 	struct rctx r = { .m = m, .first = be32_to_cpu(sb->s_first), .last = be32_to_cpu(sb->s_maxlen),
 			  .bs = m->bs, .info = info, .dry = flags & JBD_RECOVER_DRY_RUN };
+	if (be32_to_cpu(sb->s_header.h_blocktype) == JBD_SUPERBLOCK_V2) {
+		r.csum = be32_to_cpu(sb->s_feature_compat) & JBD_FEATURE_COMPAT_CHECKSUM;
+		r.async = be32_to_cpu(sb->s_feature_incompat) & JBD_FEATURE_INCOMPAT_ASYNC_COMMIT;
+	}
 	int rc = jbd_revoke_table_init(&r.revoke, 4096);
 	if (rc < 0)
 		return rc;
