@@ -24,7 +24,8 @@
  *   LOG_WAIT     every log block done (the wait unplugs);
  *   (async)      with journal_async_commit the commit block, carrying the
  *                v1 checksum of every descriptor and copy, is submitted
- *                at LOG_WAIT beside the log blocks still in flight, plain;
+ *                at the end of METADATA, plain, beside the data and log
+ *                blocks still in flight (one device round trip for all);
  *                COMMIT_BLOCK then only flushes the cache (barrier=1):
  *                one flush per commit, and a commit block that reaches
  *                the disk before its blocks fails its checksum at
@@ -425,6 +426,41 @@ static enum jbd_commit_phase phase_switch(struct jbd_commit *c)
 	return JBD_CP_DATA_SUBMIT;
 }
 
+static unsigned commit_block_op(const struct jbd_commit *c)
+{
+	if (c->async)
+		return c->commit_op;
+	return c->commit_op | (c->j->cfg.barrier ? BLK_REQ_FLUSH | BLK_REQ_FUA : 0);
+}
+
+/* Build the commit block (FLUSH -> COMMIT) and submit it with `rw`. */
+static int commit_block_submit(struct jbd_commit *c, unsigned rw)
+{
+	struct jbd_journal *j = c->j;
+	pthread_mutex_lock(&j->lock);
+	jbd_transaction_set_state(c->t, JBD_T_COMMIT);
+	uint32_t cjb = 0;
+	int rc = 0;
+	struct jbd_logblk *cb = jbd_commit_blk_start(c, JBD_COMMIT_BLOCK, &cjb, &rc);
+	pthread_mutex_unlock(&j->lock);
+	if (!cb)
+		return rc;
+	struct jbd_commit_block *h = cb->data;
+	if (c->csum) {
+		h->h_chksum_type = JBD_CRC32_CHKSUM;
+		h->h_chksum_size = JBD_CRC32_CHKSUM_SIZE;
+		h->h_chksum[0] = cpu_to_be32(c->crc);
+	}
+	/* jbd2's recovery takes a checksum mismatch under an older commit
+	 * time than the transaction before it for a stale block. */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	h->h_commit_sec = cpu_to_be64((uint64_t)now.tv_sec);
+	h->h_commit_nsec = cpu_to_be32((uint32_t)now.tv_nsec);
+	c->commit_sent = true;
+	return jbd_commit_submit(c, cb, cjb, rw);
+}
+
 /* The log copy of one buffer into b, with its tag at *off of d (j->lock
  * held). */
 static void metadata_copy(struct jbd_commit *c, struct jbd_jh *jh, struct jbd_logblk *d, size_t *off,
@@ -524,52 +560,17 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 		if (rc < 0)
 			break;
 	}
+	/* Async: the commit block joins the log (and the data) in flight. */
+	if (rc == 0 && c->async)
+		rc = commit_block_submit(c, commit_block_op(c));
 	return rc < 0 ? jbd_commit_error(c, rc, "writing the log") : JBD_CP_DATA_WAIT;
 }
 
-static unsigned commit_block_op(const struct jbd_commit *c)
-{
-	if (c->async)
-		return c->commit_op;
-	return c->commit_op | (c->j->cfg.barrier ? BLK_REQ_FLUSH | BLK_REQ_FUA : 0);
-}
-
-/* Build the commit block (FLUSH -> COMMIT) and submit it with `rw`. */
-static int commit_block_submit(struct jbd_commit *c, unsigned rw)
-{
-	struct jbd_journal *j = c->j;
-	pthread_mutex_lock(&j->lock);
-	jbd_transaction_set_state(c->t, JBD_T_COMMIT);
-	uint32_t cjb = 0;
-	int rc = 0;
-	struct jbd_logblk *cb = jbd_commit_blk_start(c, JBD_COMMIT_BLOCK, &cjb, &rc);
-	pthread_mutex_unlock(&j->lock);
-	if (!cb)
-		return rc;
-	struct jbd_commit_block *h = cb->data;
-	if (c->csum) {
-		h->h_chksum_type = JBD_CRC32_CHKSUM;
-		h->h_chksum_size = JBD_CRC32_CHKSUM_SIZE;
-		h->h_chksum[0] = cpu_to_be32(c->crc);
-	}
-	/* jbd2's recovery takes a checksum mismatch under an older commit
-	 * time than the transaction before it for a stale block. */
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	h->h_commit_sec = cpu_to_be64((uint64_t)now.tv_sec);
-	h->h_commit_nsec = cpu_to_be32((uint32_t)now.tv_nsec);
-	c->commit_sent = true;
-	return jbd_commit_submit(c, cb, cjb, rw);
-}
-
-/* Every log block must be done before the commit block goes out, unless
- * the commit is asynchronous: then the commit block joins them now. */
+/* Every log block must be done before the commit block goes out (async:
+ * the commit block too, submitted with them at METADATA). */
 static enum jbd_commit_phase phase_log_wait(struct jbd_commit *c)
 {
-	int rc = c->async ? commit_block_submit(c, commit_block_op(c)) : 0;
-	int w = blk_batch_wait(c->j->q, &c->batch);
-	if (rc == 0)
-		rc = w;
+	int rc = blk_batch_wait(c->j->q, &c->batch);
 	return rc < 0 ? jbd_commit_error(c, rc, "writing the log") : JBD_CP_COMMIT_BLOCK;
 }
 
