@@ -728,7 +728,7 @@ static void test_features_refused(void **state)
 	unsigned char sbb[BS];
 	read_dev_block(d, JSTART, sbb);
 	struct jbd_superblock *sb = (void *)sbb;
-	sb->s_feature_incompat = cpu_to_be32(0x1 | 0x2 | 0x10);
+	sb->s_feature_incompat = cpu_to_be32(0x1 | 0x2 | 0x4 | 0x10);
 	sb->s_feature_compat = cpu_to_be32(0x1);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
 	struct jbd_recovery_info info;
@@ -737,7 +737,13 @@ static void test_features_refused(void **state)
 	const char *msg = err_last(rc);
 	assert_non_null(strstr(msg, "64bit"));
 	assert_non_null(strstr(msg, "checksum v3"));
-	assert_non_null(strstr(msg, "checksum (v1)"));
+	/* The v1 checksum and async commit are supported (journal_checksum,
+	 * journal_async_commit): named only when unsupported. */
+	assert_null(strstr(msg, "checksum (v1)"));
+	assert_null(strstr(msg, "async_commit"));
+	sb->s_feature_incompat = cpu_to_be32(0x1 | 0x4);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
+	assert_int_equal(jbd_journal_check_dev(d, &loc, &info), 0);
 	/* v1 superblock: readable (no features). */
 	sb->s_header.h_blocktype = cpu_to_be32(JBD_SUPERBLOCK_V1);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
