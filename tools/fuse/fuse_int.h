@@ -40,6 +40,8 @@
 /* The mount's readahead unless -o readahead= says otherwise: docs/fuse.md,
  * "Capabilities" (the kernel's default for a FUSE mount is 128 KiB). */
 #define NFUSE_READ_AHEAD_DEFAULT (4u << 20)
+/* The library's file_readahead= under the daemon unless given (mount_opts.c). */
+#define NFUSE_FILE_READAHEAD_DEFAULT "4M"
 
 /* What -o decided (mount_opts.c). */
 struct nfuse_opts {
