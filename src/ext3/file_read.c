@@ -43,17 +43,16 @@
  * (ext3_inode_pread), which caches them.
  *
  * Correctness rules:
- * - Dirty data must win over the disk. The rule is per inode: a window is
- *   only issued while the inode's dirty-data count (ext3_inode_dirty_data)
- *   is 0 (checked per window); otherwise the read goes through the buffer
- *   cache, which returns the cached copy. The write path must count every
- *   dirty data block or page of the inode there (data=journal's dirty
- *   buffers included), keep a block from becoming dirty while a segment read
- *   of it is in flight (or drop the file's segments when it dirties one), and
- *   reset the inode's map cache when it changes the block map. Indirect
- *   blocks need no check: the mapping always reads them through the buffer
- *   cache (ext3_bread), so a dirty cached copy is the one used. Dirty
- *   buffers of other files no longer turn the fast path off.
+ * - Dirty data must win over the disk. On a writable mount the rule is the
+ *   caller's: ext3_file_read sends a file whose data changed during this
+ *   mount (the per-mount written bitmap, ext3_data_written) through its page
+ *   mapping or the buffer cache, and only a file never written in this
+ *   mount through a reader (docs/write-data.md, "Reads"); a read-only mount
+ *   writes nothing. The per-inode dirty-data count checked per window
+ *   (ext3_inode_dirty_data) is therefore 0 except in a test that dirties a
+ *   block by hand; it stays as a guard. Indirect blocks need no check: the
+ *   mapping always reads them through the buffer cache (ext3_bread), so a
+ *   dirty cached copy is the one used.
  * - Errors keep ext3_inode_pread's semantics because the fast path never
  *   reports one itself: a segment whose mapping fails stops before the bad
  *   block (no readahead after it: ra_stop), a segment whose I/O fails drops
