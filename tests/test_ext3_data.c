@@ -104,6 +104,14 @@ static struct ext3_fs *mount_rw(const char *img, const char *opts, struct dev **
 	return mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, devp);
 }
 
+/* Mount spec with data=MODE, a long commit interval and `extra` options. */
+static struct ext3_fs *mount_mode(const char *spec, const char *mode, const char *extra, struct dev **devp)
+{
+	char opts[200];
+	snprintf(opts, sizeof opts, "data=%s,commit=60%s", mode, extra);
+	return mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, devp);
+}
+
 static void umount_ok(struct ext3_fs *fs, struct dev *d)
 {
 	int rc = ext3_fs_unmount(fs);
@@ -478,13 +486,12 @@ static void test_ordered_log(void **state)
  * write (CFQ idled after it while kjournald's commit waited). */
 static void fsync_writer(const char *mode, const char *extra, bool in_commit)
 {
-	char img[300], spec[400], opts[200];
+	char img[300], spec[400];
 	tmpname(img, sizeof img, "fic.img");
 	mkimg(img, 1024, 32, 1);
 	snprintf(spec, sizeof spec, "file:%s", img);
-	snprintf(opts, sizeof opts, "data=%s,commit=60%s", mode, extra);
 	struct dev *d;
-	struct ext3_fs *fs = mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, &d);
+	struct ext3_fs *fs = mount_mode(spec, mode, extra, &d);
 	struct ext3_inode *a = get(fs, "/f1");
 	uint8_t buf[8192];
 	fill(buf, sizeof buf, 5);
@@ -523,16 +530,15 @@ static void test_fsync_writer(void **state)
 static void fsync_mode_opts(const char *mode, const char *extra, bool osync)
 {
 	const unsigned bs = 1024;
-	char img[300], base[300], logf[300], spec[700], opts[80];
+	char img[300], base[300], logf[300], spec[700];
 	tmpname(img, sizeof img, "fs.img");
 	tmpname(base, sizeof base, "fs.base");
 	tmpname(logf, sizeof logf, "fs.log");
 	mkimg(img, bs, 32, 1);
 	assert_int_equal(run("cp '%s' '%s'", img, base), 0);
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, logf);
-	snprintf(opts, sizeof opts, "data=%s,commit=60%s", mode, extra);
 	struct dev *d;
-	struct ext3_fs *fs = mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, &d);
+	struct ext3_fs *fs = mount_mode(spec, mode, extra, &d);
 	struct ext3_inode *f = get(fs, "/f1");
 	size_t len = 100 * KIB + 77;
 	uint8_t *buf = malloc(len), *later = malloc(len);
@@ -622,14 +628,13 @@ static void flushes_between(const char *logf, const char *from, const char *to, 
  * journal_async_commit, a flush and a FUA commit block without it. */
 static void async_flushes(const char *mode, const char *extra, int want_flushes, int want_fuas)
 {
-	char img[300], logf[300], spec[700], opts[120];
+	char img[300], logf[300], spec[700];
 	tmpname(img, sizeof img, "af.img");
 	tmpname(logf, sizeof logf, "af.log");
 	mkimg(img, 4096, 32, 1);
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, logf);
-	snprintf(opts, sizeof opts, "data=%s,commit=60%s", mode, extra);
 	struct dev *d;
-	struct ext3_fs *fs = mount_spec(spec, opts, EXT3_MOUNT_JOURNAL, &d);
+	struct ext3_fs *fs = mount_mode(spec, mode, extra, &d);
 	struct ext3_inode *f = get(fs, "/f1");
 	uint8_t buf[3000];
 	fill(buf, sizeof buf, 9);

@@ -632,7 +632,7 @@ static size_t find_torn(const struct run_log *rl, struct torn *out, size_t max, 
 			ncand = 0; /* everything before is durable */
 		if (!en.nr_sectors || (en.flags & DEV_LOG_DISCARD) || !mounted)
 			continue;
-		uint64_t b = en.sector * 512 / BS, nb = en.nr_sectors * 512 / BS;
+		uint64_t b = en.sector * 512 / BS;
 		if (b >= rl->nblocks || !rl->is_j[b])
 			continue;
 		const struct jbd_header *h = en.data;
@@ -663,7 +663,6 @@ static size_t find_torn(const struct run_log *rl, struct torn *out, size_t max, 
 		if (ncand < 64)
 			cand[ncand++] = (struct torn){ .drop_index = en.index, .drop_sector = en.sector,
 						       .drop_nsect = en.nr_sectors };
-		(void)nb;
 	}
 	dev_log_reader_close(r);
 	return nout;

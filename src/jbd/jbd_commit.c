@@ -457,7 +457,6 @@ static int commit_block_submit(struct jbd_commit *c, unsigned rw)
 	clock_gettime(CLOCK_REALTIME, &now);
 	h->h_commit_sec = cpu_to_be64((uint64_t)now.tv_sec);
 	h->h_commit_nsec = cpu_to_be32((uint32_t)now.tv_nsec);
-	c->commit_sent = true;
 	return jbd_commit_submit(c, cb, cjb, rw);
 }
 
@@ -578,16 +577,16 @@ static enum jbd_commit_phase phase_commit_block(struct jbd_commit *c)
 {
 	struct jbd_journal *j = c->j;
 	int rc = 0;
-	if (!c->commit_sent) {
+	if (!c->async) {
 		rc = commit_block_submit(c, commit_block_op(c));
 		int w = blk_batch_wait(j->q, &c->batch);
 		if (rc == 0)
 			rc = w;
 	} else if (j->cfg.barrier) {
-		/* Async: log, commit block and the data before them are
-		 * written; one flush makes them durable together. */
-		struct bio flush = { .size = 0, .rw = c->commit_op | BLK_WRITE | BLK_REQ_FLUSH };
-		rc = blk_submit_bio_wait(j->q, &flush);
+		/* Async (the commit block went out at METADATA): log, commit
+		 * block and the data before them are written; one flush makes
+		 * them durable together. */
+		rc = jbd_map_flush(&j->map);
 		if (rc == 0) {
 			pthread_mutex_lock(&j->lock);
 			j->st.async_flushes++;

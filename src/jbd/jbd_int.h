@@ -281,9 +281,8 @@ struct jbd_commit {
 	const char *failed;            /* what failed (for the message) */
 	uint64_t logged, descs, escaped, revblks;
 	bool csum;                     /* journal_checksum: v1 checksum in the commit block */
-	bool async;                    /* journal_async_commit: commit block with the log, one flush after */
+	bool async;                    /* journal_async_commit: commit block sent at METADATA, one flush after */
 	uint32_t crc;                  /* v1 checksum so far: descriptors and copies in log order */
-	bool commit_sent;              /* the commit block is submitted (async: at LOG_WAIT) */
 };
 /* A new log block of the commit (j->lock held): zeroed, with the next free
  * log position in *jb and a header of `type` with the commit's tid. NULL

@@ -254,13 +254,13 @@ static int csum_descriptor(struct rctx *r, uint32_t b, uint32_t n, uint32_t *crc
 struct scan_csum {
 	uint32_t crc;
 	uint64_t last_time; /* commit time of the last good commit */
-	bool bad;           /* a mismatch set the end at bad_tid */
+	bool bad;           /* a mismatch: the log ends at bad_tid */
 	uint32_t bad_tid;
 };
 
 /* A commit block of tid under COMPAT_CHECKSUM (SCAN): true to go on
- * scanning, false when the log ends here (*end_tid set). */
-static bool scan_commit_csum(struct rctx *r, struct scan_csum *s, uint32_t tid, uint32_t *end_tid)
+ * scanning, false when the log ends at s->bad_tid (s->bad set). */
+static bool scan_commit_csum(struct rctx *r, struct scan_csum *s, uint32_t tid)
 {
 	const struct jbd_commit_block *cb = r->blk;
 	if (s->bad) {
@@ -269,7 +269,6 @@ static bool scan_commit_csum(struct rctx *r, struct scan_csum *s, uint32_t tid, 
 		r->info->failed = true;
 		r->info->failed_commit = s->bad_tid;
 		r->info->torn_commit = false;
-		*end_tid = s->bad_tid;
 		return false;
 	}
 	uint32_t found = be32_to_cpu(cb->h_chksum[0]);
@@ -283,7 +282,8 @@ static bool scan_commit_csum(struct rctx *r, struct scan_csum *s, uint32_t tid, 
 		s->last_time = time;
 		return true;
 	}
-	*end_tid = tid;
+	s->bad = true;
+	s->bad_tid = tid;
 	if (time < s->last_time)
 		return false; /* older than the last commit: a stale block ends the log */
 	if (!r->async) {
@@ -293,8 +293,6 @@ static bool scan_commit_csum(struct rctx *r, struct scan_csum *s, uint32_t tid, 
 	}
 	/* Async: most likely the crash tore this commit; whether anything
 	 * committed follows decides. */
-	s->bad = true;
-	s->bad_tid = tid;
 	r->info->torn_commit = true;
 	return true;
 }
@@ -305,8 +303,6 @@ static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t star
 	uint64_t guard = 0, limit = (uint64_t)(r->last - r->first) * 2 + 2;
 	struct scan_csum cs = { .crc = ~0u };
 	bool scan_csum = pass == PASS_SCAN && r->csum;
-	bool ended = false;
-	uint32_t end_tid = 0;
 	for (;;) {
 		if (pass != PASS_SCAN && !jbd_tid_gt(r->info->end_tid, tid))
 			break;
@@ -333,10 +329,8 @@ static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t star
 			}
 			b = wrap(r, b + 1 + n);
 		} else if (type == JBD_COMMIT_BLOCK) {
-			if (scan_csum && !scan_commit_csum(r, &cs, tid, &end_tid)) {
-				ended = true;
+			if (scan_csum && !scan_commit_csum(r, &cs, tid))
 				break;
-			}
 			tid++;
 			b = wrap(r, b + 1);
 		} else if (type == JBD_REVOKE_BLOCK) {
@@ -351,7 +345,7 @@ static int do_pass(struct rctx *r, enum pass pass, uint32_t start, uint32_t star
 		}
 	}
 	if (pass == PASS_SCAN) {
-		r->info->end_tid = ended ? end_tid : cs.bad ? cs.bad_tid : tid;
+		r->info->end_tid = cs.bad ? cs.bad_tid : tid;
 		r->info->transactions = r->info->end_tid - start_tid;
 	}
 	return 0;
