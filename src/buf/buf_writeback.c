@@ -46,6 +46,7 @@ static void writeback_pass(struct buf_cache *c, bool all)
 
 static void *writeback_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-buf-wb"); /* top, perf, gdb */
 	struct buf_cache *c = arg;
 	uint64_t interval = (uint64_t)c->p.writeback_interval_ms * NS_PER_MS;
 	pthread_mutex_lock(&c->lock);

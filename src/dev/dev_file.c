@@ -338,6 +338,7 @@ static void advance_head(struct file_dev *f, struct file_cmd *c, int res)
 
 static void *completion_thread(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-file-cq"); /* top, perf, gdb */
 	struct file_dev *f = arg;
 	for (;;) {
 		struct io_uring_cqe *cqe;

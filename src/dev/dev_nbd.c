@@ -307,6 +307,7 @@ static void nbd_conn_check_timeout(struct nbd_conn *c)
 
 static void *nbd_loop_thread(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-nbd"); /* top, perf, gdb */
 	struct nbd_conn *c = arg;
 	nbd_loop_self = c;
 	for (;;) {

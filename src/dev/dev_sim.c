@@ -391,6 +391,7 @@ static void complete_job(struct sim_dev *s, struct sim_job *j, uint64_t now)
 
 static void *sim_thread(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-sim"); /* top, perf, gdb */
 	struct sim_dev *s = arg;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {

@@ -321,6 +321,7 @@ void ext3_guarded_io_done(struct ext3_inode *in, uint64_t first, uint64_t last, 
 /* The logger: the journal half of the completion work. */
 static void *logger_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-guarded"); /* top, perf, gdb */
 	struct ext3_guarded *g = arg;
 	pthread_mutex_lock(&g->lock);
 	for (;;) {

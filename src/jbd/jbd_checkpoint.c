@@ -305,6 +305,7 @@ static int cp_early_pass(struct jbd_journal *j, uint32_t want)
  * oldest transaction home itself. */
 static void *cp_thread_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-jbd-cp"); /* top, perf, gdb */
 	struct jbd_journal *j = arg;
 	blk_ioprio_set(j->cfg.ioprio_class, j->cfg.ioprio_level);
 	pthread_mutex_lock(&j->lock);

@@ -764,6 +764,7 @@ void jbd_commit_transaction(struct jbd_journal *j)
 
 static void *commit_thread_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-jbd-commit"); /* top, perf, gdb */
 	struct jbd_journal *j = arg;
 	blk_ioprio_set(j->cfg.ioprio_class, j->cfg.ioprio_level);
 	pthread_mutex_lock(&j->lock);

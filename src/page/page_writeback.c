@@ -614,6 +614,7 @@ void page_flusher_wake_locked(struct page_cache *pc)
 
 static void *flusher_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-flusher"); /* top, perf, gdb */
 	struct page_cache *pc = arg;
 	pthread_mutex_lock(&pc->lock);
 	uint64_t next = clock_now_ns() + pc->p.writeback_interval_ms * NS_PER_MS;
@@ -640,6 +641,7 @@ static _Thread_local struct page_cache *worker_of;
 
 static void *worker_main(void *arg)
 {
+	pthread_setname_np(pthread_self(), "nst-page-wb"); /* top, perf, gdb */
 	struct page_cache *pc = arg;
 	worker_of = pc;
 	pthread_mutex_lock(&pc->lock);

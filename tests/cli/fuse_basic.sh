@@ -124,10 +124,12 @@ roundtrip readahead=1M "readahead=1M"
 roundtrip readahead=0 "readahead=0"
 
 # 1b. the session loop (tools/fuse/loop.c): with NOSTALL_FUSE_STATS the
-# daemon writes its hand-offs and per-opcode counts at unmount. Each FSYNC
-# (opcode 20) hands the reader role on before it is served, so five fsyncs
-# make at least six leaders (the first, then one per fsync); with threads=1
-# nobody takes it over: one leader, no hand-off.
+# daemon writes its hand-offs and per-opcode counts at unmount. An FSYNC
+# (opcode 20) hands the reader role on before it is served only when
+# another request is waiting; a lone client's fsyncs keep one leader (with
+# handoff_us=1000000 the monitor cannot hand it on either). Beside a
+# client that keeps a request waiting, fsyncs hand the role on. With
+# threads=1 nobody takes it over: one leader, no hand-off.
 loopstats() { # opts label [python body] -> ls_ho ls_leaders ls_flush (empty on failure)
 	local img=$tmp/ls.img
 	ls_ho="" ls_leaders="" ls_flush=""
@@ -149,8 +151,25 @@ os.close(fd)}" || fail "$2: the calls failed"
 	ls_flush=${ls_flush:-0}
 }
 loopstats "" "loop default"
-[ "${ls_leaders:-0}" -ge 6 ] || fail "loop default: '$ls_leaders' leaders for 5 fsyncs (each hands the role on)"
 [ "$ls_flush" = 0 ] || fail "loop default: $ls_flush FLUSH requests (FOPEN_NOFLUSH: want none)"
+loopstats handoff_us=1000000 "loop lone fsyncs"
+[ "${ls_leaders:-}" = 1 ] && [ "${ls_ho:-}" = 0 ] || fail "loop lone fsyncs: '$ls_leaders' leaders, '$ls_ho' hand-offs (want 1 and 0)"
+# two processes keep LISTXATTR requests coming (measured: 18-87 leaders)
+loopstats handoff_us=1000000 "loop busy fsyncs" "import multiprocessing
+fd = os.open(m + '/f', os.O_CREAT | os.O_WRONLY, 0o644)
+def other(ev):
+    while not ev.is_set():
+        os.listxattr(m + '/f')
+ev = multiprocessing.Event()
+ps = [multiprocessing.Process(target=other, args=(ev,)) for _ in range(2)]
+for p in ps: p.start()
+for i in range(100):
+    os.write(fd, b'x' * 100)
+    os.fsync(fd)
+ev.set()
+for p in ps: p.join()
+os.close(fd)"
+[ "${ls_leaders:-0}" -ge 2 ] || fail "loop busy fsyncs: '$ls_leaders' leaders for 100 fsyncs beside clients with requests waiting (want hand-offs)"
 loopstats threads=1 "loop threads=1"
 [ "${ls_leaders:-}" = 1 ] && [ "${ls_ho:-}" = 0 ] || fail "loop threads=1: '$ls_leaders' leaders, '$ls_ho' hand-offs (want 1 and 0)"
 # -o close_flush: one FLUSH per close(2), dup'ed descriptors included
