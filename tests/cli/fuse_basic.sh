@@ -132,7 +132,7 @@ roundtrip readahead=0 "readahead=0"
 # threads=1 nobody takes it over: one leader, no hand-off.
 loopstats() { # opts label [python body] -> ls_ho ls_leaders ls_flush (empty on failure)
 	local img=$tmp/ls.img
-	ls_ho="" ls_leaders="" ls_flush=""
+	ls_ho="" ls_leaders="" ls_flush="" ls_getx=""
 	mkimg "$img"
 	rm -f "$tmp/stats"
 	NOSTALL_FUSE_STATS=$tmp/stats "$NOSTALL" mount ${1:+-o "$1"} "$img" "$m" || { fail "$2: mount"; return; }
@@ -149,11 +149,16 @@ os.close(fd)}" || fail "$2: the calls failed"
 	read -r ls_ho ls_leaders < <(sed -n 's/^threads [0-9]* handoffs \([0-9]*\) leaders \([0-9]*\)$/\1 \2/p' "$tmp/stats")
 	ls_flush=$(sed -n 's/^op 25 n \([0-9]*\) .*/\1/p' "$tmp/stats")
 	ls_flush=${ls_flush:-0}
+	ls_getx=$(sed -n 's/^op 22 n \([0-9]*\) .*/\1/p' "$tmp/stats")
+	ls_getx=${ls_getx:-0}
 }
 loopstats "" "loop default"
 [ "$ls_flush" = 0 ] || fail "loop default: $ls_flush FLUSH requests (FOPEN_NOFLUSH: want none)"
 loopstats handoff_us=1000000 "loop lone fsyncs"
 [ "${ls_leaders:-}" = 1 ] && [ "${ls_ho:-}" = 0 ] || fail "loop lone fsyncs: '$ls_leaders' leaders, '$ls_ho' hand-offs (want 1 and 0)"
+# HANDLE_KILLPRIV_V2 (killpriv.c): the kernel asks security.capability
+# once for the file, not before each of the 5 writes
+[ "$ls_getx" -le 1 ] || fail "loop lone fsyncs: $ls_getx GETXATTR requests for 5 writes to one file (KILLPRIV_V2: want at most 1)"
 # two processes keep LISTXATTR requests coming (measured: 18-87 leaders)
 loopstats handoff_us=1000000 "loop busy fsyncs" "import multiprocessing
 fd = os.open(m + '/f', os.O_CREAT | os.O_WRONLY, 0o644)

@@ -281,6 +281,35 @@ static void t_setid_write(void)
 	r = as_user(U2, do_write, &o);
 	m = st_of(P("suid_trunc")).st_mode & 07777;
 	check("O_TRUNC by a non-owner clears setuid", r == 0 && m == 0777, "rc %d mode %o", r, m);
+	/* setgid without group exec (a mandatory-locking mark): a writer in
+	 * the file's group leaves it, one outside it drops it (Linux 6.x's
+	 * setattr_should_drop_sgid) */
+	mkfile(P("sgid_nx_in"), 02666, U2, G_SHARED);
+	r = as_user(U1, do_write, &(struct o){ .p = P("sgid_nx_in") });
+	m = st_of(P("sgid_nx_in")).st_mode & 07777;
+	check("write by a group member keeps setgid without group exec", r == 0 && m == 02666,
+	      "rc %d mode %o", r, m);
+	mkfile(P("sgid_nx_out"), 02666, U1, G_SHARED);
+	r = as_user(U2, do_write, &(struct o){ .p = P("sgid_nx_out") });
+	m = st_of(P("sgid_nx_out")).st_mode & 07777;
+	check("write by a non-member drops setgid without group exec", r == 0 && m == 0666,
+	      "rc %d mode %o", r, m);
+	/* file capabilities go with any write, root's too (security.capability,
+	 * VFS_CAP_REVISION_2: magic 0x02000000, CAP_NET_BIND_SERVICE permitted) */
+	mkfile(P("cap"), 0755, U1, U1);
+	const uint32_t cap[5] = { 0x02000000u, 1u << 10, 0, 0, 0 };
+	r = err(setxattr(P("cap"), "security.capability", cap, sizeof cap, 0));
+	ssize_t n = getxattr(P("cap"), "security.capability", NULL, 0);
+	check("security.capability can be set", r == 0 && n == (ssize_t)sizeof cap, "rc %d size %zd", r, n);
+	r = do_write(&(struct o){ .p = P("cap") });
+	n = getxattr(P("cap"), "security.capability", NULL, 0);
+	check("a write drops file capabilities", r == 0 && n < 0 && errno == ENODATA,
+	      "rc %d size %zd errno %d", r, n, errno);
+	r = err(setxattr(P("cap"), "security.capability", cap, sizeof cap, 0));
+	r = r ? r : err(truncate(P("cap"), 1));
+	n = getxattr(P("cap"), "security.capability", NULL, 0);
+	check("a truncate drops file capabilities", r == 0 && n < 0 && errno == ENODATA,
+	      "rc %d size %zd errno %d", r, n, errno);
 }
 
 static void t_utimens(void)

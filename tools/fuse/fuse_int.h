@@ -88,6 +88,7 @@ struct nfuse {
 	int ready_fd;                 /* daemon mode: report "mounted" here at INIT, -1 after */
 	pthread_mutex_t hlock;
 	struct nfuse_fh handles;      /* list head (circular) */
+	bool killpriv_v2;             /* INIT granted FUSE_HANDLE_KILLPRIV_V2 (set before other requests) */
 };
 
 static inline struct nfuse *nfuse_of(fuse_req_t req)
@@ -154,6 +155,31 @@ struct nfuse_loop_cfg {
 	void *arg;
 };
 int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg);
+struct fuse_in_header;
+/* The raw request (header, then its arguments) the calling thread is
+ * serving, NULL outside a request: for the fields libfuse 3.14 does not
+ * pass on (fuse_write_in.write_flags). */
+const struct fuse_in_header *nfuse_loop_request(void);
+
+/* FUSE_HANDLE_KILLPRIV_V2 (killpriv.c, docs/fuse.md "Requests per
+ * operation"): after fuse_session_mount, route the session's device I/O
+ * through a reader/writer that adds the flag to the INIT reply when the
+ * kernel offers it (libfuse 3.14 cannot ask for it). nf->killpriv_v2 says
+ * whether it did; the ops then clear setuid/setgid where the kernel asks
+ * (nfuse_write_kills_setid, FUSE_SET_ATTR_KILL_SUID on SETATTR). */
+int nfuse_killpriv_setup(struct nfuse *nf);
+/* Is the caller in group gid (fsgid or supplementary: a /proc read) or
+ * root? (ops_xattr.c) */
+bool nfuse_in_group_or_root(fuse_req_t req, uint32_t gid);
+/* KILLPRIV_V2: drop what a write or truncate by this caller (one without
+ * CAP_FSETID: the kernel flagged the request) drops on Linux 6.x:
+ * setuid; setgid with group exec, and without it when the caller is
+ * outside the file's group (setattr_should_drop_sgid). 0 or -errno.
+ * (ops_inode.c) */
+int nfuse_setid_kill(fuse_req_t req, uint64_t ino);
+/* This WRITE asks the server to drop setuid/setgid (FUSE_WRITE_KILL_SUIDGID:
+ * a writer without CAP_FSETID under KILLPRIV_V2). */
+bool nfuse_write_kills_setid(void);
 
 /* The op tables, filled by each file (mount_main.c assembles them). */
 void nfuse_ops_inode(struct fuse_lowlevel_ops *ops);

@@ -118,6 +118,14 @@ static void stats_write(const struct nloop *lp, unsigned nthreads)
 
 static void *worker_main(void *arg);
 
+/* The request this thread serves (nfuse_loop_request). */
+static _Thread_local const struct fuse_in_header *cur_request;
+
+const struct fuse_in_header *nfuse_loop_request(void)
+{
+	return cur_request;
+}
+
 /* A new worker, created with every signal blocked (it inherits the mask).
  * Under lp->lock. */
 static void worker_spawn(struct nloop *lp)
@@ -256,7 +264,9 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 		uint64_t s0 = lp->stats_path ? now_ns() : 0;
 		uint32_t op = buf->size >= sizeof(struct fuse_in_header)
 				      ? ((const struct fuse_in_header *)buf->mem)->opcode : 0;
+		cur_request = op ? buf->mem : NULL;
 		fuse_session_process_buf(lp->se, buf);
+		cur_request = NULL;
 		replied = true;
 		if (lp->stats_path)
 			stats_add(lp, op, now_ns() - s0);

@@ -195,6 +195,13 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 		    "user_allow_other in /etc/fuse.conf for non-root users)", a->mnt_abs);
 		goto out_sig;
 	}
+	rc = nfuse_killpriv_setup(nf);
+	if (rc < 0) { /* only ENOMEM: then the session never saw a request */
+		say("cannot set up the session's device I/O: %s", strerror(-rc));
+		fuse_session_unmount(nf->se);
+		goto out_sig;
+	}
+	rc = -EIO;
 	if (!a->foreground && chdir("/") < 0)
 		say("chdir /: %s", strerror(errno));
 	struct ra_ctx ra = { .mnt = a->mnt_abs, .bytes = nf->o.read_ahead,

@@ -275,7 +275,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	/* the writer's credentials decide whether the root-reserved blocks may
 	 * be allocated (ext3_has_free_blocks); the daemon itself runs as root */
 	nfuse_cred_from_req(req);
-	ssize_t n = nostall_pwrite_flags(h->f, buf, size, (uint64_t)off,
+	/* setuid/setgid: the kernel's business (it sends a SETATTR first),
+	 * unless KILLPRIV_V2 hands it to us with the WRITE's flag (killpriv.c) */
+	ssize_t n = 0;
+	if (nf->killpriv_v2 && nfuse_write_kills_setid())
+		n = nfuse_setid_kill(req, nfuse_to_ext3(ino));
+	if (!n)
+		n = nostall_pwrite_flags(h->f, buf, size, (uint64_t)off,
 					 NOSTALL_PWRITE_NOTHROTTLE | NOSTALL_PWRITE_KEEP_SETID | NOSTALL_PWRITE_AT);
 	nostall_cred_reset();
 	if (n < 0)

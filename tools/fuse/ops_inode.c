@@ -125,6 +125,23 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		reply_attr(req, &st);
 }
 
+int nfuse_setid_kill(fuse_req_t req, uint64_t ino)
+{
+	struct nfuse *nf = nfuse_of(req);
+	struct nostall_stat st;
+	int rc = nostall_stat_ino(nf->fs, ino, &st);
+	if (rc || !S_ISREG(st.mode) || !(st.mode & (S_ISUID | S_ISGID)))
+		return rc;
+	uint32_t m = st.mode & 07777;
+	m &= ~(uint32_t)S_ISUID;
+	if ((m & S_ISGID) && ((m & S_IXGRP) || !nfuse_in_group_or_root(req, st.gid)))
+		m &= ~(uint32_t)S_ISGID;
+	if (m == (st.mode & 07777))
+		return 0;
+	struct nostall_setattr sa = { .valid = NOSTALL_SET_MODE, .mode = m };
+	return nostall_setattr_ino(nf->fs, ino, &sa, &st);
+}
+
 static void ts_of(const struct timespec *t, struct nostall_timespec *o)
 {
 	o->sec = t->tv_sec;
@@ -161,7 +178,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	(void)fi; /* ftruncate and friends: the same change by number */
 	uint64_t e3 = nfuse_to_ext3(ino);
 	struct nostall_stat st;
-	int rc = nostall_setattr_ino(nf->fs, e3, &sa, &st);
+	int rc = 0;
+	/* KILLPRIV_V2: a truncate by a caller without CAP_FSETID comes with
+	 * FATTR_KILL_SUIDGID (libfuse's FUSE_SET_ATTR_KILL_SUID bit). (chown
+	 * drops the bits in the library; no flag comes with it.) */
+	if (nf->killpriv_v2 && (to_set & FUSE_SET_ATTR_KILL_SUID) && !(sa.valid & NOSTALL_SET_MODE))
+		rc = nfuse_setid_kill(req, e3);
+	if (!rc)
+		rc = nostall_setattr_ino(nf->fs, e3, &sa, &st);
 	if (!rc && (sa.valid & NOSTALL_SET_MODE) && nf->o.acl) {
 		rc = nfuse_acl_chmod(nf, e3, st.mode);
 		if (!rc)

@@ -149,8 +149,7 @@ int nfuse_acl_chmod(struct nfuse *nf, uint64_t ino, uint32_t mode)
 
 /* ---- the ops ---- */
 
-/* Is the caller in group gid (fsgid or supplementary) or root? */
-static bool in_group_or_root(fuse_req_t req, uint32_t gid)
+bool nfuse_in_group_or_root(fuse_req_t req, uint32_t gid)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 	if (c->uid == 0 || c->gid == gid)
@@ -187,7 +186,7 @@ static int set_acl(fuse_req_t req, uint64_t ino, bool dflt, const void *value, s
 	}
 	uint32_t mode = st.mode;
 	bool equiv = acl_mode_of(a, &mode);
-	if ((mode & 02000) && !in_group_or_root(req, st.gid))
+	if ((mode & 02000) && !nfuse_in_group_or_root(req, st.gid))
 		mode &= ~02000u;
 	if (mode != st.mode) {
 		struct nostall_setattr sa = { .valid = NOSTALL_SET_MODE, .mode = mode & 07777 };
