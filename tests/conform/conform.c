@@ -310,6 +310,11 @@ static void t_setid_write(void)
 	n = getxattr(P("cap"), "security.capability", NULL, 0);
 	check("a truncate drops file capabilities", r == 0 && n < 0 && errno == ENODATA,
 	      "rc %d size %zd errno %d", r, n, errno);
+	r = err(setxattr(P("cap"), "security.capability", cap, sizeof cap, 0));
+	r = r ? r : err(chown(P("cap"), U2, U2));
+	n = getxattr(P("cap"), "security.capability", NULL, 0);
+	check("a chown drops file capabilities", r == 0 && n < 0 && errno == ENODATA,
+	      "rc %d size %zd errno %d", r, n, errno);
 }
 
 static void t_utimens(void)
