@@ -250,10 +250,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, buf, (size_t)n);
 }
 
-/* Set-id bits on write: the kernel clears them before it sends the write
- * for callers without CAP_FSETID (handle_killpriv is off), so bits still
- * set when a write arrives belong to a privileged writer and stay, as on
- * ext3: the library is told to leave them (NOSTALL_PWRITE_KEEP_SETID).
+/* Set-id bits on write: with HANDLE_KILLPRIV_V2 (killpriv.c) the kernel
+ * flags the WRITE of a caller without CAP_FSETID and the daemon drops the
+ * bits first (nfuse_setid_kill); without it the kernel drops them itself
+ * with a SETATTR before the write. Either way the library is told to
+ * leave them (NOSTALL_PWRITE_KEEP_SETID): bits still set belong to a
+ * privileged writer and stay, as on ext3.
  *
  * The reply goes before the dirty-page throttle (docs/fuse.md, "Streaming
  * writes"): when the reply is sent the data is in the library's cache and
