@@ -229,6 +229,7 @@ void ext3_inode_dirty_data_add(struct ext3_inode *in, int64_t delta);
 /* Inode cache statistics. */
 struct ext3_icache_stats {
 	uint64_t hits, misses, evictions;
+	uint64_t spared;           /* LRU victims kept: their data was still being written */
 	unsigned cached, unused;   /* inodes in the cache; of those unreferenced */
 };
 void ext3_icache_stats(struct ext3_fs *fs, struct ext3_icache_stats *out);

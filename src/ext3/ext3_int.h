@@ -86,7 +86,7 @@ struct ext3_icache {
 	unsigned nbuckets;
 	struct ext3_inode *lru_head, *lru_tail; /* most recently put at head */
 	unsigned cached, unused, max_unused;
-	uint64_t hits, misses, evictions;
+	uint64_t hits, misses, evictions, spared;
 };
 
 /* Everything below is set by ext3_fs_mount() and read-only afterwards (no

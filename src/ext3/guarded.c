@@ -455,6 +455,18 @@ bool ext3_guarded_settled(struct ext3_inode *in)
 	return settled;
 }
 
+void ext3_guarded_requeue(struct ext3_inode *in)
+{
+	struct ext3_guarded *g = guard_of(in->fs);
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	struct ginode *gi = guarded_inode_find(g, in->ino);
+	if (gi && gi->in == in)
+		queue_add(g, gi); /* also while busy: that pass may have skipped it */
+	pthread_mutex_unlock(&g->lock);
+}
+
 int ext3_guarded_fsync(struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);

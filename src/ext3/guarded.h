@@ -105,6 +105,10 @@ int ext3_guarded_data_check(struct ext3_inode *in);
  * size on disk is the size in memory. Its dirty pages are then plain
  * overwrites, which fsync may order into its commit as writeback does. */
 bool ext3_guarded_settled(struct ext3_inode *in);
+/* Queue in for the logger again: the inode cache kept it (victim_spare)
+ * after the logger, finding it being evicted, had left its size to the
+ * eviction. */
+void ext3_guarded_requeue(struct ext3_inode *in);
 
 /* sync(2): after every mapping was written and waited: wait for the
  * completions and for the logger to have logged every inode queued. */

@@ -29,7 +29,9 @@
  * layer above per inode number; it holds one reference here while its count
  * is non-zero.
  */
+#include "ext3/guarded.h"
 #include "ext3/inode_write.h"
+#include "page/page.h"
 
 #include "util/err.h"
 
@@ -231,6 +233,53 @@ static void evicted_drop(struct ext3_icache *c, struct ext3_inode *in)
 	inode_free(in);
 }
 
+/* Caller holds c->lock: in (unreferenced) becomes the LRU's youngest. */
+static void lru_push(struct ext3_icache *c, struct ext3_inode *in)
+{
+	in->lru_next = c->lru_head;
+	in->lru_prev = NULL;
+	if (c->lru_head)
+		c->lru_head->lru_prev = in;
+	else
+		c->lru_tail = in;
+	c->lru_head = in;
+	c->unused++;
+}
+
+/* An LRU victim (freeing, our reference) whose data is still on its way -
+ * dirty pages, or under data=guarded a size not logged yet - is spared:
+ * evicting it would write that data and wait for it (ext3_data_evict), a
+ * device round trip per file once a workload has made more than
+ * max_unused small files. Its writeback is started instead and it goes
+ * back to the LRU's young end; the dirty-data limit, not max_unused, then
+ * bounds such inodes, as the kernel's inode reclaim passes over inodes
+ * with dirty pages. Returns true when spared (the inode is unreferenced
+ * again and findable). */
+static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
+{
+	pthread_rwlock_rdlock(&v->lock);
+	bool dirty = v->a.links && v->mapping && page_mapping_nr_dirty(v->mapping) > 0;
+	bool unsettled = v->a.links && !ext3_guarded_settled(v);
+	pthread_rwlock_unlock(&v->lock);
+	if (!dirty && !unsettled)
+		return false;
+	if (dirty)
+		(void)ext3_data_flush_start(v); /* errors: reported by the next fsync or eviction */
+	pthread_mutex_lock(&c->lock);
+	v->freeing = false;
+	v->refs = 0;
+	lru_push(c, v);
+	c->evictions--; /* counted when it was picked */
+	c->spared++;
+	pthread_cond_broadcast(&c->freed);
+	pthread_mutex_unlock(&c->lock);
+	/* The logger skips an inode being evicted (its eviction logs the
+	 * size): queue it again now that it stays. */
+	if (unsettled)
+		ext3_guarded_requeue(v);
+	return true;
+}
+
 void ext3_iput(struct ext3_inode *in)
 {
 	if (!in)
@@ -251,14 +300,7 @@ void ext3_iput(struct ext3_inode *in)
 		evicted_drop(c, in);
 		return;
 	}
-	in->lru_next = c->lru_head;
-	in->lru_prev = NULL;
-	if (c->lru_head)
-		c->lru_head->lru_prev = in;
-	else
-		c->lru_tail = in;
-	c->lru_head = in;
-	c->unused++;
+	lru_push(c, in);
 	/* Over the bound: evict the oldest unreferenced inodes. */
 	while (c->unused > c->max_unused) {
 		struct ext3_inode *v = c->lru_tail;
@@ -279,6 +321,8 @@ void ext3_iput(struct ext3_inode *in)
 		victims = v->lru_next;
 		v->lru_next = NULL;
 		if (fs->writable) {
+			if (victim_spare(c, v))
+				continue;
 			(void)ext3_evict_inode(v);
 			evicted_drop(c, v);
 		} else {
@@ -306,6 +350,7 @@ void ext3_icache_stats(struct ext3_fs *fs, struct ext3_icache_stats *out)
 	out->hits = c->hits;
 	out->misses = c->misses;
 	out->evictions = c->evictions;
+	out->spared = c->spared;
 	out->cached = c->cached;
 	out->unused = c->unused;
 	pthread_mutex_unlock(&c->lock);
