@@ -12,8 +12,9 @@
  * So one thread at a time, the leader, reads requests and serves them
  * itself while they are quick. It gives up the reader role (a follower
  * is woken, or a thread started, up to the threads= limit) when
- *   - the request is one that waits for the disk by design (FSYNC,
- *     FSYNCDIR, IOCTL: the sync ioctl): before serving it, or
+ *   - the request is one that waits for the disk by design (the sync
+ *     IOCTL; FSYNC and FSYNCDIR when another request is already waiting,
+ *     see request_limit): before serving it, or
  *   - its request has run for handoff_us (default 1 ms; READ 20 times
  *     that, see request_limit): the monitor thread, woken by a timerfd,
  *     sees the leader still busy with that request and hands the role on.
