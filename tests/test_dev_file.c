@@ -333,6 +333,89 @@ static void test_file_background_flush(void **state)
 }
 
 /* dev_close waits for outstanding commands. */
+struct flush_probe {
+	struct dev_io io;
+	pthread_t thread;     /* the one that ran done() */
+	atomic_int done;
+	int err;
+};
+
+static void probe_done(struct dev_io *io, int err)
+{
+	struct flush_probe *p = io->priv;
+	p->thread = pthread_self();
+	p->err = err;
+	atomic_store(&p->done, 1);
+}
+
+/* A flush submitted asynchronously; returns whether it had completed, in
+ * this thread, when dev_submit returned (inline), and waits for it. */
+static bool flush_was_inline(struct dev *d)
+{
+	struct flush_probe p = { .io = { .op = DEV_OP_FLUSH, .done = probe_done } };
+	p.io.priv = &p;
+	assert_int_equal(dev_submit(d, &p.io), 0);
+	bool inl = atomic_load(&p.done) && pthread_equal(p.thread, pthread_self());
+	while (!atomic_load(&p.done))
+		usleep(20);
+	assert_int_equal(p.err, 0);
+	return inl;
+}
+
+/* inline_flush=1 (the default): a flush or a barrier write on an idle
+ * device with little to carry is served and completed in the submitting
+ * thread; one with a lot to carry goes through the ring; inline_flush=0
+ * never serves inline. Durability accounting and data are the same. */
+static void test_file_inline_flush(void **state)
+{
+	(void)state;
+	char *path = make_file("/tmp", 16u << 20);
+	assert_non_null(path);
+	char spec[512];
+	struct dev *d;
+	struct dev_file_stats st;
+	snprintf(spec, sizeof(spec), "file:%s,inline_flush=2", path);
+	assert_int_equal(dev_open(spec, &d), -EINVAL);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	assert_int_equal(dev_open(spec, &d), 0);
+	static char buf[65536], back[65536];
+	fill(buf, sizeof(buf), 7);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 0, sizeof(buf) / 512, buf, 0), 0);
+	assert_true(flush_was_inline(d));
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.inline_ios, 1);
+	assert_int_equal(st.unflushed, 0);
+	assert_int_equal(st.written, sizeof(buf));
+	/* a barrier write: preflush, write, FUA, all here */
+	fill(buf, sizeof(buf), 8);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 128, sizeof(buf) / 512, buf, DEV_IO_PREFLUSH | DEV_IO_FUA), 0);
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.inline_ios, 2);
+	assert_int_equal(st.unflushed, 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 128, sizeof(back) / 512, back, 0), 0);
+	assert_memory_equal(back, buf, sizeof(buf));
+	/* 2 MiB to carry: through the ring */
+	write_mib(d, 2, 1);
+	assert_false(flush_was_inline(d));
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.inline_ios, 2);
+	assert_int_equal(st.unflushed, 0);
+	dev_close(d);
+
+	snprintf(spec, sizeof(spec), "file:%s,inline_flush=0", path);
+	assert_int_equal(dev_open(spec, &d), 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 0, sizeof(buf) / 512, buf, 0), 0);
+	assert_false(flush_was_inline(d));
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 128, sizeof(buf) / 512, buf, DEV_IO_PREFLUSH | DEV_IO_FUA), 0);
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.inline_ios, 0);
+	/* the RWF_DSYNC write's own bytes are not counted as flushed */
+	assert_true(st.unflushed <= sizeof(buf));
+	dev_close(d);
+	unlink(path);
+	free(path);
+}
+
 static void test_file_close_waits(void **state)
 {
 	(void)state;
@@ -369,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_file_concurrent),
 		cmocka_unit_test(test_file_close_waits),
 		cmocka_unit_test(test_file_background_flush),
+		cmocka_unit_test(test_file_inline_flush),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

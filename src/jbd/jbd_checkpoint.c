@@ -336,7 +336,10 @@ static void *cp_thread_main(void *arg)
 void jbd__cp_kick(struct jbd_journal *j)
 {
 	j->cp_kicks++;
-	if (j->cp_running)
+	/* Woken only with work to do: it would look at early_want and sleep
+	 * again, a thread wake-up per commit (per fsync) for nothing. A kick
+	 * while it runs a pass is still seen (the count moved). */
+	if (j->cp_running && !j->aborted && early_want(j))
 		pthread_cond_signal(&j->wait_cp);
 }
 

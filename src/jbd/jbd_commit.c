@@ -79,7 +79,7 @@
 
 /* ------------------------------------------------------ commit requests */
 
-bool jbd__log_start_commit(struct jbd_journal *j, uint32_t tid, int reason)
+bool jbd__log_request_commit(struct jbd_journal *j, uint32_t tid, int reason)
 {
 	struct jbd_transaction *t = j->running;
 	if (!t || t->tid != tid)
@@ -90,6 +90,13 @@ bool jbd__log_start_commit(struct jbd_journal *j, uint32_t tid, int reason)
 	}
 	if (t->reason < 0)
 		t->reason = reason;
+	return true;
+}
+
+bool jbd__log_start_commit(struct jbd_journal *j, uint32_t tid, int reason)
+{
+	if (!jbd__log_request_commit(j, tid, reason))
+		return false;
 	pthread_cond_signal(&j->wait_thread);
 	return true;
 }
@@ -639,9 +646,13 @@ static enum jbd_commit_phase phase_finish(struct jbd_commit *c)
 	j->st.last_write_op = c->write_op;
 	j->st.last_commit_op = commit_block_op(c);
 	hist_add(&j->st.commit_ns, clock_now_ns() - c->t0);
-	pthread_cond_broadcast(&j->wait_commit);
 	jbd__cp_kick(j);
 	pthread_mutex_unlock(&j->lock);
+	/* Woken after the unlock: a waiter woken under it (the fsync caller)
+	 * would run only to block on j->lock, and be woken once more, on the
+	 * other CPU by then (measured: ~25 us an fsync on a 2-vCPU VM). The
+	 * journal outlives this: it stops this thread before it is freed. */
+	pthread_cond_broadcast(&j->wait_commit);
 	/* The tail may move: this transaction may have emptied older ones
 	 * (lazily: jbd__cleanup_tail_lazy). */
 	(void)jbd__cleanup_tail_lazy(j);

@@ -304,8 +304,11 @@ void jbd__inodes_detach(struct jbd_transaction *t);
 /* Commit thread and commit requests (jbd_commit.c). */
 int jbd_commit_thread_start(struct jbd_journal *j);
 void jbd_commit_thread_stop(struct jbd_journal *j);
-/* Request a commit of tid (j->lock held); returns whether it is running. */
+/* Request a commit of tid (j->lock held); returns whether it is running.
+ * _request does not wake the commit thread: the caller signals
+ * j->wait_thread after dropping j->lock (a hot path: an fsync). */
 bool jbd__log_start_commit(struct jbd_journal *j, uint32_t tid, int reason);
+bool jbd__log_request_commit(struct jbd_journal *j, uint32_t tid, int reason);
 void jbd_commit_transaction(struct jbd_journal *j);
 /* FINISH's part for one buffer of the committed transaction (jbd_trans.c,
  * j->lock held): checkpoint list, frozen and committed copies, handover to

@@ -199,9 +199,10 @@ int jbd_handle_start(struct jbd_journal *j, int credits, struct jbd_handle **out
 	return 0;
 }
 
-/* Leave the transaction (j->lock held); returns the tid and whether a
- * commit should be waited for. */
-static uint32_t handle_leave(struct jbd_handle *h)
+/* Leave the transaction (j->lock held); returns the tid. *wake: a commit
+ * was requested, and the commit thread is to be woken once j->lock is
+ * dropped (woken under it, it would only block on the lock). */
+static uint32_t handle_leave(struct jbd_handle *h, bool *wake)
 {
 	struct jbd_journal *j = h->j;
 	struct jbd_transaction *t = h->t;
@@ -218,8 +219,7 @@ static uint32_t handle_leave(struct jbd_handle *h)
 	} else if (clock_now_ns() >= t->expires_ns) {
 		reason = JBD_COMMIT_TIMER;
 	}
-	if (reason >= 0)
-		jbd__log_start_commit(j, t->tid, reason);
+	*wake = reason >= 0 && jbd__log_request_commit(j, t->tid, reason);
 	h->t = NULL;
 	return t->tid;
 }
@@ -235,12 +235,14 @@ int jbd_handle_stop(struct jbd_handle *h)
 	pthread_mutex_lock(&j->lock);
 	int rc = 0;
 	uint32_t tid = 0;
-	bool had = h->t != NULL;
+	bool had = h->t != NULL, wake = false;
 	if (had)
-		tid = handle_leave(h);
+		tid = handle_leave(h, &wake);
 	if (j->aborted)
 		rc = -EIO;
 	pthread_mutex_unlock(&j->lock);
+	if (wake)
+		pthread_cond_signal(&j->wait_thread);
 	if (had && h->sync && rc == 0) {
 		rc = jbd_log_wait_commit(j, tid);
 		pthread_mutex_lock(&j->lock);
@@ -282,7 +284,8 @@ int jbd_handle_restart(struct jbd_handle *h, int credits)
 		uint32_t tid = h->t->tid;
 		bool sync = h->sync;
 		h->sync = false;
-		handle_leave(h);
+		bool wake_unused; /* the start below wakes the thread */
+		handle_leave(h, &wake_unused);
 		h->sync = sync;
 		/* As journal_restart: the old transaction goes to commit. */
 		jbd__log_start_commit(j, tid, JBD_COMMIT_NOFIT);
