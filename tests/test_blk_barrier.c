@@ -25,11 +25,11 @@ static void barrier_end(struct bio *bio, int err)
 static void expect_head(struct gate *g, unsigned op, unsigned flags, uint64_t sector)
 {
 	WAIT_FOR(gate_held(g) >= 1);
-	struct dev_io io;
+	struct dev_io io = { 0 };
 	assert_int_equal(gate_held(g), 1);
 	assert_true(gate_head(g, &io));
 	assert_int_equal(io.op, op);
-	assert_int_equal(io.flags, flags);
+	assert_int_equal(io.flags & ~(unsigned)DEV_IO_ALONE, flags); /* ALONE: a hint */
 	if (op != DEV_OP_FLUSH)
 		assert_int_equal(io.sector, sector);
 	gate_release(g, 1);
@@ -130,6 +130,41 @@ static void test_barrier_modern_no_drain(void **state)
 	close_q(&f);
 }
 
+/* DEV_IO_ALONE: set on a request dispatched with nothing else queued or
+ * in flight (a sync write on an idle queue), never on one of a batch or
+ * on one the device gets beside others. */
+static void test_alone_hint(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, NULL);
+	submit(f.q, 1000, 4096, BLK_WRITE_SYNC);
+	WAIT_FOR(gate_held(f.g) == 1);
+	struct dev_io io = { 0 };
+	assert_true(gate_head(f.g, &io));
+	assert_true(io.flags & DEV_IO_ALONE);
+	/* a second one while the first is at the device: not alone */
+	submit(f.q, 9000, 4096, BLK_WRITE_SYNC);
+	WAIT_FOR(gate_held(f.g) == 2);
+	pthread_mutex_lock(&f.g->m);
+	io = *f.g->held[1];
+	pthread_mutex_unlock(&f.g->m);
+	assert_false(io.flags & DEV_IO_ALONE);
+	gate_release(f.g, 2);
+	/* a plugged batch, unplugged at once: none alone */
+	for (int i = 0; i < 3; i++)
+		submit(f.q, 20000 + (uint64_t)i * 1000, 4096, BLK_WRITE);
+	blk_queue_unplug(f.q);
+	WAIT_FOR(gate_held(f.g) == 3);
+	for (int i = 0; i < 3; i++) {
+		pthread_mutex_lock(&f.g->m);
+		io = *f.g->held[i];
+		pthread_mutex_unlock(&f.g->m);
+		assert_false(io.flags & DEV_IO_ALONE);
+	}
+	gate_release(f.g, 3);
+	close_q(&f);
+}
+
 /* A step that fails completes the barrier with that error and ends the
  * sequence; the queue carries on. */
 static void test_barrier_step_error(void **state)
@@ -152,6 +187,7 @@ int main(void)
 		cmocka_unit_test(test_barrier_drain_sequence),
 		cmocka_unit_test(test_barrier_modern_no_drain),
 		cmocka_unit_test(test_barrier_step_error),
+		cmocka_unit_test(test_alone_hint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -362,11 +362,12 @@ static bool flush_was_inline(struct dev *d)
 	return inl;
 }
 
-/* inline_flush=1 (the default): a flush or a barrier write on an idle
- * device with little to carry is served and completed in the submitting
- * thread; one with a lot to carry goes through the ring; inline_flush=0
+/* inline_io=1 (the default): a flush or a barrier write on an idle
+ * device with little to carry, and a small transfer sent alone, are served
+ * and completed in the submitting thread; a flush with a lot to carry, a
+ * large transfer or one without the hint go through the ring; inline_io=0
  * never serves inline. Durability accounting and data are the same. */
-static void test_file_inline_flush(void **state)
+static void test_file_inline_io(void **state)
 {
 	(void)state;
 	char *path = make_file("/tmp", 16u << 20);
@@ -374,7 +375,7 @@ static void test_file_inline_flush(void **state)
 	char spec[512];
 	struct dev *d;
 	struct dev_file_stats st;
-	snprintf(spec, sizeof(spec), "file:%s,inline_flush=2", path);
+	snprintf(spec, sizeof(spec), "file:%s,inline_io=2", path);
 	assert_int_equal(dev_open(spec, &d), -EINVAL);
 	snprintf(spec, sizeof(spec), "file:%s", path);
 	assert_int_equal(dev_open(spec, &d), 0);
@@ -394,19 +395,34 @@ static void test_file_inline_flush(void **state)
 	assert_int_equal(st.unflushed, 0);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 128, sizeof(back) / 512, back, 0), 0);
 	assert_memory_equal(back, buf, sizeof(buf));
+	/* a small read or write sent alone (DEV_IO_ALONE) is inline too; a
+	 * large one, or one without the hint, is not */
+	static char big[256 << 10];
+	fill(buf, sizeof(buf), 9);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 256, sizeof(buf) / 512, buf, DEV_IO_ALONE), 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 256, sizeof(back) / 512, back, DEV_IO_ALONE), 0);
+	assert_memory_equal(back, buf, sizeof(buf));
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 256, sizeof(back) / 512, back, 0), 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 0, sizeof(big) / 512, big, DEV_IO_ALONE), 0);
+	assert_memory_equal(big + (256 << 9), buf, sizeof(buf));
+	assert_int_equal(dev_file_stats(d, &st), 0);
+	assert_int_equal(st.inline_ios, 4);
+	assert_int_equal(st.unflushed, sizeof(buf));
+	assert_true(flush_was_inline(d));
 	/* 2 MiB to carry: through the ring */
 	write_mib(d, 2, 1);
 	assert_false(flush_was_inline(d));
 	assert_int_equal(dev_file_stats(d, &st), 0);
-	assert_int_equal(st.inline_ios, 2);
+	assert_int_equal(st.inline_ios, 5);
 	assert_int_equal(st.unflushed, 0);
 	dev_close(d);
 
-	snprintf(spec, sizeof(spec), "file:%s,inline_flush=0", path);
+	snprintf(spec, sizeof(spec), "file:%s,inline_io=0", path);
 	assert_int_equal(dev_open(spec, &d), 0);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 0, sizeof(buf) / 512, buf, 0), 0);
 	assert_false(flush_was_inline(d));
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 128, sizeof(buf) / 512, buf, DEV_IO_PREFLUSH | DEV_IO_FUA), 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_READ, 128, sizeof(back) / 512, back, DEV_IO_ALONE), 0);
 	assert_int_equal(dev_file_stats(d, &st), 0);
 	assert_int_equal(st.inline_ios, 0);
 	/* the RWF_DSYNC write's own bytes are not counted as flushed */
@@ -452,7 +468,7 @@ int main(void)
 		cmocka_unit_test(test_file_concurrent),
 		cmocka_unit_test(test_file_close_waits),
 		cmocka_unit_test(test_file_background_flush),
-		cmocka_unit_test(test_file_inline_flush),
+		cmocka_unit_test(test_file_inline_io),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -141,7 +141,7 @@ static void ord_step_done(struct dev_io *io, int err)
 	if (next != ORD_DONE) {
 		rq->ord_stage = next;
 		q->ord_step_ready = true;
-		pthread_cond_signal(&q->kick);
+		blk_queue_kick_locked(q);
 		pthread_mutex_unlock(&q->lock);
 		return;
 	}
@@ -177,6 +177,7 @@ void blk_barrier_submit(struct blk_queue *q, struct request *rq)
 	} else {
 		memset(io, 0, sizeof *io);
 		io->op = DEV_OP_FLUSH;
+		io->flags = rq->alone ? DEV_IO_ALONE : 0;
 		rc = 0;
 	}
 	io->priv = rq;

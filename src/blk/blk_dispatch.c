@@ -15,14 +15,15 @@ static void queue_run_locked(struct blk_queue *q);
 
 /* ----------------------------------------------------------- plugging */
 
-void blk_queue_plug_locked(struct blk_queue *q, uint64_t now)
+void blk_queue_plug_locked(struct blk_queue *q, uint64_t now, bool wake)
 {
 	if (q->plugged)
 		return;
 	q->plugged = true;
 	q->plug_deadline_ns = now + q->t.unplug_delay_ms * NS_PER_MS;
 	q->st.plugs++;
-	pthread_cond_signal(&q->kick); /* the dispatcher arms its timer */
+	if (wake)
+		pthread_cond_signal(&q->kick); /* the dispatcher arms its timer */
 }
 
 /* Remove the plug and run the queue in the caller's context, as the
@@ -107,14 +108,16 @@ void blk_rq_done(struct dev_io *io, int err)
 	blk_rq_free(q, rq);
 	/* The dispatcher is woken only when this completion gives it work:
 	 * requests waiting in the elevator for a device slot (or for this
-	 * completion, as CFQ's do), a barrier sequence, an elevator timer
-	 * the completion armed or moved, a queue being torn down or
-	 * switched. Waking it on every completion cost a cross-CPU wake-up
-	 * and a lock hand-off per I/O on an idle queue (two per fsync) and
-	 * ran the queue for nothing. */
-	if (q->queued || q->ord_barriers || q->elv.kick_ns != kick || q->dying || q->draining ||
-	    q->elv_switching)
-		pthread_cond_signal(&q->kick);
+	 * completion, as CFQ's do), a barrier sequence, a queue being torn
+	 * down or switched. Waking it on every completion cost a cross-CPU
+	 * wake-up and a lock hand-off per I/O on an idle queue (two per
+	 * fsync) and ran the queue for nothing; so did waking it for an
+	 * elevator timer the completion armed (CFQ's idle window after a
+	 * sync request) while nothing is queued (blk_timer_kick_locked). */
+	if (q->queued || q->ord_barriers || q->dying || q->draining || q->elv_switching)
+		blk_queue_kick_locked(q);
+	else if (q->elv.kick_ns != kick)
+		blk_timer_kick_locked(q);
 	pthread_mutex_unlock(&q->lock);
 	while (bios) {
 		struct bio *next = bios->bi_next;
@@ -141,6 +144,8 @@ int blk_rq_prepare_io(struct request *rq)
 		io->flags |= DEV_IO_PREFLUSH;
 	if (rq->flags & BLK_REQ_FUA)
 		io->flags |= DEV_IO_FUA;
+	if (rq->alone)
+		io->flags |= DEV_IO_ALONE;
 	io->sector = rq->sector;
 	io->nr_sectors = rq->nr_sectors;
 	bool contiguous = true;
@@ -224,19 +229,41 @@ static void queue_run_locked(struct blk_queue *q)
 			break;
 		if (!n)
 			continue;
+		/* The only request of the queue: the device may serve it in this
+		 * thread (DEV_IO_ALONE), nothing waits behind it. */
+		bool alone = n == 1 && q->in_flight == 1 && q->queued == 0 && q->ord_len == 0;
 		pthread_mutex_unlock(&q->lock);
 		struct list_node *it, *tmp;
 		list_for_each_safe(it, tmp, &out) {
 			struct request *rq = list_entry(it, struct request, q_node);
 			list_del(&rq->q_node);
+			rq->alone = alone;
 			blk_barrier_submit(q, rq);
 		}
 		pthread_mutex_lock(&q->lock);
 	}
 	q->running = false;
-	/* The elevator may have armed a timer: let the dispatcher see it. */
+	/* The elevator may have armed a timer: the dispatcher must see it
+	 * if requests wait for it. */
 	if (q->elv.kick_ns)
+		blk_timer_kick_locked(q);
+}
+
+void blk_queue_kick_locked(struct blk_queue *q)
+{
+	if (q->running)
+		q->rerun = true;
+	else
 		pthread_cond_signal(&q->kick);
+}
+
+void blk_timer_kick_locked(struct blk_queue *q)
+{
+	if (!q->elv.kick_ns || !q->disp_asleep || (!q->queued && !q->ord_barriers))
+		return;
+	if (q->disp_wake_ns && q->disp_wake_ns <= q->elv.kick_ns)
+		return; /* it wakes before the timer anyway */
+	pthread_cond_signal(&q->kick);
 }
 
 /* One dispatcher thread per queue: runs the queue on the plug timer, on
@@ -277,7 +304,10 @@ void *blk_dispatcher_main(void *arg)
 		}
 		if (deadline && deadline <= now)
 			continue;
+		q->disp_asleep = true;
+		q->disp_wake_ns = deadline;
 		clock_cond_wait_until(&q->kick, &q->lock, deadline);
+		q->disp_asleep = false;
 	}
 	pthread_mutex_unlock(&q->lock);
 	return NULL;

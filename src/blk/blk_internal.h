@@ -107,6 +107,8 @@ struct blk_queue {
 
 	bool plugged;
 	uint64_t plug_deadline_ns;
+	bool disp_asleep;         /* the dispatcher waits on `kick` ... */
+	uint64_t disp_wake_ns;    /* ... until then (0: until signalled) */
 	bool running;       /* a thread is in blk_queue_run_locked */
 	bool rerun;         /* ... and must make another pass */
 	bool stopped;
@@ -156,11 +158,22 @@ bool blk_bio_try_merge(struct blk_queue *q, struct bio *bio, struct blk_ioc *ioc
 
 /* ---- blk_dispatch.c ---- */
 /* Plug the queue (no-op if plugged): dispatching waits for the plug timer,
- * the unplug threshold, an UNPLUG bio or a waiter. */
-void blk_queue_plug_locked(struct blk_queue *q, uint64_t now);
+ * the unplug threshold, an UNPLUG bio or a waiter. wake: tell the
+ * dispatcher to arm the plug timer (false when the caller unplugs before
+ * it drops q->lock). */
+void blk_queue_plug_locked(struct blk_queue *q, uint64_t now, bool wake);
 /* Remove the plug (bumping *counter if there was one; counter may be NULL)
  * and run the queue. May drop and retake q->lock. */
 void blk_queue_unplug_locked(struct blk_queue *q, uint64_t *counter);
+/* The queue has work (a completion's): another pass by the thread running
+ * it, if one is (a device that completed a command inline, from inside the
+ * run, or another thread's run), else the dispatcher is woken. */
+void blk_queue_kick_locked(struct blk_queue *q);
+/* An elevator timer (elv.kick_ns) is armed: wake the dispatcher if
+ * requests wait in the queue and it sleeps past the timer. With nothing
+ * queued the timer needs nobody: the next submission or completion runs
+ * the elevator's clock (blk_elv_sync_state) and finds it expired. */
+void blk_timer_kick_locked(struct blk_queue *q);
 /* The dispatcher thread of a queue (started by blk_queue_create). */
 void *blk_dispatcher_main(void *arg);
 

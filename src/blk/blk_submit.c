@@ -43,9 +43,12 @@ static void make_request(struct blk_queue *q, struct bio *bio)
 	rq->nr_sectors = bio->size >> DEV_SECTOR_SHIFT;
 	rq->bio = rq->biotail = bio;
 	/* A request into an empty elevator plugs the queue (2.6.30: unless
-	 * the device is non-rotational and queuing). */
+	 * the device is non-rotational and queuing). The dispatcher is woken
+	 * to arm the plug timer only if the plug outlives this call: an
+	 * UNPLUG bio (WRITE_SYNC) unplugs below, under the same lock, and
+	 * waking it for that cost a context switch per sync bio. */
 	if (!q->queued && !q->ord_len && queue_should_plug(q))
-		blk_queue_plug_locked(q, q->elv.now_ns);
+		blk_queue_plug_locked(q, q->elv.now_ns, !unplug);
 	rq->insert_ns = q->elv.now_ns;
 	rq->in_elv = true;
 	q->elv.ops->add_request(&q->elv, rq);
@@ -71,6 +74,8 @@ out:
 		blk_queue_unplug_locked(q, &q->st.unplugs_flag);
 	else if (!queue_should_plug(q))
 		blk_queue_unplug_locked(q, NULL);
+	else
+		blk_timer_kick_locked(q); /* the request may wait for a timer */
 	pthread_mutex_unlock(&q->lock);
 }
 

@@ -63,6 +63,7 @@ struct request {
 	void *buf;                  /* bounce buffer when bios are not contiguous */
 	bool in_elv;
 	bool barrier;               /* runs the ordered sequence (blk_barrier.c) */
+	bool alone;                 /* dispatched with nothing else queued or in flight */
 	int ord_stage;              /* its current step */
 	int err;
 };

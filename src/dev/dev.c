@@ -207,7 +207,7 @@ static int validate(const struct dev *d, const struct dev_io *io)
 	const char *spec = dev_spec(d);
 	if (!io->done)
 		return err_set(-EINVAL, "%s: command without a done() callback", spec);
-	if (io->flags & ~(unsigned)(DEV_IO_FUA | DEV_IO_PREFLUSH))
+	if (io->flags & ~(unsigned)(DEV_IO_FUA | DEV_IO_PREFLUSH | DEV_IO_ALONE))
 		return err_set(-EINVAL, "%s: unknown command flags 0x%x", spec, io->flags);
 	switch (io->op) {
 	case DEV_OP_FLUSH:

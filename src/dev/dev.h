@@ -6,7 +6,7 @@
  * see this header.
  *
  * Spec strings (see docs/devices.md):
- *   file:PATH[,depth=N][,direct=0|1][,flush_every=SIZE][,inline_flush=0|1]  file or block device, io_uring
+ *   file:PATH[,depth=N][,direct=0|1][,flush_every=SIZE][,inline_io=0|1]  file or block device, io_uring
  *   mem:SIZE                              RAM
  *   sim:hdd|ssd|ssd-nq[,size=..][,scale=..][,depth=..][,wcache=0|1][,file=PATH]
  *   log:OTHER,to=LOGFILE                  records writes/flushes/marks (dm-log-writes format)
@@ -62,6 +62,10 @@ enum dev_op {
 enum {
 	DEV_IO_FUA = 1u << 0,      /* WRITE: on stable storage when done() is called */
 	DEV_IO_PREFLUSH = 1u << 1, /* WRITE: flush the cache before writing */
+	/* A hint: the submitter (the block queue) has nothing else queued or
+	 * at the device. A device may then serve the command synchronously in
+	 * dev_submit, done() included (file:, docs/devices.md "inline"). */
+	DEV_IO_ALONE = 1u << 2,
 };
 
 struct dev_io {
@@ -125,7 +129,7 @@ struct dev_file_stats {
 	uint64_t written;         /* bytes of writes completed */
 	uint64_t unflushed;       /* of which no finished flush covers yet */
 	uint64_t bg_flushes;      /* background flushes finished (flush_every=) */
-	uint64_t inline_ios;      /* flushes and barrier writes served in the submitter (inline_flush=) */
+	uint64_t inline_ios;      /* commands served in the submitter (inline_io=) */
 };
 /* Looks through log: and fault: wrappers; -EINVAL if there is no file: device. */
 int dev_file_stats(const struct dev *d, struct dev_file_stats *out);

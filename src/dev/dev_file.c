@@ -1,4 +1,4 @@
-/* file:PATH[,depth=N][,direct=0|1][,size=SIZE][,flush_every=SIZE][,inline_flush=0|1]
+/* file:PATH[,depth=N][,direct=0|1][,size=SIZE][,flush_every=SIZE][,inline_io=0|1]
  * — a regular file or block device driven through io_uring.
  *
  * Threads: submitters prepare SQEs under sq_lock; one completion thread reaps
@@ -17,19 +17,23 @@
  * finishes the command with the head's error. A kernel that refuses
  * RWF_DSYNC gets the fdatasync stage instead (no_dsync, sticky).
  *
- * Inline durability (inline_flush=1, the default): a flush or a barrier
- * write that finds no other command in flight and less than
- * INLINE_MAX_UNFLUSHED bytes to carry is served in the submitting thread
- * with fdatasync/pwrite, and completed there (dev_complete may be called
- * from submit, as for a discard). Why: the host runs an fsync SQE in an
- * io-wq worker, so through the ring a flush costs that worker's wake-up,
- * the completion thread's and the waiter's: on a virtual machine, wake-ups
- * of an idle vCPU cost more than the flush of a few blocks (the Jens loop
- * through FUSE with one flush per fsync: 0.61-0.67 -> 0.52-0.58 s). The
- * conditions bound what it costs others: the submitter (often the queue
- * runner, which then dispatches nothing else) blocks for one short flush
- * of an idle device; a flush that carries a streamer's data, or beside
- * other commands, goes through the ring, where the rest keeps moving.
+ * Inline commands (inline_io=1, the default): a command that finds no
+ * other command in flight is served in the submitting thread with
+ * fdatasync/pread/pwrite, and completed there (dev_complete may be called
+ * from submit, as for a discard), when it is a flush or a barrier write
+ * with less than INLINE_MAX_UNFLUSHED bytes to carry, or a transfer of at
+ * most INLINE_MAX_TRANSFER the block queue sent alone (DEV_IO_ALONE). Why:
+ * the host runs an fsync SQE in an io-wq worker, and completes a write
+ * SQE through task work in the submitting thread, so through the ring a
+ * command costs that worker's or the submitter's wake-up, the completion
+ * thread's and the waiter's: on a virtual machine, wake-ups of an idle
+ * vCPU cost more than the flush or write of a few blocks (the Jens loop
+ * through FUSE with one flush per fsync: 0.61-0.67 -> 0.52-0.58 s,
+ * docs/devices.md). The conditions bound what it costs others: the
+ * submitter (often the queue runner, which then dispatches nothing else)
+ * blocks for one short command of an idle device; a flush that carries a
+ * streamer's data, a request others queue behind, or one beside other
+ * commands goes through the ring, where the rest keeps moving.
  *
  * Background flushes (flush_every=SIZE, docs/devices.md): once SIZE bytes
  * of writes have completed since the last flush that covers them, the
@@ -82,6 +86,7 @@
 #define FLUSH_ACTIVE_NS NS_PER_SEC /* background flushes this long after a durability command */
 #define BG_FLUSH_TAG ((uintptr_t)2) /* user_data of a background flush (file_cmd is 8-aligned) */
 #define INLINE_MAX_UNFLUSHED (1u << 20) /* inline durability: at most this much to carry */
+#define INLINE_MAX_TRANSFER (128u << 10) /* inline lone reads and writes: at most this long */
 
 enum stage { ST_PREFLUSH, ST_DATA, ST_FUA, ST_FLUSH };
 
@@ -108,7 +113,7 @@ struct file_dev {
 	bool is_bdev;
 	atomic_bool no_dsync; /* the kernel refused RWF_DSYNC once */
 	uint64_t flush_every; /* background flush threshold in bytes, 0 = never */
-	bool inline_flush;    /* inline durability (see the top of this file) */
+	bool inline_io;    /* inline durability (see the top of this file) */
 	atomic_uint inflight; /* commands between file_submit and finish */
 	_Atomic uint64_t completed; /* bytes of writes completed (monotonic) */
 	_Atomic uint64_t durable; /* `completed` covered by a finished flush (flushed_upto) */
@@ -241,10 +246,10 @@ static void finish(struct file_dev *f, struct file_cmd *c, int err)
 	dev_complete(&f->dev, io, err);
 }
 
-/* ---- inline durability (inline_flush=1) ---- */
+/* ---- inline durability (inline_io=1) ---- */
 
 /* fdatasync now: every write completed before it is durable after. */
-static int inline_flush(struct file_dev *f)
+static int inline_fdatasync(struct file_dev *f)
 {
 	uint64_t snap = atomic_load_explicit(&f->completed, memory_order_relaxed);
 	while (fdatasync(f->fd) < 0)
@@ -254,11 +259,15 @@ static int inline_flush(struct file_dev *f)
 	return 0;
 }
 
-/* c's write with pwrite, short transfers continued. */
-static int inline_write(struct file_dev *f, struct file_cmd *c)
+/* c's transfer with pread/pwrite, short transfers continued. */
+static int inline_rw(struct file_dev *f, struct file_cmd *c)
 {
+	bool wr = c->io->op == DEV_OP_WRITE;
 	while (c->xferred < c->len) {
-		ssize_t n = pwrite(f->fd, c->data + c->xferred, c->len - c->xferred, (off_t)(c->off + c->xferred));
+		char *p = c->data + c->xferred;
+		size_t left = c->len - c->xferred;
+		off_t at = (off_t)(c->off + c->xferred);
+		ssize_t n = wr ? pwrite(f->fd, p, left, at) : pread(f->fd, p, left, at);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -267,33 +276,39 @@ static int inline_write(struct file_dev *f, struct file_cmd *c)
 			return -EIO; /* no progress: never accept a short transfer */
 		c->xferred += (size_t)n;
 	}
-	atomic_fetch_add_explicit(&f->completed, c->len, memory_order_relaxed);
+	if (wr)
+		atomic_fetch_add_explicit(&f->completed, c->len, memory_order_relaxed);
 	return 0;
 }
 
-/* Whether c (a flush or a barrier write) is served inline: the device is
- * idle but for it, and the flush has little to carry. */
+/* Whether the command is served inline: the device is idle but for it,
+ * and it is a flush or barrier write with little to carry, or a small
+ * transfer the block queue sent alone (DEV_IO_ALONE: nothing waits behind
+ * it there either). */
 static bool inline_wanted(struct file_dev *f, const struct dev_io *io)
 {
-	if (!f->inline_flush || !io_asks_durability(io) ||
-	    atomic_load_explicit(&f->inflight, memory_order_relaxed) != 1)
+	if (!f->inline_io || atomic_load_explicit(&f->inflight, memory_order_relaxed) != 1)
 		return false;
-	uint64_t durable = atomic_load_explicit(&f->durable, memory_order_relaxed);
-	return atomic_load_explicit(&f->completed, memory_order_relaxed) - durable < INLINE_MAX_UNFLUSHED;
+	if (io_asks_durability(io)) {
+		uint64_t durable = atomic_load_explicit(&f->durable, memory_order_relaxed);
+		return atomic_load_explicit(&f->completed, memory_order_relaxed) - durable < INLINE_MAX_UNFLUSHED;
+	}
+	return (io->flags & DEV_IO_ALONE) && (io->op == DEV_OP_READ || io->op == DEV_OP_WRITE) &&
+	       ((uint64_t)io->nr_sectors << DEV_SECTOR_SHIFT) <= INLINE_MAX_TRANSFER;
 }
 
-/* Preflush, data, FUA, in this thread; then finish() completes it here. */
+/* Preflush, transfer, FUA, in this thread; then finish() completes it here. */
 static void inline_run(struct file_dev *f, struct file_cmd *c)
 {
 	const struct dev_io *io = c->io;
 	int rc = 0;
 	atomic_fetch_add_explicit(&f->inline_ios, 1, memory_order_relaxed);
 	if (io->op == DEV_OP_FLUSH || (io->flags & DEV_IO_PREFLUSH))
-		rc = inline_flush(f);
-	if (rc == 0 && io->op == DEV_OP_WRITE && c->len) {
-		rc = inline_write(f, c);
-		if (rc == 0 && (io->flags & DEV_IO_FUA))
-			rc = inline_flush(f);
+		rc = inline_fdatasync(f);
+	if (rc == 0 && io->op != DEV_OP_FLUSH && c->len) {
+		rc = inline_rw(f, c);
+		if (rc == 0 && io->op == DEV_OP_WRITE && (io->flags & DEV_IO_FUA))
+			rc = inline_fdatasync(f);
 	}
 	finish(f, c, rc);
 }
@@ -585,7 +600,7 @@ struct file_opts {
 	int direct; /* -1 unspecified */
 	uint64_t size;
 	uint64_t flush_every;
-	int inline_flush;
+	int inline_io;
 };
 
 static int file_opt(void *ctx, const char *name, const char *value)
@@ -606,11 +621,11 @@ static int file_opt(void *ctx, const char *name, const char *value)
 	} else if (strcmp(name, "size") == 0) {
 		if (opts_parse_size(value, &o->size) || o->size < DEV_SECTOR_SIZE)
 			return err_set(-EINVAL, "file: bad size '%s'", value);
-	} else if (strcmp(name, "inline_flush") == 0) {
+	} else if (strcmp(name, "inline_io") == 0) {
 		bool b;
 		if (opts_parse_bool(value, &b))
-			return err_set(-EINVAL, "file: bad inline_flush '%s' (use 0 or 1)", value);
-		o->inline_flush = b;
+			return err_set(-EINVAL, "file: bad inline_io '%s' (use 0 or 1)", value);
+		o->inline_io = b;
 	} else if (strcmp(name, "flush_every") == 0) {
 		if (opts_parse_size(value, &o->flush_every) ||
 		    (o->flush_every && o->flush_every < (1u << 20)))
@@ -659,12 +674,12 @@ static int probe_direct(int fd, unsigned lbs)
 
 int dev_file_open(const char *args, struct dev **out)
 {
-	static const char *const names[] = { "depth", "direct", "size", "flush_every", "inline_flush", NULL };
+	static const char *const names[] = { "depth", "direct", "size", "flush_every", "inline_io", NULL };
 	char *path, *optstr;
 	if (dev_split_spec(args, names, &path, &optstr))
 		return err_set(-ENOMEM, "out of memory");
 	struct file_opts o = { .depth = FILE_DEFAULT_DEPTH, .direct = -1, .size = 0,
-			       .flush_every = FILE_DEFAULT_FLUSH_EVERY, .inline_flush = 1 };
+			       .flush_every = FILE_DEFAULT_FLUSH_EVERY, .inline_io = 1 };
 	int rc = opts_parse(optstr, file_opt, &o);
 	free(optstr);
 	if (rc) {
@@ -673,14 +688,14 @@ int dev_file_open(const char *args, struct dev **out)
 	}
 	if (!*path) {
 		free(path);
-		return err_set(-EINVAL, "file: missing path (file:PATH[,depth=N][,direct=0|1][,size=SIZE][,flush_every=SIZE][,inline_flush=0|1])");
+		return err_set(-EINVAL, "file: missing path (file:PATH[,depth=N][,direct=0|1][,size=SIZE][,flush_every=SIZE][,inline_io=0|1])");
 	}
 	if (strchr(path, ',')) {
 		/* Probably a misspelt option: the right-end rule left it in the path. */
 		struct stat st0;
 		if (stat(path, &st0) < 0) {
 			rc = err_set(-EINVAL, "file: '%s': no such file, and '%s' is not a file option "
-					      "(depth, direct, size, flush_every, inline_flush)", path, strrchr(path, ',') + 1);
+					      "(depth, direct, size, flush_every, inline_io)", path, strrchr(path, ',') + 1);
 			free(path);
 			return rc;
 		}
@@ -788,7 +803,7 @@ int dev_file_open(const char *args, struct dev **out)
 	f->direct = direct;
 	f->is_bdev = is_bdev;
 	f->flush_every = o.flush_every;
-	f->inline_flush = o.inline_flush;
+	f->inline_io = o.inline_io;
 	f->cmds = calloc(o.depth, sizeof(*f->cmds));
 	if (!f->cmds) {
 		free(f);
