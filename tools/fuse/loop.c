@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <linux/fuse.h> /* opcodes (struct fuse_in_header) */
 #include <poll.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -216,7 +217,9 @@ static void buf_free(void *arg)
  * create, write, flush, release) usually arrives within tens of
  * microseconds of the reply, and catching it awake saves the sleep and the
  * cross-CPU wake-up, which costs more than the request on a virtual
- * machine (docs/fuse.md, "Threads"). */
+ * machine (docs/fuse.md, "Threads"). Each poll is followed by a yield:
+ * the client the reply woke is often queued on this very CPU, and must
+ * run to send that request. */
 static void spin_for_request(struct nloop *lp)
 {
 	struct pollfd pfd = { .fd = fuse_session_fd(lp->se), .events = POLLIN };
@@ -224,6 +227,7 @@ static void spin_for_request(struct nloop *lp)
 	do {
 		if (poll(&pfd, 1, 0) != 0)
 			return;
+		sched_yield();
 	} while (now_ns() < end);
 }
 
