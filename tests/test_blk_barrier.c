@@ -130,8 +130,9 @@ static void test_barrier_modern_no_drain(void **state)
 	close_q(&f);
 }
 
-/* DEV_IO_ALONE: set on a request dispatched with nothing else queued or
- * in flight (a sync write on an idle queue), never on one of a batch or
+/* DEV_IO_ALONE: set on the requests of a dispatch pass that are all the
+ * queue has, at most BLK_ALONE_MAX (2) of them (a sync write on an idle
+ * queue; a commit's data block and log run), never on a larger batch or
  * on one the device gets beside others. */
 static void test_alone_hint(void **state)
 {
@@ -150,7 +151,19 @@ static void test_alone_hint(void **state)
 	pthread_mutex_unlock(&f.g->m);
 	assert_false(io.flags & DEV_IO_ALONE);
 	gate_release(f.g, 2);
-	/* a plugged batch, unplugged at once: none alone */
+	/* two plugged, unplugged at once: both alone */
+	submit(f.q, 15000, 4096, BLK_WRITE);
+	submit(f.q, 17000, 4096, BLK_WRITE);
+	blk_queue_unplug(f.q);
+	WAIT_FOR(gate_held(f.g) == 2);
+	for (int i = 0; i < 2; i++) {
+		pthread_mutex_lock(&f.g->m);
+		io = *f.g->held[i];
+		pthread_mutex_unlock(&f.g->m);
+		assert_true(io.flags & DEV_IO_ALONE);
+	}
+	gate_release(f.g, 2);
+	/* a plugged batch of three, unplugged at once: none alone */
 	for (int i = 0; i < 3; i++)
 		submit(f.q, 20000 + (uint64_t)i * 1000, 4096, BLK_WRITE);
 	blk_queue_unplug(f.q);

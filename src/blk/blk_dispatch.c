@@ -229,9 +229,11 @@ static void queue_run_locked(struct blk_queue *q)
 			break;
 		if (!n)
 			continue;
-		/* The only request of the queue: the device may serve it in this
-		 * thread (DEV_IO_ALONE), nothing waits behind it. */
-		bool alone = n == 1 && q->in_flight == 1 && q->queued == 0 && q->ord_len == 0;
+		/* All the queue has, and at most BLK_ALONE_MAX requests (a
+		 * commit's data block and log run): the device may serve them
+		 * in this thread one after the other (DEV_IO_ALONE), nothing
+		 * else waits behind them. */
+		bool alone = n <= BLK_ALONE_MAX && q->in_flight == n && q->queued == 0 && q->ord_len == 0;
 		pthread_mutex_unlock(&q->lock);
 		struct list_node *it, *tmp;
 		list_for_each_safe(it, tmp, &out) {

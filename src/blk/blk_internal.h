@@ -165,6 +165,12 @@ void blk_queue_plug_locked(struct blk_queue *q, uint64_t now, bool wake);
 /* Remove the plug (bumping *counter if there was one; counter may be NULL)
  * and run the queue. May drop and retake q->lock. */
 void blk_queue_unplug_locked(struct blk_queue *q, uint64_t *counter);
+/* A dispatch pass of at most this many requests, with nothing else queued
+ * or in flight, marks them DEV_IO_ALONE (queue_run_locked). Two: an
+ * ordered commit's data block and log run, which a file: device then
+ * writes with two pwrites (2 x ~30 us) instead of two io_uring submissions
+ * and their completion hand-offs (~100 us to the next step, perf sched). */
+#define BLK_ALONE_MAX 2
 /* The queue has work (a completion's): another pass by the thread running
  * it, if one is (a device that completed a command inline, from inside the
  * run, or another thread's run), else the dispatcher is woken. */
