@@ -133,6 +133,10 @@ struct dev_file_stats {
 };
 /* Looks through log: and fault: wrappers; -EINVAL if there is no file: device. */
 int dev_file_stats(const struct dev *d, struct dev_file_stats *out);
+/* The path in the arguments of a file: spec (what follows "file:"), its
+ * trailing options taken off by the same rule dev_open uses
+ * ("/img,direct=0" -> "/img"). Caller frees; NULL on ENOMEM. */
+char *dev_file_spec_path(const char *args);
 
 /* ---- sim: accounting (for tests and reports; see docs/devices.md) ----
  * All times are modelled device time in ns, i.e. NOT multiplied by scale. */

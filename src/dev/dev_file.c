@@ -689,9 +689,20 @@ static int probe_direct(int fd, unsigned lbs)
 	return rc;
 }
 
+static const char *const file_opt_names[] = { "depth", "direct", "size", "flush_every", "inline_io", NULL };
+
+char *dev_file_spec_path(const char *args)
+{
+	char *path, *optstr;
+	if (dev_split_spec(args, file_opt_names, &path, &optstr))
+		return NULL;
+	free(optstr);
+	return path;
+}
+
 int dev_file_open(const char *args, struct dev **out)
 {
-	static const char *const names[] = { "depth", "direct", "size", "flush_every", "inline_io", NULL };
+	const char *const *names = file_opt_names;
 	char *path, *optstr;
 	if (dev_split_spec(args, names, &path, &optstr))
 		return err_set(-ENOMEM, "out of memory");

@@ -123,6 +123,22 @@ roundtrip threads=1 "threads=1"
 roundtrip readahead=1M "readahead=1M"
 roundtrip readahead=0 "readahead=0"
 
+# 1a. a device spec with options (file:IMG,OPTS): the options are the
+# device's, the image (locked against a second daemon) is IMG
+mkimg "$tmp/spec.img"
+if "$NOSTALL" mount "file:$tmp/spec.img,direct=0,inline_io=0" "$m"; then
+	echo spec >"$m/s" || fail "spec mount: write"
+	mkdir -p "$tmp/m2"
+	"$NOSTALL" mount "file:$tmp/spec.img,direct=0" "$tmp/m2" 2>"$tmp/spec.err" &&
+		{ fail "spec mount: a second daemon on the same image"; "$NOSTALL" umount "$tmp/m2"; }
+	grep -q "in use by another nostall mount" "$tmp/spec.err" || fail "spec mount: second mount said: $(cat "$tmp/spec.err")"
+	"$NOSTALL" umount "$m" || fail "spec mount: umount"
+	fsck_clean "$tmp/spec.img" "spec mount"
+	[ "$("$NOSTALL" cat "$tmp/spec.img" /s)" = spec ] || fail "spec mount: the file is not in the image"
+else
+	fail "spec mount: file:IMG,direct=0,inline_io=0 refused"
+fi
+
 # 1b. the session loop (tools/fuse/loop.c): with NOSTALL_FUSE_STATS the
 # daemon writes its hand-offs and per-opcode counts at unmount. An FSYNC
 # (opcode 20) hands the reader role on before it is served only when

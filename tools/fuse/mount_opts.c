@@ -9,6 +9,7 @@
  * "ro" goes to both the library and the kernel mount. */
 #include "fuse_int.h"
 
+#include "dev/dev.h"
 #include "util/err.h"
 #include "util/opts.h"
 
@@ -224,8 +225,13 @@ static char *abs_path(const char *p, size_t len)
 char *nfuse_spec_image(const char *spec)
 {
 	static const char *const kinds[] = { "mem:", "sim:", "log:", "fault:", "nbd:", NULL };
-	if (!strncmp(spec, "file:", 5))
-		return abs_path(spec + 5, strlen(spec + 5));
+	if (!strncmp(spec, "file:", 5)) {
+		/* file:IMG,direct=0: the image is IMG (the options are the device's) */
+		char *p = dev_file_spec_path(spec + 5);
+		char *r = p ? abs_path(p, strlen(p)) : NULL;
+		free(p);
+		return r;
+	}
 	bool kind = false;
 	for (const char *const *k = kinds; *k; k++)
 		if (!strncmp(spec, *k, strlen(*k)))
