@@ -153,6 +153,11 @@ void page_cache_balance_dirty(struct page_cache *pc);
 /* Wait until every io_done queued so far has returned (flush_workqueue).
  * -EDEADLK when called from io_done itself. */
 int page_cache_flush_io_done(struct page_cache *pc);
+/* Writeback runs that have failed in this cache so far (stats.write_errors,
+ * without the copy). Counted in the run's completion, under the same lock
+ * hold that takes its pages out of writeback: a caller that has seen a page
+ * leave writeback sees its run's failure counted. */
+uint64_t page_cache_write_errors(struct page_cache *pc);
 
 struct page_stats {
 	uint64_t pages, dirty, writeback;     /* now */

@@ -685,6 +685,14 @@ int page_cache_flush_io_done(struct page_cache *pc)
 	return 0;
 }
 
+uint64_t page_cache_write_errors(struct page_cache *pc)
+{
+	pthread_mutex_lock(&pc->lock);
+	uint64_t n = pc->st.write_errors;
+	pthread_mutex_unlock(&pc->lock);
+	return n;
+}
+
 int page_mapping_flush_io_done(struct page_mapping *m)
 {
 	struct page_cache *pc = m->pc;
