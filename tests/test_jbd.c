@@ -256,6 +256,25 @@ static void test_timer_commit(void **state)
 	assert_int_equal(st.commits, 1);
 	assert_int_equal(st.commits_by[JBD_COMMIT_TIMER], 1);
 	assert_int_equal(st.last_write_op, BLK_WRITE); /* async commit */
+	/* The commit thread now sleeps until a tick one interval on, and the
+	 * next transaction, created before it, does not wake it: it must
+	 * still commit at its own expiry. Then a tick finds nothing and the
+	 * thread sleeps without a deadline: the transaction after that must
+	 * wake it. Each commits by the timer, after its interval. */
+	for (unsigned round = 2; round <= 3; round++) {
+		if (round == 3)
+			clock_sleep_ns(200 * NS_PER_MS); /* past the idle tick */
+		uint64_t t0 = clock_now_ns();
+		write_tx(&e, b, 1, 0x55 + (int)round, false);
+		deadline = t0 + 2 * NS_PER_SEC;
+		do {
+			clock_sleep_ns(5 * NS_PER_MS);
+			jbd_journal_stats(e.j, &st);
+		} while (st.commits < round && clock_now_ns() < deadline);
+		assert_int_equal(st.commits, round);
+		assert_int_equal(st.commits_by[JBD_COMMIT_TIMER], round);
+		assert_true(clock_now_ns() - t0 >= 50 * NS_PER_MS);
+	}
 	assert_int_equal(env_close(&e), 0);
 }
 

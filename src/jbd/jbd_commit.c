@@ -779,22 +779,41 @@ static void *commit_thread_main(void *arg)
 	struct jbd_journal *j = arg;
 	blk_ioprio_set(j->cfg.ioprio_class, j->cfg.ioprio_level);
 	pthread_mutex_lock(&j->lock);
+	/* Idle: no transaction since the last wake-up at a tick (below). */
+	bool idle = false;
 	for (;;) {
 		struct jbd_transaction *t = j->running;
 		if (!j->aborted && t && j->commit_requested && jbd_tid_geq(j->commit_request, t->tid)) {
 			pthread_mutex_unlock(&j->lock);
 			jbd_commit_transaction(j);
 			pthread_mutex_lock(&j->lock);
+			idle = false;
 			continue;
 		}
 		if (j->stopping)
 			break;
-		if (!j->aborted && t && clock_now_ns() >= t->expires_ns) {
+		uint64_t now = clock_now_ns();
+		if (!j->aborted && t && now >= t->expires_ns) {
 			jbd__log_start_commit(j, t->tid, JBD_COMMIT_TIMER);
 			continue;
 		}
-		uint64_t deadline = !j->aborted && t ? t->expires_ns : 0;
+		/* With a transaction: its expiry. Without one: a tick one
+		 * interval from now, before the expiry of any transaction
+		 * created meanwhile (so that creating one need not wake this
+		 * thread, jbd_trans.c); after a tick that found nothing, no
+		 * deadline (an idle journal does not wake every interval). */
+		uint64_t deadline = 0;
+		if (!j->aborted && t) {
+			deadline = t->expires_ns;
+			idle = false;
+		} else if (!j->aborted && !idle) {
+			deadline = now + (uint64_t)j->cfg.commit_interval_ms * NS_PER_MS;
+			idle = true;
+		}
+		j->thread_sleeping = true;
+		j->thread_sleep_until = deadline;
 		clock_cond_wait_until(&j->wait_thread, &j->lock, deadline);
+		j->thread_sleeping = false;
 	}
 	j->thread_running = false;
 	pthread_cond_broadcast(&j->wait_commit);

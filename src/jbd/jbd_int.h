@@ -185,6 +185,11 @@ struct jbd_journal {
 	bool emptied;                /* destroy wrote s_start 0: the tail never moves again (j->lock + sb_mutex) */
 	int err;
 	bool stopping, thread_running;
+	/* The commit thread's sleep: thread_sleep_until is its deadline while
+	 * thread_sleeping (0: none). A new transaction wakes it only when that
+	 * deadline would miss the transaction's expiry (jbd_trans.c). */
+	bool thread_sleeping;
+	uint64_t thread_sleep_until;
 	/* jbd_journal_lock_updates: barrier_depth > 0 keeps new handles out;
 	 * barrier_owner may nest. */
 	int barrier_depth;

@@ -107,8 +107,15 @@ static struct jbd_transaction *transaction_new(struct jbd_journal *j)
 	list_init(&t->inodes);
 	list_init(&t->link);
 	j->running = t;
-	/* The commit thread arms its timer on the new transaction. */
-	pthread_cond_signal(&j->wait_thread);
+	/* The commit thread arms its timer on the new transaction: woken for
+	 * it only if asleep without a deadline or with a later one. After a
+	 * commit it sleeps until one interval later (commit_thread_main),
+	 * which is never after the expiry of a transaction created since:
+	 * then it re-arms when it wakes, and the handle that creates the next
+	 * transaction (every fsync loop's first write after its commit) does
+	 * not wake another thread for nothing. */
+	if (j->thread_sleeping && (!j->thread_sleep_until || j->thread_sleep_until > t->expires_ns))
+		pthread_cond_signal(&j->wait_thread);
 	return t;
 }
 
