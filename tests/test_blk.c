@@ -231,6 +231,52 @@ static void test_plug_threshold_flag_timer_wait(void **state)
 	close_q(&f);
 }
 
+/* A submitter that plugs and unplugs itself (a commit's batch) does not
+ * wake the dispatcher for the plug timer while the queue is in use: the
+ * dispatcher ticks once per unplug delay instead, and an idle queue lets it
+ * sleep without a deadline. Before, every plug woke it. */
+static void test_plug_no_dispatcher_wake(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 64, "scheduler=noop,unplug_delay_ms=50");
+	struct blk_stats st;
+	blk_queue_stats_get(f.q, &st);
+	uint64_t w0 = st.disp_wakeups, p0 = st.plugs;
+	enum { N = 40 };
+	for (int i = 0; i < N; i++) {
+		struct bio b = { .sector = 64 + 8 * (uint64_t)i, .size = 4096, .data = page, .rw = BLK_WRITE_SYNC_PLUG };
+		struct blk_batch batch;
+		blk_batch_init(&batch);
+		assert_int_equal(blk_batch_submit(f.q, &batch, &b), 0);
+		assert_true(blk_queue_plugged(f.q));
+		blk_queue_unplug(f.q);
+		WAIT_FOR(gate_held(f.g) == 1);
+		gate_release(f.g, 1);
+		assert_int_equal(blk_batch_wait(f.q, &batch), 0);
+		blk_batch_destroy(&batch);
+	}
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.plugs - p0, N);
+	print_message("%d plugs: %llu dispatcher wake-ups\n", N, (unsigned long long)(st.disp_wakeups - w0));
+	/* At most the first plug (the dispatcher slept without a deadline)
+	 * and its ticks: the loop takes well under a few ticks. */
+	assert_true(st.disp_wakeups - w0 <= 4);
+	/* Idle: after a tick that saw no plug it sleeps until signalled. */
+	clock_sleep_ns(200 * NS_PER_MS);
+	blk_queue_stats_get(f.q, &st);
+	uint64_t w1 = st.disp_wakeups;
+	clock_sleep_ns(300 * NS_PER_MS);
+	blk_queue_stats_get(f.q, &st);
+	assert_int_equal(st.disp_wakeups, w1);
+	/* And the plug timer still fires for a plug nobody unplugs. */
+	uint64_t t0 = clock_now_ns();
+	submit(f.q, 4096, 4096, BLK_WRITE);
+	WAIT_FOR(gate_held(f.g) == 1);
+	assert_true(clock_now_ns() - t0 >= 50 * NS_PER_MS);
+	gate_release(f.g, 1);
+	close_q(&f);
+}
+
 /* Plugging is skipped only for non-rotational devices that queue (patch
  * 007); the 2.6.29 rule skipped it for every non-rotational device. */
 static void test_plug_nonrot_exception(void **state)
@@ -635,6 +681,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_pool_one_waiter_per_free),
 	cmocka_unit_test(test_pool_sync_async_split),
 	cmocka_unit_test(test_plug_threshold_flag_timer_wait),
+	cmocka_unit_test(test_plug_no_dispatcher_wake),
 	cmocka_unit_test(test_plug_nonrot_exception),
 	cmocka_unit_test(test_merge_rules),
 	cmocka_unit_test(test_merge_sync_into_async_per_scheduler),

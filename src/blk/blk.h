@@ -221,6 +221,7 @@ struct blk_stats {
 					       * [BLK_IOPRIO_CLASS_RT], [..._BE], [..._IDLE] */
 	uint64_t plugs, unplugs_flag, unplugs_thresh, unplugs_timer, unplugs_wait, unplugs_alloc;
 	uint64_t alloc_sleeps;                /* callers that slept for a request */
+	uint64_t disp_wakeups;                /* the dispatcher thread's sleeps that ended */
 	uint64_t idle_ns, idle_count;         /* scheduler idling (anticipation) */
 	uint64_t barriers;                    /* barrier_mode=drain*: ordered sequences run */
 	uint64_t barrier_drained;             /* requests ahead of a barrier (queued or at the

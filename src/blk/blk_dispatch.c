@@ -22,8 +22,13 @@ void blk_queue_plug_locked(struct blk_queue *q, uint64_t now, bool wake)
 	q->plugged = true;
 	q->plug_deadline_ns = now + q->t.unplug_delay_ms * NS_PER_MS;
 	q->st.plugs++;
-	if (wake)
-		pthread_cond_signal(&q->kick); /* the dispatcher arms its timer */
+	/* The dispatcher arms the plug timer: woken for it only if asleep
+	 * without a deadline or with one past the plug's. While the queue is
+	 * in use it sleeps at most one unplug delay (its tick, below), never
+	 * past the deadline of a plug made meanwhile: an fsync's commit that
+	 * plugs and unplugs itself then wakes no other thread. */
+	if (wake && q->disp_asleep && (!q->disp_wake_ns || q->disp_wake_ns > q->plug_deadline_ns))
+		pthread_cond_signal(&q->kick);
 }
 
 /* Remove the plug and run the queue in the caller's context, as the
@@ -276,6 +281,10 @@ void *blk_dispatcher_main(void *arg)
 	pthread_setname_np(pthread_self(), "nst-blk-disp"); /* top, perf, gdb */
 	struct blk_queue *q = arg;
 	pthread_mutex_lock(&q->lock);
+	/* Plugs made before the last sleep: a tick that saw none since, with
+	 * nothing else to wait for, lets the dispatcher sleep until signalled. */
+	uint64_t plugs_seen = q->st.plugs;
+	bool ticked = false;
 	for (;;) {
 		uint64_t now = clock_now_ns();
 		if (q->plugged && now >= q->plug_deadline_ns)
@@ -306,10 +315,21 @@ void *blk_dispatcher_main(void *arg)
 		}
 		if (deadline && deadline <= now)
 			continue;
+		/* The tick: with nothing to wait for, sleep one unplug delay
+		 * while plugs keep coming (blk_queue_plug_locked need not wake
+		 * us for theirs), and without a deadline once a tick saw none. */
+		if (!deadline && !q->stopped && (q->st.plugs != plugs_seen || !ticked)) {
+			deadline = now + q->t.unplug_delay_ms * NS_PER_MS;
+			ticked = true;
+		} else if (deadline) {
+			ticked = false;
+		}
+		plugs_seen = q->st.plugs;
 		q->disp_asleep = true;
 		q->disp_wake_ns = deadline;
 		clock_cond_wait_until(&q->kick, &q->lock, deadline);
 		q->disp_asleep = false;
+		q->st.disp_wakeups++;
 	}
 	pthread_mutex_unlock(&q->lock);
 	return NULL;
