@@ -459,6 +459,48 @@ static void test_file_close_waits(void **state)
 	free(path);
 }
 
+/* dev_lock between two opens of one image (two OFDs: flock conflicts even
+ * inside one process), through a wrapper, and on close. */
+static void test_file_lock(void **state)
+{
+	(void)state;
+	char *path = make_file("/tmp", 4u << 20);
+	char spec[512], wspec[600];
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	snprintf(wspec, sizeof(wspec), "fault:file:%s", path);
+	struct dev *a, *b, *w;
+	assert_int_equal(dev_open(spec, &a), 0);
+	assert_int_equal(dev_open(spec, &b), 0);
+	assert_int_equal(dev_lock(a, DEV_LOCK_EXCL), 0);
+	assert_int_equal(dev_lock(b, DEV_LOCK_SHARED), -EBUSY);
+	assert_non_null(strstr(err_last(-EBUSY), "in use"));
+	assert_int_equal(dev_lock(b, DEV_LOCK_EXCL), -EBUSY);
+	assert_int_equal(dev_lock(a, DEV_LOCK_EXCL), 0); /* again: its own */
+	/* shared beside shared; exclusive beside either is refused */
+	assert_int_equal(dev_lock(a, DEV_LOCK_SHARED), 0);
+	assert_int_equal(dev_lock(b, DEV_LOCK_SHARED), 0);
+	assert_int_equal(dev_lock(a, DEV_LOCK_EXCL), -EBUSY);
+	assert_int_equal(dev_lock(b, DEV_LOCK_NONE), 0);
+	assert_int_equal(dev_lock(a, DEV_LOCK_EXCL), 0);
+	/* a wrapper locks its inner device */
+	assert_int_equal(dev_open(wspec, &w), 0);
+	assert_int_equal(dev_lock(w, DEV_LOCK_SHARED), -EBUSY);
+	/* closing lets go */
+	dev_close(a);
+	assert_int_equal(dev_lock(w, DEV_LOCK_EXCL), 0);
+	assert_int_equal(dev_lock(b, DEV_LOCK_SHARED), -EBUSY);
+	dev_close(w);
+	assert_int_equal(dev_lock(b, DEV_LOCK_EXCL), 0);
+	dev_close(b);
+	/* memory has nothing to guard */
+	struct dev *m;
+	assert_int_equal(dev_open("mem:1M", &m), 0);
+	assert_int_equal(dev_lock(m, DEV_LOCK_EXCL), 0);
+	dev_close(m);
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -469,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_file_close_waits),
 		cmocka_unit_test(test_file_background_flush),
 		cmocka_unit_test(test_file_inline_io),
+		cmocka_unit_test(test_file_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -260,7 +260,11 @@ int cmd_mkfs(int argc, char **argv)
 		p.progress_ctx = &prog;
 	}
 	err_clear();
-	rc = ext3_mkfs_with_layout(dev, &p, &lay);
+	/* Not over an image in use (a mount of it, nostall's or the kernel's:
+	 * docs/devices.md "Image locks"), as mke2fs refuses a mounted device. */
+	rc = dev_lock(dev, DEV_LOCK_EXCL);
+	if (!rc)
+		rc = ext3_mkfs_with_layout(dev, &p, &lay);
 	dev_close(dev);
 	if (rc)
 		return mkfs_fail(image, created, "%s", err_last(rc));

@@ -99,7 +99,11 @@ int cmd_recover(int argc, char **argv)
 	}
 	struct jbd_recovery_info info;
 	bool did = false;
-	rc = ext3_journal_recover(dev, ro.dry_run ? JBD_RECOVER_DRY_RUN : 0, &info, &did);
+	/* Replaying writes: nobody else may have the image (a kernel mount's
+	 * journal is live; docs/devices.md "Image locks"). */
+	rc = dev_lock(dev, ro.dry_run ? DEV_LOCK_SHARED : DEV_LOCK_EXCL);
+	if (!rc)
+		rc = ext3_journal_recover(dev, ro.dry_run ? JBD_RECOVER_DRY_RUN : 0, &info, &did);
 	if (rc < 0) {
 		fprintf(stderr, "nostall recover: %s: %s\n", name, err_last(rc));
 		goto out;

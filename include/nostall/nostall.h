@@ -116,9 +116,15 @@ const char *nostall_errmsg(int rc);
  * (incompat "recover") has its journal replayed on the device first, as the
  * kernel does even for a read-only mount (so the image is written); with
  * -o noload it is read as it is on disk and info.needs_recovery tells.
+ * The image is locked until nostall_umount (flock; docs/devices.md "Image
+ * locks"): exclusively by a read-write mount and by a replay, shared by a
+ * read-only one, not with noload. A conflicting nostall mount (in any
+ * process, this one included) or a kernel mount of the image gives -EBUSY
+ * before anything is read or written.
  * Errors: -ENOENT/-EIO opening the device, -EINVAL bad spec or option,
- * -EUCLEAN a corrupt superblock or descriptor table ("ext3: bad magic 0x0000
- * at byte 1024, not an ext2/ext3 filesystem"), -EOPNOTSUPP, -ENOMEM. */
+ * -EBUSY the image is in use (above), -EUCLEAN a corrupt superblock or
+ * descriptor table ("ext3: bad magic 0x0000 at byte 1024, not an ext2/ext3
+ * filesystem"), -EOPNOTSUPP, -ENOMEM. */
 int nostall_mount(const char *image_or_spec, const char *opts, unsigned flags,
 		  struct nostall_fs **out);
 /* The same on a device opened by the caller (dev_open()); the filesystem does

@@ -346,6 +346,20 @@ int dev_flush_sync(struct dev *d)
 	return sync_one(d, DEV_OP_FLUSH, 0, 0, NULL, 0);
 }
 
+int dev_lock(struct dev *d, enum dev_lock_mode mode)
+{
+	if (!d)
+		return 0;
+	/* Down through wrappers to the first kind that guards something. */
+	while (!d->ops->lock && d->ops->inner) {
+		struct dev *in = d->ops->inner(d);
+		if (!in)
+			break;
+		d = in;
+	}
+	return d->ops->lock ? d->ops->lock(d, mode) : 0;
+}
+
 int dev_mark(struct dev *d, const char *name)
 {
 	if (!name)

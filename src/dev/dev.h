@@ -118,6 +118,19 @@ int dev_rw_sync(struct dev *d, enum dev_op op, uint64_t sector, uint32_t nr_sect
 		void *buf, unsigned flags);
 int dev_flush_sync(struct dev *d);
 
+/* Guard the medium against other users while this device is open: a
+ * filesystem that writes takes it exclusively (DEV_LOCK_EXCL), one that only
+ * reads takes it shared (DEV_LOCK_SHARED), DEV_LOCK_NONE lets go. Never
+ * waits. file: flock(2)s its file or block device - another process, or
+ * another open of the same file in this one, holding a conflicting lock
+ * gives -EBUSY - and an exclusive lock also refuses a medium the kernel has
+ * mounted (a regular file through a loop device, or a block device it holds:
+ * -EBUSY naming the mount), as e2fsck and mke2fs do. Wrappers (log:,
+ * fault:) pass it to their inner device; in-memory kinds have nothing to
+ * guard (0). Closing the device lets go too. */
+enum dev_lock_mode { DEV_LOCK_NONE = 0, DEV_LOCK_SHARED, DEV_LOCK_EXCL };
+int dev_lock(struct dev *d, enum dev_lock_mode mode);
+
 /* Named marks ("fsync returned", "commit 17") placed by upper layers between
  * commands. Recorded by log: devices (passed down through wrappers), ignored by
  * the others. The mark is ordered after every command whose done() has already

@@ -109,6 +109,8 @@ struct file_cmd {
 struct file_dev {
 	struct dev dev; /* first */
 	int fd;
+	char *path;     /* as opened (dev_lock's messages and block-device claim) */
+	int claim_fd;   /* dev_lock: the O_EXCL claim of a block device, or -1 */
 	bool direct;
 	bool is_bdev;
 	atomic_bool no_dsync; /* the kernel refused RWF_DSYNC once */
@@ -578,15 +580,25 @@ static void file_close(struct dev *d)
 	pthread_join(f->thread, NULL);
 	io_uring_queue_exit(&f->ring);
 	pthread_mutex_destroy(&f->sq_lock);
-	close(f->fd);
+	if (f->claim_fd >= 0)
+		close(f->claim_fd);
+	close(f->fd); /* lets go of the flock too */
+	free(f->path);
 	free(f->cmds);
 	free(f);
+}
+
+static int file_lock(struct dev *d, enum dev_lock_mode mode)
+{
+	struct file_dev *f = (struct file_dev *)d;
+	return dev_file_lock(f->fd, f->path, f->is_bdev, mode, &f->claim_fd);
 }
 
 static const struct dev_ops file_ops = {
 	.kind = "file",
 	.submit = file_submit,
 	.close = file_close,
+	.lock = file_lock,
 };
 
 static const struct file_dev *find_file(const struct dev *d)
@@ -828,6 +840,7 @@ int dev_file_open(const char *args, struct dev **out)
 		goto fail_fd;
 	}
 	f->fd = fd;
+	f->claim_fd = -1;
 	f->direct = direct;
 	f->is_bdev = is_bdev;
 	f->flush_every = o.flush_every;
@@ -860,7 +873,7 @@ int dev_file_open(const char *args, struct dev **out)
 		dev_fini(&f->dev);
 		goto fail_ring;
 	}
-	free(path);
+	f->path = path;
 	*out = &f->dev;
 	return 0;
 

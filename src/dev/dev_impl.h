@@ -30,6 +30,9 @@ struct dev_ops {
 	/* Optional: the wrapped device (log:, fault:), for lookups through
 	 * wrappers such as dev_sim_stats(). */
 	struct dev *(*inner)(const struct dev *d);
+	/* Optional: dev_lock for this kind (wrappers are walked through by
+	 * dev_lock itself). NULL: nothing to guard. */
+	int (*lock)(struct dev *d, enum dev_lock_mode mode);
 	/* Free everything, including the container of *d. Called by dev_close()
 	 * once no command is outstanding; dev.c has already torn down its own
 	 * fields of struct dev. */
@@ -66,6 +69,13 @@ int dev_log_open(const char *args, struct dev **out);
 int dev_fault_open(const char *args, struct dev **out);
 int dev_nbd_open(const char *args, struct dev **out);
 
+/* file: devices' dev_lock (dev_file_lock.c): flock(2) on fd (the device's
+ * own open of path) in `mode`; an exclusive lock also checks that the kernel
+ * has not mounted the medium (a block device is claimed with O_EXCL: the
+ * claim's descriptor is *claim_fd, -1 when none, closed when the lock is
+ * dropped or changed). */
+int dev_file_lock(int fd, const char *path, bool is_bdev, enum dev_lock_mode mode, int *claim_fd);
+
 /* Split "INNER,opt=v,opt=v" for a wrapper kind or a kind whose first field
  * may contain commas (file paths). Items are taken from the right end while
  * their name (the text before '=') is in `names` (NULL-terminated) and has not
@@ -85,6 +95,8 @@ int dev_store_create(uint64_t size_bytes, struct dev_store **out);
  * shorter. */
 int dev_store_create_file(const char *path, uint64_t size_bytes, struct dev_store **out);
 void dev_store_destroy(struct dev_store *s);
+/* dev_lock of a file-backed store (dev_file_lock on its file); 0 for RAM. */
+int dev_store_lock(struct dev_store *s, enum dev_lock_mode mode);
 int dev_store_read(struct dev_store *s, uint64_t off, void *buf, size_t len);
 int dev_store_write(struct dev_store *s, uint64_t off, const void *buf, size_t len);
 /* Zero the range (frees whole RAM chunks / punches holes in files). */

@@ -21,6 +21,7 @@
 struct dev_store {
 	uint64_t size;
 	int fd;                /* >= 0: file-backed */
+	char *path;            /* the backing file (dev_store_lock's messages) */
 	pthread_mutex_t lock;  /* protects the tables and chunk contents (RAM) */
 	unsigned char ***top;  /* top[i][j] = chunk (i*L1_ENTRIES + j) or NULL */
 	size_t ntop;
@@ -70,9 +71,18 @@ int dev_store_create_file(const char *path, uint64_t size_bytes, struct dev_stor
 		return err_set(-e, "cannot extend backing file '%s': %s", path, strerror(e));
 	}
 	int rc = store_alloc(size_bytes, fd, out);
-	if (rc)
+	if (rc) {
 		close(fd);
-	return rc;
+		return rc;
+	}
+	(*out)->path = strdup(path); /* NULL: messages say "backing file" */
+	return 0;
+}
+
+int dev_store_lock(struct dev_store *s, enum dev_lock_mode mode)
+{
+	int claim = -1; /* never a block device */
+	return s->fd >= 0 ? dev_file_lock(s->fd, s->path ? s->path : "backing file", false, mode, &claim) : 0;
 }
 
 void dev_store_destroy(struct dev_store *s)
@@ -81,6 +91,7 @@ void dev_store_destroy(struct dev_store *s)
 		return;
 	if (s->fd >= 0)
 		close(s->fd);
+	free(s->path);
 	for (size_t i = 0; i < s->ntop; i++) {
 		if (!s->top[i])
 			continue;

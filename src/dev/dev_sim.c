@@ -517,10 +517,16 @@ uint64_t dev_sim_modelled_ns(const struct dev *d)
 	return st.modelled_ns;
 }
 
+static int sim_lock(struct dev *d, enum dev_lock_mode mode)
+{
+	return dev_store_lock(((struct sim_dev *)d)->store, mode);
+}
+
 static const struct dev_ops sim_ops = {
 	.kind = "sim",
 	.submit = sim_submit,
 	.close = sim_close,
+	.lock = sim_lock,
 };
 
 static const struct sim_dev *find_sim(const struct dev *d)

@@ -93,6 +93,7 @@ struct ext3_icache {
  * lock needed to read it). */
 struct ext3_fs {
 	struct dev *dev;            /* not owned */
+	bool dev_locked;            /* the mount holds dev_lock on dev (ext3_fs_unmount lets go) */
 	struct blk_queue *q;        /* owned */
 	struct buf_cache *cache;    /* owned */
 	struct ext3_super_block sb; /* on-disk copy (little-endian) */

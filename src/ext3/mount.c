@@ -329,30 +329,52 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned fla
 			return err_set(-EINVAL, "mount option %s conflicts with a writable (journaled) "
 				       "mount", bad);
 	}
-	struct ext3_fs *fs;
-	int rc = mount_once(dev, o, flags, &fs);
+	/* Other users of the medium (dev_lock): a writable mount holds it
+	 * exclusively, a read-only one shared - unless noload, which never
+	 * writes and reads the image as it is, like debugfs -c. Replaying a
+	 * journal writes, so a read-only mount that must replay takes it
+	 * exclusively for that and goes back to shared after. Before any
+	 * read: a kernel mount's superblock always says needs_recovery. */
+	enum dev_lock_mode lk = (flags & EXT3_MOUNT_JOURNAL) ? DEV_LOCK_EXCL
+				: o->noload ? DEV_LOCK_NONE : DEV_LOCK_SHARED;
+	int rc = lk ? dev_lock(dev, lk) : 0;
 	if (rc)
 		return rc;
+	struct ext3_fs *fs;
+	rc = mount_once(dev, o, flags, &fs);
+	if (rc)
+		goto unlock;
 	if (fs->needs_recovery && !o->noload && !o->sb_block) {
+		if (lk != DEV_LOCK_EXCL && (rc = dev_lock(dev, DEV_LOCK_EXCL))) {
+			fs_free(fs);
+			rc = err_wrap(rc, "the journal needs recovery (mount with -o noload to read the image as "
+					  "it is)");
+			goto unlock;
+		}
 		rc = mount_replay(&fs);
-		if (rc < 0)
-			return err_wrap(rc, "journal recovery failed (mount with -o noload to read the "
-					"image as it is)");
+		if (rc < 0) {
+			rc = err_wrap(rc, "journal recovery failed (mount with -o noload to read the "
+					  "image as it is)");
+			goto unlock;
+		}
+		if (lk != DEV_LOCK_EXCL && (rc = dev_lock(dev, lk)))
+			goto unlock;
 		rc = mount_once(dev, o, flags, &fs);
 		if (rc)
-			return rc;
+			goto unlock;
 	} else if (fs->needs_recovery) {
 		rc = data_mode_resolve(fs, o, flags);
 		if (rc) {
 			fs_free(fs);
-			return rc;
+			goto unlock;
 		}
 	}
 	if ((flags & EXT3_MOUNT_JOURNAL) && fs->unknown_ro_compat) {
 		/* as Linux: unknown ro_compat features refuse a writable mount
 		 * before anything is written */
 		fs_free(fs);
-		return err_set(-EROFS, "ext3: unknown ro_compat features: mount read-only (-o ro)");
+		rc = err_set(-EROFS, "ext3: unknown ro_compat features: mount read-only (-o ro)");
+		goto unlock;
 	}
 	if (flags & EXT3_MOUNT_JOURNAL) {
 		rc = journal_start(fs);
@@ -363,11 +385,16 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned fla
 		}
 		if (rc) {
 			fs_free(fs);
-			return rc;
+			goto unlock;
 		}
 	}
+	fs->dev_locked = lk != DEV_LOCK_NONE;
 	*out = fs;
 	return 0;
+unlock:
+	if (lk)
+		(void)dev_lock(dev, DEV_LOCK_NONE);
+	return rc;
 }
 
 int ext3_fs_unmount(struct ext3_fs *fs)
@@ -382,6 +409,12 @@ int ext3_fs_unmount(struct ext3_fs *fs)
 		if (!rc)
 			rc = jrc;
 	}
+	struct dev *dev = fs->dev;
+	bool locked = fs->dev_locked;
 	fs_free(fs);
+	/* Everything is written (or the unmount failed: the journal keeps
+	 * it): the next user may have the medium. */
+	if (locked)
+		(void)dev_lock(dev, DEV_LOCK_NONE);
 	return rc;
 }

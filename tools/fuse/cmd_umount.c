@@ -3,8 +3,8 @@
  * umount: `fusermount3 -u` and umount(8) return as soon as the kernel
  * mount is gone, while the daemon is still writing back and emptying the
  * journal. This command unmounts, then waits for the daemon's lock on the
- * image (flock, held from before the library mounts until after it
- * unmounted: mount_main.c) and reads the superblock: it returns 0 only when
+ * image (flock, taken by the library's mount and let go at the end of its
+ * unmount: src/ext3/mount.c, dev_lock) and reads the superblock: it returns 0 only when
  * the daemon is done and the image is clean (valid, no needs_recovery), so
  * a script can run e2fsck or copy the image right after it.
  *

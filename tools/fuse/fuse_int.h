@@ -187,8 +187,8 @@ void nfuse_ops_file(struct fuse_lowlevel_ops *ops);
 void nfuse_ops_xattr(struct fuse_lowlevel_ops *ops);
 
 /* The image file a spec names (file:PATH, PATH, sim:...,file=PATH), made
- * absolute, or NULL (mem:, no file). Caller frees. Used for the flock the
- * daemon holds while mounted (nostall umount waits on it). */
+ * absolute, or NULL (mem:, no file). Caller frees. The library's mount
+ * holds an flock on it (dev_lock), which nostall umount waits on. */
 char *nfuse_spec_image(const char *spec);
 
 /* The mount on directory mnt (absolute, canonical) in /proc/self/mountinfo:

@@ -3,9 +3,10 @@
  * Order of work, so that bad input writes nothing and the caller gets one
  * line: options are split (unknown ones fail in nostall_mount's parser
  * before any I/O), the mount point is checked (exists, a directory, not
- * already a mount point), the image is locked (flock LOCK_EX: a second
- * daemon on the same image is refused; `nostall umount` waits on this lock),
- * the library mounts it (journal replay when needed), the kernel mount is
+ * already a mount point), the library mounts the image (it locks it: flock,
+ * exclusive for a writable mount, so a second daemon, a CLI command or a
+ * kernel mount of it is refused, and `nostall umount` waits on that lock;
+ * journal replay when needed), the kernel mount is
  * made, and only when the kernel's INIT has been answered does the parent
  * return 0: the mount is then usable. Without -f the work runs in a child
  * (forked before any thread exists) that reports through a pipe.
@@ -14,7 +15,7 @@
  * SIGTERM/SIGINT/SIGHUP: the session loop ends, the kernel mount is
  * detached, handles the kernel did not release are closed, and
  * nostall_umount writes everything back, empties the journal and marks the
- * image clean; then the lock is released and the daemon exits. */
+ * image clean, and lets go of the lock; then the daemon exits. */
 #include "fuse_int.h"
 
 #include "../cmds.h"
@@ -107,32 +108,6 @@ struct mount_args {
 	const char *opts;
 	bool foreground;
 };
-
-static int lock_image(const char *spec, bool ro, int *fd_out)
-{
-	*fd_out = -1;
-	char *img = nfuse_spec_image(spec);
-	if (!img)
-		return 0; /* mem: and friends: nothing on disk to guard */
-	int fd = open(img, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno;
-		say("%s: %s", img, strerror(e));
-		free(img);
-		return -e;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-		say("%s: %s", img,
-		    e == EWOULDBLOCK ? "in use by another nostall mount" : strerror(e));
-		free(img);
-		close(fd);
-		return -(e == EWOULDBLOCK ? EBUSY : e);
-	}
-	free(img);
-	*fd_out = fd;
-	return 0;
-}
 
 /* The mount's readahead (-o readahead=): the kernel gives a FUSE mount
  * 128 KiB, and INIT's reply can only lower that, so a sequential reader's
@@ -247,15 +222,14 @@ static int daemon_run(const struct mount_args *a, int ready_fd)
 		say("%s", nostall_errmsg(rc));
 		return 2;
 	}
-	int lock_fd = -1;
-	rc = lock_image(a->spec, nf.o.ro, &lock_fd);
-	if (!rc) {
-		rc = nostall_mount(a->spec, nf.o.lib, nf.o.mount_flags, &nf.fs);
-		if (rc)
-			say("%s: %s", a->spec, nostall_errmsg(rc));
-		else
-			nostall_lookup_refs_live(nf.fs, 1); /* fstat & co. after unlink */
-	}
+	/* The library locks the image (flock: exclusive when writable; a
+	 * second daemon, a CLI command or a kernel mount is refused) until
+	 * its unmount has left it clean: `nostall umount` waits on that lock. */
+	rc = nostall_mount(a->spec, nf.o.lib, nf.o.mount_flags, &nf.fs);
+	if (rc)
+		say("%s: %s", a->spec, nostall_errmsg(rc));
+	else
+		nostall_lookup_refs_live(nf.fs, 1); /* fstat & co. after unlink */
 	if (!rc) {
 		rc = session_run(&nf, a);
 		int urc = nostall_umount(nf.fs);
@@ -265,8 +239,6 @@ static int daemon_run(const struct mount_args *a, int ready_fd)
 			rc = urc;
 		}
 	}
-	if (lock_fd >= 0)
-		close(lock_fd); /* nostall umount waits for this */
 	nfuse_opts_free(&nf.o);
 	pthread_mutex_destroy(&nf.hlock);
 	return rc ? 1 : 0;
