@@ -12,6 +12,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "lib/fsimg.h"
+
 #include "dev/dev.h"
 #include "ext3/ext3_fsops.h"
 #include "ext3/ext3_int.h"
@@ -44,18 +46,6 @@ static const struct __attribute__((unused)) {
 
 /* ---- helpers ---- */
 
-static inline int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static inline void fill(uint8_t *b, size_t n, unsigned seed)
 {
 	uint32_t x = seed * 2654435761u + 7;
@@ -68,7 +58,7 @@ static inline void fill(uint8_t *b, size_t n, unsigned seed)
 /* A fresh ext3 image with empty files f1..f<nfiles>. */
 static inline void mkimg(const char *img, unsigned bs, unsigned mib, int nfiles)
 {
-	assert_int_equal(run("mke2fs -q -t ext3 -b %u -F '%s' %uM >/dev/null 2>&1", bs, img, mib), 0);
+	assert_int_equal(fsimg_run("mke2fs -q -t ext3 -b %u -F '%s' %uM >/dev/null 2>&1", bs, img, mib), 0);
 	char cmds[300];
 	snprintf(cmds, sizeof cmds, "%s/cmds", tmpdir);
 	FILE *f = fopen(cmds, "w");
@@ -76,7 +66,7 @@ static inline void mkimg(const char *img, unsigned bs, unsigned mib, int nfiles)
 	for (int i = 1; i <= nfiles; i++)
 		fprintf(f, "write /dev/null f%d\n", i);
 	fclose(f);
-	assert_int_equal(run("debugfs -w -f '%s' '%s' >/dev/null 2>&1", cmds, img), 0);
+	assert_int_equal(fsimg_run("debugfs -w -f '%s' '%s' >/dev/null 2>&1", cmds, img), 0);
 }
 
 static inline struct ext3_fs *mount_spec(const char *spec, const char *opts, unsigned flags, struct dev **devp)
@@ -189,9 +179,9 @@ static inline int debugfs_blocks(const char *img, const char *path)
 
 static inline void fsck_clean(const char *img)
 {
-	int rc = run("e2fsck -fn '%s' >%s/fsck.out 2>&1", img, tmpdir);
+	int rc = fsimg_run("e2fsck -fn '%s' >%s/fsck.out 2>&1", img, tmpdir);
 	if (rc != 0) {
-		(void)run("cat %s/fsck.out", tmpdir);
+		(void)fsimg_run("cat %s/fsck.out", tmpdir);
 		fail_msg("e2fsck -fn: exit %d on %s", rc, img);
 	}
 }
@@ -215,7 +205,7 @@ static inline int group_setup(void **state)
 static inline int group_teardown(void **state)
 {
 	(void)state;
-	(void)run("rm -rf '%s'", tmpdir);
+	(void)fsimg_run("rm -rf '%s'", tmpdir);
 	return 0;
 }
 

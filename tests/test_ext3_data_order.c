@@ -192,7 +192,7 @@ static void fsync_mode_opts(const char *mode, const char *extra, bool osync)
 	tmpname(base, sizeof base, "fs.base");
 	tmpname(logf, sizeof logf, "fs.log");
 	mkimg(img, bs, 32, 1);
-	assert_int_equal(run("cp '%s' '%s'", img, base), 0);
+	assert_int_equal(fsimg_run("cp '%s' '%s'", img, base), 0);
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", img, logf);
 	struct dev *d;
 	struct ext3_fs *fs = mount_mode(spec, mode, extra, &d);

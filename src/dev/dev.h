@@ -127,7 +127,8 @@ int dev_flush_sync(struct dev *d);
  * mounted (a regular file through a loop device, or a block device it holds:
  * -EBUSY naming the mount), as e2fsck and mke2fs do. Wrappers (log:,
  * fault:) pass it to their inner device; in-memory kinds have nothing to
- * guard (0). Closing the device lets go too. */
+ * guard (0). A refused request leaves the device unlocked (flock(2) may drop
+ * a held lock while converting it). Closing the device lets go too. */
 enum dev_lock_mode { DEV_LOCK_NONE = 0, DEV_LOCK_SHARED, DEV_LOCK_EXCL };
 int dev_lock(struct dev *d, enum dev_lock_mode mode);
 
