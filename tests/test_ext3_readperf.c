@@ -7,8 +7,9 @@
  * public semantics (sequential reads in many chunk sizes, random pread, short
  * reads at EOF), that the fast path is really taken (few large bios, no data
  * in the buffer cache), that a dirty cached block wins over the disk, that
- * I/O errors keep the short-count-then-error semantics (fault: device), and
- * concurrent readers.
+ * I/O errors keep the short-count-then-error semantics (fault: device),
+ * nostall_pread_sink (lent segments give pread's bytes; sink and read
+ * errors), and concurrent readers.
  *
  * nostall-test: concurrent (readers on separate and shared handles)
  */
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -573,6 +575,149 @@ static void test_read_errors(void **state)
 	free(b);
 }
 
+/* nostall_pread_sink: the bytes a sink is given are exactly pread's, lent
+ * from the reader's segments on the streaming path and from the caller's
+ * buffer otherwise; a sink's error is the result, a read error never
+ * reaches the sink, and the reader carries on correctly after both. */
+struct sink_got {
+	uint8_t *out;      /* the pieces, concatenated */
+	size_t cap, len;
+	int calls;
+	int lent;          /* pieces outside the caller's buffer */
+	const uint8_t *buf;
+	size_t buf_len;
+	int fail;          /* return this instead (negative) */
+};
+
+static int sink_take(void *arg, const struct iovec *iov, int iovcnt)
+{
+	struct sink_got *g = arg;
+	g->calls++;
+	for (int k = 0; k < iovcnt; k++) {
+		const uint8_t *p = iov[k].iov_base;
+		if (iov[k].iov_len && (p < g->buf || p + iov[k].iov_len > g->buf + g->buf_len))
+			g->lent++;
+		if (g->len + iov[k].iov_len > g->cap)
+			return -EOVERFLOW;
+		memcpy(g->out + g->len, p, iov[k].iov_len);
+		g->len += iov[k].iov_len;
+	}
+	return g->fail;
+}
+
+static ssize_t sink_pread(struct nostall_file *f, struct sink_got *g, uint8_t *buf, size_t len,
+			  uint64_t off)
+{
+	g->len = 0;
+	g->calls = 0;
+	g->lent = 0;
+	g->buf = buf;
+	g->buf_len = len;
+	return nostall_pread_sink(f, buf, len, off, sink_take, g);
+}
+
+static void test_sink_reads(void **state)
+{
+	(void)state;
+	NEED_E2FS();
+	unsigned seed = (unsigned)time(NULL);
+	print_message("sink reads: seed %u\n", seed);
+	srand(seed);
+	uint8_t *b = malloc(7 * MIB);
+	struct sink_got g = { .out = malloc(7 * MIB), .cap = 7 * MIB };
+	assert_non_null(b);
+	assert_non_null(g.out);
+	for (int ro = 0; ro < 2; ro++) {
+		for (int ra = 0; ra < 2; ra++) {
+			struct nostall_fs *fs = NULL;
+			int rc = nostall_mount(img, ra ? "cache=1M" : "cache=1M,file_readahead=0",
+					       ro ? NOSTALL_MOUNT_RDONLY : 0, &fs);
+			if (rc)
+				fail_msg("mount: %s", nostall_errmsg(rc));
+			for (int i = 0; i < 3; i++) {
+				const struct hostfile *h = &files[i];
+				struct nostall_file *f;
+				assert_int_equal(nostall_open(fs, h->name, 0, &f), 0);
+				/* a stream of 1 MiB reads: lent from the segments */
+				int lent = 0, reads = 0;
+				for (uint64_t off = 0; off < h->len; off += MIB, reads++) {
+					size_t want = h->len - off < MIB ? h->len - off : MIB;
+					ssize_t n = sink_pread(f, &g, b, MIB, off);
+					if (n != (ssize_t)want || g.calls != 1 || g.len != want ||
+					    memcmp(g.out, h->data + off, want))
+						fail_msg("%s sink stream at %llu: %zd (%d calls, %zu bytes), ro %d ra %d",
+							 h->name, (unsigned long long)off, n, g.calls, g.len, ro, ra);
+					lent += g.lent > 0;
+				}
+				print_message("%s ro %d ra %d: %d of %d stream reads lent\n", h->name, ro, ra,
+					      lent, reads);
+				if (!ra)
+					assert_int_equal(lent, 0); /* no segments to lend */
+				else if (i == 0)
+					assert_true(lent >= reads - 2);
+				/* random reads, some in sequential runs */
+				for (int k = 0; k < 200; k++) {
+					uint64_t off = (uint64_t)rand() % (h->len + 100);
+					size_t len;
+					switch (rand() % 3) {
+					case 0: len = 1 + (size_t)rand() % 100; break;
+					case 1: len = 64 * KIB + (size_t)rand() % (2 * MIB); break;
+					default: len = (size_t)rand() % (7 * MIB); break;
+					}
+					int reps = rand() % 3 == 0 ? 1 + rand() % 6 : 1;
+					for (int r = 0; r < reps; r++) {
+						ssize_t n = sink_pread(f, &g, b, len, off);
+						size_t want = off >= h->len ? 0 : (h->len - off < len ? h->len - off : len);
+						if (n != (ssize_t)want || g.calls != 1 || g.len != want ||
+						    memcmp(g.out, h->data + off, want))
+							fail_msg("%s sink pread(%zu, %llu) = %zd (%d calls, %zu bytes), ro %d ra %d (seed %u)",
+								 h->name, len, (unsigned long long)off, n, g.calls,
+								 g.len, ro, ra, seed);
+						off += want;
+					}
+				}
+				/* the sink's error is the result; the stream goes on after it */
+				g.fail = -EPIPE;
+				assert_int_equal(sink_pread(f, &g, b, MIB, 0), -EPIPE);
+				assert_int_equal(g.calls, 1);
+				g.fail = 0;
+				assert_int_equal(sink_pread(f, &g, b, MIB, MIB), (ssize_t)MIB);
+				assert_memory_equal(g.out, h->data + MIB, MIB);
+				nostall_close(f);
+			}
+			assert_int_equal(nostall_umount(fs), 0);
+		}
+	}
+	/* a read error: the sink is never called, the short count comes first */
+	struct nostall_fs *fs = mount_opts(img, NULL);
+	struct nostall_file *f;
+	assert_int_equal(nostall_open(fs, "big", 0, &f), 0);
+	uint64_t phys;
+	const uint64_t bad = 3000;
+	assert_int_equal(nostall_bmap(f, bad, &phys), 0);
+	nostall_close(f);
+	assert_int_equal(nostall_umount(fs), 0);
+	char spec[600];
+	snprintf(spec, sizeof spec, "fault:file:%s,op=read,sector=%llu-%llu", img,
+		 (unsigned long long)(phys * 8), (unsigned long long)(phys * 8));
+	fs = mount_opts(spec, NULL);
+	assert_int_equal(nostall_open(fs, "big", 0, &f), 0);
+	uint64_t off = 0;
+	ssize_t n;
+	while ((n = sink_pread(f, &g, b, MIB, off)) > 0) {
+		assert_int_equal(g.calls, 1);
+		assert_memory_equal(g.out, files[0].data + off, (size_t)n);
+		off += (uint64_t)n;
+	}
+	assert_int_equal(n, -EIO);
+	assert_int_equal(g.calls, 0);
+	assert_int_equal(off, bad * 4096);
+	nostall_close(f);
+	assert_int_equal(nostall_umount(fs), 0);
+	free(g.out);
+	free(b);
+}
+
 struct rd_arg {
 	struct nostall_fs *fs;
 	struct nostall_file *shared;
@@ -610,16 +755,24 @@ static void *shared_reader(void *p)
 	struct rd_arg *a = p;
 	const struct hostfile *h = &files[0];
 	uint8_t *b = malloc(2 * MIB);
+	struct sink_got g = { .out = malloc(2 * MIB), .cap = 2 * MIB };
 	unsigned x = (unsigned)a->which * 7919u + 1;
-	for (int k = 0; b && k < 60; k++) {
+	for (int k = 0; b && g.out && k < 60; k++) {
 		x = x * 1103515245u + 12345u;
 		uint64_t off = (x >> 4) % h->len;
 		size_t len = k % 3 ? 1 + (x >> 8) % (2 * MIB) : 1 + (x >> 8) % 200;
-		ssize_t n = nostall_pread(a->shared, b, len, off);
 		size_t want = h->len - off < len ? h->len - off : len;
+		if (k % 2) { /* lent segments while others read the same handle */
+			ssize_t n = sink_pread(a->shared, &g, b, len, off);
+			if (n != (ssize_t)want || g.len != want || memcmp(g.out, h->data + off, want))
+				a->errors++;
+			continue;
+		}
+		ssize_t n = nostall_pread(a->shared, b, len, off);
 		if (n != (ssize_t)want || memcmp(b, h->data + off, want))
 			a->errors++;
 	}
+	free(g.out);
 	free(b);
 	return NULL;
 }
@@ -655,6 +808,7 @@ int main(void)
 		cmocka_unit_test(test_guess_checked),
 		cmocka_unit_test(test_dirty_cache_wins),
 		cmocka_unit_test(test_read_errors),
+		cmocka_unit_test(test_sink_reads),
 		cmocka_unit_test(test_concurrent_readers),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -252,6 +252,19 @@ int nostall_open_ino(struct nostall_fs *fs, uint64_t ino, unsigned flags, struct
 ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len);
 /* Read at off without touching the position. */
 ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t off);
+/* nostall_pread without the copy out of the library, for a caller that
+ * hands the bytes on (a FUSE daemon's reply): sink(arg, iov, iovcnt) is
+ * called once with the result as pieces in file order, valid only during
+ * the call. A large sequential read lends the per-handle readahead's own
+ * buffers; any other read fills buf (len bytes, as nostall_pread would)
+ * and passes that. The sink is not called when the read fails; it runs
+ * with the handle's reader locked (other reads of the handle wait), so it
+ * must not read the same handle. Returns the byte count, or the read's or
+ * the sink's negative errno. */
+struct iovec;
+typedef int (*nostall_read_sink)(void *arg, const struct iovec *iov, int iovcnt);
+ssize_t nostall_pread_sink(struct nostall_file *f, void *buf, size_t len, uint64_t off,
+			   nostall_read_sink sink, void *arg);
 /* whence: SEEK_SET, SEEK_CUR, SEEK_END (0, 1, 2), and SEEK_DATA / SEEK_HOLE
  * (3, 4) as lseek(2) on Linux (block granularity; the end of the file is a
  * hole; -ENXIO at or past the end, or when no data follows for SEEK_DATA;

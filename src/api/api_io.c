@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/uio.h>
 
 /* Linux's MAX_RW_COUNT: one call moves at most this much. */
 #define API_RW_MAX 0x7ffff000u
@@ -45,6 +46,25 @@ ssize_t nostall_pread(struct nostall_file *f, void *buf, size_t len, uint64_t of
 	if (f->rd)
 		return ext3_fread_pread(f->rd, buf, len, off);
 	return ext3_inode_pread(f->fs->e, f->in, buf, len, off);
+}
+
+ssize_t nostall_pread_sink(struct nostall_file *f, void *buf, size_t len, uint64_t off,
+			   nostall_read_sink sink, void *arg)
+{
+	ssize_t n;
+	if (f->can_read && (f->mode & EXT3_S_IFMT) == EXT3_S_IFREG && len && f->rd) {
+		if (len > API_RW_MAX)
+			len = API_RW_MAX;
+		if (f->fs->rw)
+			return ext3_file_read_sink(f->in, f->rd, buf, len, off, sink, arg);
+		return ext3_fread_pread_sink(f->rd, buf, len, off, sink, arg);
+	}
+	n = nostall_pread(f, buf, len, off);
+	if (n < 0)
+		return n;
+	struct iovec one = { .iov_base = buf, .iov_len = (size_t)n };
+	int rc = sink(arg, &one, 1);
+	return rc < 0 ? rc : n;
 }
 
 ssize_t nostall_read(struct nostall_file *f, void *buf, size_t len)

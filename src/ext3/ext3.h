@@ -318,10 +318,22 @@ void ext3_fread_destroy(struct ext3_fread *r);
 /* pread semantics of ext3_inode_pread (short count at EOF or before an
  * error, the error on the next call). */
 ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off);
+/* Where a read without a copy delivers its bytes: called once with the
+ * whole result as iovcnt pieces in file order (valid only during the call);
+ * a negative return is the read's result. */
+struct iovec;
+typedef int (*ext3_read_sink)(void *arg, const struct iovec *iov, int iovcnt);
+/* ext3_fread_pread, delivered to sink instead of copied into buf: straight
+ * from the readahead ring's segments when the whole read lies in them, else
+ * from buf (len bytes, filled as ext3_fread_pread would fill it). The sink is
+ * called exactly once unless the read fails (then never); returns the byte
+ * count or the read's or the sink's error. */
+ssize_t ext3_fread_pread_sink(struct ext3_fread *r, void *buf, size_t len, uint64_t off,
+			      ext3_read_sink sink, void *arg);
 struct ext3_fread_stats {
 	uint64_t windows;      /* readahead segments issued */
 	uint64_t bios;         /* data bios submitted */
-	uint64_t direct_bytes; /* bytes copied out of windows */
+	uint64_t direct_bytes; /* bytes read out of windows (copied or lent) */
 	uint64_t slow_bytes;   /* bytes read through the buffer cache */
 	uint64_t fallbacks;    /* windows given up (I/O error, map error, dirty cache) */
 	size_t window;         /* current readahead allowance (bytes past the reader) */

@@ -150,6 +150,11 @@ void ext3_file_throttle(struct ext3_fs *fs);
  * in-flight data. Updates atime per the mount's atime rule. */
 ssize_t ext3_file_read(struct ext3_inode *in, struct ext3_fread *rd, void *buf, size_t len,
 		       uint64_t off);
+/* ext3_file_read delivered to sink (ext3_fread_pread_sink): the per-file
+ * reader's segments are lent when the read takes its path, buf is used
+ * otherwise. The sink runs once unless the read fails. */
+ssize_t ext3_file_read_sink(struct ext3_inode *in, struct ext3_fread *rd, void *buf, size_t len,
+			    uint64_t off, ext3_read_sink sink, void *arg);
 /* Truncate or extend (a hole) to size. -EFBIG past the maximum file size. */
 int ext3_file_setsize(struct ext3_inode *in, uint64_t size);
 /* fsync / fdatasync of any inode (directories: commit their transaction). */

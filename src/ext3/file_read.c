@@ -85,6 +85,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #define FR_MIN_WINDOW (128u * 1024)      /* first allowance of a stream, at least */
 #define FR_LARGE (64u * 1024)            /* reads this large always use segments */
@@ -464,40 +465,58 @@ static bool ra_start(struct ext3_fread *r, uint64_t pos, uint64_t len, uint64_t 
 	return r->nlive > 0;
 }
 
-ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off)
-{
-	struct ext3_inode *in = r->in;
-	uint64_t isize = ext3_inode_size(in);
-	if (off >= isize || len == 0)
-		return 0;
-	if (len > isize - off)
-		len = (size_t)(isize - off);
-	if (len > (size_t)SSIZE_MAX)
-		len = (size_t)SSIZE_MAX & ~(size_t)(r->fs->g.block_size - 1);
-	if (!r->max_window)
-		return ext3_inode_pread(r->fs, in, buf, len, off);
+/* A zero-copy read in progress (ext3_fread_pread_sink): pieces[k] lies in
+ * segment seg(r, k), which stays live (not popped, not re-issued) until the
+ * sink has had it. Every piece but the last ends at its segment's end. */
+struct fr_zc {
+	bool on;               /* still zero-copy (else copying into dst) */
+	int n;                 /* pieces recorded */
+	struct iovec iov[FR_NSEG];
+};
 
-	uint8_t *dst = buf;
+/* Give up zero-copy: copy the pieces recorded so far into dst (their order
+ * is the file's) and pop their segments, as the copying path would have. */
+static void zc_materialize(struct ext3_fread *r, struct fr_zc *zc, uint8_t *dst, uint64_t off)
+{
+	if (!zc || !zc->on)
+		return;
+	size_t at = 0;
+	for (int k = 0; k < zc->n; k++) {
+		memcpy(dst + at, zc->iov[k].iov_base, zc->iov[k].iov_len);
+		at += zc->iov[k].iov_len;
+	}
+	/* Only the last piece can end inside its segment, and materializing
+	 * happens only when the read goes past it: all are consumed. */
+	for (int k = 0; k < zc->n; k++) {
+		ring_pop(r);
+		if (off + at >= r->marker)
+			ra_grow(r);
+	}
+	if (zc->n && off + at >= r->marker)
+		ra_fill(r, off + at);
+	zc->n = 0;
+	zc->on = false;
+}
+
+/* The body of both reads: fills [off, off + done) into buf, or (zc->on at
+ * the end) records it as zc->iov pieces of live segments. Returns done; the
+ * caller finishes the read through the buffer cache when done < len.
+ * Caller holds r->lock. */
+static size_t fread_ring(struct ext3_fread *r, uint8_t *dst, size_t len, uint64_t off,
+			 struct fr_zc *zc)
+{
 	size_t done = 0;
 	uint64_t missed_at = UINT64_MAX; /* a second wrong guess there: give up */
-	pthread_mutex_lock(&r->lock);
-	bool stream = off == r->next_off || len >= FR_LARGE || ring_find(r, off) >= 0 ||
-		      (r->live && off == r->ra_end);
-	if (!stream) {
-		r->next_off = off + len; /* optimistic: the common case is a full read */
-		pthread_mutex_unlock(&r->lock);
-		ssize_t n = ext3_inode_pread(r->fs, in, buf, len, off);
-		pthread_mutex_lock(&r->lock);
-		if (n > 0)
-			r->st.slow_bytes += (uint64_t)n;
-		if (n >= 0)
-			r->next_off = off + (uint64_t)n;
-		pthread_mutex_unlock(&r->lock);
-		return n;
-	}
 	while (done < len) {
 		uint64_t pos = off + done;
 		int i = ring_find(r, pos);
+		/* Zero-copy goes on only while the next piece is in the segment
+		 * right after the pinned ones; anything else (a fill, a restart,
+		 * segments to pop) copies what is pinned first. */
+		if (zc && zc->on && zc->n && i != zc->n) {
+			zc_materialize(r, zc, dst, off);
+			i = ring_find(r, pos); /* the ring moved on */
+		}
 		if (i < 0 && r->live && !r->ra_stop && pos == r->ra_end) {
 			ra_fill(r, pos); /* the reader caught up with the readahead */
 			i = ring_find(r, pos);
@@ -511,14 +530,17 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 			if (i < 0)
 				break;
 		}
-		while (i-- > 0)
-			ring_pop(r); /* segments behind the reader are done */
+		unsigned pinned = zc && zc->on ? (unsigned)zc->n : 0;
+		if (!pinned)
+			while (i-- > 0)
+				ring_pop(r); /* segments behind the reader are done */
 		if (pos >= r->marker)
 			ra_fill(r, pos);
-		struct fr_win *c = seg(r, 0);
+		struct fr_win *c = seg(r, pinned);
 		if (win_wait(r, c) < 0) {
 			/* An I/O error: drop the stream, read the rest through the
 			 * buffer cache, which retries block by block and reports it. */
+			zc_materialize(r, zc, dst, off);
 			r->st.fallbacks++;
 			ring_reset(r);
 			break;
@@ -531,6 +553,7 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 				 * (the check left the leaf cached: no guess this time).
 				 * A mapping error, or a second miss here (the leaf did not
 				 * stay cached): the buffer-cache path takes over. */
+				zc_materialize(r, zc, dst, off);
 				r->st.guess_misses += ok == 0;
 				uint64_t keep = r->window;
 				ring_reset(r);
@@ -546,6 +569,15 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 		}
 		uint64_t avail = c->start + c->len - pos;
 		size_t cp = len - done < avail ? len - done : (size_t)avail;
+		if (zc && zc->on) {
+			/* Pinned until the sink has it (zc_release). */
+			zc->iov[zc->n].iov_base = c->buf + (pos - c->start);
+			zc->iov[zc->n].iov_len = cp;
+			zc->n++;
+			done += cp;
+			r->st.direct_bytes += cp;
+			continue;
+		}
 		uint64_t t0 = clock_now_ns();
 		memcpy(dst + done, c->buf + (pos - c->start), cp);
 		r->st.copy_ns += clock_now_ns() - t0;
@@ -561,18 +593,75 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 		}
 	}
 	r->next_off = off + done;
-	if (r->live && r->window == 2 * (uint64_t)r->max_window && r->ra_end < isize &&
+	if (r->live && r->window == 2 * (uint64_t)r->max_window && r->ra_end < ext3_inode_size(r->in) &&
 	    !r->ra_stop) {
 		uint64_t ahead = r->ra_end > r->next_off ? r->ra_end - r->next_off : 0;
 		if (!r->st.ahead_samples || ahead < r->st.ahead_min)
 			r->st.ahead_min = ahead;
 		r->st.ahead_samples++;
 	}
+	return done;
+}
+
+/* After the sink: the pinned segments it consumed go, their slots refilled. */
+static void zc_release(struct ext3_fread *r, struct fr_zc *zc, uint64_t end)
+{
+	for (int k = 0; k < zc->n; k++) {
+		struct fr_win *w = seg(r, 0);
+		const uint8_t *piece_end = (const uint8_t *)zc->iov[k].iov_base + zc->iov[k].iov_len;
+		if (piece_end != w->buf + w->len)
+			break; /* the last piece ended inside its segment: it stays */
+		ring_pop(r);
+		if (end >= r->marker)
+			ra_grow(r);
+	}
+	if (end >= r->marker)
+		ra_fill(r, end);
+	zc->n = 0;
+}
+
+/* Clamp a request the way ext3_inode_pread does; false: nothing to read. */
+static bool fread_clamp(struct ext3_fread *r, size_t *len, uint64_t off)
+{
+	uint64_t isize = ext3_inode_size(r->in);
+	if (off >= isize || *len == 0)
+		return false;
+	if (*len > isize - off)
+		*len = (size_t)(isize - off);
+	if (*len > (size_t)SSIZE_MAX)
+		*len = (size_t)SSIZE_MAX & ~(size_t)(r->fs->g.block_size - 1);
+	return true;
+}
+
+/* Is a read of len at off part of a stream (the ring's path)? r->lock held. */
+static bool fread_is_stream(struct ext3_fread *r, size_t len, uint64_t off)
+{
+	return off == r->next_off || len >= FR_LARGE || ring_find(r, off) >= 0 ||
+	       (r->live && off == r->ra_end);
+}
+
+/* A read off the ring's path: through the buffer cache, which caches it. */
+static ssize_t fread_slow(struct ext3_fread *r, uint8_t *buf, size_t len, uint64_t off)
+{
+	ssize_t n = ext3_inode_pread(r->fs, r->in, buf, len, off);
+	pthread_mutex_lock(&r->lock);
+	if (n > 0)
+		r->st.slow_bytes += (uint64_t)n;
+	if (n >= 0)
+		r->next_off = off + (uint64_t)n;
 	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+/* The tail after `done` bytes of the ring: the buffer cache's (errors,
+ * dirty cache, no memory). Returns the whole read's count, or the error
+ * when nothing was read. */
+static ssize_t fread_finish(struct ext3_fread *r, uint8_t *dst, size_t len, uint64_t off,
+			    size_t done)
+{
 	if (done == len)
 		return (ssize_t)done;
-	/* The rest through the buffer cache (errors, dirty cache, no memory). */
-	ssize_t m = ext3_inode_pread(r->fs, in, dst + done, len - done, off + done);
+	ssize_t m = ext3_inode_pread(r->fs, r->in, dst + done, len - done, off + done);
 	pthread_mutex_lock(&r->lock);
 	if (m > 0) {
 		r->st.slow_bytes += (uint64_t)m;
@@ -582,4 +671,65 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 	if (m < 0)
 		return done ? (ssize_t)done : m;
 	return (ssize_t)(done + (size_t)m);
+}
+
+ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t off)
+{
+	if (!fread_clamp(r, &len, off))
+		return 0;
+	if (!r->max_window)
+		return ext3_inode_pread(r->fs, r->in, buf, len, off);
+	pthread_mutex_lock(&r->lock);
+	if (!fread_is_stream(r, len, off)) {
+		r->next_off = off + len; /* optimistic: the common case is a full read */
+		pthread_mutex_unlock(&r->lock);
+		return fread_slow(r, buf, len, off);
+	}
+	size_t done = fread_ring(r, buf, len, off, NULL);
+	pthread_mutex_unlock(&r->lock);
+	return fread_finish(r, buf, len, off, done);
+}
+
+ssize_t ext3_fread_pread_sink(struct ext3_fread *r, void *buf, size_t len, uint64_t off,
+			      ext3_read_sink sink, void *arg)
+{
+	ssize_t n;
+	struct iovec one;
+	if (!fread_clamp(r, &len, off)) {
+		n = 0;
+		goto copied;
+	}
+	if (!r->max_window) {
+		n = ext3_inode_pread(r->fs, r->in, buf, len, off);
+		goto copied;
+	}
+	pthread_mutex_lock(&r->lock);
+	if (!fread_is_stream(r, len, off)) {
+		r->next_off = off + len;
+		pthread_mutex_unlock(&r->lock);
+		n = fread_slow(r, buf, len, off);
+		goto copied;
+	}
+	struct fr_zc zc = { .on = true };
+	size_t done = fread_ring(r, buf, len, off, &zc);
+	if (zc.on && zc.n && done == len) {
+		/* Every byte is in pinned segments: the sink reads them there.
+		 * r->lock stays held (another reader of this handle waits, as it
+		 * would for the copy). */
+		int rc = sink(arg, zc.iov, zc.n);
+		zc_release(r, &zc, off + done);
+		pthread_mutex_unlock(&r->lock);
+		return rc < 0 ? rc : (ssize_t)done;
+	}
+	if (zc.on)
+		zc_materialize(r, &zc, buf, off); /* a short ring read: the cache goes on */
+	pthread_mutex_unlock(&r->lock);
+	n = fread_finish(r, buf, len, off, done);
+copied:
+	if (n < 0)
+		return n;
+	one.iov_base = buf;
+	one.iov_len = (size_t)n;
+	int rc = sink(arg, &one, 1);
+	return rc < 0 ? rc : n;
 }

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #define CHUNK_BLOCKS 64u
 #define ATIME_SLACK_S (24 * 60 * 60) /* relatime: at least daily */
@@ -526,8 +527,8 @@ static void atime_update(struct ext3_inode *in)
 	pthread_rwlock_unlock(&in->lock);
 }
 
-ssize_t ext3_file_read(struct ext3_inode *in, struct ext3_fread *rd, void *buf, size_t len,
-		       uint64_t off)
+ssize_t ext3_file_read_sink(struct ext3_inode *in, struct ext3_fread *rd, void *buf, size_t len,
+			    uint64_t off, ext3_read_sink sink, void *arg)
 {
 	struct ext3_fs *fs = in->fs;
 	pthread_rwlock_rdlock(&in->lock);
@@ -557,9 +558,23 @@ ssize_t ext3_file_read(struct ext3_inode *in, struct ext3_fread *rd, void *buf, 
 	} else {
 		/* The reader takes its own lock, then the inode's. */
 		pthread_rwlock_unlock(&in->lock);
-		n = ext3_fread_pread(rd, buf, len, off);
+		n = sink ? ext3_fread_pread_sink(rd, buf, len, off, sink, arg)
+			 : ext3_fread_pread(rd, buf, len, off);
+		sink = NULL; /* delivered (or failed) */
 	}
 	if (n >= 0 && len)
 		atime_update(in);
+	if (n >= 0 && sink) {
+		struct iovec one = { .iov_base = buf, .iov_len = (size_t)n };
+		int rc = sink(arg, &one, 1);
+		if (rc < 0)
+			return rc;
+	}
 	return n;
+}
+
+ssize_t ext3_file_read(struct ext3_inode *in, struct ext3_fread *rd, void *buf, size_t len,
+		       uint64_t off)
+{
+	return ext3_file_read_sink(in, rd, buf, len, off, NULL, NULL);
 }

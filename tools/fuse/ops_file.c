@@ -235,6 +235,25 @@ static char *rbuf_get(size_t size)
 	return nb->data;
 }
 
+/* A READ's reply goes straight from where the library holds the bytes
+ * (nostall_pread_sink): a streaming read's data is written to /dev/fuse
+ * out of the per-handle readahead segments, without first being copied
+ * into the thread's buffer (docs/fuse.md, "Streaming reads"). */
+struct read_reply {
+	fuse_req_t req;
+	bool sent;
+};
+
+static int read_reply_send(void *arg, const struct iovec *iov, int iovcnt)
+{
+	struct read_reply *rr = arg;
+	rr->sent = true;
+	/* A failed reply (the request was interrupted) is the kernel's to
+	 * handle; the read itself succeeded. */
+	(void)fuse_reply_iov(rr->req, iov, iovcnt);
+	return 0;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -243,11 +262,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ssize_t n = nostall_pread(fh_of(fi)->f, buf, size, (uint64_t)off);
-	if (n < 0)
+	struct read_reply rr = { .req = req };
+	ssize_t n = nostall_pread_sink(fh_of(fi)->f, buf, size, (uint64_t)off, read_reply_send, &rr);
+	if (n < 0 && !rr.sent)
 		nfuse_reply_rc(req, (int)n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
 }
 
 /* Set-id bits on write: with HANDLE_KILLPRIV_V2 (killpriv.c) the kernel
