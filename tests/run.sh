@@ -43,8 +43,10 @@ count() { printf '%s\n' "$out" | sed -n "s/^$1 \([0-9]*\) test(s).*/\1/p" | awk 
 run_cmocka() { # variant binary
 	local variant=$1 bin=$2 name out rc total passed failed skipped line
 	name="$variant/$(basename "$bin")"
+	SECONDS=0
 	out=$(timeout "$timeout_s" "$bin" 2>&1)
 	rc=$?
+	name="$name [${SECONDS}s]"
 	total=$(count '\[==========\] Running')
 	passed=$(count '\[  PASSED  \]')
 	skipped=$(count '\[  SKIPPED \]')
@@ -76,8 +78,10 @@ run_cmocka() { # variant binary
 run_script() { # variant nostall-binary script
 	local variant=$1 bin=$2 script=$3 name out rc reasons r
 	name="$variant/$(basename "$script")"
+	SECONDS=0
 	out=$(NOSTALL="$bin" timeout "$timeout_s" bash "$script" 2>&1)
 	rc=$?
+	name="$name [${SECONDS}s]"
 	reasons=$(printf '%s\n' "$out" | sed -n 's/^SKIP: //p')
 	if [ "$rc" -eq 77 ]; then
 		[ -n "$reasons" ] || reasons=$(printf '%s\n' "$out" | tail -n 1)
