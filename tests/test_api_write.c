@@ -1,7 +1,7 @@
 /* The public write API call by call (include/nostall/nostall.h,
  * docs/api.md): read-only refusals, the descriptor table, FUSE lookup
  * counts and unlinked-but-referenced inodes, -EBUSY at umount, per-thread
- * credentials, O_CREAT through a dangling symlink, live statfs, the *_at
+ * credentials and new-inode xattrs, O_CREAT through a dangling symlink, live statfs, the *_at
  * calls, setattr, a clean image after umount, and threads sharing one
  * mount and one descriptor table.
  *
@@ -306,6 +306,105 @@ static void test_credentials(void **state)
 	assert_clean();
 }
 
+/* nostall_cred_set_xattrs: every inode the thread creates (not a symlink)
+ * has the xattrs from its creating transaction on; one that cannot be set
+ * fails the creation and leaves nothing (no name, no inode, no block); the
+ * list is the thread's own and cleared by nostall_cred_reset. */
+struct xinit_arg {
+	struct nostall_fs *fs;
+	int rc;
+};
+
+static void *xinit_other_thread(void *p)
+{
+	struct xinit_arg *a = p;
+	a->rc = nostall_mkdir(a->fs, "/other", 0755);
+	if (!a->rc)
+		a->rc = (int)nostall_getxattr(a->fs, "/other", 0, "user.k", NULL, 0);
+	return NULL;
+}
+
+static void test_create_xattrs(void **state)
+{
+	struct nostall_fs *fs = mount_rw();
+	char big[600];
+	memset(big, 'v', sizeof big);
+	const struct nostall_xattr_init x[] = {
+		{ "user.k", "value", 5 },
+		{ "trusted.t", big, 300 }, /* in-inode room or not: a block then */
+	};
+	assert_int_equal(nostall_cred_set_xattrs(x, 2), 0);
+	assert_int_equal(nostall_mkdir(fs, "/d", 0755), 0);
+	struct nostall_file *f;
+	assert_int_equal(nostall_create(fs, "/d/f", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f), 0);
+	nostall_close(f);
+	/* user.* only on files and directories, as setxattr(2) has it */
+	assert_int_equal(nostall_mknod(fs, "/d/p", 0010644, 0), -EPERM);
+	assert_int_equal(nostall_cred_set_xattrs(x + 1, 1), 0);
+	assert_int_equal(nostall_mknod(fs, "/d/p", 0010644, 0), 0);
+	assert_int_equal(nostall_cred_set_xattrs(x, 2), 0);
+	assert_int_equal(nostall_symlink(fs, "f", "/d/l"), 0);
+	int fd = nostall_fd_open(fs, "/d/g", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	/* another thread's creations are its own business */
+	struct xinit_arg a = { .fs = fs };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, xinit_other_thread, &a), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(a.rc, -ENODATA);
+	/* an existing file opened with O_CREAT gets nothing */
+	nostall_cred_reset();
+	assert_int_equal(nostall_create(fs, "/e", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f), 0);
+	nostall_close(f);
+	assert_int_equal(nostall_cred_set_xattrs(x, 1), 0);
+	assert_int_equal(nostall_create(fs, "/e", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f), 0);
+	nostall_close(f);
+	/* a value no block can hold: the creation fails, nothing is left */
+	struct nostall_statfs s0, s1;
+	assert_int_equal(nostall_statfs(fs, &s0), 0);
+	char *huge = malloc(4096);
+	assert_non_null(huge);
+	memset(huge, 'h', 4096);
+	const struct nostall_xattr_init bad[] = { { "user.k", "v", 1 }, { "user.huge", huge, 4096 } };
+	assert_int_equal(nostall_cred_set_xattrs(bad, 2), 0);
+	int rc = nostall_mkdir(fs, "/d/nope", 0755);
+	assert_true(rc == -ENOSPC || rc == -E2BIG || rc == -ERANGE);
+	assert_int_equal(nostall_create(fs, "/d/nofile", NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0644, &f), rc);
+	struct nostall_stat st;
+	assert_int_equal(nostall_stat(fs, "/d/nope", 0, &st), -ENOENT);
+	assert_int_equal(nostall_stat(fs, "/d/nofile", 0, &st), -ENOENT);
+	/* refused lists */
+	assert_int_equal(nostall_cred_set_xattrs(x, NOSTALL_CREATE_XATTRS_MAX + 1), -EINVAL);
+	const struct nostall_xattr_init noname[] = { { NULL, "v", 1 } };
+	assert_int_equal(nostall_cred_set_xattrs(noname, 1), -EINVAL);
+	nostall_cred_reset();
+	free(huge);
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+
+	fs = mount_rw();
+	assert_int_equal(nostall_statfs(fs, &s1), 0);
+	/* the failed creations' inodes and blocks are free again */
+	assert_int_equal(s1.files_free, s0.files_free);
+	assert_int_equal(s1.blocks_free, s0.blocks_free);
+	char v[400];
+	const char *with[] = { "/d", "/d/f", "/d/g", "/d/p" };
+	for (size_t i = 0; i < sizeof with / sizeof with[0]; i++) {
+		if (i < 3) {
+			assert_int_equal(nostall_getxattr(fs, with[i], 0, "user.k", v, sizeof v), 5);
+			assert_memory_equal(v, "value", 5);
+		}
+		assert_int_equal(nostall_getxattr(fs, with[i], 0, "trusted.t", v, sizeof v), 300);
+		assert_memory_equal(v, big, 300);
+	}
+	assert_int_equal(nostall_getxattr(fs, "/d/l", NOSTALL_NOFOLLOW, "user.k", v, sizeof v), -ENODATA);
+	assert_int_equal(nostall_getxattr(fs, "/e", 0, "user.k", v, sizeof v), -ENODATA);
+	assert_int_equal(nostall_umount(fs), 0);
+	/* e2fsprogs reads them where ext3 keeps them */
+	assert_int_equal(fsimg_count("value", "debugfs -R 'ea_get /d/f user.k' '%s' 2>/dev/null", img), 1);
+}
+
 static void test_statfs_and_xattr_checks(void **state)
 {
 	struct nostall_fs *fs = mount_rw();
@@ -530,6 +629,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unlinked_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credentials, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_and_xattr_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_xattrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seek_data_hole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup, teardown),

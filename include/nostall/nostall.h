@@ -444,7 +444,24 @@ unsigned nostall_oflags_from_posix(int oflags);
  * groups may be NULL; they are kept for permission checks the library does
  * not make yet. */
 void nostall_cred_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups);
-void nostall_cred_reset(void); /* back to the process's euid/egid */
+void nostall_cred_reset(void); /* back to the process's euid/egid, no xattrs */
+/* Extended attributes that every inode this thread creates from now on
+ * (nostall_create*, nostall_mknod*, nostall_mkdir*, O_CREAT opens; not
+ * symlinks) gets inside the transaction that creates it, so that no crash
+ * leaves the inode without them: what ext3 does with a directory's default
+ * POSIX ACL (a FUSE daemon passes the inherited system.posix_acl_access /
+ * _default values in ext3's format). One that cannot be set fails the
+ * creation with its error, and nothing is created. At most
+ * NOSTALL_CREATE_XATTRS_MAX (-EINVAL beyond); the array is copied but the
+ * names and values it points to must stay valid until the next call or
+ * nostall_cred_reset(), which clears the list (as does n = 0). */
+#define NOSTALL_CREATE_XATTRS_MAX 8u
+struct nostall_xattr_init {
+	const char *name;  /* with its namespace prefix ("system.posix_acl_access") */
+	const void *value;
+	size_t size;
+};
+int nostall_cred_set_xattrs(const struct nostall_xattr_init *x, unsigned n);
 
 /* Open (flags as above); with NOSTALL_O_CREAT a missing last component is
  * created as a regular file with mode & 07777 (no umask is applied: callers

@@ -388,6 +388,8 @@ void ext3_cred_thread_get(struct ext3_cred *cr)
 {
 	cr->uid = tl_cred.set ? tl_cred.uid : (uint32_t)geteuid();
 	cr->gid = tl_cred.set ? tl_cred.gid : (uint32_t)getegid();
+	cr->xattrs = NULL;
+	cr->nxattrs = 0;
 }
 
 /* Is gid the caller's group or one of its supplementary groups? */

@@ -19,10 +19,22 @@
 
 #include "ext3/ext3.h"
 
+/* An extended attribute a new inode is created with (ext3_cred). */
+struct ext3_xattr_init {
+	const char *name;
+	const void *value;
+	size_t size;
+};
+
 /* Who creates: the new inode's owner. gid is the parent's when the parent
- * directory is setgid (and a new directory inherits the setgid bit). */
+ * directory is setgid (and a new directory inherits the setgid bit).
+ * xattrs: set on every new inode but a symlink inside the transaction that
+ * creates it, as ext3_init_acl sets inherited ACLs, so no crash state has
+ * the inode without them; one that cannot be set fails the creation. */
 struct ext3_cred {
 	uint32_t uid, gid;
+	const struct ext3_xattr_init *xattrs;
+	unsigned nxattrs;
 };
 
 /* The calling thread's credentials as the block allocator sees them
@@ -32,7 +44,7 @@ struct ext3_cred {
  * unset (or after reset): the process's euid, egid and groups. */
 void ext3_cred_thread_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups);
 void ext3_cred_thread_reset(void);
-/* The calling thread's uid and gid (for new inodes). */
+/* The calling thread's uid and gid (for new inodes); no xattrs. */
 void ext3_cred_thread_get(struct ext3_cred *cr);
 
 /* ---- names (namei.c) ----

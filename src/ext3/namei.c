@@ -297,6 +297,13 @@ static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 	int credits = ext3_credits_dirop(fs);
 	if (mkdir || (sp->target && sp->tlen >= NAMEI_SYMLINK_FAST))
 		credits += ext3_credits_data(fs, 1);
+	unsigned nx = cr && !sp->target ? cr->nxattrs : 0;
+	credits += (int)nx * ext3_credits_xattr(fs);
+	uint16_t type = sp->mode & EXT3_S_IFMT;
+	for (unsigned i = 0; i < nx; i++)
+		if (type != EXT3_S_IFREG && type != EXT3_S_IFDIR &&
+		    !strncmp(cr->xattrs[i].name, "user.", 5)) /* as setxattr(2) refuses it */
+			return err_set(-EPERM, "ext3: %s on a special file", cr->xattrs[i].name);
 	pthread_rwlock_wrlock(&dir->lock);
 	struct ext3_inode *in = NULL;
 	struct jbd_handle *h = NULL;
@@ -321,6 +328,9 @@ static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 	if (rc)
 		goto out_stop;
 	rc = new_init(h, dir, in, sp);
+	for (unsigned i = 0; i < nx && !rc; i++)
+		rc = ext3_xattr_set(h, in, cr->xattrs[i].name, cr->xattrs[i].value,
+				    cr->xattrs[i].size, 0);
 	if (!rc)
 		rc = ext3_mark_inode_dirty(h, in);
 	if (!rc)

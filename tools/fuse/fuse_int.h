@@ -132,12 +132,14 @@ void nfuse_handles_close_all(struct nfuse *nf);
 /* ACLs on new inodes (ops_xattr.c): the parent's default ACL, or the
  * caller's umask when it has none. *mode is the mode asked for (type +
  * permissions); on return it is the mode to create with. *acl is set when
- * the new inode needs ACLs afterwards (nfuse_acl_apply), else NULL. */
+ * the new inode needs ACLs (nfuse_acl_arm), else NULL. */
 struct nfuse_newacl;
 int nfuse_acl_prepare(fuse_req_t req, uint64_t parent, uint32_t *mode, struct nfuse_newacl **acl);
-/* Store the inherited ACLs on the new inode ino (directories also get the
- * default ACL); frees acl. */
-int nfuse_acl_apply(struct nfuse *nf, uint64_t ino, uint32_t mode, struct nfuse_newacl *acl);
+/* Hand the inherited ACLs (directories also get the default ACL) to the
+ * library as this thread's new-inode xattrs (nostall_cred_set_xattrs): the
+ * create that follows stores them in its own transaction, as ext3 does.
+ * NULL: none. nostall_cred_reset() disarms; acl must live until then. */
+int nfuse_acl_arm(struct nfuse_newacl *acl);
 void nfuse_acl_free(struct nfuse_newacl *acl);
 /* chmod: the access ACL follows the new mode (its mask, or the group
  * entry when there is no mask, and the owner and other entries). */

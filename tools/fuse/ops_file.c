@@ -180,24 +180,13 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct nostall_stat st;
 	struct nostall_file *f = NULL;
 	nfuse_cred_from_req(req);
-	/* O_EXCL first: only a file made here inherits ACLs; an existing one
-	 * (created meanwhile through another handle) is opened as it is */
-	rc = nostall_create_at(nf->fs, dir, name, fl | NOSTALL_O_EXCL, m & 07777, &st, &f);
-	bool made = !rc;
-	if (rc == -EEXIST && !(fi->flags & O_EXCL))
+	/* The inherited ACLs go into the creating transaction; a file that
+	 * exists already (made meanwhile through another handle) is opened as
+	 * it is, without them. */
+	rc = nfuse_acl_arm(acl);
+	if (!rc)
 		rc = nostall_create_at(nf->fs, dir, name, fl, m & 07777, &st, &f);
 	nostall_cred_reset();
-	if (!rc && made && acl) {
-		rc = nfuse_acl_apply(nf, st.ino, m, acl);
-		acl = NULL;
-		if (!rc)
-			rc = nostall_fstat(f, &st);
-		if (rc) {
-			nostall_close(f);
-			nostall_forget(nf->fs, st.ino, 1);
-			nostall_unlink_at(nf->fs, dir, name);
-		}
-	}
 	nfuse_acl_free(acl);
 	if (rc)
 		nfuse_reply_rc(req, rc);

@@ -225,24 +225,14 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	}
 	nfuse_cred_from_req(req);
 	struct nostall_stat st;
-	if (S_ISDIR(m))
+	/* the inherited ACLs are set in the creating transaction (ext3 fails
+	 * the whole creation when its ACL cannot be set, and so do we) */
+	rc = nfuse_acl_arm(acl);
+	if (!rc && S_ISDIR(m))
 		rc = nostall_mkdir_at(nf->fs, dir, name, m, &st);
-	else
+	else if (!rc)
 		rc = nostall_mknod_at(nf->fs, dir, name, m, rdev, &st);
 	nostall_cred_reset();
-	if (!rc && acl) {
-		rc = nfuse_acl_apply(nf, st.ino, m, acl);
-		acl = NULL;
-		if (rc) { /* ext3 fails the whole creation when its ACL cannot be set */
-			nostall_forget(nf->fs, st.ino, 1);
-			if (S_ISDIR(m))
-				nostall_rmdir_at(nf->fs, dir, name);
-			else
-				nostall_unlink_at(nf->fs, dir, name);
-		} else {
-			rc = nostall_stat_ino(nf->fs, st.ino, &st);
-		}
-	}
 	nfuse_acl_free(acl);
 	if (rc)
 		nfuse_reply_rc(req, rc);

@@ -26,6 +26,7 @@
 struct nfuse_newacl {
 	struct acl *access; /* NULL: the mode says it all */
 	struct acl *dflt;   /* directories: the inherited default ACL */
+	unsigned char *enc[2]; /* their ext3 encodings, once armed */
 };
 
 static bool is_acl(const char *name, bool *dflt)
@@ -79,6 +80,8 @@ void nfuse_acl_free(struct nfuse_newacl *acl)
 	if (acl) {
 		acl_free(acl->access);
 		acl_free(acl->dflt);
+		free(acl->enc[0]);
+		free(acl->enc[1]);
 		free(acl);
 	}
 }
@@ -122,15 +125,27 @@ int nfuse_acl_prepare(fuse_req_t req, uint64_t parent, uint32_t *mode, struct nf
 	return 0;
 }
 
-int nfuse_acl_apply(struct nfuse *nf, uint64_t ino, uint32_t mode, struct nfuse_newacl *acl)
+int nfuse_acl_arm(struct nfuse_newacl *acl)
 {
-	int rc = 0;
-	if (acl->access)
-		rc = acl_write(nf, ino, ACL_ACCESS, acl->access);
-	if (!rc && acl->dflt)
-		rc = acl_write(nf, ino, ACL_DEFAULT, acl->dflt);
-	nfuse_acl_free(acl);
-	return rc;
+	if (!acl)
+		return nostall_cred_set_xattrs(NULL, 0);
+	struct nostall_xattr_init x[2];
+	unsigned n = 0;
+	const struct acl *which[2] = { acl->access, acl->dflt };
+	const char *names[2] = { ACL_ACCESS, ACL_DEFAULT };
+	for (int k = 0; k < 2; k++) {
+		if (!which[k])
+			continue;
+		size_t len = acl_ext3_size(which[k]);
+		if (!acl->enc[k]) {
+			acl->enc[k] = malloc(len);
+			if (!acl->enc[k])
+				return -ENOMEM;
+			acl_to_ext3(which[k], acl->enc[k]);
+		}
+		x[n++] = (struct nostall_xattr_init){ names[k], acl->enc[k], len };
+	}
+	return nostall_cred_set_xattrs(x, n);
 }
 
 int nfuse_acl_chmod(struct nfuse *nf, uint64_t ino, uint32_t mode)
