@@ -36,7 +36,7 @@ struct geo {
 static const struct geo geos[] = {{1024, 128}, {1024, 256}, {4096, 128}, {4096, 256}};
 #define NGEOS (sizeof geos / sizeof geos[0])
 
-static const struct ext3_cred cred = {0, 0};
+static const struct ext3_cred cred = { .uid = 0, .gid = 0 };
 
 #define KEEP_TEXT "the kept inode's data, written by debugfs\n"
 

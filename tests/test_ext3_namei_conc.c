@@ -31,7 +31,7 @@
 
 static char tmpdir[256];
 
-static const struct ext3_cred cred = {1000, 100};
+static const struct ext3_cred cred = { .uid = 1000, .gid = 100 };
 
 #define N(s) (s), strlen(s)
 
