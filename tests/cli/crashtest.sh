@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (2 min under ASan; the library's crash recovery runs under ASan in test_jbd_crash, test_fs_crash and test_fs_guarded_crash, the crashtest tool's own code is checked in release only; kept under the 30-minute CI budget)
 # nostall crashtest (docs/crashtest.md), CI-sized:
 #  1. data=journal and data=ordered at 1 KiB and 4 KiB blocks, every
 #     workload:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# nostall-test: release-only (the kernel comparison repeats what fs_features.sh and fs_kernel_modify.sh run under ASan; kept under the 30-minute CI budget)
 # The read path judged by the Linux kernel: images made by mke2fs -t ext3
 # (1 KiB blocks with 128-byte inodes, 2 KiB and 4 KiB with 256-byte inodes)
 # are filled through a kernel loop mount with a varied tree (tests/lib/fs_mktree.py:
