@@ -370,6 +370,21 @@ static void test_fast_path_taken(void **state)
 	/* the data did not go through the cache: only the indirect blocks did,
 	 * most of them read ahead (a miss is a synchronous read) */
 	assert_true(b1.misses - b0.misses <= 4);
+	/* past the ramp-up (segments under half of seg_max have buffers of
+	 * their own) every segment was read into the ring's huge-page arena */
+	print_message("%llu of %llu segments in the arena\n", (unsigned long long)st.huge_segs,
+		      (unsigned long long)st.windows);
+	assert_true(st.huge_segs > 0 && st.huge_segs + 6 >= st.windows);
+	ext3_fread_destroy(r);
+
+	/* a ring smaller than a huge page (256 KiB allowance: 8 x 64 KiB)
+	 * keeps buffers of its own, and reads the same bytes */
+	assert_int_equal(ext3_fread_create(m.fs, m.in, 256 * 1024, &r), 0);
+	scan_mib(r, b, &files[0]);
+	ext3_fread_stats(r, &st);
+	assert_int_equal(st.direct_bytes, BIG_SIZE);
+	assert_true(st.windows > 0);
+	assert_int_equal(st.huge_segs, 0);
 	ext3_fread_destroy(r);
 
 	/* fast path off: everything through the cache */

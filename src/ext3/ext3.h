@@ -347,6 +347,7 @@ struct ext3_fread_stats {
 	uint64_t map_prefetches; /* leaf pointer blocks started ahead of the mapping */
 	uint64_t guesses;      /* segments issued on a guessed mapping */
 	uint64_t guess_misses; /* ... whose check failed (re-read) */
+	uint64_t huge_segs;    /* segments issued into the huge-page arena */
 };
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */
