@@ -104,6 +104,10 @@ struct buf_cache {
 	/* Run buffers kept for the next buf_write_run (c->lock): each
 	 * BUF_RUN_MAX blocks long; freed by buf_cache_destroy. */
 	void *run_bufs[BUF_RUN_BUFS];
+	/* The first BUF_RUN_BUFS run buffers: slices of one allocation in
+	 * transparent huge pages (blockmem_huge_alloc), always kept; NULL
+	 * until the first run. Freed by buf_run_bufs_drop. */
+	char *run_arena;
 	unsigned nr_run_bufs;
 
 	struct {

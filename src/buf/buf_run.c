@@ -10,6 +10,7 @@
  */
 #include "buf/buf_int.h"
 
+#include "util/blockmem.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -25,10 +26,26 @@ struct buf_run {
 	struct buffer_head *bh[];
 };
 
+static size_t run_buf_bytes(const struct buf_cache *c)
+{
+	return (size_t)BUF_RUN_MAX * c->block_size;
+}
+
+static bool in_run_arena(const struct buf_cache *c, const void *p)
+{
+	return c->run_arena && (const char *)p >= c->run_arena &&
+	       (const char *)p < c->run_arena + BUF_RUN_BUFS * run_buf_bytes(c);
+}
+
 void buf_run_bufs_drop(struct buf_cache *c)
 {
-	while (c->nr_run_bufs)
-		free(c->run_bufs[--c->nr_run_bufs]);
+	while (c->nr_run_bufs) {
+		void *p = c->run_bufs[--c->nr_run_bufs];
+		if (!in_run_arena(c, p))
+			free(p);
+	}
+	free(c->run_arena);
+	c->run_arena = NULL;
 }
 
 /* A kept run buffer or a new one (NULL: no memory). */
@@ -36,10 +53,19 @@ static void *run_buf_get(struct buf_cache *c)
 {
 	void *p = NULL;
 	pthread_mutex_lock(&c->lock);
-	if (c->nr_run_bufs)
+	if (c->nr_run_bufs) {
 		p = c->run_bufs[--c->nr_run_bufs];
+	} else if (!c->run_arena) {
+		/* The first run: the kept buffers become slices of one arena in
+		 * huge pages (a checkpoint writes every journaled block home
+		 * from them; blockmem.h says why huge pages). */
+		c->run_arena = blockmem_huge_alloc(BUF_RUN_BUFS * run_buf_bytes(c));
+		for (unsigned i = 1; c->run_arena && i < BUF_RUN_BUFS; i++)
+			c->run_bufs[c->nr_run_bufs++] = c->run_arena + i * run_buf_bytes(c);
+		p = c->run_arena;
+	}
 	pthread_mutex_unlock(&c->lock);
-	if (!p && posix_memalign(&p, BUF_DATA_ALIGN, (size_t)BUF_RUN_MAX * c->block_size))
+	if (!p && posix_memalign(&p, BUF_DATA_ALIGN, run_buf_bytes(c)))
 		p = NULL;
 	return p;
 }
@@ -61,6 +87,18 @@ static void run_finish(struct buf_run *r, int err)
 	if (c->nr_run_bufs < BUF_RUN_BUFS) {
 		c->run_bufs[c->nr_run_bufs++] = r->buf;
 		r->buf = NULL;
+	} else if (in_run_arena(c, r->buf)) {
+		/* an arena slice is always kept: it takes the place of a kept
+		 * buffer of its own (there is one: the other slices are fewer
+		 * than BUF_RUN_BUFS), which is freed instead */
+		for (unsigned i = 0; i < c->nr_run_bufs; i++) {
+			if (!in_run_arena(c, c->run_bufs[i])) {
+				void *own = c->run_bufs[i];
+				c->run_bufs[i] = r->buf;
+				r->buf = own;
+				break;
+			}
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	for (int i = 0; i < r->n; i++) {

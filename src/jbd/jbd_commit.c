@@ -159,7 +159,7 @@ static void *log_area_get(struct jbd_journal *j)
 	if (j->nr_log_areas)
 		p = j->log_areas[--j->nr_log_areas];
 	pthread_mutex_unlock(&j->lock);
-	if (!p && posix_memalign(&p, 4096, log_area_bytes(j)))
+	if (!p && !(p = blockmem_huge_alloc(log_area_bytes(j))))
 		p = NULL;
 	return p;
 }

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #define BM_CHUNK (256u * 1024)
+#define BM_HUGE (2u << 20) /* a transparent huge page */
 #define BM_MIN_SHIFT 9
 #define BM_CLASSES 4 /* 512, 1K, 2K, 4K */
 
@@ -85,6 +86,18 @@ void *blockmem_alloc(size_t size)
 	bm_nfree[c]--;
 	pthread_mutex_unlock(&bm_lock);
 	return f;
+}
+
+void *blockmem_huge_alloc(size_t bytes)
+{
+	void *p = NULL;
+	if (bytes < BM_HUGE / 2)
+		return posix_memalign(&p, 4096, bytes) ? NULL : p;
+	size_t b = (bytes + BM_HUGE - 1) / BM_HUGE * BM_HUGE;
+	if (posix_memalign(&p, BM_HUGE, b))
+		return NULL;
+	(void)madvise(p, b, MADV_HUGEPAGE);
+	return p;
 }
 
 void blockmem_free(void *p, size_t size)

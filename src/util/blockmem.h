@@ -24,5 +24,13 @@
  * when out of memory. The contents are undefined. */
 void *blockmem_alloc(size_t size);
 void blockmem_free(void *p, size_t size);
+/* A long-lived I/O buffer of `bytes` (4 KiB-aligned, freed with free()).
+ * From 1 MiB up it is rounded up to whole 2 MiB transparent huge pages,
+ * 2 MiB-aligned, with MADV_HUGEPAGE: an O_DIRECT transfer pins its memory
+ * page by page, and on the VMs we measure on a transfer in 4 KiB pages runs
+ * at about half the rate (docs/bench-fs.md, "Huge pages"). For buffers
+ * that are kept and reused, not for one-off allocations (the first touch of
+ * a huge page clears all 2 MiB). */
+void *blockmem_huge_alloc(size_t bytes);
 
 #endif
