@@ -159,8 +159,8 @@ static void *log_area_get(struct jbd_journal *j)
 	if (j->nr_log_areas)
 		p = j->log_areas[--j->nr_log_areas];
 	pthread_mutex_unlock(&j->lock);
-	if (!p && !(p = blockmem_huge_alloc(log_area_bytes(j))))
-		p = NULL;
+	if (!p) /* in huge pages: blockmem.h */
+		p = blockmem_huge_alloc(log_area_bytes(j));
 	return p;
 }
 
