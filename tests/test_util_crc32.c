@@ -39,10 +39,10 @@ static void test_random_buffers(void **state)
 {
 	(void)state;
 	unsigned seed = (unsigned)time(NULL);
-	const char *env = getenv("NOSTALL_TEST_SEED");
+	const char *env = getenv("NOSTALL_SEED");
 	if (env)
 		seed = (unsigned)strtoul(env, NULL, 0);
-	print_message("seed %u (NOSTALL_TEST_SEED)\n", seed);
+	print_message("seed %u (NOSTALL_SEED)\n", seed);
 	srand(seed);
 	static uint8_t buf[4096 + 16];
 	for (size_t i = 0; i < sizeof buf; i++)

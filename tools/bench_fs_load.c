@@ -11,6 +11,7 @@
 #include "bench_fs.h"
 
 #include "dev/dev.h"
+#include "util/blockmem.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -22,11 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define RAW_DEPTH 4u                 /* raw sequential commands in flight */
 #define RAW_CHUNK (1024u * 1024)     /* at most; capped at max_hw_sectors */
-#define RAW_HUGE (2u << 20)          /* a transparent huge page */
 #define IO_CHUNK (1024u * 1024)      /* the workloads' read/write size */
 #define FUS_PERIOD_NS (50 * NS_PER_MS)
 #define FUS_APPEND 4096u
@@ -142,11 +141,9 @@ static int64_t raw_seq(struct dev *d, enum dev_op op, uint64_t sector, uint64_t 
 	 * (the read arena, the page cache's chunks): the device pins a 4 KiB-page
 	 * buffer page by page, which on the VMs we measure on halves the rate,
 	 * and the floor is the best the device does. */
-	size_t bytes_buf = ((size_t)chunk * depth + RAW_HUGE - 1) / RAW_HUGE * RAW_HUGE;
-	void *buf = NULL;
-	if (posix_memalign(&buf, RAW_HUGE, bytes_buf))
+	void *buf = blockmem_huge_alloc((size_t)chunk * depth);
+	if (!buf)
 		return err_set(-ENOMEM, "out of memory");
-	(void)madvise(buf, bytes_buf, MADV_HUGEPAGE);
 	memset(buf, 0x5a, (size_t)chunk * depth);
 	int rc = 0;
 	uint64_t t0 = clock_now_ns();

@@ -77,6 +77,7 @@
 #include "blk/blk.h"
 #include "buf/buf.h"
 #include "util/array.h"
+#include "util/blockmem.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -85,7 +86,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 
 #define FR_MIN_WINDOW (128u * 1024)      /* first allowance of a stream, at least */
@@ -289,11 +289,9 @@ static bool win_arena_take(struct ext3_fread *r, struct fr_win *w, uint64_t size
 	    r->seg_max % FR_BUF_ALIGN)
 		return false;
 	if (!r->arena) {
-		size_t bytes = (size_t)((ring + FR_HUGE - 1) / FR_HUGE * FR_HUGE);
-		r->arena = aligned_alloc(FR_HUGE, bytes);
+		r->arena = blockmem_huge_alloc((size_t)ring);
 		if (!r->arena)
 			return false;
-		(void)madvise(r->arena, bytes, MADV_HUGEPAGE);
 	}
 	if (!w->in_arena)
 		free(w->buf);
