@@ -13,6 +13,7 @@
 #include "ext3_format.h"
 #include "../dev/dev.h"
 #include "../jbd/jbd_format.h"
+#include "../util/blockmem.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -501,7 +502,11 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 	uint8_t *bitmap = calloc(1, bs);
 	uint8_t *sbblk = calloc(1, bs);
 	uint8_t *gdt = calloc(1, gdt_bytes);
-	c.zero = p->assume_zeroed ? NULL : calloc(c.chunk_blocks, bs);
+	/* Aligned (an O_DIRECT device would bounce-copy every zeroing write,
+	 * into fresh memory each time) and reused for every chunk. */
+	c.zero = p->assume_zeroed ? NULL : blockmem_huge_alloc((size_t)c.chunk_blocks * bs);
+	if (c.zero)
+		memset(c.zero, 0, (size_t)c.chunk_blocks * bs);
 	struct ext3_disk_inode jino, rino;
 	uint32_t lpf_blk[EXT3_NDIR_BLOCKS] = { 0 };
 	if (!blk || !bitmap || !sbblk || !gdt || (!p->assume_zeroed && !c.zero)) {

@@ -7,9 +7,10 @@
  * that block-sized requests cannot reuse), so a cache of N blocks had an
  * RSS near 2N. Here a freed block goes on its size's free list and is the
  * next one handed out; chunks are never unmapped (the caches' budgets bound
- * how many blocks are live at once), but past 4 MiB of free blocks of a
- * size, freed 4 KiB blocks are handed back to the kernel (MADV_DONTNEED),
- * so the RSS falls when a cache is destroyed. Under AddressSanitizer the plain allocator is used, so
+ * how many blocks are live at once, and so the free lists), and freed
+ * blocks stay resident until blockmem_trim, which a cache calls when it is
+ * destroyed, hands free 4 KiB blocks past 4 MiB back to the kernel
+ * (MADV_DONTNEED), so the RSS falls then. Under AddressSanitizer the plain allocator is used, so
  * use-after-free is still caught.
  *
  * Thread-safe (one mutex). blockmem_free takes the size given to
@@ -24,6 +25,9 @@
  * when out of memory. The contents are undefined. */
 void *blockmem_alloc(size_t size);
 void blockmem_free(void *p, size_t size);
+/* Give free 4 KiB blocks past 4 MiB back to the kernel (they stay ours and
+ * are handed out again last). Called when a cache is destroyed. */
+void blockmem_trim(void);
 /* A long-lived I/O buffer of `bytes` (4 KiB-aligned, freed with free()).
  * From 1 MiB up it is rounded up to whole 2 MiB transparent huge pages,
  * 2 MiB-aligned, with MADV_HUGEPAGE: an O_DIRECT transfer pins its memory
