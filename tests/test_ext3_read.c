@@ -57,7 +57,7 @@ static void test_mount_opts_and_icache(void **state)
 	(void)state;
 	struct ext3_mount_opts o;
 	ext3_mount_opts_init(&o);
-	assert_int_equal(o.file_readahead, 1u << 20);
+	assert_int_equal(o.file_readahead, 2u << 20);
 	assert_int_equal(ext3_mount_opts_parse(&o, "ro,data=writeback,commit=7,nobarrier,errors=remount-ro,"
 					      "data_err=abort,noatime,journal_ioprio=RT/2,scheduler=deadline"), 0);
 	assert_true(o.ro);

@@ -89,7 +89,7 @@ const char *nostall_errmsg(int rc);
  *   cache=SIZE         buffer cache bound (default 64M)
  *   readahead=N        readahead blocks on sequential misses (default 32, 0 off)
  *   file_readahead=SIZE  max readahead window per open file for sequential reads
- *                      that bypass the buffer cache (default 4M, 64K..64M, 0 off)
+ *                      that bypass the buffer cache (default 2M, 64K..64M, 0 off)
  *   noload             do not look at the journal (a filesystem that needs
  *                      recovery is then mounted as it is on disk)
  *   sb=N               use the backup superblock at block N (with 1 KiB blocks:

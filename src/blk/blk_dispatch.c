@@ -151,6 +151,8 @@ int blk_rq_prepare_io(struct request *rq)
 		io->flags |= DEV_IO_FUA;
 	if (rq->alone)
 		io->flags |= DEV_IO_ALONE;
+	if (rq->more)
+		io->flags |= DEV_IO_MORE;
 	io->sector = rq->sector;
 	io->nr_sectors = rq->nr_sectors;
 	bool contiguous = true;
@@ -241,12 +243,20 @@ static void queue_run_locked(struct blk_queue *q)
 		bool alone = n <= BLK_ALONE_MAX && q->in_flight == n && q->queued == 0 && q->ord_len == 0;
 		pthread_mutex_unlock(&q->lock);
 		struct list_node *it, *tmp;
+		bool held = false;
 		list_for_each_safe(it, tmp, &out) {
 			struct request *rq = list_entry(it, struct request, q_node);
 			list_del(&rq->q_node);
 			rq->alone = alone;
+			/* All but the last of the pass may wait for the device's
+			 * commit below: one doorbell for the pass (barrier steps
+			 * are sequenced by their completions, never held). */
+			rq->more = !list_empty(&out) && !rq->barrier;
+			held |= rq->more;
 			blk_barrier_submit(q, rq);
 		}
+		if (held)
+			dev_commit(q->dev);
 		pthread_mutex_lock(&q->lock);
 	}
 	q->running = false;

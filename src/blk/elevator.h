@@ -64,6 +64,7 @@ struct request {
 	bool in_elv;
 	bool barrier;               /* runs the ordered sequence (blk_barrier.c) */
 	bool alone;                 /* dispatched with nothing else queued or in flight */
+	bool more;                  /* not the last of its dispatch pass (DEV_IO_MORE) */
 	int ord_stage;              /* its current step */
 	int err;
 };

@@ -207,7 +207,7 @@ static int validate(const struct dev *d, const struct dev_io *io)
 	const char *spec = dev_spec(d);
 	if (!io->done)
 		return err_set(-EINVAL, "%s: command without a done() callback", spec);
-	if (io->flags & ~(unsigned)(DEV_IO_FUA | DEV_IO_PREFLUSH | DEV_IO_ALONE))
+	if (io->flags & ~(unsigned)(DEV_IO_FUA | DEV_IO_PREFLUSH | DEV_IO_ALONE | DEV_IO_MORE))
 		return err_set(-EINVAL, "%s: unknown command flags 0x%x", spec, io->flags);
 	switch (io->op) {
 	case DEV_OP_FLUSH:
@@ -258,6 +258,8 @@ int dev_submit(struct dev *d, struct dev_io *io)
 	d->active++;
 	pthread_mutex_unlock(&d->lock);
 
+	if (!d->ops->commit)
+		io->flags &= ~(unsigned)DEV_IO_MORE; /* nobody would start it */
 	rc = d->ops->submit(d, io);
 	if (rc) {
 		pthread_mutex_lock(&d->lock);
@@ -267,6 +269,12 @@ int dev_submit(struct dev *d, struct dev_io *io)
 		pthread_mutex_unlock(&d->lock);
 	}
 	return rc;
+}
+
+void dev_commit(struct dev *d)
+{
+	if (d->ops->commit)
+		d->ops->commit(d);
 }
 
 struct sync_wait {

@@ -66,6 +66,13 @@ enum {
 	 * at the device. A device may then serve the command synchronously in
 	 * dev_submit, done() included (file:, docs/devices.md "inline"). */
 	DEV_IO_ALONE = 1u << 2,
+	/* More commands follow at once (the block queue's dispatch pass): a
+	 * device may hold this one back and start it with the next command
+	 * without the flag or at dev_commit(), which the submitter must call.
+	 * file: then makes one io_uring_enter (one doorbell of a virtio disk,
+	 * a VM exit) for the batch instead of one per command. Devices without
+	 * a commit op never see the flag (dev_submit clears it). */
+	DEV_IO_MORE = 1u << 3,
 };
 
 struct dev_io {
@@ -108,6 +115,8 @@ const char *dev_spec(const struct dev *d);
 
 /* Queue one command (see the contract above). */
 int dev_submit(struct dev *d, struct dev_io *io);
+/* Start every command held back by DEV_IO_MORE. */
+void dev_commit(struct dev *d);
 
 /* Synchronous helpers built on dev_submit (they wait for done()). dev_rw_sync
  * splits READ/WRITE larger than max_hw_sectors into several commands issued
@@ -144,6 +153,7 @@ struct dev_file_stats {
 	uint64_t unflushed;       /* of which no finished flush covers yet */
 	uint64_t bg_flushes;      /* background flushes finished (flush_every=) */
 	uint64_t inline_ios;      /* commands served in the submitter (inline_io=) */
+	uint64_t enters;          /* io_uring submissions (one per batch: DEV_IO_MORE) */
 };
 /* Looks through log: and fault: wrappers; -EINVAL if there is no file: device. */
 int dev_file_stats(const struct dev *d, struct dev_file_stats *out);

@@ -125,6 +125,7 @@ struct file_dev {
 	atomic_int bg_err;    /* a background flush failed: the next durability command reports it */
 	_Atomic uint64_t bg_flushes; /* finished background flushes (stats) */
 	_Atomic uint64_t inline_ios; /* commands served inline (stats) */
+	_Atomic uint64_t enters;     /* io_uring_submit calls that had SQEs (stats) */
 	_Atomic uint64_t last_durable_ns; /* CLOCK_MONOTONIC of the last durability command */
 	struct io_uring ring;
 	pthread_t thread;
@@ -147,6 +148,7 @@ static struct io_uring_sqe *sqe_get(struct file_dev *f)
 static int ring_submit(struct file_dev *f)
 {
 	int rc;
+	atomic_fetch_add_explicit(&f->enters, 1, memory_order_relaxed);
 	do
 		rc = io_uring_submit(&f->ring);
 	while (rc == -EINTR || rc == -EAGAIN);
@@ -201,14 +203,15 @@ static void queue_linked(struct file_dev *f, struct file_cmd *c)
 
 /* Submit c's current stage; a barrier write's preflush goes linked to its
  * data when `link`. */
-static int submit_stage(struct file_dev *f, struct file_cmd *c, bool link)
+static int submit_stage(struct file_dev *f, struct file_cmd *c, bool link, bool defer)
 {
 	pthread_mutex_lock(&f->sq_lock);
 	if (link && c->stage == ST_PREFLUSH && c->len)
 		queue_linked(f, c);
 	else
 		queue_stage(f, c);
-	int rc = ring_submit(f);
+	/* Deferred (DEV_IO_MORE): the next submit or file_commit enters. */
+	int rc = defer ? 0 : ring_submit(f);
 	pthread_mutex_unlock(&f->sq_lock);
 	return rc < 0 ? rc : 0;
 }
@@ -381,7 +384,7 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 		if (c->head_err == -EINTR || c->head_err == -EAGAIN) {
 			/* The write was cancelled: start again, unlinked. */
 			c->stage = ST_PREFLUSH;
-			int rc = submit_stage(f, c, false);
+			int rc = submit_stage(f, c, false, false);
 			if (rc)
 				finish(f, c, rc);
 			return;
@@ -430,7 +433,7 @@ static void advance(struct file_dev *f, struct file_cmd *c, int res)
 			return;
 		}
 	}
-	int rc = submit_stage(f, c, true);
+	int rc = submit_stage(f, c, true, false);
 	if (rc)
 		finish(f, c, rc);
 }
@@ -557,13 +560,23 @@ static int file_submit(struct dev *d, struct dev_io *io)
 		inline_run(f, c);
 		return 0;
 	}
-	int rc = submit_stage(f, c, true);
+	int rc = submit_stage(f, c, true, (io->flags & DEV_IO_MORE) != 0);
 	if (rc) {
 		/* The SQE may still be queued; completing through finish() keeps
 		 * the slot bookkeeping simple. */
 		finish(f, c, rc);
 	}
 	return 0;
+}
+
+/* Enter the SQEs file_submit queued without entering (DEV_IO_MORE). */
+static void file_commit(struct dev *d)
+{
+	struct file_dev *f = (struct file_dev *)d;
+	pthread_mutex_lock(&f->sq_lock);
+	if (io_uring_sq_ready(&f->ring))
+		(void)ring_submit(f); /* a failure leaves them queued: the next submit sends them */
+	pthread_mutex_unlock(&f->sq_lock);
 }
 
 static void file_close(struct dev *d)
@@ -597,6 +610,7 @@ static int file_lock(struct dev *d, enum dev_lock_mode mode)
 static const struct dev_ops file_ops = {
 	.kind = "file",
 	.submit = file_submit,
+	.commit = file_commit,
 	.close = file_close,
 	.lock = file_lock,
 };
@@ -619,6 +633,7 @@ int dev_file_stats(const struct dev *d, struct dev_file_stats *out)
 	out->unflushed = out->written - durable;
 	out->bg_flushes = atomic_load_explicit(&f->bg_flushes, memory_order_relaxed);
 	out->inline_ios = atomic_load_explicit(&f->inline_ios, memory_order_relaxed);
+	out->enters = atomic_load_explicit(&f->enters, memory_order_relaxed);
 	return 0;
 }
 

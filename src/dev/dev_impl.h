@@ -24,6 +24,9 @@ struct dev_ops {
 	 * exactly once for it (possibly before submit returns). Return a
 	 * negative errno to refuse it: then dev_complete() must not be called. */
 	int (*submit)(struct dev *d, struct dev_io *io);
+	/* Optional: start the commands submit held back (DEV_IO_MORE). NULL:
+	 * the kind starts every command in submit, and never sees the flag. */
+	void (*commit)(struct dev *d);
 	/* Optional: record a named mark (log:), or pass it to the inner device
 	 * (wrappers). NULL means marks are ignored. */
 	int (*mark)(struct dev *d, const char *name);
