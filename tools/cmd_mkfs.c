@@ -1,11 +1,15 @@
 /* nostall mkfs: create an ext3 filesystem in an image file or on a device.
  *
  *   nostall mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]
- *                [-L label] [-U uuid] [-E root_owner=uid:gid] [-T time] IMAGE [SIZE]
+ *                [-L label] [-U uuid] [-E root_owner=uid:gid,nodiscard] [-T time] IMAGE [SIZE]
  *
  * SIZE is in bytes with optional K/M/G/T suffix; it may be left out when IMAGE
  * exists (the whole file or device is used). A missing IMAGE is created as a
- * sparse file, and then blocks that are all zero are not written at all.
+ * sparse file, and then blocks that are all zero are not written at all. An
+ * existing regular file has its filesystem range punched out first (as
+ * mke2fs discards): it then reads as zeroes and is written the same way;
+ * -E nodiscard (or a host filesystem without hole punching) writes the
+ * zeroes instead.
  * Exit status: 0 success, 1 failure, 2 usage error.
  */
 #include "cmds.h"
@@ -27,7 +31,7 @@
 
 static const char mkfs_usage[] =
 	"usage: nostall mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]\n"
-	"                    [-L label] [-U uuid] [-E root_owner=uid:gid] [-T time] IMAGE [SIZE]\n"
+	"                    [-L label] [-U uuid] [-E root_owner=uid:gid,nodiscard] [-T time] IMAGE [SIZE]\n"
 	"  SIZE: bytes with optional K, M, G or T suffix (required when IMAGE does not exist)\n"
 	"  -T: all timestamps, seconds since the epoch; with -U the image is byte-reproducible\n";
 
@@ -83,7 +87,7 @@ static int mkfs_parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
-static int mkfs_parse_extended(const char *s, struct ext3_mkfs_params *p)
+static int mkfs_parse_extended(const char *s, struct ext3_mkfs_params *p, bool *discard)
 {
 	char *copy = strdup(s);
 	if (!copy)
@@ -102,6 +106,8 @@ static int mkfs_parse_extended(const char *s, struct ext3_mkfs_params *p)
 				rc = -EINVAL;
 				break;
 			}
+		} else if (strcmp(item, "discard") == 0 || strcmp(item, "nodiscard") == 0) {
+			*discard = item[0] == 'd';
 		} else {
 			rc = -EINVAL;
 			break;
@@ -111,11 +117,27 @@ static int mkfs_parse_extended(const char *s, struct ext3_mkfs_params *p)
 	return rc;
 }
 
+/* Discard an existing image file's filesystem range, as mke2fs does: a
+ * punched range reads as zeroes, so nothing that must read as zeroes
+ * (inode tables, the journal) needs writing - on a large image most of
+ * mkfs's time (a 20 GiB file: 0.9 s of zeroes against 0.16 s for mke2fs).
+ * Called with the image locked (dev_lock). False: not punched (the host
+ * filesystem cannot), mkfs writes the zeroes. */
+static bool mkfs_punch(const char *image, uint64_t bytes)
+{
+	int fd = open(image, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)bytes) == 0;
+	close(fd);
+	return ok;
+}
+
 int cmd_mkfs(int argc, char **argv)
 {
 	struct ext3_mkfs_params p;
 	memset(&p, 0, sizeof p);
-	bool quiet = false;
+	bool quiet = false, discard = true;
 	uint64_t v;
 	int opt;
 
@@ -157,9 +179,9 @@ int cmd_mkfs(int argc, char **argv)
 			p.uuid_set = true;
 			break;
 		case 'E':
-			if (mkfs_parse_extended(optarg, &p))
-				return mkfs_usage_error("bad extended option '%s' (known: root_owner=uid:gid)",
-							optarg);
+			if (mkfs_parse_extended(optarg, &p, &discard))
+				return mkfs_usage_error(
+					"bad extended option '%s' (known: root_owner=uid:gid, discard, nodiscard)", optarg);
 			break;
 		case 'T':
 			if (opts_parse_u64(optarg, &v) || v > UINT32_MAX)
@@ -263,6 +285,8 @@ int cmd_mkfs(int argc, char **argv)
 	/* Not over an image in use (a mount of it, nostall's or the kernel's:
 	 * docs/devices.md "Image locks"), as mke2fs refuses a mounted device. */
 	rc = dev_lock(dev, DEV_LOCK_EXCL);
+	if (!rc && exists && S_ISREG(st.st_mode) && discard)
+		p.assume_zeroed = mkfs_punch(image, fs_bytes);
 	if (!rc)
 		rc = ext3_mkfs_with_layout(dev, &p, &lay);
 	dev_close(dev);

@@ -116,7 +116,25 @@ junk="$tmp/junk.img"
 head -c $((24 * 1024 * 1024)) /dev/urandom >"$junk"
 "$NOSTALL" mkfs -q -b 2048 -U "$UUID" -T "$T" "$junk" || fail "mkfs over junk"
 fsck_clean "$junk" "over junk"
+# The filesystem range was punched out (read as zeroes, as mke2fs discards):
+# far less than 24 MiB stays allocated.
+alloc_kib=$(du -k "$junk" | cut -f1)
+[ "$alloc_kib" -lt 8192 ] || fail "mkfs over junk left $alloc_kib KiB allocated (not discarded)"
 rm -f "$junk"
+# -E nodiscard writes the zeroes instead: clean, and nothing punched.
+head -c $((24 * 1024 * 1024)) /dev/urandom >"$junk"
+"$NOSTALL" mkfs -q -E nodiscard -U "$UUID" -T "$T" "$junk" || fail "mkfs -E nodiscard over junk"
+fsck_clean "$junk" "over junk, nodiscard"
+alloc_kib=$(du -k "$junk" | cut -f1)
+[ "$alloc_kib" -ge 24000 ] || fail "mkfs -E nodiscard punched the image ($alloc_kib KiB allocated)"
+rm -f "$junk"
+# SIZE below the file's size: only the filesystem's range is discarded.
+head -c $((24 * 1024 * 1024)) /dev/urandom >"$junk"
+tail -c $((8 * 1024 * 1024)) "$junk" >"$tmp/tail.bin"
+"$NOSTALL" mkfs -q -U "$UUID" -T "$T" "$junk" 16M || fail "mkfs 16M over a 24 MiB junk file"
+fsck_clean "$junk" "16M over junk"
+tail -c $((8 * 1024 * 1024)) "$junk" | cmp -s - "$tmp/tail.bin" || fail "mkfs 16M changed bytes past the filesystem"
+rm -f "$junk" "$tmp/tail.bin"
 
 # ---- bad input: non-zero exit, message on stderr, no file left behind ----
 bad() { # description, args...
