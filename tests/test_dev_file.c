@@ -230,42 +230,25 @@ static void *submit_thread(void *arg)
 /* DEV_IO_MORE: commands held back start together at dev_commit, one
  * submission for the batch; the data is the same. A wrapper (fault:)
  * without a commit op clears the flag: its commands complete without one. */
-struct more_ctx {
-	pthread_mutex_t m;
-	pthread_cond_t cv;
-	unsigned done, errors;
-};
-
-static void more_done(struct dev_io *io, int err)
-{
-	struct more_ctx *c = io->priv;
-	pthread_mutex_lock(&c->m);
-	c->done++;
-	c->errors += err != 0;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->m);
-}
-
 static void more_batch(struct dev *d, enum dev_op op, char *buf, unsigned n, bool commit)
 {
-	struct more_ctx c = { .done = 0 };
-	pthread_mutex_init(&c.m, NULL);
-	pthread_cond_init(&c.cv, NULL);
-	struct dev_io io[8];
+	struct async_ctx ctx;
+	atomic_init(&ctx.completed, 0);
+	atomic_init(&ctx.errors, 0);
+	struct async_io *ios = calloc(n, sizeof(*ios));
+	assert_non_null(ios);
 	for (unsigned i = 0; i < n; i++) {
-		io[i] = (struct dev_io){ .op = op, .flags = DEV_IO_MORE, .sector = i * 64u, .nr_sectors = 64,
-					 .buf = buf + (size_t)i * 32768, .done = more_done, .priv = &c };
-		assert_int_equal(dev_submit(d, &io[i]), 0);
+		ios[i].ctx = &ctx;
+		ios[i].io = (struct dev_io){ .op = op, .flags = DEV_IO_MORE, .sector = i * 64u, .nr_sectors = 64,
+					     .buf = buf + (size_t)i * 32768, .done = async_done, .priv = &ios[i] };
+		assert_int_equal(dev_submit(d, &ios[i].io), 0);
 	}
 	if (commit)
 		dev_commit(d);
-	pthread_mutex_lock(&c.m);
-	while (c.done < n)
-		pthread_cond_wait(&c.cv, &c.m);
-	pthread_mutex_unlock(&c.m);
-	assert_int_equal(c.errors, 0);
-	pthread_cond_destroy(&c.cv);
-	pthread_mutex_destroy(&c.m);
+	while (atomic_load(&ctx.completed) < (int)n)
+		usleep(50);
+	assert_int_equal(atomic_load(&ctx.errors), 0);
+	free(ios);
 }
 
 static void test_file_more_batches(void **state)

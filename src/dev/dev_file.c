@@ -75,14 +75,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
-#define FILE_DEFAULT_DEPTH 32u
-#define FILE_MAX_DEPTH 1024u
 #define FILE_MEM_ALIGN 4096u     /* buffer alignment used for O_DIRECT */
 #define FILE_DEFAULT_MAX_SECTORS 1024u
-#define FILE_DEFAULT_FLUSH_EVERY (64ull << 20)
 #define FLUSH_ACTIVE_NS NS_PER_SEC /* background flushes this long after a durability command */
 #define BG_FLUSH_TAG ((uintptr_t)2) /* user_data of a background flush (file_cmd is 8-aligned) */
 #define INLINE_MAX_UNFLUSHED (1u << 20) /* inline durability: at most this much to carry */
@@ -125,7 +121,7 @@ struct file_dev {
 	atomic_int bg_err;    /* a background flush failed: the next durability command reports it */
 	_Atomic uint64_t bg_flushes; /* finished background flushes (stats) */
 	_Atomic uint64_t inline_ios; /* commands served inline (stats) */
-	_Atomic uint64_t enters;     /* io_uring_submit calls that had SQEs (stats) */
+	_Atomic uint64_t enters;     /* ring_submit calls: io_uring submissions (stats) */
 	_Atomic uint64_t last_durable_ns; /* CLOCK_MONOTONIC of the last durability command */
 	struct io_uring ring;
 	pthread_t thread;
@@ -639,71 +635,6 @@ int dev_file_stats(const struct dev *d, struct dev_file_stats *out)
 
 /* ---- open ---- */
 
-struct file_opts {
-	uint64_t depth;
-	int direct; /* -1 unspecified */
-	uint64_t size;
-	uint64_t flush_every;
-	int inline_io;
-};
-
-static int file_opt(void *ctx, const char *name, const char *value)
-{
-	struct file_opts *o = ctx;
-	int rc;
-	if (!value)
-		return err_set(-EINVAL, "file: option '%s' needs a value", name);
-	if (strcmp(name, "depth") == 0) {
-		rc = opts_parse_u64(value, &o->depth);
-		if (rc || o->depth < 1 || o->depth > FILE_MAX_DEPTH)
-			return err_set(-EINVAL, "file: bad depth '%s' (1..%u)", value, FILE_MAX_DEPTH);
-	} else if (strcmp(name, "direct") == 0) {
-		bool b;
-		if (opts_parse_bool(value, &b))
-			return err_set(-EINVAL, "file: bad direct '%s' (use 0 or 1)", value);
-		o->direct = b;
-	} else if (strcmp(name, "size") == 0) {
-		if (opts_parse_size(value, &o->size) || o->size < DEV_SECTOR_SIZE)
-			return err_set(-EINVAL, "file: bad size '%s'", value);
-	} else if (strcmp(name, "inline_io") == 0) {
-		bool b;
-		if (opts_parse_bool(value, &b))
-			return err_set(-EINVAL, "file: bad inline_io '%s' (use 0 or 1)", value);
-		o->inline_io = b;
-	} else if (strcmp(name, "flush_every") == 0) {
-		if (opts_parse_size(value, &o->flush_every) ||
-		    (o->flush_every && o->flush_every < (1u << 20)))
-			return err_set(-EINVAL, "file: bad flush_every '%s' (0, or at least 1M)", value);
-	} else {
-		return err_set(-EINVAL, "file: unknown option '%s'", name);
-	}
-	return 0;
-}
-
-static bool read_sysfs_u64(const char *path, uint64_t *out)
-{
-	FILE *fp = fopen(path, "re");
-	if (!fp)
-		return false;
-	unsigned long long v;
-	bool ok = fscanf(fp, "%llu", &v) == 1;
-	fclose(fp);
-	if (ok)
-		*out = v;
-	return ok;
-}
-
-/* queue/<attr> of the disk holding dev_t `rdev` (a partition looks at its parent). */
-static bool queue_attr(dev_t rdev, const char *attr, uint64_t *out)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/%s", major(rdev), minor(rdev), attr);
-	if (read_sysfs_u64(path, out))
-		return true;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/%s", major(rdev), minor(rdev), attr);
-	return read_sysfs_u64(path, out);
-}
-
 /* Can this fd do O_DIRECT reads of `lbs` bytes? */
 static int probe_direct(int fd, unsigned lbs)
 {
@@ -716,12 +647,10 @@ static int probe_direct(int fd, unsigned lbs)
 	return rc;
 }
 
-static const char *const file_opt_names[] = { "depth", "direct", "size", "flush_every", "inline_io", NULL };
-
 char *dev_file_spec_path(const char *args)
 {
 	char *path, *optstr;
-	if (dev_split_spec(args, file_opt_names, &path, &optstr))
+	if (dev_split_spec(args, dev_file_opt_names, &path, &optstr))
 		return NULL;
 	free(optstr);
 	return path;
@@ -729,13 +658,11 @@ char *dev_file_spec_path(const char *args)
 
 int dev_file_open(const char *args, struct dev **out)
 {
-	const char *const *names = file_opt_names;
 	char *path, *optstr;
-	if (dev_split_spec(args, names, &path, &optstr))
+	if (dev_split_spec(args, dev_file_opt_names, &path, &optstr))
 		return err_set(-ENOMEM, "out of memory");
-	struct file_opts o = { .depth = FILE_DEFAULT_DEPTH, .direct = -1, .size = 0,
-			       .flush_every = FILE_DEFAULT_FLUSH_EVERY, .inline_io = 1 };
-	int rc = opts_parse(optstr, file_opt, &o);
+	struct dev_file_opts o;
+	int rc = dev_file_opts_parse(optstr, &o);
 	free(optstr);
 	if (rc) {
 		free(path);
@@ -795,9 +722,9 @@ int dev_file_open(const char *args, struct dev **out)
 		if (ioctl(fd, BLKSSZGET, &ssz) == 0 && (ssz == 512 || ssz == 4096))
 			g.logical_block_size = (unsigned)ssz;
 		g.size_bytes = bytes;
-		if (queue_attr(st.st_rdev, "rotational", &v))
+		if (dev_file_queue_attr(st.st_rdev, "rotational", &v))
 			g.rotational = v != 0;
-		if (queue_attr(st.st_rdev, "max_hw_sectors_kb", &v) && v >= 4)
+		if (dev_file_queue_attr(st.st_rdev, "max_hw_sectors_kb", &v) && v >= 4)
 			g.max_hw_sectors = (unsigned)(v * 2 < 2048 ? v * 2 : 2048);
 		if (o.size) {
 			rc = err_set(-EINVAL, "file: size= is for regular files, '%s' is a block device", path);
@@ -813,7 +740,7 @@ int dev_file_open(const char *args, struct dev **out)
 			st.st_size = (off_t)o.size;
 		}
 		g.size_bytes = (uint64_t)st.st_size;
-		if (queue_attr(st.st_dev, "rotational", &v))
+		if (dev_file_queue_attr(st.st_dev, "rotational", &v))
 			g.rotational = v != 0;
 	} else {
 		rc = err_set(-EINVAL, "file: '%s' is neither a regular file nor a block device", path);

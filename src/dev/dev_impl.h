@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct dev_ops {
 	const char *kind; /* "mem", "file", ... */
@@ -78,6 +79,21 @@ int dev_nbd_open(const char *args, struct dev **out);
  * claim's descriptor is *claim_fd, -1 when none, closed when the lock is
  * dropped or changed). */
 int dev_file_lock(int fd, const char *path, bool is_bdev, enum dev_lock_mode mode, int *claim_fd);
+
+/* file: devices' options (dev_file_opts.c). */
+struct dev_file_opts {
+	uint64_t depth;
+	int direct; /* -1 unspecified */
+	uint64_t size;
+	uint64_t flush_every;
+	int inline_io;
+};
+extern const char *const dev_file_opt_names[]; /* NULL-terminated */
+/* Defaults, then the "name=value,..." string (NULL: none). 0 or -EINVAL
+ * with err_set() naming the option. */
+int dev_file_opts_parse(const char *optstr, struct dev_file_opts *o);
+/* queue/<attr> of the disk holding `rdev` (a partition looks at its parent). */
+bool dev_file_queue_attr(dev_t rdev, const char *attr, uint64_t *out);
 
 /* Split "INNER,opt=v,opt=v" for a wrapper kind or a kind whose first field
  * may contain commas (file paths). Items are taken from the right end while
