@@ -8,6 +8,12 @@
 #include <sys/mman.h>
 
 #define BM_CHUNK (256u * 1024)
+/* Past this much in a class, its chunks are 2 MiB transparent huge pages:
+ * a cache's fill faults in one page per 2 MiB instead of 512 (on the VMs we
+ * measure on a fresh 4 KiB page costs ~14 us and a fresh huge page ~3.4 ms:
+ * the first 16 MiB transaction of a data=journal stream spent ~0.2 s
+ * faulting its buffers in). Small users stay at 256 KiB chunks. */
+#define BM_HUGE_AFTER (2u << 20)
 #define BM_HUGE (2u << 20) /* a transparent huge page */
 #define BM_MIN_SHIFT 9
 #define BM_CLASSES 4 /* 512, 1K, 2K, 4K */
@@ -27,6 +33,7 @@ struct bm_free {
 static pthread_mutex_t bm_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct bm_free *bm_lists[BM_CLASSES]; /* bm_lock */
 static size_t bm_nfree[BM_CLASSES];          /* bm_lock: blocks on each list */
+static size_t bm_mapped[BM_CLASSES];         /* bm_lock: bytes of chunks mapped */
 /* bm_lock: blocks given back to the kernel, kept apart from bm_lists: a
  * list linked through the blocks themselves would write the link into the
  * page just released and make it resident again (that kept a destroyed
@@ -52,6 +59,27 @@ static int bm_class(size_t size)
 #endif
 }
 
+/* A chunk of `bytes` from mmap; a 2 MiB one is 2 MiB-aligned (a huge
+ * page can back it) and advised so. NULL when out of memory. */
+static char *bm_chunk_map(size_t bytes)
+{
+	size_t span = bytes == BM_HUGE ? 2 * BM_HUGE : bytes;
+	char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (bytes != BM_HUGE)
+		return p;
+	char *a = (char *)(((uintptr_t)p + BM_HUGE - 1) & ~(uintptr_t)(BM_HUGE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + BM_HUGE < p + span)
+		munmap(a + BM_HUGE, (size_t)(p + span - (a + BM_HUGE)));
+#ifdef MADV_HUGEPAGE
+	(void)madvise(a, BM_HUGE, MADV_HUGEPAGE);
+#endif
+	return a;
+}
+
 void *blockmem_alloc(size_t size)
 {
 	int c = bm_class(size);
@@ -70,12 +98,14 @@ void *blockmem_alloc(size_t size)
 		 * long-lived blocks in the heap would pin it around the
 		 * transient buffers allocated between them (glibc's dynamic
 		 * mmap threshold puts even MiB-sized ones there). */
-		char *chunk = mmap(NULL, BM_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (chunk == MAP_FAILED) {
+		size_t bytes = bm_mapped[c] >= BM_HUGE_AFTER ? BM_HUGE : BM_CHUNK;
+		char *chunk = bm_chunk_map(bytes);
+		if (!chunk) {
 			pthread_mutex_unlock(&bm_lock);
 			return NULL;
 		}
-		for (size_t off = BM_CHUNK; off >= size; off -= size) {
+		bm_mapped[c] += bytes;
+		for (size_t off = bytes; off >= size; off -= size) {
 			struct bm_free *f = (struct bm_free *)(chunk + off - size);
 			f->next = bm_lists[c];
 			bm_lists[c] = f;

@@ -1,6 +1,10 @@
 /* Aligned block memory for caches (page cache pages, buffer cache data,
  * journal log copies): blocks of 512..4096 bytes (a power of two), aligned
- * to their size, carved from 256 KiB chunks mapped with mmap.
+ * to their size, carved from chunks mapped with mmap: 256 KiB ones for a
+ * class's first 2 MiB, then 2 MiB ones aligned for and advised to be
+ * transparent huge pages (a cache filling up faults in one page per 2 MiB
+ * instead of 512: on the VMs we measure on, a fresh 4 KiB page costs ~14 us
+ * and a fresh huge page ~3.4 ms).
  *
  * Why: posix_memalign(4096, 4096) from glibc takes about twice the block
  * from the heap (the alignment slack is returned as a small free fragment
