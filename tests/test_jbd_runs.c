@@ -156,12 +156,12 @@ static void test_commit_rc1_per_block(void **state)
 	assert_int_equal(env_close(&e), 0);
 }
 
-/* journal_checkpoint=early: commits that leave less than two transactions'
+/* journal_checkpoint=early: commits that leave less than three transactions'
  * room wake the checkpoint thread, which writes the oldest transactions
  * home before any handle finds the log short. The log math (1023 log
  * blocks, 32 kept free, ~260 a transaction may need): each transaction
- * here takes 203 blocks, so the third commit leaves 382 < 520 and the
- * thread writes the first transaction home; the fourth, the second. */
+ * here takes 203 blocks, so the second commit leaves 585 < 780 and the
+ * thread writes the first transaction home; the third, the second. */
 static void test_early_checkpoint(void **state)
 {
 	(void)state;
@@ -184,8 +184,9 @@ static void test_early_checkpoint(void **state)
  * holds is left on the list by the background pass: the pass neither
  * forces nor waits for that commit (it is held in its data submit op, and
  * the pass completes meanwhile), the rest goes home, and a crash image
- * recovers the newest contents. The pass comes with the held commit's
- * start: its reserve leaves 382 blocks, less than 520. */
+ * recovers the newest contents. T1 and T2 take 92 log blocks each, which
+ * leaves 807 >= 780; the pass comes with the held commit's start: its
+ * reserve leaves ~600 blocks, less than 780. */
 static void test_early_never_forces(void **state)
 {
 	(void)state;
@@ -193,13 +194,13 @@ static void test_early_never_forces(void **state)
 	held_open(&x, "journal_checkpoint=early,commit=100");
 	struct env *e = &x.e;
 	const uint64_t shared = DATA0 + 3000;
-	/* T1: shared + 199 blocks; T2: 200 blocks. */
+	/* T1: shared + 89 blocks; T2: 90 blocks. */
 	struct jbd_handle *h;
 	assert_int_equal(jbd_handle_start(e->j, 1, &h), 0);
 	put_block(h, e, shared, 0x70, false);
 	assert_int_equal(jbd_handle_stop(h), 0);
-	write_blocks(e, DATA0, 199, 1, 0x60);
-	write_blocks(e, DATA0 + 200, 200, 1, 0x61);
+	write_blocks(e, DATA0, 89, 1, 0x60);
+	write_blocks(e, DATA0 + 200, 90, 1, 0x61);
 	assert_int_equal(stats_of(e).early_checkpoint_writes, 0);
 	/* T3: 199 blocks and shared again, committed on the hold. */
 	for (int i = 0; i < 2; i++) {
@@ -210,8 +211,9 @@ static void test_early_never_forces(void **state)
 	}
 	write_filed(e, shared, 0x71, x.ji);
 	held_commit_start(&x);
-	WAIT_FOR(stats_of(e).early_checkpoint_writes >= 199, "the checkpoint thread");
-	check_home(e, DATA0, 199, 1, 0x60);
+	WAIT_FOR(stats_of(e).early_checkpoint_writes >= 89 + 90, "the checkpoint thread");
+	check_home(e, DATA0, 89, 1, 0x60);
+	check_home(e, DATA0 + 200, 90, 1, 0x61);
 	struct jbd_stats st = stats_of(e);
 	assert_int_equal(st.commits, 2);               /* T3 still held */
 	assert_int_equal(first_byte(e->d, shared), 0); /* not written home */
@@ -222,11 +224,11 @@ static void test_early_never_forces(void **state)
 	struct jbd_recovery_info info;
 	recover_snapshot(e, s, &info);
 	assert_int_equal(first_byte(s, shared), 0x71);
-	for (int i = 0; i < 199; i++) {
-		assert_int_equal(first_byte(s, DATA0 + (uint64_t)i), 0x60 + i % 7);
+	for (int i = 0; i < 199; i++)
 		assert_int_equal(first_byte(s, DATA0 + 400 + (uint64_t)i), 0x62 + i % 7);
-	}
-	for (int i = 0; i < 200; i++)
+	for (int i = 0; i < 89; i++)
+		assert_int_equal(first_byte(s, DATA0 + (uint64_t)i), 0x60 + i % 7);
+	for (int i = 0; i < 90; i++)
 		assert_int_equal(first_byte(s, DATA0 + 200 + (uint64_t)i), 0x61 + i % 7);
 	dev_close(s);
 	held_close(&x, 0);
