@@ -10,6 +10,9 @@
 
 #include <nostall/nostall.h>
 
+#include "dev/dev.h"
+
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,7 +71,7 @@ struct fsb_run {
 	const char *config;       /* data mode */
 	struct fsb_field f[FSB_MAX_FIELDS];
 	int nf;
-	char note[256];           /* printed under the table (counts, sizes) */
+	char note[512];           /* printed under the table (counts, sizes) */
 };
 
 void fsb_field(struct fsb_run *r, const char *name, double v, int decimals);
@@ -122,5 +125,17 @@ int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r);
  * /proc is unavailable; the reset uses /proc/self/clear_refs ("5"). */
 void fsb_rss_reset(void);
 uint64_t fsb_rss_peak(void);
+
+/* ---- raw floors (bench_fs_raw.c): elapsed ns, or a negative errno */
+/* Sequential transfer of `bytes` from `sector` (DEV_OP_READ or
+ * DEV_OP_WRITE), 4 commands in flight; a write ends with a cache flush. */
+int64_t fsb_raw_seq(struct dev *d, enum dev_op op, uint64_t sector, uint64_t bytes);
+/* data=journal's floor: `bytes` written into the log (log_sector, wrapping
+ * in log_bytes) and home (from home_sector), one flush per `txn` bytes. */
+int64_t fsb_raw_journal(struct dev *d, uint64_t log_sector, uint64_t log_bytes, uint64_t home_sector,
+			uint64_t bytes, uint64_t txn);
+/* n round trips of a 4 KiB write then a cache flush, alternating between
+ * two regions of the first `span` bytes. */
+int64_t fsb_raw_roundtrips(struct dev *d, unsigned n, uint64_t span);
 
 #endif

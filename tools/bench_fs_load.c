@@ -1,5 +1,5 @@
-/* nostall bench fs: the workloads (through the library API) and the raw
- * device floors they are printed beside (docs/bench-fs.md).
+/* nostall bench fs: the workloads (through the library API), each beside
+ * its raw device floor (bench_fs_raw.c; docs/bench-fs.md).
  *
  * Each workload runs on a fresh filesystem (fsb_env_open), unmounts, then
  * measures its floor on the same open device: the raw writes land on the
@@ -11,7 +11,7 @@
 #include "bench_fs.h"
 
 #include "dev/dev.h"
-#include "util/blockmem.h"
+#include "ext3/mkfs.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -24,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RAW_DEPTH 4u                 /* raw sequential commands in flight */
-#define RAW_CHUNK (1024u * 1024)     /* at most; capped at max_hw_sectors */
 #define IO_CHUNK (1024u * 1024)      /* the workloads' read/write size */
 #define FUS_PERIOD_NS (50 * NS_PER_MS)
 #define FUS_APPEND 4096u
@@ -72,130 +70,6 @@ uint64_t fsb_rss_peak(void)
 			break;
 	fclose(f);
 	return (uint64_t)kb * 1024;
-}
-
-/* ------------------------------------------------------------ raw floors */
-
-struct raw_slot {
-	struct dev_io io;
-	struct raw_ctx *c;
-	bool busy;
-};
-
-struct raw_ctx {
-	pthread_mutex_t m;
-	pthread_cond_t cv;
-	int err;
-};
-
-static void raw_done(struct dev_io *io, int err)
-{
-	struct raw_slot *s = io->priv;
-	pthread_mutex_lock(&s->c->m);
-	if (err && !s->c->err)
-		s->c->err = err;
-	s->busy = false;
-	pthread_cond_broadcast(&s->c->cv);
-	pthread_mutex_unlock(&s->c->m);
-}
-
-/* Wait for a free slot and claim it (mark it busy), or with want_all for
- * every slot to be free; returns the slot's index. */
-static unsigned raw_wait(struct raw_ctx *c, struct raw_slot *slots, unsigned n, bool want_all)
-{
-	pthread_mutex_lock(&c->m);
-	for (;;) {
-		unsigned free_at = n, nbusy = 0;
-		for (unsigned i = 0; i < n; i++) {
-			if (slots[i].busy)
-				nbusy++;
-			else if (free_at == n)
-				free_at = i;
-		}
-		if (want_all ? nbusy == 0 : free_at < n) {
-			if (!want_all)
-				slots[free_at].busy = true;
-			pthread_mutex_unlock(&c->m);
-			return free_at;
-		}
-		pthread_cond_wait(&c->cv, &c->m);
-	}
-}
-
-/* Sequential O_DIRECT-style transfer of `bytes` from `sector` with
- * RAW_DEPTH commands in flight; a write ends with a cache flush (the
- * filesystem's figure ends with an fsync). Elapsed ns, or a negative errno. */
-static int64_t raw_seq(struct dev *d, enum dev_op op, uint64_t sector, uint64_t bytes)
-{
-	struct dev_geometry g;
-	dev_geometry_get(d, &g);
-	uint32_t chunk = RAW_CHUNK;
-	if (chunk > g.max_hw_sectors * DEV_SECTOR_SIZE)
-		chunk = g.max_hw_sectors * DEV_SECTOR_SIZE;
-	unsigned depth = g.queue_depth < RAW_DEPTH ? g.queue_depth : RAW_DEPTH;
-	struct raw_ctx c = { .err = 0 };
-	pthread_mutex_init(&c.m, NULL);
-	pthread_cond_init(&c.cv, NULL);
-	struct raw_slot slots[RAW_DEPTH] = { 0 };
-	/* In transparent huge pages, as the filesystem's own streaming buffers
-	 * (the read arena, the page cache's chunks): the device pins a 4 KiB-page
-	 * buffer page by page, which on the VMs we measure on halves the rate,
-	 * and the floor is the best the device does. */
-	void *buf = blockmem_huge_alloc((size_t)chunk * depth);
-	if (!buf)
-		return err_set(-ENOMEM, "out of memory");
-	memset(buf, 0x5a, (size_t)chunk * depth);
-	int rc = 0;
-	uint64_t t0 = clock_now_ns();
-	for (uint64_t done = 0; done < bytes && !rc;) {
-		unsigned i = raw_wait(&c, slots, depth, false);
-		uint32_t len = bytes - done < chunk ? (uint32_t)(bytes - done) : chunk;
-		slots[i].c = &c;
-		slots[i].io = (struct dev_io){ .op = op, .sector = sector + done / DEV_SECTOR_SIZE,
-					      .nr_sectors = len / DEV_SECTOR_SIZE,
-					      .buf = (char *)buf + (size_t)i * chunk, .done = raw_done, .priv = &slots[i] };
-		rc = dev_submit(d, &slots[i].io);
-		if (rc < 0) {
-			pthread_mutex_lock(&c.m);
-			slots[i].busy = false;
-			pthread_mutex_unlock(&c.m);
-		}
-		done += len;
-	}
-	raw_wait(&c, slots, depth, true);
-	if (!rc)
-		rc = c.err;
-	if (!rc && op == DEV_OP_WRITE)
-		rc = dev_flush_sync(d);
-	uint64_t t1 = clock_now_ns();
-	free(buf);
-	pthread_mutex_destroy(&c.m);
-	pthread_cond_destroy(&c.cv);
-	if (rc < 0)
-		return err_wrap(rc, "raw %s: ", op == DEV_OP_WRITE ? "write" : "read");
-	return (int64_t)(t1 - t0);
-}
-
-/* n round trips of a 4 KiB write then a cache flush, alternating between two
- * regions of the filesystem's span (an fsync writes data and then the
- * journal). Elapsed ns. */
-static int64_t raw_roundtrips(struct dev *d, unsigned n, uint64_t span)
-{
-	void *buf = NULL;
-	if (posix_memalign(&buf, 4096, 4096))
-		return err_set(-ENOMEM, "out of memory");
-	memset(buf, 0xa5, 4096);
-	uint64_t region[2] = { span / 8 / DEV_SECTOR_SIZE & ~7ull, span / 2 / DEV_SECTOR_SIZE & ~7ull };
-	int rc = 0;
-	uint64_t t0 = clock_now_ns();
-	for (unsigned i = 0; i < n && !rc; i++) {
-		rc = dev_rw_sync(d, DEV_OP_WRITE, region[i & 1] + (i / 2 % 1024) * 8, 8, buf, 0);
-		if (!rc)
-			rc = dev_flush_sync(d);
-	}
-	uint64_t t1 = clock_now_ns();
-	free(buf);
-	return rc < 0 ? err_wrap(rc, "raw write+flush: ") : (int64_t)(t1 - t0);
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -361,7 +235,7 @@ int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r)
 				continue;
 			}
 			fsb_progress(b, "jens (data=%s%s): floor, %u write+flush round trips", mode, rep, 2 * n);
-			fl = raw_roundtrips(e.dev, 2 * n, b->sz.fs_bytes);
+			fl = fsb_raw_roundtrips(e.dev, 2 * n, b->sz.fs_bytes);
 			if (fl < 0)
 				rc = (int)fl;
 		}
@@ -469,21 +343,38 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	/* The raw transfers land on the filesystem's blocks: they run before
 	 * its mkfs or after its unmount, never beside it. */
 	uint64_t sector = (b->sz.fs_bytes - bytes) / 2 / DEV_SECTOR_SIZE & ~2047ull;
-	double w[99], rw[99], wp[99], rd[99], rr[99], rp[99];
+	/* data=journal gets its own floor as well (raw_journal), over the
+	 * journal the filesystem's mkfs makes (where and how large; a
+	 * transaction is at most a quarter of it, as jbd sizes them). */
+	bool journal = !strcmp(mode, "journal");
+	struct ext3_mkfs_layout lay;
+	struct ext3_mkfs_params mp = { .size_bytes = b->sz.fs_bytes, .block_size = 4096 };
+	if (journal && (rc = ext3_mkfs_layout_compute(&mp, b->sz.fs_bytes, &lay)) < 0) {
+		fsb_env_close(&e);
+		return err_wrap(rc, "mkfs layout: ");
+	}
+	uint64_t log_bytes = journal ? (uint64_t)lay.journal_blocks * lay.block_size : 0;
+	uint64_t txn = log_bytes / 4;
+	double w[99], rw[99], wp[99], rd[99], rr[99], rp[99], rj[99], jp[99];
 	for (unsigned i = 0; i < reps && !rc; i++) {
 		char rep[32];
 		rep_label(rep, sizeof rep, i, reps);
 		uint64_t tw = 0, tr = 0, rss = 0;
-		int64_t raw_w = 0, raw_r = 0;
+		int64_t raw_w = 0, raw_r = 0, raw_j = 0;
 		for (int step = 0; step < 2 && !rc; step++) {
 			if (step == raw_first(i)) {
 				rc = stream_once(b, &e, mode, rep, buf, &tw, &tr, &rss);
 				continue;
 			}
 			fsb_progress(b, "stream (data=%s%s): raw device write and read", mode, rep);
-			raw_w = raw_seq(e.dev, DEV_OP_WRITE, sector, bytes);
-			raw_r = raw_w < 0 ? raw_w : raw_seq(e.dev, DEV_OP_READ, sector, bytes);
-			rc = raw_r < 0 ? (int)raw_r : 0;
+			raw_w = fsb_raw_seq(e.dev, DEV_OP_WRITE, sector, bytes);
+			raw_r = raw_w < 0 ? raw_w : fsb_raw_seq(e.dev, DEV_OP_READ, sector, bytes);
+			if (journal && raw_r >= 0) {
+				fsb_progress(b, "stream (data=%s%s): raw journal-pattern write", mode, rep);
+				raw_j = fsb_raw_journal(e.dev, (uint64_t)lay.journal_start * lay.block_size / DEV_SECTOR_SIZE,
+						    log_bytes, sector, bytes, txn);
+			}
+			rc = raw_r < 0 ? (int)raw_r : raw_j < 0 ? (int)raw_j : 0;
 		}
 		if (rc)
 			break;
@@ -494,6 +385,8 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 		rd[i] = mibps(bytes, tr);
 		rr[i] = mibps(bytes, (uint64_t)raw_r);
 		rp[i] = pct(rd[i], rr[i]);
+		rj[i] = journal ? mibps(bytes, (uint64_t)raw_j) : NAN;
+		jp[i] = pct(w[i], rj[i]);
 	}
 	free(buf);
 	fsb_env_close(&e);
@@ -508,11 +401,23 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	fsb_field(r, "rss_peak_mib", rss_max ? (double)rss_max / FSB_MiB : NAN, 1);
 	fsb_field(r, "rss_bound_mib", (double)(b->cache_bytes + 64 * FSB_MiB) / FSB_MiB, 0);
 	fsb_field(r, "reps", reps, 0);
-	snprintf(r->note, sizeof r->note,
-		 "%llu MiB file, cache=%lluM; MiB/s, medians of %u repetitions, fs and raw alternating; "
-		 "*_pct = median of the per-repetition ratios; rss_peak = the largest VmHWM while writing%s",
-		 (unsigned long long)(bytes / FSB_MiB), (unsigned long long)(b->cache_bytes / FSB_MiB), reps,
-		 b->sim ? " (includes the simulated disk's in-memory store)" : "");
+	int len = snprintf(r->note, sizeof r->note,
+			   "%llu MiB file, cache=%lluM; MiB/s, medians of %u repetitions, fs and raw alternating; "
+			   "*_pct = median of the per-repetition ratios; rss_peak = the largest VmHWM while writing%s",
+			   (unsigned long long)(bytes / FSB_MiB), (unsigned long long)(b->cache_bytes / FSB_MiB), reps,
+			   b->sim ? " (includes the simulated disk's in-memory store)" : "");
+	if (journal) {
+		/* Last, and JSON-only: the table's columns are the first run's,
+		 * and the other modes have no such figure. */
+		double j = median(rj, reps), jpct = median(jp, reps);
+		fsb_field_json(r, "raw_journal_write_mbps", j, 1);
+		fsb_field_json(r, "journal_write_pct", jpct, 1);
+		if (len > 0 && (size_t)len < sizeof r->note)
+			snprintf(r->note + len, sizeof r->note - (size_t)len,
+				 "; this mode's own floor (every byte into the log and home, one flush per %llu MiB "
+				 "transaction): %.0f MiB/s, write = %.1f %% of it",
+				 (unsigned long long)(txn / FSB_MiB), j, jpct);
+	}
 	return 0;
 }
 
@@ -751,7 +656,7 @@ int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	rc = fsb_env_unmount(&e, rc);
 	int64_t floor = 0;
 	if (!rc) {
-		floor = raw_roundtrips(e.dev, 2 * 20, b->sz.fs_bytes);
+		floor = fsb_raw_roundtrips(e.dev, 2 * 20, b->sz.fs_bytes);
 		rc = floor < 0 ? (int)floor : 0;
 	}
 	fsb_env_close(&e);
