@@ -59,10 +59,57 @@ static int bm_class(size_t size)
 #endif
 }
 
+/* bm_lock: the huge chunks' addresses, sorted (blockmem_trim looks them
+ * up). */
+static char **bm_hchunks;
+static size_t bm_nh, bm_caph;
+
+static bool bm_in_huge(const void *p)
+{
+	uintptr_t base = (uintptr_t)p & ~(uintptr_t)(BM_HUGE - 1);
+	size_t lo = 0, hi = bm_nh;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if ((uintptr_t)bm_hchunks[mid] < base)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < bm_nh && (uintptr_t)bm_hchunks[lo] == base;
+}
+
+/* Room to record one more huge chunk (false: out of memory). */
+static bool bm_huge_room(void)
+{
+	if (bm_nh < bm_caph)
+		return true;
+	size_t cap = bm_caph ? 2 * bm_caph : 64;
+	char **v = realloc(bm_hchunks, cap * sizeof *v);
+	if (!v)
+		return false;
+	bm_hchunks = v;
+	bm_caph = cap;
+	return true;
+}
+
+static void bm_huge_record(char *a)
+{
+	size_t i = bm_nh;
+	while (i && (uintptr_t)bm_hchunks[i - 1] > (uintptr_t)a) {
+		bm_hchunks[i] = bm_hchunks[i - 1];
+		i--;
+	}
+	bm_hchunks[i] = a;
+	bm_nh++;
+}
+
 /* A chunk of `bytes` from mmap; a 2 MiB one is 2 MiB-aligned (a huge
- * page can back it) and advised so. NULL when out of memory. */
+ * page can back it), advised so and recorded; without memory to record
+ * it, a plain chunk instead. NULL when out of memory. */
 static char *bm_chunk_map(size_t bytes)
 {
+	if (bytes == BM_HUGE && !bm_huge_room())
+		bytes = BM_CHUNK;
 	size_t span = bytes == BM_HUGE ? 2 * BM_HUGE : bytes;
 	char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
@@ -77,6 +124,7 @@ static char *bm_chunk_map(size_t bytes)
 #ifdef MADV_HUGEPAGE
 	(void)madvise(a, BM_HUGE, MADV_HUGEPAGE);
 #endif
+	bm_huge_record(a);
 	return a;
 }
 
@@ -197,6 +245,19 @@ void blockmem_trim(void)
 		size_t k = i + 1;
 		while (k < n && (char *)out[k] == (char *)out[k - 1] + size)
 			k++;
+#ifdef MADV_NOHUGEPAGE
+		/* Released blocks of a huge chunk lose the huge-page advice
+		 * first: reused one at a time, a touch would fault in all
+		 * 2 MiB around them, and khugepaged collapses a huge-advised
+		 * range around even one resident page (the RSS of a bench run
+		 * went 84 -> 101 MiB in the modes after data=journal). */
+		bool huge = false;
+		for (uintptr_t a = (uintptr_t)out[i] & ~(uintptr_t)(BM_HUGE - 1);
+		     !huge && a < (uintptr_t)out[k - 1] + size; a += BM_HUGE)
+			huge = bm_in_huge((void *)a);
+		if (huge)
+			(void)madvise(out[i], (k - i) * size, MADV_NOHUGEPAGE);
+#endif
 		(void)madvise(out[i], (k - i) * size, MADV_DONTNEED);
 		i = k;
 	}

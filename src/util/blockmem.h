@@ -4,7 +4,9 @@
  * class's first 2 MiB, then 2 MiB ones aligned for and advised to be
  * transparent huge pages (a cache filling up faults in one page per 2 MiB
  * instead of 512: on the VMs we measure on, a fresh 4 KiB page costs ~14 us
- * and a fresh huge page ~3.4 ms).
+ * and a fresh huge page ~3.4 ms). Blocks blockmem_trim releases lose
+ * that advice: reused sparsely, they would fault in (or khugepaged would
+ * collapse) 2 MiB around each.
  *
  * Why: posix_memalign(4096, 4096) from glibc takes about twice the block
  * from the heap (the alignment slack is returned as a small free fragment
