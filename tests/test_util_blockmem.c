@@ -100,6 +100,17 @@ static void test_classes(void **state)
 		free(v);
 		blockmem_free(NULL, size); /* a no-op */
 	}
+	/* Sizes outside the classes still get memory (an odd size was once
+	 * passed to posix_memalign as the alignment: NULL). */
+	const size_t odd[] = { 3000, 100, 4100, 256, 12288 };
+	for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+		char *p = blockmem_alloc(odd[i]);
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % (odd[i] >= 4096 ? 4096 : sizeof(void *)), 0);
+		memset(p, 7, odd[i]);
+		blockmem_free(p, odd[i]);
+	}
+	assert_null(blockmem_alloc(0));
 }
 
 static long rss_kib(void)

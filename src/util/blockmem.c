@@ -132,8 +132,12 @@ void *blockmem_alloc(size_t size)
 {
 	int c = bm_class(size);
 	if (c < 0) {
+		/* Aligned to the size when it is a power of two below a page,
+		 * else to a page (a larger block) or a pointer (an odd size:
+		 * posix_memalign takes only powers of two). */
+		size_t align = size >= 4096 ? 4096 : (size & (size - 1)) == 0 && size >= sizeof(void *) ? size : sizeof(void *);
 		void *p = NULL;
-		return posix_memalign(&p, size < 4096 ? size : 4096, size) ? NULL : p;
+		return size && posix_memalign(&p, align, size) == 0 ? p : NULL;
 	}
 	pthread_mutex_lock(&bm_lock);
 	if (!bm_lists[c] && bm_nrel[c]) {

@@ -27,8 +27,10 @@
 
 #include <stddef.h>
 
-/* size: 512, 1024, 2048 or 4096 (other sizes: posix_memalign/free). NULL
- * when out of memory. The contents are undefined. */
+/* size: 512, 1024, 2048 or 4096 (other sizes: posix_memalign/free,
+ * aligned to a power-of-two size below a page, else to a page from 4096
+ * up, else to a pointer). NULL when out of memory or size is 0. The
+ * contents are undefined. */
 void *blockmem_alloc(size_t size);
 void blockmem_free(void *p, size_t size);
 /* Give free 4 KiB blocks past 4 MiB back to the kernel (they stay ours and
