@@ -232,6 +232,9 @@ static void print_runs(const struct fsb *b, struct fsb_run *runs, int n)
 		if (runs[i].note[0])
 			printf(same ? "  (%s%s)\n" : "  (%s: %s)\n", same ? "" : runs[i].config, runs[i].note);
 	}
+	for (int i = 0; i < n; i++)
+		if (runs[i].extra[0])
+			printf("  (%s: %s)\n", runs[i].config, runs[i].extra);
 	fflush(stdout);
 }
 

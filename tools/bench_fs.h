@@ -71,7 +71,8 @@ struct fsb_run {
 	const char *config;       /* data mode */
 	struct fsb_field f[FSB_MAX_FIELDS];
 	int nf;
-	char note[512];           /* printed under the table (counts, sizes) */
+	char note[256];           /* printed under the table (counts, sizes) */
+	char extra[256];          /* this run's own line under it, after the notes */
 };
 
 void fsb_field(struct fsb_run *r, const char *name, double v, int decimals);

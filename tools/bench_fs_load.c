@@ -401,22 +401,21 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	fsb_field(r, "rss_peak_mib", rss_max ? (double)rss_max / FSB_MiB : NAN, 1);
 	fsb_field(r, "rss_bound_mib", (double)(b->cache_bytes + 64 * FSB_MiB) / FSB_MiB, 0);
 	fsb_field(r, "reps", reps, 0);
-	int len = snprintf(r->note, sizeof r->note,
-			   "%llu MiB file, cache=%lluM; MiB/s, medians of %u repetitions, fs and raw alternating; "
-			   "*_pct = median of the per-repetition ratios; rss_peak = the largest VmHWM while writing%s",
-			   (unsigned long long)(bytes / FSB_MiB), (unsigned long long)(b->cache_bytes / FSB_MiB), reps,
-			   b->sim ? " (includes the simulated disk's in-memory store)" : "");
+	snprintf(r->note, sizeof r->note,
+		 "%llu MiB file, cache=%lluM; MiB/s, medians of %u repetitions, fs and raw alternating; "
+		 "*_pct = median of the per-repetition ratios; rss_peak = the largest VmHWM while writing%s",
+		 (unsigned long long)(bytes / FSB_MiB), (unsigned long long)(b->cache_bytes / FSB_MiB), reps,
+		 b->sim ? " (includes the simulated disk's in-memory store)" : "");
 	if (journal) {
 		/* Last, and JSON-only: the table's columns are the first run's,
 		 * and the other modes have no such figure. */
 		double j = median(rj, reps), jpct = median(jp, reps);
 		fsb_field_json(r, "raw_journal_write_mbps", j, 1);
 		fsb_field_json(r, "journal_write_pct", jpct, 1);
-		if (len > 0 && (size_t)len < sizeof r->note)
-			snprintf(r->note + len, sizeof r->note - (size_t)len,
-				 "; this mode's own floor (every byte into the log and home, one flush per %llu MiB "
-				 "transaction): %.0f MiB/s, write = %.1f %% of it",
-				 (unsigned long long)(txn / FSB_MiB), j, jpct);
+		snprintf(r->extra, sizeof r->extra,
+			 "this mode's own floor, every byte into the log and home with one flush per %llu MiB "
+			 "transaction: %.0f MiB/s; write = %.1f %% of it",
+			 (unsigned long long)(txn / FSB_MiB), j, jpct);
 	}
 	return 0;
 }
