@@ -74,10 +74,15 @@ int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e)
 	return rc < 0 ? err_wrap(rc, "device %s: ", b->spec) : 0;
 }
 
+struct ext3_mkfs_params fsb_mkfs_params(const struct fsb *b)
+{
+	return (struct ext3_mkfs_params){ .size_bytes = b->sz.fs_bytes, .block_size = 4096 };
+}
+
 /* Not closing the device on failure: the caller's fsb_env_close does. */
 int fsb_env_fresh(struct fsb_env *e)
 {
-	struct ext3_mkfs_params p = { .size_bytes = e->b->sz.fs_bytes, .block_size = 4096 };
+	struct ext3_mkfs_params p = fsb_mkfs_params(e->b);
 	int rc = ext3_mkfs(e->dev, &p);
 	if (rc < 0)
 		return err_wrap(rc, "mkfs on %s: ", e->b->spec);

@@ -11,6 +11,7 @@
 #include <nostall/nostall.h>
 
 #include "dev/dev.h"
+#include "ext3/mkfs.h"
 
 
 #include <stdbool.h>
@@ -93,6 +94,9 @@ int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e);
  * fsb_env_unmount, for repetitions). */
 int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e);
 int fsb_env_fresh(struct fsb_env *e);
+/* The mkfs every bench filesystem gets (fsb_env_fresh; the data=journal
+ * floor reads its journal's place from the same layout). */
+struct ext3_mkfs_params fsb_mkfs_params(const struct fsb *b);
 /* Unmount and mount again (the library's caches start cold). */
 int fsb_env_remount(struct fsb_env *e);
 /* Unmount (if mounted). Returns rc if already an error, else the unmount's. */

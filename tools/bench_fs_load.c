@@ -348,7 +348,7 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	 * transaction is at most a quarter of it, as jbd sizes them). */
 	bool journal = !strcmp(mode, "journal");
 	struct ext3_mkfs_layout lay;
-	struct ext3_mkfs_params mp = { .size_bytes = b->sz.fs_bytes, .block_size = 4096 };
+	struct ext3_mkfs_params mp = fsb_mkfs_params(b);
 	if (journal && (rc = ext3_mkfs_layout_compute(&mp, b->sz.fs_bytes, &lay)) < 0) {
 		fsb_env_close(&e);
 		return err_wrap(rc, "mkfs layout: ");
