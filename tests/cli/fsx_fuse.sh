@@ -21,6 +21,10 @@ OPS=${NOSTALL_FSX_OPS:-$(apps_size 20000 1000000 5000)}
 SEED=${NOSTALL_FSX_SEED:-$(( $(date +%s) % 1000000 ))}
 STRESS_S=$(apps_size 8 120 8)
 FIO_SIZE=$(apps_size 24M 1G 8M)
+# two fio jobs of FIO_SIZE each, with room for the metadata (a full run
+# on the default 512M image ran out of space, and fio reported that as a
+# verify failure)
+FIO_IMG=$(apps_size 512M 3G 512M)
 echo "fsx_fuse: $OPS ops, seed $SEED (NOSTALL_FSX_SEED=$SEED to repeat)"
 img=$APPS_TMP/fs.img
 mnt=$APPS_TMP/mnt
@@ -89,7 +93,7 @@ FIO=(--name=v --directory="$mnt/f" --rw=randwrite --bsrange=512-64k --size="$FIO
 	--randseed="$SEED" --group_reporting --verify_state_save=0)
 for opts in "" "writeback_cache"; do
 	label="fio ${opts:-default}"
-	fresh "$opts" "$label" || continue
+	fresh "$opts" "$label" "$FIO_IMG" || continue
 	mkdir "$mnt/f"
 	t0=$SECONDS
 	fio "${FIO[@]}" >"$APPS_TMP/fio.log" 2>&1 ||
