@@ -387,6 +387,35 @@ static void *queue_starter(void *arg)
 	return NULL;
 }
 
+/* With a floor under the dirty limit a writer keeps that many pages dirty
+ * before it is throttled (and memory stays within the budget). */
+static void test_dirty_floor(void **state)
+{
+	struct page_params p = pfs_quiet_params(64);
+	p.dirty_min_kb = 32 * PS / 1024;
+	struct env e;
+	pfs_env_open(&e, "mem:16M", &p, false);
+	struct page_stats s = pfs_stats(&e);
+	assert_int_equal(s.dirty_limit, 32);
+	unsigned char buf[PS];
+	for (uint64_t i = 0; i < 28; i++) {
+		pfs_fill(buf, PS, 3 + (unsigned)i);
+		assert_int_equal(page_mapping_write(e.m, i * PS, buf, PS, i * PS), PS);
+	}
+	s = pfs_stats(&e);
+	assert_int_equal(s.dirty, 28); /* 2.6.30's 20 % (12) would have throttled */
+	assert_int_equal(s.throttled, 0);
+	for (uint64_t i = 28; i < 4 * 64; i++) {
+		pfs_fill(buf, PS, 3 + (unsigned)i);
+		assert_int_equal(page_mapping_write(e.m, i * PS, buf, PS, i * PS), PS);
+		s = pfs_stats(&e);
+		assert_true(s.pages <= s.max_pages);
+		assert_true(s.dirty + s.writeback <= s.dirty_limit);
+	}
+	assert_true(pfs_stats(&e).throttled > 0);
+	pfs_env_close(&e);
+}
+
 static void test_throttle_waits(void **state)
 {
 	struct page_params p = pfs_quiet_params(64);
@@ -481,6 +510,20 @@ static void test_tunables(void **state)
 	struct page_stats s = pfs_stats(&e);
 	assert_int_equal(s.dirty_limit, 256 * 20 / 100);
 	assert_int_equal(s.background_limit, 256 * 10 / 100);
+	/* The dirty limit's floor lifts the limit only, at most to half the
+	 * budget; 0 leaves the ratio alone. */
+	char kb[32];
+	snprintf(kb, sizeof kb, "%u", 100 * PS / 1024);
+	assert_int_equal(page_cache_set(e.pc, "dirty_min_kb", kb), 0);
+	assert_int_equal(pfs_stats(&e).dirty_limit, 100);
+	assert_int_equal(pfs_stats(&e).background_limit, 256 * 10 / 100);
+	snprintf(kb, sizeof kb, "%u", 1000 * PS / 1024);
+	assert_int_equal(page_cache_set(e.pc, "dirty_min_kb", kb), 0);
+	assert_int_equal(pfs_stats(&e).dirty_limit, 128);
+	assert_int_equal(page_cache_set(e.pc, "dirty_min_kb", "4"), 0);
+	assert_int_equal(pfs_stats(&e).dirty_limit, 256 * 20 / 100);
+	assert_int_equal(page_cache_set(e.pc, "dirty_min_kb", "0"), 0);
+	assert_int_equal(pfs_stats(&e).dirty_limit, 256 * 20 / 100);
 	pfs_env_close(&e);
 	struct page_params p;
 	page_params_default(&p);
@@ -488,6 +531,7 @@ static void test_tunables(void **state)
 	assert_int_equal(p.writeback_interval_ms, 5000);
 	assert_int_equal(p.dirty_background_ratio, 10);
 	assert_int_equal(p.dirty_ratio, 20);
+	assert_int_equal(p.dirty_min_kb, 0);
 	p.dirty_ratio = 0;
 	struct page_cache *pc;
 	struct dev *d;
@@ -683,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_io_done_worker),
 		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_budget_bound),
+		cmocka_unit_test(test_dirty_floor),
 		cmocka_unit_test(test_throttle_waits),
 		cmocka_unit_test(test_flusher_pass),
 		cmocka_unit_test(test_flusher_thread),

@@ -120,6 +120,7 @@ struct page_params {
 	uint64_t writeback_interval_ms;  /* 5000 (dirty_writeback_centisecs 500); 0 = no flusher thread */
 	uint64_t dirty_background_ratio; /* 10 (% of the budget) */
 	uint64_t dirty_ratio;            /* 20 (% of the budget) */
+	uint64_t dirty_min_kb;           /* 0: floor of the dirty limit (<= half the budget) */
 	uint64_t max_run_kb;             /* largest writeback bio, 512 KiB */
 	uint64_t throttle_chunk;         /* pages a throttled writer writes per round, 48 */
 	uint64_t stream_copy;            /* 1: whole pages are copied in with streaming stores */

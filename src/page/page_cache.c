@@ -35,6 +35,8 @@ static const struct tunable_desc tunables[] = {
 	  "%", "dirty pages (% of budget) that wake the flusher (0: never)" },
 	{ "dirty_ratio", TUNABLE_U64, 1, 100, 20, offsetof(struct page_params, dirty_ratio), "%",
 	  "dirty + writeback pages (% of budget) past which writers are throttled" },
+	{ "dirty_min_kb", TUNABLE_U64, 0, 1u << 30, 0, offsetof(struct page_params, dirty_min_kb), "KiB",
+	  "floor of the dirty limit, at most half the budget (0: the ratio alone)" },
 	{ "max_run_kb", TUNABLE_U64, 4, 4096, 512, offsetof(struct page_params, max_run_kb), "KiB",
 	  "largest writeback bio" },
 	{ "throttle_chunk", TUNABLE_U64, 1, 4096, 48, offsetof(struct page_params, throttle_chunk), "",
@@ -56,6 +58,13 @@ void page_limits_locked(struct page_cache *pc)
 	if (bg >= pc->p.dirty_ratio)
 		bg = pc->p.dirty_ratio / 2;
 	pc->dirty_limit = pc->max_pages * pc->p.dirty_ratio / 100;
+	/* Not 2.6.30's: a floor for small budgets (docs/page-cache.md, "A floor
+	 * under the dirty limit"), never above half the budget. */
+	uint64_t floor = pc->p.dirty_min_kb * 1024 / pc->page_size;
+	if (floor > pc->max_pages / 2)
+		floor = pc->max_pages / 2;
+	if (pc->dirty_limit < floor)
+		pc->dirty_limit = floor;
 	if (pc->dirty_limit < 1)
 		pc->dirty_limit = 1;
 	pc->bg_limit = bg ? pc->max_pages * bg / 100 : 0;
