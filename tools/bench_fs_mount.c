@@ -3,7 +3,7 @@
  * (data=ordered and data=writeback, barrier=1, a loop device) and on
  * fuse2fs, all on the same image file on the host disk, in the same run;
  * one table row per system and the issue 11 targets as ratios measured in
- * that run (docs/bench-fs.md, "--mount").
+ * that run (docs/bench-fs-mount.md).
  *
  * The operations are bench repro's POSIX loads (`nostall load DIR PHASE`,
  * tools/repro/repro_files.c and repro_load.c), run in a child per phase by
