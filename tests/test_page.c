@@ -338,6 +338,21 @@ static void test_truncate(void **state)
 	pfs_env_close(&e);
 }
 
+/* Writes pages [from, to) one at a time (contents seeded by seed + index),
+ * checking after each that the cache stays within its budget and dirty +
+ * writeback within the dirty limit. */
+static void write_bounded(struct env *e, uint64_t from, uint64_t to, unsigned seed)
+{
+	unsigned char buf[PS];
+	for (uint64_t i = from; i < to; i++) {
+		pfs_fill(buf, PS, seed + (unsigned)i);
+		assert_int_equal(page_mapping_write(e->m, i * PS, buf, PS, i * PS), PS);
+		struct page_stats s = pfs_stats(e);
+		assert_true(s.pages <= s.max_pages);
+		assert_true(s.dirty + s.writeback <= s.dirty_limit);
+	}
+}
+
 static void test_budget_bound(void **state)
 {
 	struct page_params p = pfs_quiet_params(64);
@@ -347,14 +362,7 @@ static void test_budget_bound(void **state)
 	assert_int_equal(s.max_pages, 64);
 	assert_int_equal(s.dirty_limit, 12);
 	assert_int_equal(s.background_limit, 6);
-	unsigned char buf[PS];
-	for (uint64_t i = 0; i < 4 * 64; i++) {
-		pfs_fill(buf, PS, 7 + (unsigned)i);
-		assert_int_equal(page_mapping_write(e.m, i * PS, buf, PS, i * PS), PS);
-		s = pfs_stats(&e);
-		assert_true(s.pages <= s.max_pages);
-		assert_true(s.dirty + s.writeback <= s.dirty_limit);
-	}
+	write_bounded(&e, 0, 4 * 64, 7);
 	s = pfs_stats(&e);
 	assert_true(s.peak_pages <= 64);
 	assert_true(s.evictions >= 4 * 64 - 64);
@@ -405,13 +413,7 @@ static void test_dirty_floor(void **state)
 	s = pfs_stats(&e);
 	assert_int_equal(s.dirty, 28); /* 2.6.30's 20 % (12) would have throttled */
 	assert_int_equal(s.throttled, 0);
-	for (uint64_t i = 28; i < 4 * 64; i++) {
-		pfs_fill(buf, PS, 3 + (unsigned)i);
-		assert_int_equal(page_mapping_write(e.m, i * PS, buf, PS, i * PS), PS);
-		s = pfs_stats(&e);
-		assert_true(s.pages <= s.max_pages);
-		assert_true(s.dirty + s.writeback <= s.dirty_limit);
-	}
+	write_bounded(&e, 28, 4 * 64, 3);
 	assert_true(pfs_stats(&e).throttled > 0);
 	pfs_env_close(&e);
 }
