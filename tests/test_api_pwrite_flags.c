@@ -57,7 +57,8 @@ static void fill(unsigned char *b, size_t n, unsigned seed)
 
 static void test_nothrottle(void **state)
 {
-	/* a 2 MiB cache: the dirty limit is ~100 pages, far below one write */
+	/* a 2 MiB cache: the dirty limit is 256 pages (the dirty floor's cap,
+	 * half the cache), far below one write */
 	struct nostall_fs *fs = fsimg_api_mount(img, "cache=2M", 0);
 	struct nostall_file *f;
 	assert_int_equal(nostall_create(fs, "/f", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644, &f), 0);
@@ -178,6 +179,44 @@ static void test_readonly(void **state)
 	fsimg_api_umount(fs);
 }
 
+/* The dirty limits a mount gives its page cache (docs/page-cache.md): a
+ * 24 MiB floor under 2.6.30's 20 % of the 64 MiB default cache, which
+ * dirty_min=0 and the era presets turn off (unless dirty_min= is given);
+ * dirty_ratio= and dirty_background_ratio= set the ratios. */
+static void test_dirty_opts(void **state)
+{
+	const struct {
+		const char *opts;
+		uint64_t dirty, background;
+	} c[] = {
+		{ NULL, 24 * MiB / 4096, 16384 / 10 },
+		{ "dirty_min=0", 16384 * 20 / 100, 16384 / 10 },
+		{ "preset=2.6.30", 16384 * 20 / 100, 16384 / 10 },
+		{ "preset=2.6.30,dirty_min=32M", 32 * MiB / 4096, 16384 / 10 },
+		{ "dirty_min=32M,preset=2.6.29", 32 * MiB / 4096, 16384 / 10 },
+		{ "dirty_ratio=50,dirty_background_ratio=5,dirty_min=0", 16384 / 2, 16384 * 5 / 100 },
+		{ "dirty_min=1G", 16384 / 2, 16384 / 10 },
+		{ "cache=256M", 65536 * 20 / 100, 65536 / 10 },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct nostall_fs *fs = fsimg_api_mount(img, c[i].opts, 0);
+		struct page_stats st = stats_of(fs);
+		if (st.dirty_limit != c[i].dirty || st.background_limit != c[i].background)
+			fail_msg("-o %s: dirty limit %llu, background %llu; want %llu, %llu",
+				 c[i].opts ? c[i].opts : "(none)", (unsigned long long)st.dirty_limit,
+				 (unsigned long long)st.background_limit, (unsigned long long)c[i].dirty,
+				 (unsigned long long)c[i].background);
+		fsimg_api_umount(fs);
+	}
+	const char *bad[] = { "dirty_ratio=0", "dirty_ratio=101", "dirty_background_ratio=x", "dirty_min=",
+			      "dirty_min=-1" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct nostall_fs *fs = NULL;
+		assert_int_equal(nostall_mount(img, bad[i], 0, &fs), -EINVAL);
+		assert_null(fs);
+	}
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_api_pwrite_flags", "mke2fs e2fsck");
@@ -190,6 +229,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_setid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dirty_opts, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

@@ -53,6 +53,13 @@ enum {
 enum { EXT3_DATA_ERR_IGNORE = 1, EXT3_DATA_ERR_ABORT = 2 };
 enum { EXT3_ATIME_RELATIME = 1, EXT3_ATIME_NOATIME = 2, EXT3_ATIME_STRICT = 3 };
 
+/* The floor under the page cache's dirty limit (dirty_min=): 2.6.30's 20 %
+ * of the default 64 MiB cache is 12.8 MiB, and with the flusher holding
+ * ~7 MiB back a streaming writer kept ~6 MiB in flight, a few ms of a GB/s
+ * device, which ran dry between passes (docs/page-cache.md, "A floor under
+ * the dirty limit"). Caches from 120 MiB up are above it. */
+#define EXT3_DIRTY_MIN_DEFAULT (24ull << 20)
+
 /* Parsed mount options. Fields the mount does not act on yet (the write
  * side) are validated and stored for the write path. */
 struct ext3_mount_opts {
@@ -77,6 +84,14 @@ struct ext3_mount_opts {
 	 * write, after which CFQ idled while kjournald's commit waited. */
 	bool fsync_in_commit;
 	bool fsync_in_commit_set;
+	/* The page cache's dirty limits (docs/page-cache.md): dirty_ratio=,
+	 * dirty_background_ratio= (% of cache=; -1 = 2.6.30's 20 and 10) and
+	 * dirty_min= (bytes, a floor under the dirty limit; nostall's, not in
+	 * 2.6.30: default 24 MiB, an era preset turns it off unless given). */
+	int dirty_ratio;
+	int dirty_background_ratio;
+	uint64_t dirty_min;
+	bool dirty_min_set;
 };
 void ext3_mount_opts_init(struct ext3_mount_opts *o);
 /* Add "name=value,..." (Linux's names) to o. -EINVAL with a message naming

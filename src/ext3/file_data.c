@@ -46,12 +46,6 @@
 #include <string.h>
 
 #define DATA_DEFAULT_BUDGET (64u << 20)
-/* The filesystem's floor under the page cache's dirty limit (2.6.30's 20 %
- * of a 64 MiB budget is 12.8 MiB: with the flusher holding ~7 MiB back, a
- * streaming writer kept ~6 MiB in flight, a few ms of a fast device, which
- * ran dry between passes; docs/page-cache.md, "A floor under the dirty
- * limit"). Budgets from 120 MiB up are above it. */
-#define DATA_DIRTY_MIN_KB (24u << 10)
 
 struct ext3_data {
 	pthread_mutex_t lock;       /* the registry */
@@ -94,7 +88,11 @@ int ext3_data_init(struct ext3_fs *fs)
 	struct page_params pp;
 	page_params_default(&pp);
 	pp.cache_bytes = fs->opts.cache_bytes ? fs->opts.cache_bytes : DATA_DEFAULT_BUDGET;
-	pp.dirty_min_kb = DATA_DIRTY_MIN_KB;
+	pp.dirty_min_kb = fs->opts.dirty_min / 1024;
+	if (fs->opts.dirty_ratio >= 0)
+		pp.dirty_ratio = (uint64_t)fs->opts.dirty_ratio;
+	if (fs->opts.dirty_background_ratio >= 0)
+		pp.dirty_background_ratio = (uint64_t)fs->opts.dirty_background_ratio;
 	int rc = page_cache_create(fs->q, fs->g.block_size, &pp, &fs->pcache);
 	if (!rc && ext3_guarded_mode(fs)) {
 		rc = ext3_guarded_create(fs, &d->guard);

@@ -2,7 +2,7 @@
  * options"). Pure parsing and validation: nothing here touches a device.
  *
  * Read side (acted on today): ro, noload, sb=, cache=, readahead=,
- * file_readahead= and every block-queue tunable or era preset (collected
+ * file_readahead=, dirty_ratio=, dirty_background_ratio=, dirty_min= and every block-queue tunable or era preset (collected
  * into one string, checked with blk_opts_validate, applied to the queue at
  * mount). Write side (parsed, validated and stored for the write path):
  * data=, commit=, barrier=, nobarrier, journal_ioprio= (the journal's own
@@ -40,6 +40,8 @@ void ext3_mount_opts_init(struct ext3_mount_opts *o)
 	o->readahead_blocks = -1;
 	o->file_readahead = FILE_READAHEAD_DEFAULT;
 	o->fsync_in_commit = true;
+	o->dirty_ratio = o->dirty_background_ratio = -1;
+	o->dirty_min = EXT3_DIRTY_MIN_DEFAULT;
 	jbd_config_default(&o->jcfg);
 }
 
@@ -149,6 +151,18 @@ static int read_side_opt(struct ext3_mount_opts *o, const char *name, const char
 			return err_set(-EINVAL, "mount option file_readahead=%s: 0 (off) or 64K..64M",
 				       value ? value : "");
 		o->file_readahead = (size_t)v;
+	} else if (!strcmp(name, "dirty_ratio") || !strcmp(name, "dirty_background_ratio")) {
+		bool bg = name[6] == 'b';
+		if (!value || opts_parse_u64(value, &v) < 0 || v > 100 || (!bg && v == 0))
+			return err_set(-EINVAL, "mount option %s=%s: %s..100 (%% of cache=)", name,
+				       value ? value : "", bg ? "0" : "1");
+		*(bg ? &o->dirty_background_ratio : &o->dirty_ratio) = (int)v;
+	} else if (!strcmp(name, "dirty_min")) {
+		if (!value || opts_parse_size(value, &v) < 0 || v > (1ull << 40))
+			return err_set(-EINVAL, "mount option dirty_min=%s: a size (0: the ratio alone)",
+				       value ? value : "");
+		o->dirty_min = v;
+		o->dirty_min_set = true;
 	} else if (!strcmp(name, "sb")) {
 		if (!value || (rc = opts_parse_u64(value, &v)) < 0 || v == 0 || v > UINT32_MAX)
 			return err_set(-EINVAL, "mount option sb=%s: a backup superblock number",
@@ -249,6 +263,8 @@ int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts)
 			o->era_data_mode = ext3_era_data_mode(preset);
 			if (!o->fsync_in_commit_set)
 				o->fsync_in_commit = !blk_preset_is_era(preset);
+			if (!o->dirty_min_set && blk_preset_is_era(preset))
+				o->dirty_min = 0;
 		}
 	}
 	return rc;
