@@ -2,9 +2,10 @@
  * options"). Pure parsing and validation: nothing here touches a device.
  *
  * Read side (acted on today): ro, noload, sb=, cache=, readahead=,
- * file_readahead=, dirty_ratio=, dirty_background_ratio=, dirty_min= and every block-queue tunable or era preset (collected
- * into one string, checked with blk_opts_validate, applied to the queue at
- * mount). Write side (parsed, validated and stored for the write path):
+ * file_readahead=, dirty_ratio=, dirty_background_ratio=, dirty_min= (the
+ * page cache's dirty limits) and every block-queue tunable or era preset
+ * (collected into one string, checked with blk_opts_validate, applied to
+ * the queue at mount). Write side (parsed, validated and stored for the write path):
  * data=, commit=, barrier=, nobarrier, journal_ioprio= (the journal's own
  * names, through jbd_config_set), errors=, data_err=, noatime, relatime,
  * strictatime. An unknown name, a bad value or two options that contradict
@@ -152,7 +153,7 @@ static int read_side_opt(struct ext3_mount_opts *o, const char *name, const char
 				       value ? value : "");
 		o->file_readahead = (size_t)v;
 	} else if (!strcmp(name, "dirty_ratio") || !strcmp(name, "dirty_background_ratio")) {
-		bool bg = name[6] == 'b';
+		bool bg = !strcmp(name, "dirty_background_ratio");
 		if (!value || opts_parse_u64(value, &v) < 0 || v > 100 || (!bg && v == 0))
 			return err_set(-EINVAL, "mount option %s=%s: %s..100 (%% of cache=)", name,
 				       value ? value : "", bg ? "0" : "1");
