@@ -133,7 +133,7 @@ uint64_t fsb_rss_peak(void);
 
 /* ---- raw floors (bench_fs_raw.c): elapsed ns, or a negative errno */
 /* Sequential transfer of `bytes` from `sector` (DEV_OP_READ or
- * DEV_OP_WRITE), 4 commands in flight; a write ends with a cache flush. */
+ * DEV_OP_WRITE), 16 commands in flight; a write ends with a cache flush. */
 int64_t fsb_raw_seq(struct dev *d, enum dev_op op, uint64_t sector, uint64_t bytes);
 /* data=journal's floor: `bytes` written into the log (log_sector, wrapping
  * in log_bytes) and home (from home_sector), one flush per `txn` bytes. */
