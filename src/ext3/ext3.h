@@ -26,6 +26,7 @@
 
 #include "ext3/ext3_format.h"
 #include "jbd/jbd.h"
+#include "page/page.h"
 
 struct dev;
 struct blk_queue;
@@ -84,13 +85,13 @@ struct ext3_mount_opts {
 	 * write, after which CFQ idled while kjournald's commit waited. */
 	bool fsync_in_commit;
 	bool fsync_in_commit_set;
-	/* The page cache's dirty limits (docs/page-cache.md): dirty_ratio=,
-	 * dirty_background_ratio= (% of cache=; -1 = 2.6.30's 20 and 10) and
-	 * dirty_min= (bytes, a floor under the dirty limit; nostall's, not in
-	 * 2.6.30: default 24 MiB, an era preset turns it off unless given). */
-	int dirty_ratio;
-	int dirty_background_ratio;
-	uint64_t dirty_min;
+	/* The page cache's tunables (docs/page-cache.md), checked against
+	 * page_tunables()' ranges: dirty_ratio= and dirty_background_ratio=
+	 * (% of cache=; 2.6.30's 20 and 10) and dirty_min= (dirty_min_kb, a
+	 * floor under the dirty limit; nostall's, not in 2.6.30: default
+	 * EXT3_DIRTY_MIN_DEFAULT, an era preset turns it off unless given).
+	 * cache_bytes is not used: the mount sizes the cache from cache=. */
+	struct page_params page;
 	bool dirty_min_set;
 };
 void ext3_mount_opts_init(struct ext3_mount_opts *o);

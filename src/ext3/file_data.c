@@ -85,14 +85,8 @@ int ext3_data_init(struct ext3_fs *fs)
 		return err_set(-ENOMEM, "ext3: out of memory for the file data state");
 	}
 	pthread_mutex_init(&d->lock, NULL);
-	struct page_params pp;
-	page_params_default(&pp);
+	struct page_params pp = fs->opts.page;
 	pp.cache_bytes = fs->opts.cache_bytes ? fs->opts.cache_bytes : DATA_DEFAULT_BUDGET;
-	pp.dirty_min_kb = fs->opts.dirty_min / 1024;
-	if (fs->opts.dirty_ratio >= 0)
-		pp.dirty_ratio = (uint64_t)fs->opts.dirty_ratio;
-	if (fs->opts.dirty_background_ratio >= 0)
-		pp.dirty_background_ratio = (uint64_t)fs->opts.dirty_background_ratio;
 	int rc = page_cache_create(fs->q, fs->g.block_size, &pp, &fs->pcache);
 	if (!rc && ext3_guarded_mode(fs)) {
 		rc = ext3_guarded_create(fs, &d->guard);

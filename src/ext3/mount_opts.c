@@ -20,6 +20,7 @@
 #include "blk/blk.h"
 #include "util/err.h"
 #include "util/opts.h"
+#include "util/tunable.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,8 +42,8 @@ void ext3_mount_opts_init(struct ext3_mount_opts *o)
 	o->readahead_blocks = -1;
 	o->file_readahead = FILE_READAHEAD_DEFAULT;
 	o->fsync_in_commit = true;
-	o->dirty_ratio = o->dirty_background_ratio = -1;
-	o->dirty_min = EXT3_DIRTY_MIN_DEFAULT;
+	page_params_default(&o->page);
+	o->page.dirty_min_kb = EXT3_DIRTY_MIN_DEFAULT / 1024;
 	jbd_config_default(&o->jcfg);
 }
 
@@ -153,16 +154,15 @@ static int read_side_opt(struct ext3_mount_opts *o, const char *name, const char
 				       value ? value : "");
 		o->file_readahead = (size_t)v;
 	} else if (!strcmp(name, "dirty_ratio") || !strcmp(name, "dirty_background_ratio")) {
-		bool bg = !strcmp(name, "dirty_background_ratio");
-		if (!value || opts_parse_u64(value, &v) < 0 || v > 100 || (!bg && v == 0))
-			return err_set(-EINVAL, "mount option %s=%s: %s..100 (%% of cache=)", name,
-				       value ? value : "", bg ? "0" : "1");
-		*(bg ? &o->dirty_background_ratio : &o->dirty_ratio) = (int)v;
+		if ((rc = tunable_set(page_tunables(), &o->page, name, value)) < 0)
+			return err_wrap(-EINVAL, "mount option %s (%% of cache=)", name);
 	} else if (!strcmp(name, "dirty_min")) {
-		if (!value || opts_parse_size(value, &v) < 0 || v > (1ull << 40))
-			return err_set(-EINVAL, "mount option dirty_min=%s: a size (0: the ratio alone)",
-				       value ? value : "");
-		o->dirty_min = v;
+		/* A size here, KiB in the page cache's table (and its range). */
+		const struct tunable_desc *d = tunable_find(page_tunables(), "dirty_min_kb");
+		if (!value || opts_parse_size(value, &v) < 0 || v / 1024 > d->max)
+			return err_set(-EINVAL, "mount option dirty_min=%s: a size up to %lluG (0: the ratio alone)",
+				       value ? value : "", (unsigned long long)(d->max >> 20));
+		o->page.dirty_min_kb = v / 1024;
 		o->dirty_min_set = true;
 	} else if (!strcmp(name, "sb")) {
 		if (!value || (rc = opts_parse_u64(value, &v)) < 0 || v == 0 || v > UINT32_MAX)
@@ -265,7 +265,7 @@ int ext3_mount_opts_parse(struct ext3_mount_opts *o, const char *opts)
 			if (!o->fsync_in_commit_set)
 				o->fsync_in_commit = !blk_preset_is_era(preset);
 			if (!o->dirty_min_set && blk_preset_is_era(preset))
-				o->dirty_min = 0;
+				o->page.dirty_min_kb = 0;
 		}
 	}
 	return rc;
