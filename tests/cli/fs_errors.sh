@@ -103,6 +103,33 @@ out=$("$NOSTALL" ls -o cache=1M,readahead=0 "$img" /) || fail "ls -o cache= exit
 "$NOSTALL" --help | grep -q "nostall get" || fail "--help lacks get"
 "$NOSTALL" ls -h | grep -q "usage: nostall ls" || fail "ls -h"
 
+
+# ---- cat: files larger than the readahead ring go out in its own buffers
+# (nostall_pread_sink), holes as zeroes, several files in order, a full or
+# closed output
+big="$tmp/big.img"
+"$NOSTALL" mkfs -q "$big" 64M || fail "mkfs of $big"
+head -c 13000000 /dev/urandom >"$tmp/r13"
+head -c 5000 /dev/urandom >"$tmp/r5k"
+"$NOSTALL" put "$big" "$tmp/r13" /r13 || fail "put /r13"
+"$NOSTALL" put "$big" "$tmp/r5k" /r5k || fail "put /r5k"
+# a file with a hole of 9 MiB before 5000 bytes
+"$NOSTALL" write "$big" /holey 9437184 <"$tmp/r5k" || fail "write /holey"
+"$NOSTALL" cat "$big" /r13 | cmp - "$tmp/r13" || fail "cat /r13 through a pipe differs"
+"$NOSTALL" cat -o file_readahead=64K "$big" /r13 | cmp - "$tmp/r13" ||
+	fail "cat /r13 with file_readahead=64K differs"
+"$NOSTALL" cat "$big" /r5k /r13 /r5k | cmp - <(cat "$tmp/r5k" "$tmp/r13" "$tmp/r5k") ||
+	fail "cat of three files: not their concatenation"
+cmp <("$NOSTALL" cat "$big" /holey) <(head -c 9437184 /dev/zero; cat "$tmp/r5k") ||
+	fail "cat /holey: not 9 MiB of zeroes and the 5000 bytes"
+out=$("$NOSTALL" cat "$big" /r13 2>"$tmp/err" | head -c 10 | wc -c)
+[ "$out" = 10 ] || fail "cat | head -c 10: got $out bytes"
+[ ! -s "$tmp/err" ] || fail "cat into a closed pipe complained: $(cat "$tmp/err")"
+"$NOSTALL" cat "$big" /r13 >/dev/full 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] || fail "cat >/dev/full: exit $rc, want 1"
+grep -q "write error: No space left on device" "$tmp/err" || fail "cat >/dev/full: $(cat "$tmp/err")"
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails failure(s)"
 	exit 1

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -375,6 +376,35 @@ int cli_write_all(int fd, const void *buf, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int cli_writev_all(int fd, const struct iovec *iov, int iovcnt)
+{
+	/* A window of the pieces left, the first one cut where a short write
+	 * stopped; the caller's array stays as it was. */
+	struct iovec win[16];
+	int at = 0;
+	size_t skip = 0; /* bytes of iov[at] already written */
+	while (at < iovcnt) {
+		int n = 0;
+		for (int k = at; k < iovcnt && n < 16; k++, n++)
+			win[n] = iov[k];
+		win[0].iov_base = (char *)win[0].iov_base + skip;
+		win[0].iov_len -= skip;
+		ssize_t w = writev(fd, win, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		size_t left = (size_t)w + skip;
+		while (at < iovcnt && left >= iov[at].iov_len) {
+			left -= iov[at].iov_len;
+			at++;
+		}
+		skip = left;
 	}
 	return 0;
 }

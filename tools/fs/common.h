@@ -139,6 +139,10 @@ static inline bool cli_dir_up_has(const struct cli_dir_up *u, uint64_t ino)
 }
 /* write() all of buf (EINTR retried); 0 or a negative errno. */
 int cli_write_all(int fd, const void *buf, size_t n);
+/* writev() all of iov[0..iovcnt) in order, resuming after a short write
+ * (EINTR retried); 0 or a negative errno. */
+struct iovec;
+int cli_writev_all(int fd, const struct iovec *iov, int iovcnt);
 /* Make room for one more element in a growing array *v of n elements of
  * elem bytes (capacity *cap, doubled from `first`); 0 or -ENOMEM. */
 int cli_array_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first);
