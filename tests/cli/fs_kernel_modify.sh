@@ -5,7 +5,8 @@
 # nostall (renames, deletes, appends, new entries in the htree directory)
 # and stays e2fsck -fn clean; the kernel then sees those changes").
 #
-# For 1 KiB blocks (128-byte inodes) and 4 KiB blocks (256-byte inodes):
+# For 1 KiB blocks (128-byte inodes), 4 KiB blocks (256-byte inodes) and 2 KiB
+# blocks with the tea directory hash (NOSTALL_KMOD_CFGS below for others):
 #   1. mke2fs -t ext3, loop mount, tests/lib/fs_mktree.py --small fills it
 #      (every file type, block-map boundaries, sparse files, hard links,
 #      xattrs, odd modes and owners, and /bigdir: 10,000 entries, an htree);
@@ -149,54 +150,68 @@ modify() { # image ref bs
 
 fields=type,mode,uid,gid,size,nlink,rdev,data,link,xattr,hlink
 
-for cfg in "1024 128" "4096 256"; do
+# NOSTALL_KMOD_CFGS: the configurations, ";"-separated, each "BLOCKSIZE
+# INODESIZE [more mke2fs options] [| tune2fs options]" (e.g. "2048 256 -O
+# ^dir_index;4096 128 | -E hash_alg=tea"). Without dir_index /bigdir is a
+# linear directory.
+IFS=';' read -ra cfgs <<<"${NOSTALL_KMOD_CFGS:-1024 128;4096 256;2048 256 | -E hash_alg=tea}"
+n=0
+for cfg in "${cfgs[@]}"; do
+	tune=()
+	case $cfg in *'|'*) read -ra tune <<<"${cfg#*|}"; cfg=${cfg%%|*} ;; esac
 	set -- $cfg
 	bs=$1 isz=$2
-	img="$tmp/img-$bs"
-	ref="$tmp/ref-$bs"
+	shift 2
+	extra=("$@")
+	n=$((n + 1))
+	tag="bs $bs${extra[*]:+ (${extra[*]})}${tune[*]:+ (tune2fs ${tune[*]})}"
+	case " ${extra[*]} " in *^dir_index*) dx=0 ;; *) dx=1 ;; esac
+	img="$tmp/img-$n"
+	ref="$tmp/ref-$n"
 	truncate -s 128M "$img"
-	mke2fs -q -F -t ext3 -b "$bs" -I "$isz" "$img" 2>/dev/null || { fail "mke2fs -b $bs"; continue; }
+	mke2fs -q -F -t ext3 -b "$bs" -I "$isz" "${extra[@]}" "$img" 2>/dev/null || { fail "mke2fs: $tag"; continue; }
+	[ ${#tune[@]} = 0 ] || tune2fs "${tune[@]}" "$img" >/dev/null 2>&1 || { fail "tune2fs: $tag"; continue; }
 	if ! mount -o loop -t ext3 "$img" "$mnt"; then
-		fail "bs $bs: the kernel cannot mount a fresh image"
+		fail "$tag: the kernel cannot mount a fresh image"
 		continue
 	fi
 	mounted=$mnt
-	python3 "$lib/fs_mktree.py" --small "$bs" "$mnt" >/dev/null || fail "bs $bs: fs_mktree.py"
+	python3 "$lib/fs_mktree.py" --small "$bs" "$mnt" >/dev/null || fail "$tag: fs_mktree.py"
 	# inode flags the kernel sets, which nostall must honour
 	{ echo imm >"$mnt/kimm" && chattr +i "$mnt/kimm" && echo app >"$mnt/kapp" && chattr +a "$mnt/kapp"; } ||
-		fail "bs $bs: chattr on the kernel mount"
-	cp -a "$mnt/." "$ref/" || fail "bs $bs: cp -a of the kernel's tree"
+		fail "$tag: chattr on the kernel mount"
+	cp -a "$mnt/." "$ref/" || fail "$tag: cp -a of the kernel's tree"
 	umount "$mnt" && mounted=""
-	fsck_clean "$img" "bs $bs: the kernel's image"
-	debugfs -R "stat /bigdir" "$img" 2>/dev/null | grep -q "Flags: 0x1000" ||
-		fail "bs $bs: the kernel's /bigdir has no htree index"
+	fsck_clean "$img" "$tag: the kernel's image"
+	[ "$dx" = 0 ] || debugfs -R "stat /bigdir" "$img" 2>/dev/null | grep -q "Flags: 0x1000" ||
+		fail "$tag: the kernel's /bigdir has no htree index"
 	n0=$(ls -f "$ref/bigdir" | wc -l)
 
 	modify "$img" "$ref" "$bs"
 	# the kernel's chattr +i / +a hold under nostall: no write, no removal
 	[ "$("$NOSTALL" lsattr "$img" /kimm /kapp | cut -c1-8 | tr '\n' ' ')" = "----i--- -----a-- " ] ||
-		fail "bs $bs: nostall lsattr of the kernel's flags: $("$NOSTALL" lsattr "$img" /kimm /kapp 2>&1)"
-	echo x | "$NOSTALL" write "$img" /kimm 0 2>/dev/null && fail "bs $bs: wrote into a kernel-made immutable file"
-	echo x | "$NOSTALL" write "$img" /kapp 0 2>/dev/null && fail "bs $bs: overwrote a kernel-made append-only file"
-	"$NOSTALL" rm "$img" /kimm /kapp 2>/dev/null && fail "bs $bs: removed kernel-made immutable/append-only files"
+		fail "$tag: nostall lsattr of the kernel's flags: $("$NOSTALL" lsattr "$img" /kimm /kapp 2>&1)"
+	echo x | "$NOSTALL" write "$img" /kimm 0 2>/dev/null && fail "$tag: wrote into a kernel-made immutable file"
+	echo x | "$NOSTALL" write "$img" /kapp 0 2>/dev/null && fail "$tag: overwrote a kernel-made append-only file"
+	"$NOSTALL" rm "$img" /kimm /kapp 2>/dev/null && fail "$tag: removed kernel-made immutable/append-only files"
 
-	fsck_clean "$img" "bs $bs: after nostall's changes"
-	dumpe2fs -h "$img" 2>/dev/null | grep -q needs_recovery && fail "bs $bs: image left with needs_recovery"
-	debugfs -R "stat /bigdir" "$img" 2>/dev/null | grep -q "Flags: 0x1000" ||
-		fail "bs $bs: /bigdir lost its htree index"
+	fsck_clean "$img" "$tag: after nostall's changes"
+	dumpe2fs -h "$img" 2>/dev/null | grep -q needs_recovery && fail "$tag: image left with needs_recovery"
+	[ "$dx" = 0 ] || debugfs -R "stat /bigdir" "$img" 2>/dev/null | grep -q "Flags: 0x1000" ||
+		fail "$tag: /bigdir lost its htree index"
 	n1=$(ls -f "$ref/bigdir" | wc -l)
-	[ "$n1" -gt "$n0" ] || fail "bs $bs: the reference's bigdir did not grow ($n0 -> $n1)"
+	[ "$n1" -gt "$n0" ] || fail "$tag: the reference's bigdir did not grow ($n0 -> $n1)"
 
-	python3 "$lib/fs_compare.py" record "$ref" "$tmp/ref.json" >/dev/null || fail "bs $bs: record"
+	python3 "$lib/fs_compare.py" record "$ref" "$tmp/ref.json" >/dev/null || fail "$tag: record"
 	if mount -o loop,ro,noatime -t ext3 "$img" "$mnt"; then
 		mounted=$mnt
 		python3 "$lib/fs_compare.py" tree "$tmp/ref.json" "$mnt" --fields=$fields ||
-			fail "bs $bs: the kernel's view differs from the reference"
+			fail "$tag: the kernel's view differs from the reference"
 		n2=$(ls -f "$mnt/bigdir" | wc -l)
-		[ "$n2" -eq "$n1" ] || fail "bs $bs: the kernel lists $n2 entries in /bigdir, want $n1"
+		[ "$n2" -eq "$n1" ] || fail "$tag: the kernel lists $n2 entries in /bigdir, want $n1"
 		umount "$mnt" && mounted=""
 	else
-		fail "bs $bs: the kernel refuses to mount nostall's image"
+		fail "$tag: the kernel refuses to mount nostall's image"
 	fi
 	# the kernel writes again on top of nostall's changes
 	if mount -o loop -t ext3 "$img" "$mnt"; then
@@ -205,11 +220,11 @@ for cfg in "1024 128" "4096 256"; do
 		for i in $(seq 0 99); do echo "$i" >"$mnt/bigdir/kernel-again-$i"; done
 		mv "$mnt/new-by-write" "$mnt/bigdir/"
 		umount "$mnt" && mounted=""
-		fsck_clean "$img" "bs $bs: the kernel's changes after nostall's"
+		fsck_clean "$img" "$tag: the kernel's changes after nostall's"
 		"$NOSTALL" stat "$img" /bigdir/kernel-again-99 >/dev/null 2>&1 ||
-			fail "bs $bs: nostall does not see the kernel's new entry"
+			fail "$tag: nostall does not see the kernel's new entry"
 	else
-		fail "bs $bs: the kernel refuses a read-write mount of nostall's image"
+		fail "$tag: the kernel refuses a read-write mount of nostall's image"
 	fi
 	rm -rf "$ref" "$img" "$tmp/ref.json"
 done
