@@ -66,10 +66,11 @@ fi
 umount "$mnt"
 rm -f "$tmp/probe.img"
 
-ns() { # nostall command, must succeed
-	local out
+ns() { # nostall command, must succeed (a long one is cut in the report)
+	local out cmd="nostall $*"
 	if ! out=$("$NOSTALL" "$@" 2>&1); then
-		fail "nostall $*: $out"
+		[ ${#cmd} -le 300 ] || cmd="${cmd:0:300}... ($# arguments)"
+		fail "$cmd: ${out:0:1000}"
 		return 1
 	fi
 	return 0
