@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,66 @@ static bool blocks_are_holes(struct nostall_file *f, uint64_t lblk, uint64_t n)
 	return true;
 }
 
+/* pwrite() all of p[0..n) at off (EINTR retried); 0 or a negative errno. */
+static int pwrite_all(int fd, const char *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t w = pwrite(fd, p, n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* One read's pieces, written to the host file where they are not zero:
+ * block-sized pieces that are all zero are skipped and stay holes (the file
+ * gets its size at the end). Called by nostall_pread_sink, which lends the
+ * read-ahead's buffers on a sequential read: no copy of our own. */
+struct get_sink {
+	int fd;
+	uint32_t bs;
+	uint64_t off; /* file offset of the next piece */
+	int err;      /* the host write's negative errno, told apart from the read's */
+};
+
+static int get_sink_write(void *arg, const struct iovec *iov, int iovcnt)
+{
+	struct get_sink *s = arg;
+	for (int k = 0; k < iovcnt; k++) {
+		const char *b = iov[k].iov_base;
+		size_t n = iov[k].iov_len, pos = 0;
+		while (pos < n) {
+			/* the non-zero run of block-sized pieces from pos */
+			size_t piece = s->bs - (size_t)((s->off + pos) % s->bs);
+			if (piece > n - pos)
+				piece = n - pos;
+			if (all_zero(b + pos, piece)) {
+				pos += piece;
+				continue;
+			}
+			size_t start = pos;
+			pos += piece;
+			while (pos < n) {
+				size_t p2 = s->bs < n - pos ? s->bs : n - pos;
+				if (all_zero(b + pos, p2))
+					break;
+				pos += p2;
+			}
+			int rc = pwrite_all(s->fd, b + start, pos - start, s->off + start);
+			if (rc < 0)
+				return s->err = rc;
+		}
+		s->off += n;
+	}
+	return 0;
+}
+
 /* Copy the contents of an open fs file to host fd, holes preserved. */
 int get_data_copy(struct get_ctx *g, struct nostall_file *f, const struct nostall_stat *st, int fd,
 		  const char *path)
@@ -59,50 +120,21 @@ int get_data_copy(struct get_ctx *g, struct nostall_file *f, const struct nostal
 	uint64_t size = st->size, off = 0;
 	uint32_t bs = g->bsize;
 	bool sparse = st->blocks * 512 < size + bs; /* allocated less than the size: holes likely */
+	struct get_sink s = { .fd = fd, .bs = bs ? bs : 4096 };
 	while (off < size) {
 		size_t want = size - off < CLI_IO_CHUNK ? (size_t)(size - off) : CLI_IO_CHUNK;
 		if (sparse && off % bs == 0 && bs && blocks_are_holes(f, off / bs, (want + bs - 1) / bs)) {
 			off += want;
 			continue;
 		}
-		ssize_t n = nostall_pread(f, g->buf, want, off);
+		s.off = off;
+		ssize_t n = nostall_pread_sink(f, g->buf, want, off, get_sink_write, &s);
+		if (s.err)
+			return get_error(g, path, "write", s.err, false);
 		if (n < 0)
 			return get_error(g, path, "read", (int)n, true);
 		if (n == 0)
 			return get_error(g, path, "read", -EIO, false), -EIO; /* short file */
-		/* write the non-zero runs of block-sized pieces */
-		size_t pos = 0;
-		while (pos < (size_t)n) {
-			size_t piece = bs - (size_t)((off + pos) % bs);
-			if (piece > (size_t)n - pos)
-				piece = (size_t)n - pos;
-			if (all_zero(g->buf + pos, piece)) {
-				pos += piece;
-				continue;
-			}
-			size_t start = pos;
-			pos += piece;
-			while (pos < (size_t)n) {
-				size_t p2 = bs < (size_t)n - pos ? bs : (size_t)n - pos;
-				if (all_zero(g->buf + pos, p2))
-					break;
-				pos += p2;
-			}
-			const char *p = g->buf + start;
-			size_t left = pos - start;
-			uint64_t woff = off + start;
-			while (left) {
-				ssize_t w = pwrite(fd, p, left, (off_t)woff);
-				if (w < 0) {
-					if (errno == EINTR)
-						continue;
-					return get_error(g, path, "write", -errno, false);
-				}
-				p += w;
-				left -= (size_t)w;
-				woff += (uint64_t)w;
-			}
-		}
 		off += (uint64_t)n;
 		g->bytes += (uint64_t)n;
 		progress(g, path, off, size, false);
