@@ -129,6 +129,11 @@ out=$("$NOSTALL" cat "$big" /r13 2>"$tmp/err" | head -c 10 | wc -c)
 rc=$?
 [ "$rc" = 1 ] || fail "cat >/dev/full: exit $rc, want 1"
 grep -q "write error: No space left on device" "$tmp/err" || fail "cat >/dev/full: $(cat "$tmp/err")"
+# get takes the same lent buffers: contents equal, the hole stays a hole
+"$NOSTALL" get "$big" /r13 "$tmp/got13" && cmp "$tmp/got13" "$tmp/r13" || fail "get /r13 differs"
+"$NOSTALL" get "$big" /holey "$tmp/gotholey" &&
+	cmp "$tmp/gotholey" <(head -c 9437184 /dev/zero; cat "$tmp/r5k") || fail "get /holey differs"
+[ "$(stat -c %b "$tmp/gotholey")" -lt 1024 ] || fail "get /holey: the 9 MiB hole was written"
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails failure(s)"
