@@ -364,11 +364,11 @@ char *cli_join(const char *a, const char *b)
 	return s;
 }
 
-int cli_write_all(int fd, const void *buf, size_t n)
+/* write() (off < 0) or pwrite() at off all of p[0..n), EINTR retried. */
+static int write_loop(int fd, const char *p, size_t n, int64_t off)
 {
-	const char *p = buf;
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = off < 0 ? write(fd, p, n) : pwrite(fd, p, n, (off_t)off);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -376,8 +376,20 @@ int cli_write_all(int fd, const void *buf, size_t n)
 		}
 		p += w;
 		n -= (size_t)w;
+		if (off >= 0)
+			off += w;
 	}
 	return 0;
+}
+
+int cli_write_all(int fd, const void *buf, size_t n)
+{
+	return write_loop(fd, buf, n, -1);
+}
+
+int cli_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+	return write_loop(fd, buf, n, (int64_t)off);
 }
 
 int cli_writev_all(int fd, const struct iovec *iov, int iovcnt)

@@ -139,6 +139,8 @@ static inline bool cli_dir_up_has(const struct cli_dir_up *u, uint64_t ino)
 }
 /* write() all of buf (EINTR retried); 0 or a negative errno. */
 int cli_write_all(int fd, const void *buf, size_t n);
+/* pwrite() all of buf at off (EINTR retried); 0 or a negative errno. */
+int cli_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
 /* writev() all of iov[0..iovcnt) in order, resuming after a short write
  * (EINTR retried); 0 or a negative errno. */
 struct iovec;

@@ -53,23 +53,6 @@ static bool blocks_are_holes(struct nostall_file *f, uint64_t lblk, uint64_t n)
 	return true;
 }
 
-/* pwrite() all of p[0..n) at off (EINTR retried); 0 or a negative errno. */
-static int pwrite_all(int fd, const char *p, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 /* One read's pieces, written to the host file where they are not zero:
  * block-sized pieces that are all zero are skipped and stay holes (the file
  * gets its size at the end). Called by nostall_pread_sink, which lends the
@@ -104,7 +87,7 @@ static int get_sink_write(void *arg, const struct iovec *iov, int iovcnt)
 					break;
 				pos += p2;
 			}
-			int rc = pwrite_all(s->fd, b + start, pos - start, s->off + start);
+			int rc = cli_pwrite_all(s->fd, b + start, pos - start, s->off + start);
 			if (rc < 0)
 				return s->err = rc;
 		}
