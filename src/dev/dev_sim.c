@@ -177,8 +177,15 @@ static struct sim_job *pick(struct sim_dev *s, uint64_t now)
 	struct sim_job *first = list_entry(s->mediaq.next, struct sim_job, node);
 	if (s->model != SIM_HDD)
 		return first;
-	/* Aging (a firmware parameter): nothing waits longer than aging_ns. */
-	if (now > first->arrive_ns + s->aging_ns)
+	/* Aging (a firmware parameter): nothing waits longer than aging_ns.
+	 * Judged at the event time - when the head became free, or the
+	 * oldest job arrived - not at this thread's wake-up: a host that
+	 * wakes it late (model time runs 1/scale times faster than real, so
+	 * 1 ms late is 100 ms at scale=0.01) must not turn SPTF into FIFO. */
+	uint64_t at = s->srv_free_ns[0] > first->arrive_ns ? s->srv_free_ns[0] : first->arrive_ns;
+	if (at > now)
+		at = now;
+	if (at > first->arrive_ns + s->aging_ns)
 		return first;
 	struct sim_job *best = NULL;
 	uint64_t best_pos = UINT64_MAX;
