@@ -114,21 +114,21 @@ static void fuzz_visit_ino(struct fuzz_walk *w, uint64_t ino, int depth)
 	}
 }
 
-/* Mount data[0..size) and walk it. Returns 1 if it mounted, 0 if not. */
-static inline int fuzz_walk_image(const uint8_t *data, size_t size)
+/* A mem: device holding data[0..size) (rounded up to whole sectors). */
+static inline int fuzz_image_dev(const uint8_t *data, size_t size, struct dev **out)
 {
 	if (size < 1024 || size > FUZZ_MAX_IMAGE)
-		return 0;
+		return -1;
 	size_t dsize = (size + 511) & ~(size_t)511;
 	char spec[64];
 	snprintf(spec, sizeof spec, "mem:%zu", dsize);
 	struct dev *dev = NULL;
 	if (dev_open(spec, &dev))
-		return 0;
+		return -1;
 	uint8_t *img = calloc(1, dsize);
 	if (!img) {
 		dev_close(dev);
-		return 0;
+		return -1;
 	}
 	memcpy(img, data, size);
 	/* in max_hw_sectors pieces (dev_rw_sync splits too) */
@@ -136,8 +136,53 @@ static inline int fuzz_walk_image(const uint8_t *data, size_t size)
 	free(img);
 	if (rc) {
 		dev_close(dev);
-		return 0;
+		return -1;
 	}
+	*out = dev;
+	return 0;
+}
+
+/* Walk the mount w->fs (read-only), then unmount it: with nothing open
+ * that must succeed. */
+static inline void fuzz_walk_mounted(struct fuzz_walk *w)
+{
+	struct nostall_info in;
+	struct nostall_statfs sf;
+	(void)nostall_statfs(w->fs, &sf);
+	if (nostall_info(w->fs, &in) == 0) {
+		uint32_t ng = in.groups < 64 ? in.groups : 64;
+		for (uint32_t g = 0; g < ng; g++) {
+			struct nostall_group_info gi;
+			(void)nostall_group_info(w->fs, g, &gi);
+		}
+		(void)nostall_stat_ino(w->fs, in.inodes_count, &(struct nostall_stat){ 0 });
+		(void)nostall_stat_ino(w->fs, (uint64_t)in.inodes_count + 1, &(struct nostall_stat){ 0 });
+	}
+	fuzz_visit_ino(w, NOSTALL_ROOT_INO, 0);
+	static const char *const paths[] = { "/", "/a/../b", "lost+found/..", "/x/", "/l", "/l/",
+					     "/d/l/..", "////", "/./.", "/lost+found/../lost+found/" };
+	for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) {
+		struct nostall_stat st;
+		uint64_t ino;
+		(void)nostall_stat(w->fs, paths[k], 0, &st);
+		(void)nostall_stat(w->fs, paths[k], NOSTALL_NOFOLLOW, &st);
+		(void)nostall_lookup(w->fs, paths[k], 0, &ino);
+	}
+	(void)nostall_stat_ino(w->fs, 0, &(struct nostall_stat){ 0 });
+	(void)nostall_stat_ino(w->fs, 1, &(struct nostall_stat){ 0 });
+	(void)nostall_stat_ino(w->fs, 8, &(struct nostall_stat){ 0 });
+	if (nostall_umount(w->fs)) {
+		fprintf(stderr, "fuzz: umount failed with nothing open\n");
+		abort();
+	}
+}
+
+/* Mount data[0..size) and walk it. Returns 1 if it mounted, 0 if not. */
+static inline int fuzz_walk_image(const uint8_t *data, size_t size)
+{
+	struct dev *dev = NULL;
+	if (fuzz_image_dev(data, size, &dev))
+		return 0;
 	struct fuzz_walk *w = calloc(1, sizeof *w);
 	if (!w) {
 		dev_close(dev);
@@ -146,35 +191,7 @@ static inline int fuzz_walk_image(const uint8_t *data, size_t size)
 	int mounted = 0;
 	if (nostall_mount_dev(dev, "cache=2M", NOSTALL_MOUNT_RDONLY, &w->fs) == 0) {
 		mounted = 1;
-		struct nostall_info in;
-		struct nostall_statfs sf;
-		(void)nostall_statfs(w->fs, &sf);
-		if (nostall_info(w->fs, &in) == 0) {
-			uint32_t ng = in.groups < 64 ? in.groups : 64;
-			for (uint32_t g = 0; g < ng; g++) {
-				struct nostall_group_info gi;
-				(void)nostall_group_info(w->fs, g, &gi);
-			}
-			(void)nostall_stat_ino(w->fs, in.inodes_count, &(struct nostall_stat){ 0 });
-			(void)nostall_stat_ino(w->fs, (uint64_t)in.inodes_count + 1, &(struct nostall_stat){ 0 });
-		}
-		fuzz_visit_ino(w, NOSTALL_ROOT_INO, 0);
-		static const char *const paths[] = { "/", "/a/../b", "lost+found/..", "/x/", "/l", "/l/",
-						     "/d/l/..", "////", "/./.", "/lost+found/../lost+found/" };
-		for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) {
-			struct nostall_stat st;
-			uint64_t ino;
-			(void)nostall_stat(w->fs, paths[k], 0, &st);
-			(void)nostall_stat(w->fs, paths[k], NOSTALL_NOFOLLOW, &st);
-			(void)nostall_lookup(w->fs, paths[k], 0, &ino);
-		}
-		(void)nostall_stat_ino(w->fs, 0, &(struct nostall_stat){ 0 });
-		(void)nostall_stat_ino(w->fs, 1, &(struct nostall_stat){ 0 });
-		(void)nostall_stat_ino(w->fs, 8, &(struct nostall_stat){ 0 });
-		if (nostall_umount(w->fs)) {
-			fprintf(stderr, "fuzz: umount failed with nothing open\n");
-			abort();
-		}
+		fuzz_walk_mounted(w);
 	}
 	free(w);
 	dev_close(dev);

@@ -8,6 +8,8 @@
 # and, when build/nostall exists, `nostall mkfs` images.
 #
 #   fuzz/run.sh [SECONDS] [extra libFuzzer flags]     (default 60 s)
+#   FUZZ_TARGET=write fuzz/run.sh ...   the write-path target fuzz/fuzz_write.c
+#                                       (mount read-write, change, unmount)
 #
 # Work files go to fuzz/work/ (corpus grows there between runs, artifacts in
 # fuzz/work/artifacts/). A crash input found there belongs in
@@ -25,7 +27,7 @@ CC=${CC_FUZZ:-clang}
 flags="-D_GNU_SOURCE -Isrc -Iinclude -Ifuzz -std=c17 -g -O1 -pthread -fno-omit-frame-pointer
  -fsanitize=address,undefined -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter"
 objs=()
-for f in src/*/*.c; do
+for f in $(find src -name "*.c" | sort); do
 	# FUZZ_SKIP: space-separated globs of sources to leave out (half-written files)
 	skip=0
 	for pat in ${FUZZ_SKIP:-}; do case $f in $pat) skip=1 ;; esac; done
@@ -36,7 +38,12 @@ for f in src/*/*.c; do
 	fi
 	objs+=("$o")
 done
-$CC $flags -fsanitize=fuzzer fuzz/fuzz_mount.c "${objs[@]}" -luring -lpthread -lm -o "$work/fuzz_mount"
+target=${FUZZ_TARGET:-mount}
+case $target in
+mount | write) ;;
+*) echo "fuzz/run.sh: FUZZ_TARGET must be mount or write, not '$target'" >&2; exit 2 ;;
+esac
+$CC $flags -fsanitize=fuzzer "fuzz/fuzz_$target.c" "${objs[@]}" -luring -lnbd -lpthread -lm -o "$work/fuzz_$target"
 
 # ---- seeds ----
 seed() { # name size mke2fs-args...
@@ -83,7 +90,10 @@ if [ -x build/nostall ] && [ ! -s "$work/seeds/nostall-8m" ]; then
 		"$work/seeds/nostall-8m" 8M || true
 fi
 
-echo "fuzzing for $secs s (corpus $work/corpus, artifacts $work/artifacts)"
+corpus=$work/corpus
+[ "$target" = mount ] || corpus=$work/corpus-$target
+mkdir -p "$corpus"
+echo "fuzzing fuzz_$target for $secs s (corpus $corpus, artifacts $work/artifacts)"
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-	"$work/fuzz_mount" "$work/corpus" "$work/seeds" -max_total_time="$secs" -max_len=$((9 << 20)) \
+	"$work/fuzz_$target" "$corpus" "$work/seeds" -max_total_time="$secs" -max_len=$((9 << 20)) \
 	-rss_limit_mb=4096 -timeout=20 -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$@"

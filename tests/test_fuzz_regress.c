@@ -1,6 +1,8 @@
 /* Replays every file in tests/fuzz-regress/ (inputs that once crashed or hung
- * the read path, or interesting fuzz corpus units) through the same walk as
- * the libFuzzer target fuzz/fuzz_mount.c: mount from a mem: device, info,
+ * the read or the write path, or interesting fuzz corpus units) through the
+ * same walks as the libFuzzer targets fuzz/fuzz_mount.c (read-only) and
+ * fuzz/fuzz_write.c (read-write: changes, unmount, a read-only walk of the
+ * result): mount from a mem: device, info,
  * groups, bounded recursive readdir, stat, read, bmap, readlink, xattrs,
  * lookups. Each image may mount or not; nothing may crash (ASan/UBSan run
  * this under tests/run.sh asan) and umount must succeed. Also a few
@@ -10,7 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../fuzz/fuzz_walk.h"
+#include "../fuzz/fuzz_write.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -67,7 +69,7 @@ static void test_replay_regress_dir(void **state)
 	DIR *d = opendir(dir);
 	assert_non_null(d);
 	struct dirent *de;
-	int files = 0, mounted = 0;
+	int files = 0, mounted = 0, wmounted = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".md"))
 			continue;
@@ -78,11 +80,12 @@ static void test_replay_regress_dir(void **state)
 		assert_non_null(img);
 		printf("replay %s (%zu bytes)\n", de->d_name, len);
 		mounted += fuzz_walk_image(img, len);
+		wmounted += fuzz_write_image(img, len, NULL);
 		free(img);
 		files++;
 	}
 	closedir(d);
-	printf("%d inputs replayed, %d mounted\n", files, mounted);
+	printf("%d inputs replayed, %d mounted, %d mounted read-write\n", files, mounted, wmounted);
 	assert_true(files > 0);
 }
 
@@ -94,6 +97,7 @@ static void test_degenerate_inputs(void **state)
 	assert_int_equal(fuzz_walk_image(zero, 0), 0);
 	assert_int_equal(fuzz_walk_image(zero, 1023), 0);
 	assert_int_equal(fuzz_walk_image(zero, sizeof zero), 0);
+	assert_int_equal(fuzz_write_image(zero, sizeof zero, NULL), 0);
 	uint8_t *ff = malloc(70000);
 	assert_non_null(ff);
 	memset(ff, 0xff, 70000);
@@ -103,6 +107,7 @@ static void test_degenerate_inputs(void **state)
 	ff[1024 + 0x38] = 0x53;
 	ff[1024 + 0x39] = 0xef;
 	(void)fuzz_walk_image(ff, 70000);
+	(void)fuzz_write_image(ff, 70000, NULL);
 	free(ff);
 }
 
