@@ -20,6 +20,7 @@
 
 #include "../fuzz/fuzz_write.h"
 #include "lib/fsimg.h"
+#include "lib/fsop.h"
 #include "lib/oracles.h"
 
 #include <errno.h>
@@ -32,13 +33,10 @@
 static char tmpdir[256];
 static uint64_t seed;
 
+/* splitmix64, the random-operation generator's (tests/lib/fsop.h) */
 static uint64_t rnd(uint64_t *s)
 {
-	/* splitmix64 */
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return fsop_rand(s);
 }
 
 static void mkfile(struct nostall_fs *fs, const char *path, uint64_t off, size_t n)
