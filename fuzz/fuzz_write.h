@@ -53,7 +53,7 @@ static void fuzz_w_collect(struct fuzz_wr *w, uint64_t dir, int depth)
 	uint64_t subdirs[8];
 	unsigned nsub = 0;
 	while (w->n < FUZZ_W_MAX_TARGETS && ++w->entries < FUZZ_MAX_ENTRIES && nostall_dir_next(d, &de) == 1) {
-		if (!strcmp(de.name, ".") || !strcmp(de.name, "..") || strlen(de.name) >= sizeof w->t[0].name)
+		if (!strcmp(de.name, ".") || !strcmp(de.name, "..") || de.name_len >= sizeof w->t[0].name)
 			continue;
 		struct nostall_stat st;
 		if (nostall_stat_ino(w->fs, de.ino, &st))
@@ -63,7 +63,7 @@ static void fuzz_w_collect(struct fuzz_wr *w, uint64_t dir, int depth)
 		t->ino = de.ino;
 		t->mode = st.mode;
 		t->size = st.size;
-		memcpy(t->name, de.name, strlen(de.name) + 1); /* fits: checked above */
+		memcpy(t->name, de.name, de.name_len + 1u); /* fits: checked above */
 		if (S_ISDIR(st.mode) && nsub < 8)
 			subdirs[nsub++] = de.ino;
 	}

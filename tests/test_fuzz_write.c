@@ -33,12 +33,6 @@
 static char tmpdir[256];
 static uint64_t seed;
 
-/* splitmix64, the random-operation generator's (tests/lib/fsop.h) */
-static uint64_t rnd(uint64_t *s)
-{
-	return fsop_rand(s);
-}
-
 static void mkfile(struct nostall_fs *fs, const char *path, uint64_t off, size_t n)
 {
 	static char buf[16384];
@@ -114,16 +108,16 @@ static void corrupt(uint8_t *img, size_t len, uint64_t *s)
 {
 	/* the first 300 KiB: superblock, descriptors, bitmaps, inode table,
 	 * and the first directory and indirect blocks; 1 in 8 anywhere */
-	size_t span = rnd(s) % 8 ? 300u << 10 : len;
-	size_t off = 1024 + rnd(s) % (span - 1024 - 4);
+	size_t span = fsop_rand(s) % 8 ? 300u << 10 : len;
+	size_t off = 1024 + fsop_rand(s) % (span - 1024 - 4);
 	uint32_t v;
-	switch (rnd(s) % 6) {
-	case 0: img[off] = (uint8_t)rnd(s); return;
-	case 1: img[off] ^= (uint8_t)(1u << (rnd(s) % 8)); return;
+	switch (fsop_rand(s) % 6) {
+	case 0: img[off] = (uint8_t)fsop_rand(s); return;
+	case 1: img[off] ^= (uint8_t)(1u << (fsop_rand(s) % 8)); return;
 	case 2: v = 0; break;
 	case 3: v = UINT32_MAX; break;
-	case 4: v = (uint32_t)(rnd(s) % 64); break;
-	default: v = (uint32_t)(4096 + rnd(s) % 100000); break;
+	case 4: v = (uint32_t)(fsop_rand(s) % 64); break;
+	default: v = (uint32_t)(4096 + fsop_rand(s) % 100000); break;
 	}
 	off &= ~(size_t)3;
 	memcpy(img + off, &v, 4); /* little-endian host, as the fields */
@@ -149,7 +143,7 @@ static void test_write_corruptions(void **state)
 	unsigned mounted = 0;
 	for (unsigned r = 0; r < rounds; r++) {
 		memcpy(img, base, len);
-		unsigned spots = 1 + (unsigned)(rnd(&s) % 4);
+		unsigned spots = 1 + (unsigned)(fsop_rand(&s) % 4);
 		for (unsigned k = 0; k < spots; k++)
 			corrupt(img, len, &s);
 		img[len - 1] = (uint8_t)r; /* the data mode: all four in turn */
