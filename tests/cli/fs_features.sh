@@ -20,6 +20,7 @@
 #      kernel mounts it and its tree equals the reference too.
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
+. "$(dirname "$0")/../lib/kmount.sh"
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 lib=$(cd "$(dirname "$0")/../lib" && pwd)
@@ -54,7 +55,7 @@ rm -f "$tmp/probe.img"
 kernel=0
 if [ "$(id -u)" -eq 0 ]; then
 	truncate -s 8M "$tmp/probe.img"
-	if mke2fs -q -F -t ext3 "$tmp/probe.img" && mount -o loop,ro -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
+	if mke2fs -q -F -t ext3 "$tmp/probe.img" && kmount -o loop,ro -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
 		umount "$mnt"
 		kernel=1
 	fi
@@ -172,7 +173,7 @@ for v in "${variants[@]}"; do
 		fail "$label: get -r: $(head -1 "$tmp/err")"
 	fi
 	if [ $kernel = 1 ]; then
-		if mount -o loop,ro,noatime -t ext3 "$img" "$mnt" 2>"$tmp/err"; then
+		if kmount -o loop,ro,noatime -t ext3 "$img" "$mnt" 2>"$tmp/err"; then
 			mounted=$mnt
 			python3 "$lib/fs_compare.py" tree "$tmp/ref.json" "$mnt" --fields=$fields ||
 				fail "$label: the kernel's view differs from the reference"

@@ -21,6 +21,7 @@
 # writer). Set NOSTALL_FS_DEBUGFS=1 to force the debugfs path only.
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
+. "$(dirname "$0")/../lib/kmount.sh"
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 lib=$(cd "$(dirname "$0")/../lib" && pwd)
@@ -75,7 +76,7 @@ compare_all() { # image ref.json what [--times-s]
 can_mount=0
 if [ "$(id -u)" -eq 0 ] && [ -z "${NOSTALL_FS_DEBUGFS:-}" ]; then
 	truncate -s 8M "$tmp/probe.img"
-	if mke2fs -q -F -t ext3 "$tmp/probe.img" && mount -o loop,ro -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
+	if mke2fs -q -F -t ext3 "$tmp/probe.img" && kmount -o loop,ro -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
 		umount "$mnt"
 		can_mount=1
 	fi
@@ -90,7 +91,7 @@ if [ "$can_mount" -eq 1 ]; then
 			fail "$what: mke2fs"
 			continue
 		fi
-		if ! mount -o loop -t ext3 "$img" "$mnt"; then
+		if ! kmount -o loop -t ext3 "$img" "$mnt"; then
 			fail "$what: kernel mount"
 			continue
 		fi
@@ -98,7 +99,7 @@ if [ "$can_mount" -eq 1 ]; then
 		python3 "$lib/fs_mktree.py" "$bs" "$mnt" || fail "$what: building the tree"
 		umount "$mnt" && mounted="" || fail "$what: umount"
 		# the kernel's view, from a mount that changes nothing (no atime updates)
-		mount -o loop,ro,noatime -t ext3 "$img" "$mnt" || { fail "$what: ro mount"; continue; }
+		kmount -o loop,ro,noatime -t ext3 "$img" "$mnt" || { fail "$what: ro mount"; continue; }
 		mounted=$mnt
 		python3 "$lib/fs_compare.py" record "$mnt" "$tmp/ref.json" >/dev/null || fail "$what: recording"
 		umount "$mnt" && mounted="" || fail "$what: umount"

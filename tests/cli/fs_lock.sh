@@ -15,6 +15,7 @@
 # image's bytes are compared before and after).
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
+. "$(dirname "$0")/../lib/kmount.sh"
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 export PATH="$PATH:/sbin:/usr/sbin"
@@ -99,7 +100,7 @@ fi
 # ---- 3. the kernel ----
 if [ "$(id -u)" -ne 0 ] || ! command -v losetup >/dev/null 2>&1; then
 	echo "SKIP: kernel mounts need root and losetup" >&2
-elif ! mount -o loop -t ext3 "$img" "$tmp/k" 2>"$tmp/err"; then
+elif ! kmount -o loop -t ext3 "$img" "$tmp/k" 2>"$tmp/err"; then
 	echo "SKIP: kernel loop mount of ext3 failed: $(cat "$tmp/err")" >&2
 else
 	refused "put while the kernel has it" "mounted by the kernel through /dev/loop[0-9]+ on $tmp/k" \

@@ -10,6 +10,7 @@
 # ACLs included (put converts them to the on-disk form, get back).
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
+. "$(dirname "$0")/../lib/kmount.sh"
 NOSTALL=${NOSTALL:-build/nostall}
 export TZ=UTC
 lib=$(cd "$(dirname "$0")/../lib" && pwd)
@@ -30,7 +31,7 @@ root=0
 [ "$(id -u)" -eq 0 ] && root=1
 can_mount=0
 if [ $root -eq 1 ] && mke2fs -q -F -t ext3 "$tmp/probe.img" 4M 2>/dev/null &&
-	mount -o loop,ro -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
+	kmount -o loop,ro -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
 	umount "$mnt"
 	can_mount=1
 fi
@@ -243,7 +244,7 @@ for bs in 1024 4096; do
 
 	# ---- the kernel sees the same tree ----
 	if [ $can_mount -eq 1 ]; then
-		if mount -o loop,ro,noatime -t ext3 "$img" "$mnt"; then
+		if kmount -o loop,ro,noatime -t ext3 "$img" "$mnt"; then
 			mounted=$mnt
 			python3 "$lib/fs_compare.py" tree "$tmp/src.json" "$mnt/tree" --fields=$FIELDS ||
 				fail "$what: the kernel's /tree differs from the source"

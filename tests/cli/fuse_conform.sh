@@ -9,6 +9,7 @@
 # and the image stays e2fsck -fn clean.
 # Needs root, /dev/fuse and loop mounts: exits 77 with the reason otherwise.
 set -u
+. "$(dirname "$0")/../lib/kmount.sh"
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 src=$(cd "$(dirname "$0")/../conform" && pwd)
@@ -43,7 +44,7 @@ san_check() {
 cc -O1 -Wall -Wextra -Werror -o "$tmp/conform" "$src/conform.c" || { fail "conform.c does not build"; exit 1; }
 
 truncate -s 8M "$tmp/probe.img"
-if ! mke2fs -q -F -t ext3 "$tmp/probe.img" || ! mount -o loop -t ext3 "$tmp/probe.img" "$tmp/k" 2>/dev/null; then
+if ! mke2fs -q -F -t ext3 "$tmp/probe.img" || ! kmount -o loop -t ext3 "$tmp/probe.img" "$tmp/k" 2>/dev/null; then
 	echo "SKIP: the kernel cannot loop-mount ext3 here"
 	exit 77
 fi
@@ -53,7 +54,7 @@ mkimg() { truncate -s 0 "$1"; mke2fs -q -F -t ext3 -I 256 -b 4096 "$1" 64M >/dev
 
 # 1. the reference: the kernel's ext3
 mkimg "$tmp/k.img"
-mount -o loop -t ext3 "$tmp/k.img" "$tmp/k" && mkdir "$tmp/k/t"
+kmount -o loop -t ext3 "$tmp/k.img" "$tmp/k" && mkdir "$tmp/k/t"
 out=$("$tmp/conform" "$tmp/k/t") || { echo "$out" | grep -v '^ok'; fail "the kernel's ext3 fails the checks (the reference)"; }
 echo "kernel ext3: $(echo "$out" | tail -1)"
 umount "$tmp/k"
@@ -73,7 +74,7 @@ done
 
 # 3. ACL round trip between the kernel's ext3 and the FUSE mount
 mkimg "$tmp/r.img"
-mount -o loop -t ext3 "$tmp/r.img" "$tmp/k"
+kmount -o loop -t ext3 "$tmp/r.img" "$tmp/k"
 mkdir "$tmp/k/kdir" && touch "$tmp/k/kfile"
 setfacl -m u:1001:rwx,g:2001:r-x,m::rwx "$tmp/k/kfile"
 setfacl -d -m u:1002:rw,g::r-x "$tmp/k/kdir"
@@ -89,7 +90,7 @@ touch "$tmp/m/fdir/inherit"
 (cd "$tmp/m" && getfacl -p ffile fdir fdir/inherit) >"$tmp/facl2"
 "$NOSTALL" umount "$tmp/m" || fail "nostall umount (ACL round trip)"
 e2fsck -fn "$tmp/r.img" >"$tmp/fsck" 2>&1 || { cat "$tmp/fsck"; fail "e2fsck after the ACL round trip"; }
-mount -o loop,ro -t ext3 "$tmp/r.img" "$tmp/k"
+kmount -o loop,ro -t ext3 "$tmp/r.img" "$tmp/k"
 (cd "$tmp/k" && getfacl -p ffile fdir fdir/inherit) >"$tmp/kacl2"
 umount "$tmp/k"
 cmp -s "$tmp/facl2" "$tmp/kacl2" || { diff "$tmp/facl2" "$tmp/kacl2"; fail "FUSE-set ACLs differ under the kernel"; }

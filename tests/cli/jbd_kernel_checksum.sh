@@ -19,6 +19,7 @@
 #     byte for byte, e2fsck -fn is clean, and the files of the transactions
 #     before it read back.
 set -eu
+. "$(dirname "$0")/../lib/kmount.sh"
 : "${NOSTALL:?path to the nostall binary}"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (loop mount)" >&2; exit 77; }
 export PATH="$PATH:/sbin:/usr/sbin"
@@ -105,7 +106,7 @@ EOF
 for kopts in "journal_checksum,data=ordered" "journal_async_commit,data=writeback"; do
 	rm -f img crash.img ours.img theirs.img sums sums29 jmap bmap.cmds
 	mke2fs -q -F -t ext3 -b 4096 img 64M >/dev/null 2>&1
-	mount -o "loop,$kopts" -t ext4 img "$mnt" || fail "$kopts: the kernel refused to mount (ext4 driver)"
+	kmount -o "loop,$kopts" -t ext4 img "$mnt" || fail "$kopts: the kernel refused to mount (ext4 driver)"
 	for i in $(seq 1 30); do
 		head -c $((i * 1000 + 17)) /dev/urandom >"$mnt/f$i"
 		python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDWR); os.fsync(fd)" "$mnt/f$i"

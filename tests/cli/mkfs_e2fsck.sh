@@ -6,6 +6,7 @@
 # non-sparse image, and bad-input handling.
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
+. "$(dirname "$0")/../lib/kmount.sh"
 NOSTALL=${NOSTALL:-build/nostall}
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -169,7 +170,7 @@ can_mount=0
 if [ "$(id -u)" -eq 0 ] && command -v mount >/dev/null 2>&1; then
 	mkdir -p "$mnt"
 	probe="$tmp/b4096-i256-1G.img"
-	if [ -f "$probe" ] && mount -o loop,ro -t ext3 "$probe" "$mnt" 2>/dev/null; then
+	if [ -f "$probe" ] && kmount -o loop,ro -t ext3 "$probe" "$mnt" 2>/dev/null; then
 		umount "$mnt"
 		can_mount=1
 	fi
@@ -178,7 +179,7 @@ if [ "$can_mount" -eq 1 ]; then
 	for bs in 1024 2048 4096; do
 		img="$tmp/b$bs-i256-1G.img"
 		[ "$bs" = 2048 ] && img="$tmp/b$bs-i128-1G.img"
-		if ! mount -o loop -t ext3 "$img" "$mnt"; then
+		if ! kmount -o loop -t ext3 "$img" "$mnt"; then
 			fail "kernel mount -t ext3 of $img"
 			continue
 		fi

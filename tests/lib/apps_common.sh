@@ -17,6 +17,7 @@ set -u
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 APPS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$APPS_LIB/kmount.sh"
 APPS_MODES=${NOSTALL_DATA_MODES:-journal ordered writeback guarded}
 APPS_FULL=${NOSTALL_APPS_FULL:-0}
 APPS_SANITIZED=0
@@ -76,7 +77,7 @@ APPS_KERNEL=0
 if [ "$(id -u)" -eq 0 ]; then
 	mkdir -p "$APPS_TMP/kmnt"
 	if mke2fs -q -F -t ext3 "$APPS_TMP/probe.img" 4M >/dev/null 2>&1 &&
-		mount -o loop,ro -t ext3 "$APPS_TMP/probe.img" "$APPS_TMP/kmnt" 2>/dev/null; then
+		kmount -o loop,ro -t ext3 "$APPS_TMP/probe.img" "$APPS_TMP/kmnt" 2>/dev/null; then
 		umount "$APPS_TMP/kmnt"
 		APPS_KERNEL=1
 	else
@@ -147,7 +148,7 @@ apps_cycle() {
 	apps_fsck "$img" "data=$mode"
 	if [ "$APPS_KERNEL" = 1 ]; then
 		local k="$APPS_TMP/kmnt"
-		if mount -o loop,ro,noatime -t ext3 "$img" "$k"; then
+		if kmount -o loop,ro,noatime -t ext3 "$img" "$k"; then
 			APPS_KMOUNTED=$k
 			apps_manifest "$k" >"$APPS_TMP/kernel.manifest"
 			apps_same "$APPS_TMP/fuse.manifest" "$APPS_TMP/kernel.manifest" \
