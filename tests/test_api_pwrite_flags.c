@@ -4,7 +4,8 @@
  * the throttle") but is otherwise the same write: data readable, blocks
  * allocated, ENOSPC/EFBIG reported, image clean. nostall_throttle then
  * brings the dirty + writeback pages under the dirty limit.
- * NOSTALL_PWRITE_KEEP_SETID leaves setuid/setgid to the caller. */
+ * NOSTALL_PWRITE_KEEP_SETID leaves setuid/setgid to the caller. The page
+ * cache's mount options: dirty limits and the flusher's ages. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -217,6 +218,78 @@ static void test_dirty_opts(void **state)
 	}
 }
 
+/* dirty_expire_centisecs= and dirty_writeback_centisecs= (Linux's sysctl
+ * names, per mount): a dirty page older than the expiry is written by the
+ * next periodic flusher pass; with dirty_writeback_centisecs=0 no periodic
+ * pass runs at all. data=writeback and commit=600, so no commit writes the
+ * page instead. */
+static uint64_t flusher_after(const char *opts, uint64_t want_expire_ms, uint64_t want_interval_ms,
+			      int wait_ms)
+{
+	struct nostall_fs *fs = fsimg_api_mount(img, opts, 0);
+	uint64_t v;
+	assert_int_equal(page_cache_get(fs->e->pcache, "dirty_expire_ms", &v), 0);
+	assert_int_equal(v, want_expire_ms);
+	assert_int_equal(page_cache_get(fs->e->pcache, "writeback_interval_ms", &v), 0);
+	assert_int_equal(v, want_interval_ms);
+	struct nostall_file *f;
+	assert_int_equal(nostall_create(fs, "/aged", NOSTALL_O_RDWR | NOSTALL_O_CREAT | NOSTALL_O_TRUNC, 0644, &f),
+			 0);
+	unsigned char b[8192];
+	fill(b, sizeof b, 3);
+	assert_int_equal(nostall_pwrite(f, b, sizeof b, 0), (ssize_t)sizeof b);
+	/* Poll (not a timing assertion): stop as soon as the flusher wrote. */
+	uint64_t expired = 0;
+	for (int t = 0; t < wait_ms && !expired; t += 20) {
+		usleep(20 * 1000);
+		expired = stats_of(fs).expired_writes;
+	}
+	nostall_close(f);
+	fsimg_api_umount(fs);
+	return expired;
+}
+
+static void test_flusher_opts(void **state)
+{
+	const char *base = "data=writeback,commit=600";
+	char o[160];
+	snprintf(o, sizeof o, "%s,dirty_expire_centisecs=10,dirty_writeback_centisecs=10", base);
+	assert_true(flusher_after(o, 100, 100, 5000) > 0);
+	snprintf(o, sizeof o, "%s,dirty_expire_centisecs=10,dirty_writeback_centisecs=0", base);
+	assert_int_equal(flusher_after(o, 100, 0, 700), 0);
+	/* 2.6.30's defaults: 30 s and 5 s, nothing written in the first 0.7 s */
+	assert_int_equal(flusher_after(base, 30000, 5000, 700), 0);
+	/* ... but the flusher still answers the background limit. A 2 MiB
+	 * cache with dirty_ratio=50: the dirty limit is 256 pages, the
+	 * background limit 51, and the flusher is kicked at 51 plus a batch of
+	 * one 512 KiB run, 179. 200 dirty pages kick it and stay under the
+	 * dirty limit, so no writer is throttled and only the flusher writes. */
+	struct nostall_fs *fs = fsimg_api_mount(img, "data=writeback,commit=600,cache=2M,dirty_min=0,"
+						   "dirty_ratio=50,dirty_writeback_centisecs=0", 0);
+	struct nostall_file *f;
+	assert_int_equal(nostall_create(fs, "/bg", NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644, &f), 0);
+	static unsigned char w[200 * 4096];
+	fill(w, sizeof w, 4);
+	assert_int_equal(nostall_pwrite(f, w, sizeof w, 0), (ssize_t)sizeof w);
+	uint64_t bg = 0;
+	for (int t = 0; t < 5000 && !bg; t += 20) {
+		usleep(20 * 1000);
+		bg = stats_of(fs).background_writes;
+	}
+	assert_true(bg > 0);
+	assert_int_equal(stats_of(fs).throttled, 0);
+	nostall_close(f);
+	fsimg_api_umount(fs);
+	const char *bad[] = { "dirty_expire_centisecs=", "dirty_expire_centisecs=x",
+			      "dirty_expire_centisecs=8640001", "dirty_writeback_centisecs=-1",
+			      "dirty_writeback_centisecs=360001" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		fs = NULL;
+		assert_int_equal(nostall_mount(img, bad[i], 0, &fs), -EINVAL);
+		assert_null(fs);
+	}
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_api_pwrite_flags", "mke2fs e2fsck");
@@ -230,6 +303,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keep_setid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_opts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flusher_opts, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

@@ -87,13 +87,21 @@ int ext3_data_init(struct ext3_fs *fs)
 	pthread_mutex_init(&d->lock, NULL);
 	struct page_params pp = fs->opts.page;
 	pp.cache_bytes = fs->opts.cache_bytes ? fs->opts.cache_bytes : DATA_DEFAULT_BUDGET;
+	/* dirty_writeback_centisecs=0 stops the periodic passes only (as the
+	 * sysctl does): a cache created with 0 would have no flusher thread
+	 * for the background limit's kicks either, so it gets the period
+	 * after creation. */
+	bool no_periodic = pp.writeback_interval_ms == 0;
+	if (no_periodic)
+		pp.writeback_interval_ms = 5000;
 	int rc = page_cache_create(fs->q, fs->g.block_size, &pp, &fs->pcache);
-	if (!rc && ext3_guarded_mode(fs)) {
+	if (!rc && no_periodic)
+		rc = page_cache_set(fs->pcache, "writeback_interval_ms", "0");
+	if (!rc && ext3_guarded_mode(fs))
 		rc = ext3_guarded_create(fs, &d->guard);
-		if (rc) {
-			page_cache_destroy(fs->pcache);
-			fs->pcache = NULL;
-		}
+	if (rc && fs->pcache) {
+		page_cache_destroy(fs->pcache);
+		fs->pcache = NULL;
 	}
 	if (rc) {
 		pthread_mutex_destroy(&d->lock);

@@ -3,7 +3,8 @@
  *
  * Read side (acted on today): ro, noload, sb=, cache=, readahead=,
  * file_readahead=, dirty_ratio=, dirty_background_ratio=, dirty_min= (the
- * page cache's dirty limits) and every block-queue tunable or era preset
+ * page cache's dirty limits), dirty_expire_centisecs=,
+ * dirty_writeback_centisecs= (its flusher's ages) and every block-queue tunable or era preset
  * (collected into one string, checked with blk_opts_validate, applied to
  * the queue at mount). Write side (parsed, validated and stored for the write path):
  * data=, commit=, barrier=, nobarrier, journal_ioprio= (the journal's own
@@ -156,6 +157,20 @@ static int read_side_opt(struct ext3_mount_opts *o, const char *name, const char
 	} else if (!strcmp(name, "dirty_ratio") || !strcmp(name, "dirty_background_ratio")) {
 		if ((rc = tunable_set(page_tunables(), &o->page, name, value)) < 0)
 			return err_wrap(-EINVAL, "mount option %s (%% of cache=)", name);
+	} else if (!strcmp(name, "dirty_expire_centisecs") || !strcmp(name, "dirty_writeback_centisecs")) {
+		/* Linux's vm sysctl names and unit (1/100 s), here per mount: how
+		 * old a dirty page is before the flusher writes it (3000), and the
+		 * flusher's period (500; 0: no periodic flusher, as the sysctl). */
+		bool expire = name[6] == 'e';
+		const struct tunable_desc *d =
+			tunable_find(page_tunables(), expire ? "dirty_expire_ms" : "writeback_interval_ms");
+		if (!value || opts_parse_u64(value, &v) < 0 || v > d->max / 10)
+			return err_set(-EINVAL, "mount option %s=%s: 0..%llu (1/100 s)", name, value ? value : "",
+				       (unsigned long long)(d->max / 10));
+		if (expire)
+			o->page.dirty_expire_ms = v * 10;
+		else
+			o->page.writeback_interval_ms = v * 10;
 	} else if (!strcmp(name, "dirty_min")) {
 		/* A size here, KiB in the page cache's table (and its range). */
 		const struct tunable_desc *d = tunable_find(page_tunables(), "dirty_min_kb");
