@@ -191,6 +191,13 @@ for bs in 1024 4096; do
 	ok put "$img" "$src/zero" /old
 	ok touch "$img" /old
 	nstat "$img" /old | grep -q "Modify: 2001" && fail "$what: touch kept the old mtime"
+	# stat prints printable UTF-8 as it is, and escapes what would not
+	# read back: a C1 control (U+0085), a byte that is not UTF-8, a
+	# backslash
+	odd=$(printf '/n\xc3\xa9\xc2\x85\xff\\z\xf0\x9f\x98\x80')
+	ok touch "$img" "$odd"
+	[ "$(nstat "$img" "$odd" | head -1)" = "  File: /n$(printf '\xc3\xa9')\\xc2\\x85\\xff\\\\z$(printf '\xf0\x9f\x98\x80')" ] ||
+		fail "$what: stat's name: $(nstat "$img" "$odd" | head -1)"
 	ok xattr "$img" set /one user.k "some value"
 	[ "$(ns xattr "$img" get /one user.k)" = "some value" ] || fail "$what: xattr get"
 	ns xattr "$img" list /tree/small | grep -qx "user.color" || fail "$what: xattr list"

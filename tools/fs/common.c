@@ -320,16 +320,53 @@ void cli_time_string(const struct nostall_timespec *t, bool nsec, char *out, siz
 	}
 }
 
+/* The length of a well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF) whose code point is
+ * printable (not a C1 control, U+0080..U+009F); 0 otherwise. */
+static size_t utf8_printable(const unsigned char *s, size_t len)
+{
+	size_t n;
+	uint32_t cp, min;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2, cp = s[0] & 0x1fu, min = 0xa0; /* 0x80..0x9f: C1 controls */
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3, cp = s[0] & 0x0fu, min = 0x800;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4, cp = s[0] & 0x07u, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len < n)
+		return 0;
+	for (size_t k = 1; k < n; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[k] & 0x3fu);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
 void cli_put_escaped(FILE *f, const char *s, size_t len)
 {
-	for (size_t k = 0; k < len; k++) {
-		unsigned char c = (unsigned char)s[k];
-		if (c == '\\')
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t k = 0; k < len;) {
+		unsigned char c = u[k];
+		size_t n;
+		if (c == '\\') {
 			fputs("\\\\", f);
-		else if (c >= 0x20 && c < 0x7f)
+			k++;
+		} else if (c >= 0x20 && c < 0x7f) {
 			fputc(c, f);
-		else
+			k++;
+		} else if ((n = utf8_printable(u + k, len - k))) {
+			fwrite(u + k, 1, n, f);
+			k += n;
+		} else {
 			fprintf(f, "\\x%02x", c);
+			k++;
+		}
 	}
 }
 

@@ -113,7 +113,9 @@ void cli_mode_string(uint32_t mode, char out[11]);
 /* "YYYY-MM-DD HH:MM:SS" in local time (TZ), with nsec ".NNNNNNNNN +ZZZZ";
  * "@SECONDS" when out of range. */
 void cli_time_string(const struct nostall_timespec *t, bool nsec, char *out, size_t n);
-/* Write bytes with C-style escapes for anything not printable ASCII. */
+/* Write bytes as they are when printable ASCII or well-formed, printable
+ * UTF-8; anything else (control characters, invalid UTF-8) as \xNN, and
+ * a backslash as \\, so the bytes can be recovered exactly. */
 void cli_put_escaped(FILE *f, const char *s, size_t len);
 
 /* ---- helpers */
