@@ -161,7 +161,7 @@ static int read_side_opt(struct ext3_mount_opts *o, const char *name, const char
 		/* Linux's vm sysctl names and unit (1/100 s), here per mount: how
 		 * old a dirty page is before the flusher writes it (3000), and the
 		 * flusher's period (500; 0: no periodic flusher, as the sysctl). */
-		bool expire = name[6] == 'e';
+		bool expire = !strcmp(name, "dirty_expire_centisecs");
 		const struct tunable_desc *d =
 			tunable_find(page_tunables(), expire ? "dirty_expire_ms" : "writeback_interval_ms");
 		if (!value || opts_parse_u64(value, &v) < 0 || v > d->max / 10)
