@@ -77,7 +77,12 @@ $(BUILD)/nostall: $(TOOL_OBJS) $(BUILD)/libnostall.a
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTLIB_OBJS) $(BUILD)/libnostall.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libnostall.a $(TEST_LDLIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libnostall.a $(TEST_LDLIBS) $(TEST_WRAP)
+
+# Fault injection without hooks in the library: a test binary may wrap
+# library functions it fails on purpose (ld --wrap: the library's calls
+# reach the test's __wrap_NAME, which calls __real_NAME).
+$(BUILD)/tests/test_ext3_write_errors: TEST_WRAP := -Wl,--wrap=jbd_inode_create -Wl,--wrap=jbd_inode_file
 
 tests: $(TEST_BINS) $(BUILD)/nostall $(BUILD)/fsx
 # The shared library is built with the release tests so that

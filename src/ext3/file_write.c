@@ -116,17 +116,28 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 	}
 	ssize_t n = page_mapping_write_nobalance(m, off, buf, len, in->i_size);
 	if (n > 0) {
-		bool grew = off + (uint64_t)n > in->i_size;
+		/* The data is filed first, as 2.6.30's ext3_ordered_write_end
+		 * walks the page's buffers (journal_dirty_data) before it moves
+		 * i_size: a chunk whose data could not be ordered must not
+		 * grow the size over it. */
+		if (!guarded)
+			rc = ext3_data_order(h, in);
+		bool grew = !rc && off + (uint64_t)n > in->i_size;
+		uint64_t size0 = in->i_size, disksize0 = in->i_disksize;
 		if (grew)
 			size_set(in, off + (uint64_t)n);
-		if (first)
+		if (!rc && first)
 			touch_mc(in, !(flags & EXT3_WRITE_KEEP_SETID));
-		if (guarded) /* before the inode is written: it may move i_disksize */
+		if (!rc && guarded) /* before the inode is written: it may move i_disksize */
 			rc = ext3_guarded_write_end(h, in);
 		if (!rc)
 			rc = inode_commit(h, in, grew || in->a.blocks != blocks0);
-		if (!rc && !guarded)
-			rc = ext3_data_order(h, in);
+		if (rc && grew) {
+			/* Not reported as written: the size does not cover it
+			 * (the caller frees blocks past i_size). */
+			in->i_size = in->a.size = size0;
+			in->i_disksize = disksize0;
+		}
 	} else if (guarded) {
 		/* Nothing written, but a block may have been allocated: its
 		 * extent needs the orphan entry all the same. */
@@ -142,8 +153,17 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 		page_cache_balance_dirty(page_mapping_cache(m));
 	if (!rc)
 		rc = src;
+	/* The rule (2.6.30's ext3_ordered_write_end and generic_perform_write):
+	 * a short count only for a short copy. An error of the chunk's
+	 * bookkeeping - filing its ordered data, the guarded write-end, the
+	 * inode update, the handle's stop - is this chunk's result even when
+	 * bytes were copied: reporting them as written would leave data
+	 * unordered (or unsized) under an allocation that commits. The
+	 * caller (ext3_file_write) still returns the bytes of earlier chunks
+	 * that completed, as generic_perform_write's "written ? written :
+	 * status". */
 	if (rc < 0)
-		return n > 0 ? n : rc;
+		return rc;
 	return n;
 }
 
@@ -232,16 +252,25 @@ static ssize_t write_chunk_journal(struct ext3_inode *in, const uint8_t *buf, si
 	int irc = 0;
 	if (done) {
 		bool grew = off + done > in->i_size;
+		uint64_t size0 = in->i_size, disksize0 = in->i_disksize;
 		if (grew)
 			size_set(in, off + done);
 		if (first)
 			touch_mc(in, !(flags & EXT3_WRITE_KEEP_SETID));
 		/* The data itself is in this transaction: fdatasync needs it. */
 		irc = inode_commit(h, in, true);
+		if (irc && grew) { /* not reported as written (below) */
+			in->i_size = in->a.size = size0;
+			in->i_disksize = disksize0;
+		}
 	}
 	int src = ext3_journal_stop(h);
-	if (!rc)
-		rc = irc ? irc : src;
+	/* As write_chunk_paged: a block that failed to journal ends the chunk
+	 * short (the blocks before it are in the transaction, as the pages
+	 * before a failed write_begin); a failed inode update or handle stop
+	 * is the chunk's error. */
+	if (irc || src)
+		return irc ? irc : src;
 	if (rc < 0 && !done)
 		return rc;
 	return (ssize_t)done;
