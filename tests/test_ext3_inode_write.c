@@ -401,6 +401,68 @@ static void truncate_steps(unsigned bs)
 	assert_int_equal(bmap(img, ino, 100), 0);
 }
 
+/* A cut inside an indirect block whose entries before the cut are all
+ * holes empties it: it is freed with the tail (Linux's ext3_find_shared
+ * frees the top of an all-zero partial branch, e2fsck's orphan truncate an
+ * emptied indirect block; a crash's orphan cleanup must leave the same
+ * image as theirs). A kept prefix keeps it. */
+static void truncate_sparse_branch(unsigned bs)
+{
+	char img[300];
+	mkimg(img, sizeof img, "trsparse", bs, 64, 256, NULL, 2);
+	uint64_t apb = bs / 4;
+	long long free0 = free_blocks(img);
+	struct fsimg_mnt m;
+	mnt_open(&m, img, true);
+	struct ext3_inode *in = file_get(m.fs, "/f0");
+	uint32_t ino = in->ino;
+	uint64_t dind = 12 + apb;
+	/* IND: its last 5 entries; DIND: entries 5..7 of its first IND and
+	 * 7..9 of its third. */
+	assert_int_equal(alloc_range(in, 12 + apb - 5, 5, NULL), 0);
+	assert_int_equal(alloc_range(in, dind + 5, 3, NULL), 0);
+	assert_int_equal(alloc_range(in, dind + 2 * apb + 7, 3, NULL), 0);
+	ext3_iput(in);
+	fsimg_assert_umount(&m);
+	fsimg_assert_clean(img);
+	/* 11 data, IND, DIND, two INDs under it */
+	assert_int_equal(free0 - free_blocks(img), 11 + 1 + 1 + 2);
+
+	struct {
+		uint64_t size;  /* blocks */
+		long long freed; /* blocks freed by this step */
+		long long left;  /* blocks the file keeps, tree included */
+	} steps[] = {
+		{dind + 2 * apb + 8, 2, 13},  /* third IND keeps entry 7 */
+		{dind + 2 * apb + 3, 2, 11},  /* its prefix is holes: it goes */
+		{dind + 6, 2, 9},             /* first IND keeps entry 5 */
+		{dind + 3, 3, 6},             /* first IND and then DIND empty */
+		{12 + 3, 6, 0},               /* IND's prefix is holes */
+	};
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		long long before = free_blocks(img);
+		mnt_open(&m, img, true);
+		in = file_get(m.fs, "/f0");
+		int rc = do_truncate(in, steps[i].size * bs);
+		if (rc)
+			fail_msg("truncate to %llu blocks: %s", (unsigned long long)steps[i].size,
+				 err_last(rc));
+		ext3_iput(in);
+		fsimg_assert_umount(&m);
+		fsimg_assert_clean(img);
+		if (free_blocks(img) - before != steps[i].freed)
+			fail_msg("step %zu (size %llu blocks): freed %lld, want %lld", i,
+				 (unsigned long long)steps[i].size, free_blocks(img) - before,
+				 steps[i].freed);
+		assert_int_equal(stat_num(img, "f0", "Blockcount:"), steps[i].left * (bs / 512));
+	}
+	assert_int_equal(free_blocks(img), free0);
+	assert_int_equal(bmap(img, ino, 12), 0);
+}
+
+static void test_truncate_sparse_1k(void **s) { (void)s; truncate_sparse_branch(1024); }
+static void test_truncate_sparse_4k(void **s) { (void)s; truncate_sparse_branch(4096); }
+
 static void test_truncate_1k(void **s) { (void)s; truncate_steps(1024); }
 static void test_truncate_4k(void **s) { (void)s; truncate_steps(4096); }
 
@@ -668,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_truncate_4k), cmocka_unit_test(test_enospc_1k),
 		cmocka_unit_test(test_enospc_4k),   cmocka_unit_test(test_orphans_1k),
 		cmocka_unit_test(test_orphans_4k),  cmocka_unit_test(test_truncate_crash),
+		cmocka_unit_test(test_truncate_sparse_1k), cmocka_unit_test(test_truncate_sparse_4k),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

@@ -157,7 +157,9 @@ static bool all_zero(const uint32_t *v, int n)
 /* Free the entries of a from `from` on; their level is `level` (0: data
  * blocks, k: indirect blocks k levels above the data). sub (level values,
  * or NULL) is the path below entry `from` of the first block to free: when
- * not all zero, the block at `from` is kept and only its own tail freed. */
+ * not all zero, the block at `from` is kept and only its own tail freed -
+ * unless that leaves it empty (its entries before the cut are holes): then
+ * it is freed too. */
 static int trunc_array(struct trunc *t, struct parr *a, uint32_t from, int level,
 		       const uint32_t *sub)
 {
@@ -174,9 +176,21 @@ static int trunc_array(struct trunc *t, struct parr *a, uint32_t from, int level
 				return rc;
 			struct parr ca = {bh, buf_data(bh), t->fs->g.apb};
 			rc = trunc_array(t, &ca, sub[0], level - 1, sub + 1);
+			/* Kept only for the entries before the cut: when those
+			 * are all holes the block is now empty and goes too, as
+			 * Linux's ext3_find_shared frees the top of an all-zero
+			 * partial branch (and e2fsck's orphan truncate frees an
+			 * emptied indirect block): the three must leave the same
+			 * image after a crash. */
+			bool empty = !rc && all_zero(ca.p, (int)ca.n);
 			buf_put(bh);
 			if (rc)
 				return rc;
+			if (empty) {
+				rc = free_entries(t, a, i, 1, child, true);
+				if (rc)
+					return rc;
+			}
 		}
 		i++;
 	}
