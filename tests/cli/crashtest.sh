@@ -60,14 +60,15 @@ rc=$?
 [ "$(jget "$tmp/wb.out" 'o["mode"]')" = writeback ] || bad "writeback summary mode"
 
 # 3. the broken build is caught
-NOSTALL_DEBUG_SKIP_ORDERED=1 "$NOSTALL" crashtest --mode ordered --workload append --block-size 4096 \
+NOSTALL_HOOKS=${NOSTALL_HOOKS:-build/nostall-testhooks} # the switch is in test builds only (issue 35)
+NOSTALL_DEBUG_SKIP_ORDERED=1 "$NOSTALL_HOOKS" crashtest --mode ordered --workload append --block-size 4096 \
 	--states 120 --seed 5 --json --quiet --keep "$tmp/keep3" >"$tmp/broken.out" 2>/dev/null
 rc=$?
 [ "$rc" -eq 1 ] || bad "broken ordered build: exit $rc, want 1"
 [ "$(jget "$tmp/broken.out" 'o["by_kind"]["stale_data"] > 0')" = True ] || bad "broken build: stale data not caught"
 state=$(ls -d "$tmp"/keep3/ordered-4096-append-s5-* 2>/dev/null | head -1)
 if [ -n "$state" ] && [ -f "$state/replay.sh" ]; then
-	NOSTALL_DEBUG_SKIP_ORDERED=1 NOSTALL="$NOSTALL" sh "$state/replay.sh" >"$tmp/replay.out" 2>&1
+	NOSTALL_DEBUG_SKIP_ORDERED=1 NOSTALL="$NOSTALL_HOOKS" sh "$state/replay.sh" >"$tmp/replay.out" 2>&1
 	rc=$?
 	[ "$rc" -eq 1 ] || bad "replay.sh exit $rc, want 1"
 	grep -q 'e2fsck checked' "$tmp/replay.out" || bad "replay did not run the e2fsck oracle"
