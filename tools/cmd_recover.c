@@ -11,7 +11,10 @@
  *   IMAGE          an image file (opened as file:IMAGE), or a device spec
  *   --device SPEC  the device spec to open instead of IMAGE (e.g. a fault:
  *                  or log: wrapper); IMAGE may then be omitted
- *   -o OPTS        dry_run (scan and report, write nothing), quiet
+ *   -o OPTS        dry_run (scan and report, write nothing), quiet,
+ *                  orphans (then finish what the orphan list holds: a
+ *                  read-write mount and its unmount, as a kernel mount or
+ *                  `e2fsck -E journal_only` would; docs/cli.md)
  * Exit: 0 recovered or nothing to do, 1 failure, 2 usage.
  */
 #include "cmds.h"
@@ -29,11 +32,12 @@
 #include <string.h>
 
 static const char recover_usage[] =
-	"usage: nostall recover [--device SPEC] [-o dry_run,quiet] IMAGE\n"
-	"  replays the ext3 journal of IMAGE (a file, or a device spec such as mem:, sim:, log:)\n";
+	"usage: nostall recover [--device SPEC] [-o dry_run,quiet,orphans] IMAGE\n"
+	"  replays the ext3 journal of IMAGE (a file, or a device spec such as mem:, sim:, log:);\n"
+	"  orphans: then truncates and frees the inodes on the orphan list, as e2fsck -E journal_only\n";
 
 struct ropts {
-	bool dry_run, quiet;
+	bool dry_run, quiet, orphans;
 };
 
 static int ropt_cb(void *ctx, const char *name, const char *value)
@@ -46,9 +50,32 @@ static int ropt_cb(void *ctx, const char *name, const char *value)
 		o->dry_run = v;
 	else if (!strcmp(name, "quiet"))
 		o->quiet = v;
+	else if (!strcmp(name, "orphans"))
+		o->orphans = v;
 	else
-		return err_set(-EINVAL, "unknown option '%s' (known: dry_run, quiet)", name);
+		return err_set(-EINVAL, "unknown option '%s' (known: dry_run, quiet, orphans)", name);
 	return 0;
+}
+
+/* The orphan list's truncates and deletions: a read-write mount runs them
+ * (ext3_orphan_cleanup, with the data mode the superblock or the build
+ * defaults to), its unmount commits and checkpoints them. */
+static int recover_orphans(struct dev *dev, const char *name, bool quiet)
+{
+	struct ext3_fs *fs;
+	int rc = ext3_fs_mount(dev, NULL, EXT3_MOUNT_JOURNAL, &fs);
+	if (rc < 0) {
+		fprintf(stderr, "nostall recover: %s: mounting for the orphan cleanup: %s\n", name,
+			err_last(rc));
+		return rc;
+	}
+	rc = ext3_fs_unmount(fs);
+	if (rc < 0)
+		fprintf(stderr, "nostall recover: %s: unmount after the orphan cleanup: %s\n", name,
+			err_last(rc));
+	else if (!quiet)
+		printf("%s: orphan list processed\n", name);
+	return rc;
 }
 
 int cmd_recover(int argc, char **argv)
@@ -107,6 +134,11 @@ int cmd_recover(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "nostall recover: %s: %s\n", name, err_last(rc));
 		goto out;
+	}
+	if (ro.orphans && !ro.dry_run) {
+		rc = recover_orphans(dev, name, ro.quiet);
+		if (rc < 0)
+			goto out;
 	}
 	if (ro.quiet)
 		goto out;
