@@ -251,6 +251,48 @@ static void test_log_raw_format(void **state)
 	free(path);
 }
 
+/* A FLUSH entry records its issue point (entries logged when it was
+ * submitted) in the header's padding at byte 48, past the byte replay-log
+ * checks (32); the reader returns it as issued. */
+static void test_log_flush_issue_format(void **state)
+{
+	(void)state;
+	char *path = tmp_log();
+	char spec[256];
+	snprintf(spec, sizeof(spec), "log:mem:1M,to=%s", path);
+	struct dev *d = open_ok(spec);
+	char buf[1024];
+	pattern(buf, sizeof(buf), 3);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 5, 2, buf, 0), 0);
+	assert_int_equal(dev_flush_sync(d), 0);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, 9, 2, buf, DEV_IO_PREFLUSH), 0);
+	dev_close(d);
+	int fd = open(path, O_RDONLY);
+	static unsigned char raw[8192];
+	ssize_t n = read(fd, raw, sizeof(raw));
+	close(fd);
+	assert_int_equal(n, 512 + (512 + 1024) + 512 + (512 + 1024));
+	unsigned char *f = raw + 512 + 1536;
+	assert_int_equal(le64(f + 16), 1 /* FLUSH */);
+	assert_int_equal(f[32], 0); /* replay-log's padding check */
+	assert_int_equal(le64(f + 48), 0x6465757373697366ull);
+	assert_int_equal(le64(f + 56), 1); /* the write before it */
+	unsigned char *pw = f + 512;
+	assert_int_equal(le64(pw + 16), 1 /* FLUSH: the PREFLUSH write */);
+	assert_int_equal(le64(pw + 56), 2);
+	struct dev_log_reader *r;
+	struct dev_log_entry e;
+	assert_int_equal(dev_log_reader_open(path, &r), 0);
+	uint64_t want[] = { 0, 1, 2 };
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(dev_log_reader_next(r, &e), 1);
+		assert_int_equal(e.issued, want[i]);
+	}
+	dev_log_reader_close(r);
+	unlink(path);
+	free(path);
+}
+
 /* A log whose writer died: the super's count rules, trailing junk is ignored. */
 static void test_log_partial(void **state)
 {
@@ -420,6 +462,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log_roundtrip),
 		cmocka_unit_test(test_log_raw_format),
+		cmocka_unit_test(test_log_flush_issue_format),
 		cmocka_unit_test(test_log_partial),
 		cmocka_unit_test(test_log_nesting),
 		cmocka_unit_test(test_log_concurrent),

@@ -212,6 +212,10 @@ struct dev_log_entry {
 	uint64_t sector;     /* in 512-byte sectors (as dm-log-writes records it) */
 	uint64_t nr_sectors;
 	uint64_t flags;      /* DEV_LOG_* */
+	/* A FLUSH entry (empty flush or PREFLUSH write) covers entries
+	 * [0, issued): those logged when it was issued (docs/devices.md "log:");
+	 * = index for other entries and for logs that do not record it. */
+	uint64_t issued;
 	const void *data;    /* write payload (nr_sectors*512 bytes), or mark text; valid until next call */
 	uint64_t data_len;
 };

@@ -14,6 +14,20 @@
  * nr_entries and ignore anything after that many entries, so a log cut short
  * by a crash is still readable; the writer rewrites the super after every
  * flush, FUA write and mark, every 64 entries, and at close.
+ *
+ * The flush's issue point (our extension, in the header block's padding).
+ * A FLUSH entry (an empty flush, or a write with PREFLUSH) is logged when the
+ * flush completes, but it covers only the writes that had completed when it
+ * was issued (dm-log-writes' rule: the kernel target logs the flush at issue,
+ * after the writes completed so far); a write that completes between the
+ * issue and the completion was in flight and is not covered. So the writer
+ * puts in the FLUSH entry's header block, at byte 48, the u64 LW_ISSUE_MAGIC
+ * and at byte 56 the u64 `issued`: the number of entries logged when the
+ * flush was submitted (entries [0, issued) are the ones it covers; issued <=
+ * the entry's own index). Byte 32 (the first padding byte, the only one
+ * replay-log checks) stays zero, so replay-log still reads our logs. A FLUSH
+ * entry without the magic (a kernel log, or one nostall wrote before the
+ * extension) reads as issued = its own index: everything before it covered.
  */
 #include "dev/dev_impl.h"
 #include "util/err.h"
@@ -31,6 +45,9 @@
 #define LW_VERSION 1u
 #define LW_SECTOR 512u
 #define LW_SUPER_EVERY 64u
+/* "fsissued" little-endian: the FLUSH entry's issue point follows. */
+#define LW_ISSUE_MAGIC 0x6465757373697366ull
+#define LW_ISSUE_OFF 48u
 
 /* On-disk super block (at byte 0 of the log). */
 struct lw_super {
@@ -138,6 +155,7 @@ struct log_io {
 	struct dev_io io; /* what we submit to the inner device */
 	struct dev_io *orig;
 	struct log_dev *l;
+	uint64_t issued;  /* a flush: entries logged when it was submitted */
 };
 
 static int write_super_locked(struct log_dev *l)
@@ -151,12 +169,17 @@ static int write_super_locked(struct log_dev *l)
 	return pwrite_all(l->fd, blk, sizeof(blk), 0);
 }
 
-/* Append one entry. Caller holds l->lock. */
+/* Append one entry. Caller holds l->lock. A FLUSH entry carries its issue
+ * point (issued, see the header). */
 static int append_locked(struct log_dev *l, uint64_t sector, uint64_t nr, uint64_t flags, const void *data,
-			 const char *text)
+			 const char *text, uint64_t issued)
 {
 	unsigned char hdr[LW_SECTOR] = { 0 };
 	size_t tlen = 0;
+	if ((flags & DEV_LOG_FLUSH) && !(flags & DEV_LOG_MARK)) {
+		put_le64(hdr + LW_ISSUE_OFF, LW_ISSUE_MAGIC);
+		put_le64(hdr + LW_ISSUE_OFF + 8, issued);
+	}
 	if (text) {
 		tlen = strlen(text);
 		if (tlen > LW_SECTOR - sizeof(struct lw_entry) - 1)
@@ -222,7 +245,7 @@ static void log_done(struct dev_io *io, int err)
 			break;
 		}
 		pthread_mutex_lock(&l->lock);
-		int rc = append_locked(l, sector, nr, flags, data, NULL);
+		int rc = append_locked(l, sector, nr, flags, data, NULL, li->issued);
 		pthread_mutex_unlock(&l->lock);
 		if (rc)
 			err = rc == -ENOSPC ? -ENOSPC : -EIO; /* not recorded: report it failed */
@@ -241,6 +264,13 @@ static int log_submit(struct dev *d, struct dev_io *io)
 				  .nr_sectors = io->nr_sectors, .buf = io->buf, .done = log_done };
 	li->orig = io;
 	li->l = l;
+	li->issued = 0;
+	if (io->op == DEV_OP_FLUSH || (io->op == DEV_OP_WRITE && (io->flags & DEV_IO_PREFLUSH))) {
+		/* what this flush covers: the writes logged (completed) so far */
+		pthread_mutex_lock(&l->lock);
+		li->issued = l->nr_entries;
+		pthread_mutex_unlock(&l->lock);
+	}
 	int rc = dev_submit(l->inner, &li->io);
 	if (rc)
 		free(li);
@@ -251,7 +281,7 @@ static int log_mark(struct dev *d, const char *name)
 {
 	struct log_dev *l = (struct log_dev *)d;
 	pthread_mutex_lock(&l->lock);
-	int rc = append_locked(l, 0, 0, DEV_LOG_MARK, NULL, name);
+	int rc = append_locked(l, 0, 0, DEV_LOG_MARK, NULL, name, 0);
 	pthread_mutex_unlock(&l->lock);
 	if (rc)
 		return err_set(rc, "log %s: cannot record mark '%s'", l->path, name);
@@ -466,8 +496,16 @@ static int reader_next(struct dev_log_reader *r, struct dev_log_entry *e, bool w
 	e->sector = sector * unit;
 	e->nr_sectors = nr * unit;
 	e->flags = flags;
+	e->issued = r->idx;
 	e->data = NULL;
 	e->data_len = 0;
+	if ((flags & DEV_LOG_FLUSH) && !(flags & DEV_LOG_MARK) && get_le64(r->hdr + LW_ISSUE_OFF) == LW_ISSUE_MAGIC) {
+		uint64_t issued = get_le64(r->hdr + LW_ISSUE_OFF + 8);
+		if (issued > r->idx)
+			return err_set(-EIO, "log %s: flush entry %" PRIu64 " issued after entry %" PRIu64 " (corrupt log)",
+				       r->path, r->idx, issued);
+		e->issued = issued;
+	}
 	uint64_t data_bytes = (flags & DEV_LOG_DISCARD) ? 0 : nr * r->ss;
 	if (flags & DEV_LOG_MARK) {
 		if (dlen > r->ss - sizeof(struct lw_entry))

@@ -1,21 +1,27 @@
 /* crashtest's crash states (crash.h, docs/crashtest.md "Crash states").
  *
  * The recording (dm-log-writes format, entries in completion order) is read
- * into memory. A FLUSH entry (an empty flush or a write with PREFLUSH) makes
- * every entry before it durable: it opens a flush epoch. A crash at point c
- * (entries [0, c) completed) in epoch k leaves on disk every write before
- * the epoch's flush, every FUA write since (durable at completion), and any
- * subset of the other writes since (a volatile cache may lose or reorder
- * them; applied in log order, as a cache keeps the latest data of a
- * sector), or of one of them only some 512-byte sectors (a torn write).
+ * into memory. A FLUSH entry (an empty flush or a write with PREFLUSH),
+ * logged when the flush completed, opens a flush epoch; it makes durable the
+ * entries that had completed when it was *issued* (entries [0, issued), which
+ * the log records; dm-log-writes' rule): a write that completed between the
+ * flush's issue and its completion was in flight and stays optional. Epoch k
+ * thus has a durable prefix D_k (the largest issue point of the flushes
+ * completed by then) and in-flight writes: those from D_k on. A crash at
+ * point c (entries [0, c) completed) in epoch k leaves on disk every write
+ * before D_k, every FUA write since (durable at completion), and any subset
+ * of the other writes since (a volatile cache may lose or reorder them;
+ * applied in log order, as a cache keeps the latest data of a sector), or of
+ * one of them only some 512-byte sectors (a torn write). Discards are
+ * applied as zeroes (they carry no data).
  *
- * States: every crash point's in-order prefix (all in-flight writes; when
- * there are more points than half the budget, the epochs' ends first and an
- * even sample of the rest), then seeded random subsets and torn writes until
- * the budget is met; duplicates are dropped (same epoch, point and surviving
- * writes). Crash points sit just before a write or flush, after the marks
- * that follow the previous one, so the oracle knows the most it can about
- * the disk it gets.
+ * States: every epoch's end (the state each completed flush left, all
+ * in-flight writes in) always; the other crash points' in-order prefixes up
+ * to half the budget (an even sample); then seeded random subsets and torn
+ * writes, budget minus the prefixes (at least half the budget); duplicates
+ * are dropped (same epoch, point and surviving writes). Crash points sit
+ * just before a write or flush, after the marks that follow the previous
+ * one, so the oracle knows the most it can about the disk it gets.
  */
 #include "crash.h"
 
@@ -28,18 +34,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef NOSTALL_TEST_HOOKS
+bool crash_test_flush_covers_inflight;
+#endif
+
 struct lent {
 	uint64_t sector;
 	uint32_t nsect;
 	uint32_t flags;
-	size_t data;   /* offset in l->data (writes) */
-	uint32_t epoch;
+	size_t data;     /* offset in l->data (writes) */
+	uint32_t epoch;  /* the epoch its position is in */
+	uint64_t issued; /* a FLUSH entry: it covers entries [0, issued) */
 };
 
 struct epoch {
 	uint64_t start;   /* its flush entry (0 for the first) */
 	uint64_t end;     /* the next epoch's start, or the entry count */
-	uint64_t *w;      /* its write entries, in order */
+	uint64_t durable; /* entries [0, durable) are durable in this epoch */
+	uint64_t *w;      /* its in-flight writes: write entries in [durable, end), in order */
 	size_t nw;
 	size_t noptional; /* those that are not FUA */
 };
@@ -60,8 +72,8 @@ struct crash_log {
 	uint64_t first_point; /* no crash state before this (the base image) */
 	struct epoch *ep;
 	size_t nep, epcap;
-	uint8_t *img;         /* durable image of epoch cur */
-	size_t cur;
+	uint8_t *img;         /* entries [0, applied) applied */
+	uint64_t applied;
 };
 
 static int log_add_data(struct crash_log *l, const void *p, size_t len, size_t *off)
@@ -114,7 +126,8 @@ static int log_read(struct crash_log *l, const char *path)
 			break;
 		}
 		struct lent *x = &l->e[l->n++];
-		*x = (struct lent){ .sector = e.sector, .nsect = (uint32_t)e.nr_sectors, .flags = (uint32_t)e.flags };
+		*x = (struct lent){ .sector = e.sector, .nsect = (uint32_t)e.nr_sectors, .flags = (uint32_t)e.flags,
+				    .issued = e.issued };
 		int erc = 0;
 		if (e.flags & DEV_LOG_MARK) {
 			x->nsect = 0;
@@ -136,8 +149,20 @@ static bool is_write(const struct lent *x)
 	return x->nsect && !(x->flags & DEV_LOG_MARK);
 }
 
+/* What a flush entry covers: [0, issued); the test hook restores the old,
+ * too generous rule (everything logged before its completion). */
+static uint64_t flush_covers(const struct lent *x, uint64_t i)
+{
+#ifdef NOSTALL_TEST_HOOKS
+	if (crash_test_flush_covers_inflight)
+		return i;
+#endif
+	return x->issued < i ? x->issued : i;
+}
+
 static int log_epochs(struct crash_log *l)
 {
+	uint64_t durable = 0;
 	for (size_t i = 0; i <= l->n; i++) {
 		bool open = i == 0 || (i < l->n && (l->e[i].flags & DEV_LOG_FLUSH) && !(l->e[i].flags & DEV_LOG_MARK));
 		if (i == l->n || open) {
@@ -147,22 +172,33 @@ static int log_epochs(struct crash_log *l)
 				break;
 			if (array_grow(&l->ep, &l->epcap, l->nep, sizeof *l->ep, 64))
 				return -ENOMEM;
-			l->ep[l->nep++] = (struct epoch){ .start = i };
+			if (i) {
+				uint64_t c = flush_covers(&l->e[i], i);
+				if (c > durable)
+					durable = c;
+			}
+			l->ep[l->nep++] = (struct epoch){ .start = i, .durable = durable };
 		}
-		struct epoch *ep = &l->ep[l->nep - 1];
 		l->e[i].epoch = (uint32_t)(l->nep - 1);
-		if (!is_write(&l->e[i]))
-			continue;
-		size_t cap = ep->nw;
-		if (!(cap & (cap - 1)) || !cap) {
-			uint64_t *w = realloc(ep->w, (cap ? 2 * cap : 8) * sizeof *w);
-			if (!w)
-				return -ENOMEM;
-			ep->w = w;
+	}
+	/* each epoch's in-flight writes: from its durable prefix to its end
+	 * (those before its flush were in flight when the flush was issued) */
+	for (size_t k = 0; k < l->nep; k++) {
+		struct epoch *ep = &l->ep[k];
+		for (uint64_t i = ep->durable; i < ep->end; i++) {
+			if (!is_write(&l->e[i]))
+				continue;
+			size_t cap = ep->nw;
+			if (!(cap & (cap - 1)) || !cap) {
+				uint64_t *w = realloc(ep->w, (cap ? 2 * cap : 8) * sizeof *w);
+				if (!w)
+					return -ENOMEM;
+				ep->w = w;
+			}
+			ep->w[ep->nw++] = i;
+			if (!(l->e[i].flags & DEV_LOG_FUA))
+				ep->noptional++;
 		}
-		ep->w[ep->nw++] = i;
-		if (!(l->e[i].flags & DEV_LOG_FUA))
-			ep->noptional++;
 	}
 	return 0;
 }
@@ -316,27 +352,43 @@ static int gen_push(struct gen *g, struct crash_state *s)
 	return 0;
 }
 
+/* The end of an epoch: the point just before the next flush's entry, or
+ * the log's end. */
+static bool is_epoch_end(const struct crash_log *l, uint64_t c)
+{
+	return c == l->n || (l->e[c].flags & DEV_LOG_FLUSH);
+}
+
+/* Every epoch's end (the state each completed flush left, whatever the
+ * budget), then the other points' prefixes, an even sample, until there are
+ * want prefixes. */
 static int gen_prefixes(struct gen *g, unsigned want)
 {
 	struct crash_log *l = g->l;
-	size_t npts = 0;
+	for (uint64_t c = 1; c <= l->n; c++) {
+		if (!is_point(l, c) || !is_epoch_end(l, c))
+			continue;
+		struct crash_state s = { .epoch = point_epoch(l, c), .point = c, .torn = -1, .how = 'e' };
+		int rc = gen_push(g, &s);
+		if (rc)
+			return rc;
+	}
+	size_t room = g->n < want ? want - g->n : 0, nother = 0;
 	for (uint64_t c = 1; c <= l->n; c++)
-		npts += is_point(l, c);
-	/* epoch ends first: the state each completed flush left */
-	size_t step = npts > want ? (npts + want - 1) / want : 1;
+		nother += is_point(l, c) && !is_epoch_end(l, c);
+	if (!room || !nother)
+		return 0;
+	size_t step = nother > room ? (nother + room - 1) / room : 1;
 	size_t k = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		for (uint64_t c = 1; c <= l->n && g->n < want; c++) {
-			if (!is_point(l, c))
-				continue;
-			bool end = c == l->n || (l->e[c].flags & DEV_LOG_FLUSH);
-			if (pass == 0 ? !end : end || k++ % step)
-				continue;
-			struct crash_state s = { .epoch = point_epoch(l, c), .point = c, .torn = -1, .how = 'p' };
-			int rc = gen_push(g, &s);
-			if (rc)
-				return rc;
-		}
+	for (uint64_t c = 1; c <= l->n && room; c++) {
+		if (!is_point(l, c) || is_epoch_end(l, c) || k++ % step)
+			continue;
+		struct crash_state s = { .epoch = point_epoch(l, c), .point = c, .torn = -1, .how = 'p' };
+		size_t before = g->n;
+		int rc = gen_push(g, &s);
+		if (rc)
+			return rc;
+		room -= g->n > before;
 	}
 	return 0;
 }
@@ -349,6 +401,8 @@ static uint64_t pick_point(struct gen *g, const struct epoch *ep)
 		return ep->end;
 	for (int t = 0; t < 8; t++) {
 		uint64_t c = ep->w[crash_rnd(&g->rng) % ep->nw] + 1;
+		if (c <= ep->start)
+			c = ep->start + 1; /* in flight at its flush's issue */
 		while (c < ep->end && !is_point(l, c))
 			c++;
 		if (c <= ep->end && is_point(l, c))
@@ -395,7 +449,7 @@ static int gen_random(struct gen *g, unsigned want)
 			/* a torn write: one multi-sector optional write, partly */
 			size_t i = (size_t)(crash_rnd(&g->rng) % nb);
 			const struct lent *x = &l->e[ep->w[i]];
-			if (x->nsect > 1 && !(x->flags & DEV_LOG_FUA)) {
+			if (x->nsect > 1 && !(x->flags & (DEV_LOG_FUA | DEV_LOG_DISCARD))) {
 				s.torn = (int64_t)ep->w[i];
 				s.torn_seed = crash_rnd(&g->rng) | 1;
 				s.sel[i / 64] |= 1ull << (i % 64);
@@ -420,9 +474,13 @@ static int state_cmp(const void *a, const void *b)
 int crash_states_make(struct crash_log *l, unsigned budget, uint64_t seed, struct crash_state **out, size_t *n)
 {
 	struct gen g = { .l = l, .rng = seed };
-	int rc = gen_prefixes(&g, budget / 2 ? budget / 2 : 1);
+	unsigned half = budget / 2 ? budget / 2 : 1;
+	int rc = gen_prefixes(&g, half);
+	/* the random subsets: what the budget leaves them, at least half of it
+	 * (every epoch end has its state whatever the budget) */
+	size_t prefixes = g.n;
 	if (!rc)
-		rc = gen_random(&g, budget);
+		rc = gen_random(&g, (unsigned)(prefixes + budget - (prefixes < half ? prefixes : half)));
 	free(g.seen);
 	if (rc) {
 		crash_states_free(g.s, g.n);
@@ -446,7 +504,7 @@ void crash_states_free(struct crash_state *s, size_t n)
 void crash_log_rewind(struct crash_log *l)
 {
 	memset(l->img, 0, CRASH_IMAGE_BYTES);
-	l->cur = 0;
+	l->applied = 0;
 }
 
 static void img_apply(struct crash_log *l, const struct lent *x)
@@ -477,13 +535,35 @@ static bool torn_keeps(uint64_t seed, uint32_t nsect, uint32_t i)
 	return crash_rnd(&s) & 1;
 }
 
+/* Zeroes, the data of a discard (mem:'s largest command). */
+static uint8_t zero_chunk[1u << 20];
+
+/* A discard as zeroes, clipped to the image as img_apply does. */
+static int write_zeroes(struct dev *dev, uint64_t sector, uint64_t nsect)
+{
+	const uint64_t img_sect = CRASH_IMAGE_BYTES / DEV_SECTOR_SIZE, chunk = sizeof zero_chunk / DEV_SECTOR_SIZE;
+	if (sector >= img_sect)
+		return 0;
+	if (nsect > img_sect - sector)
+		nsect = img_sect - sector;
+	for (uint64_t k = 0; k < nsect; k += chunk) {
+		int rc = dev_rw_sync(dev, DEV_OP_WRITE, sector + k, (uint32_t)(nsect - k < chunk ? nsect - k : chunk),
+				     zero_chunk, 0);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int crash_state_build(struct crash_log *l, const struct crash_state *s, struct dev *dev)
 {
-	if (s->epoch < l->cur)
+	if (s->epoch >= l->nep)
+		return err_set(-EINVAL, "crashtest: state of epoch %u, the log has %zu", s->epoch, l->nep);
+	uint64_t durable = l->ep[s->epoch].durable;
+	if (durable < l->applied)
 		crash_log_rewind(l);
-	for (; l->cur < s->epoch; l->cur++)
-		for (uint64_t i = l->ep[l->cur].start; i < l->ep[l->cur].end; i++)
-			img_apply(l, &l->e[i]);
+	for (; l->applied < durable; l->applied++)
+		img_apply(l, &l->e[l->applied]);
 	/* the durable image, 1 MiB at a time (mem:'s largest command) */
 	const uint32_t chunk = 2048;
 	for (uint64_t sec = 0; sec < CRASH_IMAGE_BYTES / DEV_SECTOR_SIZE; sec += chunk) {
@@ -500,7 +580,9 @@ int crash_state_build(struct crash_log *l, const struct crash_state *s, struct d
 			continue;
 		uint8_t *d = l->data + x->data;
 		int rc = 0;
-		if ((int64_t)ep->w[i] == s->torn) {
+		if (x->flags & DEV_LOG_DISCARD) {
+			rc = write_zeroes(dev, x->sector, x->nsect); /* no data: never read l->data */
+		} else if ((int64_t)ep->w[i] == s->torn) {
 			for (uint32_t k = 0; k < x->nsect && !rc; k++)
 				if (torn_keeps(s->torn_seed, x->nsect, k))
 					rc = dev_rw_sync(dev, DEV_OP_WRITE, x->sector + k, 1, d + k * DEV_SECTOR_SIZE, 0);
