@@ -27,6 +27,22 @@ endif
 
 CFLAGS ?=
 CPPFLAGS += -D_GNU_SOURCE -Isrc -Iinclude
+# Test builds (issue 35): NOSTALL_TEST_HOOKS compiles the test-only switches
+# (jbd_debug_skip_ordered: NOSTALL_DEBUG_SKIP_ORDERED), NOSTALL_LOCKDEP the
+# lock-order checker (src/util/lockdep.h). The release library has neither
+# (tests/cli/release_no_debug_hooks.sh); the asan and tsan variants are test
+# builds and have both; every variant's `make tests` builds
+# $(BUILD)/nostall-testhooks, the CLI with both (release: from its own
+# objects under $(BUILD)/hooks), and links test_lockdep with them.
+HOOKS_DEFS := -DNOSTALL_TEST_HOOKS -DNOSTALL_LOCKDEP
+ifneq ($(filter asan tsan,$(VARIANT)),)
+CPPFLAGS += $(HOOKS_DEFS)
+HOOKS_OBJDIR := $(BUILD)/obj
+HOOKS_LIB := $(BUILD)/libnostall.a
+else
+HOOKS_OBJDIR := $(BUILD)/hooks/obj
+HOOKS_LIB := $(BUILD)/hooks/libnostall.a
+endif
 # The write API links (issue 8): build the nostall target of the model-based tests.
 CPPFLAGS += -DNOSTALL_HAVE_WRITE_API
 WFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
@@ -79,12 +95,32 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTLIB_OBJS) $(BUILD)/libnostall.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libnostall.a $(TEST_LDLIBS) $(TEST_WRAP)
 
+# The CLI and test_lockdep built with the test hooks (HOOKS_DEFS above).
+HOOKS_LIB_OBJS := $(LIB_SRCS:%.c=$(HOOKS_OBJDIR)/%.o)
+HOOKS_TOOL_OBJS := $(TOOL_SRCS:%.c=$(HOOKS_OBJDIR)/%.o)
+.SECONDARY: $(HOOKS_LIB_OBJS) $(HOOKS_TOOL_OBJS) $(HOOKS_OBJDIR)/tests/test_lockdep.o
+$(BUILD)/hooks/obj/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HOOKS_DEFS) $(ALLCFLAGS) -c $< -o $@
+
+$(BUILD)/hooks/libnostall.a: $(HOOKS_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/nostall-testhooks: $(HOOKS_TOOL_OBJS) $(HOOKS_LIB)
+	$(CC) $(ALLCFLAGS) -o $@ $(HOOKS_TOOL_OBJS) $(HOOKS_LIB) $(LDLIBS)
+
+$(BUILD)/tests/test_lockdep: $(HOOKS_OBJDIR)/tests/test_lockdep.o $(TESTLIB_OBJS) $(HOOKS_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(HOOKS_LIB) $(TEST_LDLIBS)
+
 # Fault injection without hooks in the library: a test binary may wrap
 # library functions it fails on purpose (ld --wrap: the library's calls
 # reach the test's __wrap_NAME, which calls __real_NAME).
 $(BUILD)/tests/test_ext3_write_errors: TEST_WRAP := -Wl,--wrap=jbd_inode_create -Wl,--wrap=jbd_inode_file
 
-tests: $(TEST_BINS) $(BUILD)/nostall $(BUILD)/fsx
+tests: $(TEST_BINS) $(BUILD)/nostall $(BUILD)/nostall-testhooks $(BUILD)/fsx
 # The shared library is built with the release tests so that
 # tests/cli/install_pkgconfig.sh finds it ready (and it cannot rot).
 ifeq ($(VARIANT),release)
@@ -210,7 +246,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/nostall 2>/dev/null
 	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
 
--include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(FSX_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(TESTLIB_OBJS:.o=.d) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
+-include $(LIB_OBJS:.o=.d) $(PIC_OBJS:.o=.d) $(HOOKS_LIB_OBJS:.o=.d) $(HOOKS_TOOL_OBJS:.o=.d) $(FSX_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(TESTLIB_OBJS:.o=.d) $(TEST_BINS:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
 
 # The main job: build, then the block-layer reproduction on the default
 # simulated disk (README).

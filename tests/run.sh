@@ -86,7 +86,9 @@ run_script() { # variant nostall-binary script
 	local variant=$1 bin=$2 script=$3 name out rc reasons r
 	name="$variant/$(basename "$script")"
 	SECONDS=0
-	out=$(NOSTALL="$bin" timeout "$timeout_s" bash "$script" 2>&1)
+	# NOSTALL_HOOKS: the same variant's CLI with the test hooks
+	# (NOSTALL_DEBUG_SKIP_ORDERED, lockdep; Makefile HOOKS_DEFS)
+	out=$(NOSTALL="$bin" NOSTALL_HOOKS="${bin%/*}/nostall-testhooks" timeout "$timeout_s" bash "$script" 2>&1)
 	rc=$?
 	name="$name [${SECONDS}s]"
 	reasons=$(printf '%s\n' "$out" | sed -n 's/^SKIP: //p')

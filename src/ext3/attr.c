@@ -40,9 +40,9 @@ int ext3_may_write_locked(const struct ext3_inode *in, bool append)
 
 int ext3_may_write(struct ext3_inode *in, bool append)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	int rc = ext3_may_write_locked(in, append);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -62,7 +62,7 @@ int ext3_setflags(struct ext3_inode *in, uint32_t flags)
 {
 	if (!ext3_fs_writable(in->fs))
 		return err_set(-EROFS, "ext3: read-only filesystem");
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	uint32_t old = in->a.flags;
 	flags = flags_mask_for(in->a.mode, flags);
 	struct jbd_handle *h = NULL;
@@ -87,7 +87,7 @@ int ext3_setflags(struct ext3_inode *in, uint32_t flags)
 		if (!rc)
 			rc = src;
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -133,10 +133,10 @@ int ext3_setattr(struct ext3_inode *in, const struct ext3_setattr *sa)
 	if (!sa->valid)
 		return 0;
 	if (sa->valid & EXT3_SET_SIZE) {
-		pthread_rwlock_rdlock(&in->lock);
+		ext3_inode_rdlock(in);
 		uint16_t type = in->a.mode & EXT3_S_IFMT;
 		int rc = attr_frozen(in, sa->valid);
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		if (rc)
 			return rc;
 		if (type == EXT3_S_IFDIR)
@@ -147,7 +147,7 @@ int ext3_setattr(struct ext3_inode *in, const struct ext3_setattr *sa)
 		if (rc)
 			return rc;
 	}
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	struct jbd_handle *h = NULL;
 	int rc = attr_frozen(in, sa->valid);
 	if (!rc)
@@ -159,14 +159,14 @@ int ext3_setattr(struct ext3_inode *in, const struct ext3_setattr *sa)
 		if (!rc)
 			rc = src;
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
 int ext3_xattr_change(struct ext3_inode *in, const char *name, const void *value, size_t size,
 		      unsigned flags)
 {
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	struct jbd_handle *h = NULL;
 	int rc = attr_frozen(in, 0);
 	if (!rc)
@@ -177,6 +177,6 @@ int ext3_xattr_change(struct ext3_inode *in, const char *name, const void *value
 		if (!rc)
 			rc = src;
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }

@@ -433,9 +433,9 @@ static bool cred_may_use_reserved(const struct ext3_fs *fs)
  * system calls are slow. */
 static uint64_t blocks_available(struct ext3_fs *fs, uint64_t want)
 {
-	pthread_mutex_lock(&fs->sb_lock);
+	ext3_sb_lock(fs);
 	uint64_t free = fs->free_blocks;
-	pthread_mutex_unlock(&fs->sb_lock);
+	ext3_sb_unlock(fs);
 	uint64_t rsv = le32_to_cpu(fs->sb.s_r_blocks_count);
 	if (free >= rsv && free - rsv >= want)
 		return free - rsv;
@@ -464,15 +464,15 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 		       bool use_rsv, uint32_t want, uint64_t *first, uint32_t *count)
 {
 	struct ext3_fs *fs = in->fs;
-	pthread_mutex_lock(&fs->group_locks[g]);
+	ext3_group_lock(fs, g);
 	if (!fs->gd[g].bg_free_blocks_count) {
-		pthread_mutex_unlock(&fs->group_locks[g]);
+		ext3_group_unlock(fs, g);
 		return 0;
 	}
 	struct buffer_head *bh;
 	int rc = bitmap_get(h, fs, g, &bh);
 	if (rc) {
-		pthread_mutex_unlock(&fs->group_locks[g]);
+		ext3_group_unlock(fs, g);
 		return rc;
 	}
 	struct grp gr = {.fs = fs, .g = g, .first = ext3_geom_group_first(&fs->g, g),
@@ -501,7 +501,7 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 		}
 	}
 	buf_put(bh);
-	pthread_mutex_unlock(&fs->group_locks[g]);
+	ext3_group_unlock(fs, g);
 	return rc;
 }
 
@@ -579,11 +579,11 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 		if (block_is_meta(fs, g, first + i))
 			return ext3_fs_error(fs, "freeing metadata block %llu (group %u)",
 					     (unsigned long long)(first + i), g);
-	pthread_mutex_lock(&fs->group_locks[g]);
+	ext3_group_lock(fs, g);
 	struct buffer_head *bh;
 	int rc = bitmap_get(h, fs, g, &bh);
 	if (rc) {
-		pthread_mutex_unlock(&fs->group_locks[g]);
+		ext3_group_unlock(fs, g);
 		return rc;
 	}
 	uint8_t *bm = buf_data(bh);
@@ -605,7 +605,7 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 			rc = ext3_group_adjust(h, fs, g, (int32_t)n, 0, 0);
 	}
 	buf_put(bh);
-	pthread_mutex_unlock(&fs->group_locks[g]);
+	ext3_group_unlock(fs, g);
 	return rc;
 }
 

@@ -211,9 +211,9 @@ static int dir_entry_at(struct ext3_fs *fs, const struct ext3_inode *dir, const 
 int ext3_dir_iterate(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 		     ext3_dir_cb cb, void *ctx)
 {
-	pthread_rwlock_rdlock(&dir->lock);
+	ext3_inode_rdlock(dir);
 	int rc = ext3_dir_iterate_locked(fs, dir, pos, cb, ctx);
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(dir);
 	return rc;
 }
 
@@ -466,10 +466,10 @@ int ext3_dir_lookup(struct ext3_fs *fs, struct ext3_inode *dir, const char *name
 {
 	if (len == 0 || len > EXT3_NAME_LEN)
 		return err_set(len ? -ENAMETOOLONG : -ENOENT, "ext3: bad name length %zu", len);
-	pthread_rwlock_rdlock(&dir->lock);
+	ext3_inode_rdlock(dir);
 	uint64_t lblk;
 	int rc = ext3_dir_find_locked(fs, dir, name, len, &lblk, ino, file_type);
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(dir);
 	return rc;
 }
 

@@ -249,7 +249,7 @@ static int dxr_run(struct dxr *r, uint64_t nblocks)
 int ext3_dir_iterate_stable(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t *pos,
 			    const char *after, size_t after_len, ext3_dir_cb cb, void *ctx)
 {
-	pthread_rwlock_rdlock(&dir->lock);
+	ext3_inode_rdlock(dir);
 	uint64_t nblocks;
 	int rc = ext3_dir_nblocks(fs, dir, &nblocks);
 	if (rc == 0 && !(ext3_dir_is_dx(fs, dir) && nblocks > 1)) {
@@ -287,6 +287,6 @@ int ext3_dir_iterate_stable(struct ext3_fs *fs, struct ext3_inode *dir, uint64_t
 			rc = ext3_dir_iterate_locked(fs, dir, pos, cb, ctx);
 		}
 	}
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(dir);
 	return rc;
 }

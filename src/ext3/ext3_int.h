@@ -24,6 +24,8 @@ struct ext3_balloc;
 struct ext3_data;
 #include <stdatomic.h>
 
+#include "util/lockdep.h"
+
 /* The in-memory inode (ext3.h, "inodes"). */
 struct ext3_inode {
 	struct ext3_fs *fs;
@@ -159,5 +161,71 @@ int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint
 ssize_t ext3_inode_pread_locked(struct ext3_fs *fs, const struct ext3_inode *in, void *buf,
 				size_t len, uint64_t off);
 bool ext3_inode_fast_symlink_locked(const struct ext3_fs *fs, const struct ext3_inode *in);
+
+/* ---- lock-order annotations (util/lockdep.h; the order: write.h) ----
+ * Classes: directory and non-directory inode locks (two of one class in
+ * inode-number order), fs->rename_lock, the group locks (ascending group),
+ * fs->sb_lock; the journal handle is jbd's (jbd_lockdep_handle). Defined
+ * in icache.c; nothing of this exists without -DNOSTALL_LOCKDEP.
+ *
+ * An inode's class is its type, read once the lock is held (a.mode is
+ * written under the writer lock): the check runs right after the wait,
+ * which still records every order the run takes. */
+extern struct lockdep_class ext3_lockdep_dir_inode, ext3_lockdep_inode, ext3_lockdep_rename,
+	ext3_lockdep_group, ext3_lockdep_sb;
+#define EXT3_INODE_LOCKDEP_CLASS(in) \
+	(((in)->a.mode & EXT3_S_IFMT) == EXT3_S_IFDIR ? &ext3_lockdep_dir_inode : &ext3_lockdep_inode)
+
+static inline void ext3_inode_wrlock(struct ext3_inode *in)
+{
+	pthread_rwlock_wrlock(&in->lock);
+	lockdep_acquire(EXT3_INODE_LOCKDEP_CLASS(in), &in->lock, in->ino);
+}
+
+static inline void ext3_inode_rdlock(struct ext3_inode *in)
+{
+	pthread_rwlock_rdlock(&in->lock);
+	lockdep_acquire(EXT3_INODE_LOCKDEP_CLASS(in), &in->lock, in->ino);
+}
+
+/* 0 when taken (as pthread_rwlock_trywrlock). */
+static inline int ext3_inode_trywrlock(struct ext3_inode *in)
+{
+	int rc = pthread_rwlock_trywrlock(&in->lock);
+	if (!rc)
+		lockdep_acquire_try(EXT3_INODE_LOCKDEP_CLASS(in), &in->lock, in->ino);
+	return rc;
+}
+
+static inline void ext3_inode_unlock(struct ext3_inode *in)
+{
+	lockdep_release(&in->lock);
+	pthread_rwlock_unlock(&in->lock);
+}
+
+/* fs->group_locks[g]: checked before the wait (order: the group number). */
+static inline void ext3_group_lock(struct ext3_fs *fs, uint32_t g)
+{
+	lockdep_acquire(&ext3_lockdep_group, &fs->group_locks[g], g);
+	pthread_mutex_lock(&fs->group_locks[g]);
+}
+
+static inline void ext3_group_unlock(struct ext3_fs *fs, uint32_t g)
+{
+	lockdep_release(&fs->group_locks[g]);
+	pthread_mutex_unlock(&fs->group_locks[g]);
+}
+
+static inline void ext3_sb_lock(struct ext3_fs *fs)
+{
+	lockdep_acquire(&ext3_lockdep_sb, &fs->sb_lock, 0);
+	pthread_mutex_lock(&fs->sb_lock);
+}
+
+static inline void ext3_sb_unlock(struct ext3_fs *fs)
+{
+	lockdep_release(&fs->sb_lock);
+	pthread_mutex_unlock(&fs->sb_lock);
+}
 
 #endif

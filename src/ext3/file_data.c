@@ -449,11 +449,11 @@ static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 	 * change went (an earlier transaction commits first anyway). */
 	if (mode != EXT3_DATA_GUARDED && jbd_journal_running_tid(fs->journal) != tid)
 		return 0;
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	struct jbd_handle *h = NULL;
 	int rc = ext3_journal_start(fs, mode == EXT3_DATA_GUARDED ? EXT3_GUARDED_CREDITS + EXT3_CRED_INODE : 1, &h);
 	if (!h) {
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		return rc;
 	}
 	int filed = 0;
@@ -472,7 +472,7 @@ static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 	}
 	if (filed)
 		jbd_handle_set_sync(h, true);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	int src = ext3_journal_stop(h);
 	return rc ? rc : src ? src : filed;
 }
@@ -482,12 +482,12 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	struct ext3_fs *fs = in->fs;
 	if (!fs->journal)
 		return 0;
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	bool dir = (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
 	struct page_mapping *m = in->mapping;
 	bool have = datasync ? in->has_datasync_tid : in->has_sync_tid;
 	uint32_t tid = datasync ? in->datasync_tid : in->sync_tid;
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	int rc = 0;
 	if (m && have && !dir && ext3_data_paged(fs)) {
 		rc = fsync_data_in_commit(in, tid);
@@ -506,10 +506,10 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 		int grc = ext3_guarded_fsync(in);
 		if (!rc)
 			rc = grc;
-		pthread_rwlock_rdlock(&in->lock);
+		ext3_inode_rdlock(in);
 		have = datasync ? in->has_datasync_tid : in->has_sync_tid;
 		tid = datasync ? in->datasync_tid : in->sync_tid;
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 	}
 	/* Directories: their changes are not tracked per inode; commit. */
 	int crc = ext3_data_commit(fs, dir ? false : have, tid);
@@ -540,9 +540,9 @@ int ext3_fs_sync(struct ext3_fs *fs)
 			ins[i] = NULL;
 			continue;
 		}
-		pthread_rwlock_rdlock(&ins[i]->lock);
+		ext3_inode_rdlock(ins[i]);
 		struct page_mapping *m = ins[i]->mapping;
-		pthread_rwlock_unlock(&ins[i]->lock);
+		ext3_inode_unlock(ins[i]);
 		int e = m ? page_mapping_writeback(m, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_ALL, BLK_WRITE) : 0;
 		if (!rc)
 			rc = e;
@@ -550,9 +550,9 @@ int ext3_fs_sync(struct ext3_fs *fs)
 	for (size_t i = 0; ins && i < n; i++) {
 		if (!ins[i])
 			continue;
-		pthread_rwlock_rdlock(&ins[i]->lock);
+		ext3_inode_rdlock(ins[i]);
 		struct page_mapping *m = ins[i]->mapping;
-		pthread_rwlock_unlock(&ins[i]->lock);
+		ext3_inode_unlock(ins[i]);
 		int e = m ? page_mapping_wait(m, 0, PAGE_INDEX_MAX) : 0;
 		if (!rc)
 			rc = e;
@@ -573,10 +573,10 @@ int ext3_fs_sync(struct ext3_fs *fs)
 void ext3_fs_free_counts(struct ext3_fs *fs, uint64_t *blocks, uint64_t *inodes)
 {
 	if (fs->writable) {
-		pthread_mutex_lock(&fs->sb_lock);
+		ext3_sb_lock(fs);
 		*blocks = fs->free_blocks;
 		*inodes = fs->free_inodes;
-		pthread_mutex_unlock(&fs->sb_lock);
+		ext3_sb_unlock(fs);
 		return;
 	}
 	*blocks = le32_to_cpu(fs->sb.s_free_blocks_count);

@@ -282,12 +282,12 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 	struct ext3_fs *fs = in->fs;
 	if (!ext3_fs_writable(fs))
 		return err_set(-EROFS, "ext3: read-only filesystem");
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	int rc = check_reg(in, "write to");
 	if (!rc)
 		rc = ext3_may_write_locked(in, flags & (EXT3_WRITE_APPEND | EXT3_WRITE_APPENDER));
 	if (rc) {
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		return rc;
 	}
 	/* chattr +S: every write is O_SYNC (2.6.30's IS_SYNC) */
@@ -299,7 +299,7 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 		*off_out = off;
 	uint64_t max = ext3_data_max_size(fs);
 	if (len && off >= max) {
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		return err_set(-EFBIG, "ext3: inode %u: write at %llu past the maximum file size %llu",
 			       in->ino, (unsigned long long)off, (unsigned long long)max);
 	}
@@ -311,7 +311,7 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 	if (len && ext3_data_paged(fs))
 		rc = ext3_data_mapping(in, &m);
 	if (rc || !len) {
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		return rc;
 	}
 	ext3_data_mark_written(in);
@@ -344,7 +344,7 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 	 * indirect block, the page that failed) beyond i_size: free them. */
 	if (done < len && off + len > size0)
 		(void)ext3_truncate(in, in->i_size);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	if (!done)
 		return n < 0 ? n : err_set(-EIO, "ext3: inode %u: write failed", in->ino);
 	if (flags & (EXT3_WRITE_SYNC | EXT3_WRITE_DSYNC)) {
@@ -448,13 +448,13 @@ int ext3_file_setsize(struct ext3_inode *in, uint64_t size)
 	if (size > max)
 		return err_set(-EFBIG, "ext3: inode %u: size %llu past the maximum file size %llu",
 			       in->ino, (unsigned long long)size, (unsigned long long)max);
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	int rc = check_reg(in, "truncate");
 	if (!rc)
 		rc = ext3_may_write_locked(in, false);
 	if (!rc)
 		rc = setsize_locked(in, size);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -467,7 +467,7 @@ int ext3_file_open(struct ext3_inode *in, unsigned flags)
 	struct ext3_fs *fs = in->fs;
 	if (!ext3_fs_writable(fs))
 		return err_set(-EROFS, "ext3: read-only filesystem");
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	int rc = 0;
 	if (is_reg(in)) {
 		if (flags & EXT3_OPEN_TRUNC)
@@ -475,7 +475,7 @@ int ext3_file_open(struct ext3_inode *in, unsigned flags)
 		if (!rc && (flags & EXT3_OPEN_WRITE))
 			in->writers++;
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -486,7 +486,7 @@ int ext3_file_release(struct ext3_inode *in, unsigned flags)
 	struct ext3_fs *fs = in->fs;
 	int mode = fs->opts.data_mode;
 	int rc = 0;
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	if (is_reg(in) && in->writers) {
 		if (--in->writers == 0) {
 			if (fs->writable)
@@ -507,7 +507,7 @@ int ext3_file_release(struct ext3_inode *in, unsigned flags)
 				rc = err_set(e, "ext3: inode %u: ordered data write failed", in->ino);
 		}
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -540,12 +540,12 @@ static void atime_update(struct ext3_inode *in)
 	int64_t s;
 	uint32_t ns;
 	ext3_now(&s, &ns);
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	bool due = atime_due(in, rule, s);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	if (!due)
 		return;
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	struct jbd_handle *h;
 	if (atime_due(in, rule, s) && ext3_journal_start(fs, 1, &h) == 0) {
 		in->a.atime = s;
@@ -553,40 +553,40 @@ static void atime_update(struct ext3_inode *in)
 		(void)inode_commit(h, in, false);
 		(void)ext3_journal_stop(h);
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 }
 
 ssize_t ext3_file_read_sink(struct ext3_inode *in, struct ext3_fread *rd, void *buf, size_t len,
 			    uint64_t off, ext3_read_sink sink, void *arg)
 {
 	struct ext3_fs *fs = in->fs;
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	ssize_t n = check_reg(in, "read from");
 	if (n) {
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		return n;
 	}
 	bool written = ext3_data_written(in);
 	if (written && ext3_data_paged(fs) && !in->mapping) {
 		/* Written earlier, evicted since: a fresh mapping (writer lock). */
-		pthread_rwlock_unlock(&in->lock);
-		pthread_rwlock_wrlock(&in->lock);
+		ext3_inode_unlock(in);
+		ext3_inode_wrlock(in);
 		struct page_mapping *m;
 		n = ext3_data_mapping(in, &m);
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		if (n)
 			return n;
-		pthread_rwlock_rdlock(&in->lock);
+		ext3_inode_rdlock(in);
 	}
 	if (written && in->mapping) {
 		n = page_mapping_read(in->mapping, off, buf, len, in->i_size);
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 	} else if (written || !rd) {
 		n = ext3_inode_pread_locked(fs, in, buf, len, off);
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 	} else {
 		/* The reader takes its own lock, then the inode's. */
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		n = sink ? ext3_fread_pread_sink(rd, buf, len, off, sink, arg)
 			 : ext3_fread_pread(rd, buf, len, off);
 		sink = NULL; /* delivered (or failed) */

@@ -346,13 +346,13 @@ static void *logger_main(void *arg)
 		 * state itself (evict_final). */
 		struct ext3_inode *in = ext3_igrab_live(gi->in);
 		if (in) {
-			pthread_rwlock_wrlock(&in->lock);
+			ext3_inode_wrlock(in);
 			/* Errors (a read-only or aborted journal) leave the size
 			 * where it is on disk: safe, and reported by fsync. */
 			(void)catch_up_logged(g, in);
 			if (hook)
 				hook(in, hook_arg);
-			pthread_rwlock_unlock(&in->lock);
+			ext3_inode_unlock(in);
 		}
 		pthread_mutex_lock(&g->lock);
 		gi->busy = false;
@@ -472,21 +472,21 @@ int ext3_guarded_fsync(struct ext3_inode *in)
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
 		return 0;
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	struct page_mapping *m = in->mapping;
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	if (!m)
 		return 0;
 	int rc = completions_wait(in->fs);
 	if (rc)
 		return rc;
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	rc = catch_up_logged(g, in);
 	uint64_t bs = in->fs->g.block_size;
 	pthread_mutex_lock(&g->lock);
 	bool failed = guarded_ext_failed_below(guarded_inode_find(g, in->ino), (in->i_size + bs - 1) / bs);
 	pthread_mutex_unlock(&g->lock);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	if (!rc && failed)
 		rc = err_set(-EIO, "ext3: inode %u: data could not be written (the size on disk stays "
 			     "below it)", in->ino);
@@ -617,10 +617,10 @@ void ext3_guarded_evict(struct ext3_inode *in)
 	queue_del(g, gi);
 	gi->dying = true; /* never queued again: the logger must not meet it */
 	pthread_mutex_unlock(&g->lock);
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	if (in->a.links && in->a.mode)
 		evict_final(g, in, gi);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	pthread_mutex_lock(&g->lock);
 	guarded_inode_unhash(g, gi);
 	pthread_cond_broadcast(&g->cond);

@@ -67,10 +67,10 @@ struct totals {
 
 static void totals_get(struct ext3_fs *fs, struct totals *t)
 {
-	pthread_mutex_lock(&fs->sb_lock);
+	ext3_sb_lock(fs);
 	t->freei = fs->free_inodes;
 	t->freeb = fs->free_blocks;
-	pthread_mutex_unlock(&fs->sb_lock);
+	ext3_sb_unlock(fs);
 	t->ndirs = 0;
 	for (uint32_t g = 0; g < fs->g.groups; g++)
 		t->ndirs += load16(&fs->gd[g].bg_used_dirs_count);
@@ -222,7 +222,7 @@ static struct buffer_head *itable_fresh(struct ext3_fs *fs, uint32_t g, const ui
 static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, bool is_dir,
 			   struct buffer_head **itable)
 {
-	pthread_mutex_lock(&fs->group_locks[g]);
+	ext3_group_lock(fs, g);
 	int64_t ret = 0;
 	struct buffer_head *bh = NULL;
 	if (!fs->gd[g].bg_free_inodes_count)
@@ -253,7 +253,7 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 	ret = rc ? rc : (int64_t)ino;
 out:
 	buf_put(bh);
-	pthread_mutex_unlock(&fs->group_locks[g]);
+	ext3_group_unlock(fs, g);
 	return ret;
 }
 
@@ -262,7 +262,7 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 {
 	uint32_t g = ext3_geom_group_of_ino(&fs->g, ino);
 	uint32_t bit = ext3_geom_ino_index(&fs->g, ino);
-	pthread_mutex_lock(&fs->group_locks[g]);
+	ext3_group_lock(fs, g);
 	struct buffer_head *bh;
 	int rc = ibitmap_get(h, fs, g, &bh);
 	if (!rc) {
@@ -277,7 +277,7 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 		}
 	}
 	buf_put(bh);
-	pthread_mutex_unlock(&fs->group_locks[g]);
+	ext3_group_unlock(fs, g);
 	return rc;
 }
 
@@ -321,6 +321,9 @@ static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, 
 	memset(in->raw, 0, in->raw_size);
 }
 
+/* Numbers ext3_new_inode skips because their old in-memory inode is locked. */
+#define CLAIM_TRIES 8u
+
 int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, uint32_t uid,
 		   uint32_t gid, struct ext3_inode **out)
 {
@@ -329,42 +332,82 @@ int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, 
 	if (!fs->group_locks)
 		return err_set(-EROFS, "ext3: read-only mount");
 	bool is_dir = (mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
-	pthread_mutex_lock(&fs->sb_lock);
+	ext3_sb_lock(fs);
 	bool none = fs->free_inodes == 0;
-	pthread_mutex_unlock(&fs->sb_lock);
+	ext3_sb_unlock(fs);
 	if (none)
 		return err_set(-ENOSPC, "ext3: no free inodes");
 	int64_t start = is_dir ? find_group_orlov(fs, dir) : find_group_other(fs, dir);
 	if (start < 0)
 		return err_set(-ENOSPC, "ext3: no free inodes");
-	/* The chosen group, then every other one (another thread may have
-	 * taken the last inode of the chosen one meanwhile). */
-	int64_t ino = 0;
-	struct buffer_head *itable = NULL;
-	for (uint32_t i = 0; i < fs->g.groups && !ino; i++) {
-		ino = group_claim(h, fs, (uint32_t)((start + i) % fs->g.groups), is_dir, &itable);
-		if (ino < 0)
-			return (int)ino;
-	}
-	if (!ino)
-		return err_set(-ENOSPC, "ext3: no free inodes");
-	struct ext3_inode *in;
-	int rc = ext3_iget(fs, (uint32_t)ino, &in);
-	if (rc) {
+	/* The new number's in-memory inode may still be known to another
+	 * thread from a stale lookup of the number's previous life (freed,
+	 * then reused here). That thread may hold its lock and be about to
+	 * start a handle - to wait for the commit that our handle holds up.
+	 * Waiting for the lock here, under the handle, would close that cycle
+	 * (write.h: inode locks before the journal handle). So the lock is
+	 * only tried, which cannot wait and so cannot close a cycle: a busy
+	 * number stays claimed, so that the next claim picks another one, and
+	 * is given back below. A lock we do get is that of an inode nobody
+	 * can reach by name yet (no directory entry, and the bitmap said
+	 * free): a later waiter blocks on us, never we on it. */
+	struct ext3_inode *in = NULL;
+	struct ext3_inode *busy[CLAIM_TRIES];
+	uint32_t busy_ino[CLAIM_TRIES];
+	unsigned nbusy = 0;
+	int rc = 0;
+	for (;;) {
+		/* The chosen group, then every other one (another thread may
+		 * have taken the last inode of the chosen one meanwhile). */
+		int64_t ino = 0;
+		struct buffer_head *itable = NULL;
+		for (uint32_t i = 0; i < fs->g.groups && !ino; i++) {
+			ino = group_claim(h, fs, (uint32_t)((start + i) % fs->g.groups), is_dir, &itable);
+			if (ino < 0)
+				break;
+		}
+		if (ino <= 0) {
+			rc = ino < 0 ? (int)ino : err_set(-ENOSPC, "ext3: no free inodes");
+			break;
+		}
+		rc = ext3_iget(fs, (uint32_t)ino, &in);
+		if (rc) {
+			in = NULL;
+			buf_put(itable);
+			(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+			break;
+		}
+		if (ext3_inode_trywrlock(in) == 0) {
+			inode_init_new(in, dir, mode, uid, gid);
+			rc = ext3_mark_inode_dirty(h, in);
+			buf_put(itable);
+			if (rc) {
+				(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+				ext3_inode_unlock(in);
+				ext3_iput(in);
+				in = NULL;
+			}
+			break;
+		}
 		buf_put(itable);
-		(void)ino_release(h, fs, (uint32_t)ino, is_dir);
-		return rc;
+		if (nbusy == CLAIM_TRIES) {
+			(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+			ext3_iput(in);
+			in = NULL;
+			rc = err_set(-EAGAIN, "ext3: %u freshly freed inodes in a row still locked by stale users",
+				     CLAIM_TRIES);
+			break;
+		}
+		busy[nbusy] = in;
+		busy_ino[nbusy++] = (uint32_t)ino;
+		in = NULL;
 	}
-	pthread_rwlock_wrlock(&in->lock);
-	inode_init_new(in, dir, mode, uid, gid);
-	rc = ext3_mark_inode_dirty(h, in);
-	buf_put(itable);
-	if (rc) {
-		(void)ino_release(h, fs, (uint32_t)ino, is_dir);
-		pthread_rwlock_unlock(&in->lock);
-		ext3_iput(in);
-		return rc;
+	for (unsigned k = 0; k < nbusy; k++) {
+		(void)ino_release(h, fs, busy_ino[k], is_dir);
+		ext3_iput(busy[k]);
 	}
+	if (rc)
+		return rc;
 	*out = in;
 	return 0;
 }

@@ -39,6 +39,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The lock classes of src/ext3 (ext3_int.h; order: write.h). Without
+ * -DNOSTALL_LOCKDEP these are declarations only. */
+LOCKDEP_CLASS_DEFINE(ext3_lockdep_rename, "ext3 rename_lock", 0);
+LOCKDEP_CLASS_DEFINE(ext3_lockdep_dir_inode, "ext3 directory inode", LOCKDEP_NEST_ASCENDING);
+LOCKDEP_CLASS_DEFINE(ext3_lockdep_inode, "ext3 inode", LOCKDEP_NEST_ASCENDING);
+LOCKDEP_CLASS_DEFINE(ext3_lockdep_group, "ext3 group lock", LOCKDEP_NEST_ASCENDING);
+LOCKDEP_CLASS_DEFINE(ext3_lockdep_sb, "ext3 sb_lock", 0);
+
 #define ICACHE_BUCKETS 1024u
 #define ICACHE_MAX_UNUSED 4096u /* unreferenced inodes kept */
 
@@ -216,7 +224,7 @@ static bool inode_unlinked(struct ext3_inode *in)
 	if (pthread_rwlock_tryrdlock(&in->lock))
 		return false;
 	bool dead = in->a.links == 0 && in->a.mode != 0;
-	pthread_rwlock_unlock(&in->lock);
+	pthread_rwlock_unlock(&in->lock); /* a try under c->lock: nothing for lockdep */
 	return dead;
 }
 
@@ -257,10 +265,10 @@ static void lru_push(struct ext3_icache *c, struct ext3_inode *in)
  * again and findable). */
 static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 {
-	pthread_rwlock_rdlock(&v->lock);
+	ext3_inode_rdlock(v);
 	bool dirty = v->a.links && v->mapping && page_mapping_nr_dirty(v->mapping) > 0;
 	bool unsettled = v->a.links && !ext3_guarded_settled(v);
-	pthread_rwlock_unlock(&v->lock);
+	ext3_inode_unlock(v);
 	if (!dirty && !unsettled)
 		return false;
 	if (dirty)

@@ -54,10 +54,10 @@ uint32_t ext3_inode_ino(const struct ext3_inode *in) { return in->ino; }
 
 void ext3_inode_attr_get(struct ext3_inode *in, struct ext3_inode_attr *out)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	*out = in->a;
 	out->size = in->i_size;
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 }
 
 uint16_t ext3_inode_mode(struct ext3_inode *in)
@@ -76,9 +76,9 @@ uint64_t ext3_inode_size(struct ext3_inode *in)
 
 uint64_t ext3_inode_disksize(struct ext3_inode *in)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	uint64_t v = in->i_disksize;
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return v;
 }
 
@@ -180,9 +180,9 @@ int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out)
 
 bool ext3_inode_is_fast_symlink(struct ext3_fs *fs, struct ext3_inode *in)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	bool f = ext3_inode_fast_symlink_locked(fs, in);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return f;
 }
 
@@ -230,9 +230,9 @@ static int map_indirect_root(const struct ext3_inode *in, uint64_t apb, uint64_t
 int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 		    uint64_t *physical)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	int rc = ext3_inode_bmap_locked(fs, in, logical, physical);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -278,9 +278,9 @@ int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint
 ssize_t ext3_inode_pread(struct ext3_fs *fs, struct ext3_inode *in, void *buf,
 			 size_t len, uint64_t off)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	ssize_t n = ext3_inode_pread_locked(fs, in, buf, len, off);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return n;
 }
 
@@ -358,7 +358,7 @@ int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t 
 		*next = EXT3_NDIR_BLOCKS; /* mapped by the inode itself */
 		return 0;
 	}
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	uint64_t l = 0;
 	uint32_t cur = 0;
 	int levels = 0;
@@ -384,7 +384,7 @@ int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t 
 		if (cur && map_ptr_ok(fs, cur))
 			(void)leaf_start(fs, cur);
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -400,7 +400,7 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
 		       uint64_t *physical, uint64_t *count)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	int rc;
 	if (mc) {
 		rc = map_run_locked(fs, in, mc, logical, max, physical, count, NULL);
@@ -409,7 +409,7 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
 		pthread_mutex_unlock(&in->map_lock);
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -446,7 +446,7 @@ static uint64_t map_guess_at(const struct ext3_fs *fs, uint32_t leaf, uint64_t i
 int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
 			 uint64_t max, uint64_t prev_hint, uint64_t *physical, uint64_t *count)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	pthread_mutex_lock(&in->map_lock);
 	const struct ext3_map_cache *mc = &in->map;
 	uint32_t prev = prev_hint < UINT32_MAX ? (uint32_t)prev_hint : 0;
@@ -468,7 +468,7 @@ int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t log
 			rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
 	}
 	pthread_mutex_unlock(&in->map_lock);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 

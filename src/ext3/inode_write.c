@@ -97,7 +97,7 @@ static int large_file_note(struct jbd_handle *h, struct ext3_fs *fs, const struc
 {
 	if ((in->a.mode & EXT3_S_IFMT) != EXT3_S_IFREG || in->i_disksize <= 0x7fffffffull)
 		return 0;
-	pthread_mutex_lock(&fs->sb_lock);
+	ext3_sb_lock(fs);
 	uint32_t ro = le32_to_cpu(fs->sb.s_feature_ro_compat);
 	bool need = !(ro & EXT3_FEATURE_RO_COMPAT_LARGE_FILE);
 	if (need) {
@@ -109,7 +109,7 @@ static int large_file_note(struct jbd_handle *h, struct ext3_fs *fs, const struc
 			fs->sb.s_inode_size = cpu_to_le16(EXT3_GOOD_OLD_INODE_SIZE);
 		}
 	}
-	pthread_mutex_unlock(&fs->sb_lock);
+	ext3_sb_unlock(fs);
 	return need ? ext3_super_dirty(h, fs) : 0;
 }
 

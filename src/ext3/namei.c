@@ -168,23 +168,23 @@ static void lockset_lock(struct lockset *ls)
 	 * then close a cycle. On a busy lock, let go of everything, wait for
 	 * that one alone and start over. */
 	for (;;) {
-		pthread_rwlock_wrlock(&ls->v[0]->lock);
+		ext3_inode_wrlock(ls->v[0]);
 		unsigned i = 1;
-		while (i < ls->n && pthread_rwlock_trywrlock(&ls->v[i]->lock) == 0)
+		while (i < ls->n && ext3_inode_trywrlock(ls->v[i]) == 0)
 			i++;
 		if (i == ls->n)
 			return;
 		for (unsigned k = i; k > 0; k--)
-			pthread_rwlock_unlock(&ls->v[k - 1]->lock);
-		pthread_rwlock_wrlock(&ls->v[i]->lock);
-		pthread_rwlock_unlock(&ls->v[i]->lock);
+			ext3_inode_unlock(ls->v[k - 1]);
+		ext3_inode_wrlock(ls->v[i]);
+		ext3_inode_unlock(ls->v[i]);
 	}
 }
 
 static void lockset_unlock(struct lockset *ls)
 {
 	for (unsigned i = ls->n; i > 0; i--)
-		pthread_rwlock_unlock(&ls->v[i - 1]->lock);
+		ext3_inode_unlock(ls->v[i - 1]);
 	ls->n = 0;
 }
 
@@ -304,7 +304,7 @@ static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 		if (type != EXT3_S_IFREG && type != EXT3_S_IFDIR &&
 		    !strncmp(cr->xattrs[i].name, "user.", 5)) /* as setxattr(2) refuses it */
 			return err_set(-EPERM, "ext3: %s on a special file", cr->xattrs[i].name);
-	pthread_rwlock_wrlock(&dir->lock);
+	ext3_inode_wrlock(dir);
 	struct ext3_inode *in = NULL;
 	struct jbd_handle *h = NULL;
 	rc = dir_name_free(dir, name, len);
@@ -346,11 +346,11 @@ static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 		(void)ext3_orphan_add(h, in);
 		(void)ext3_mark_inode_dirty(h, in);
 	}
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 out_stop:
 	rc = stop(h, rc);
 out:
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(dir);
 	if (rc)
 		ext3_iput(in);
 	else
@@ -718,7 +718,11 @@ static void dir_links(struct ext3_inode *d, int delta)
 /* RENAME_WHITEOUT: the inode the old name will name, a character device
  * 0:0 with mode 0 (overlayfs's whiteout), owned by the caller (the old
  * directory's group when it is setgid), as 4.x ext4's whiteout for rename.
- * Returned locked as writer with one link, in the caller's handle. */
+ * Returned locked as writer with one link, in the caller's handle. The
+ * lock is taken under that handle, against write.h's order: safe only
+ * because ext3_new_inode merely tries it (a stale holder of the reused
+ * number makes it pick another), so this thread never waits for an inode
+ * lock while it holds the handle. */
 static int rn_whiteout_new(struct jbd_handle *h, struct rn *r)
 {
 	struct ext3_cred cr;
@@ -803,7 +807,7 @@ static int rn_apply(struct rn *r)
 		(void)ext3_mark_inode_dirty(h, r->wh);
 	}
 	if (r->wh) {
-		pthread_rwlock_unlock(&r->wh->lock);
+		ext3_inode_unlock(r->wh);
 		ext3_iput(r->wh);
 		r->wh = NULL;
 	}
@@ -836,8 +840,10 @@ int ext3_rename(struct ext3_inode *olddir, const char *oldname, size_t oldlen,
 		       .nl = newlen, .exchange = flags & EXT3_RENAME_EXCHANGE,
 		       .whiteout = flags & EXT3_RENAME_WHITEOUT, .cross = olddir != newdir};
 	for (;;) {
-		if (r.cross)
+		if (r.cross) {
+			lockdep_acquire(&ext3_lockdep_rename, &fs->rename_lock, 0);
 			pthread_mutex_lock(&fs->rename_lock);
+		}
 		bool same, ok = false;
 		rc = rn_prepare(&r, flags, &same);
 		struct lockset ls = {0};
@@ -861,8 +867,10 @@ int ext3_rename(struct ext3_inode *olddir, const char *oldname, size_t oldlen,
 				(void)ext3_data_flush_start(r.s);
 		}
 		lockset_unlock(&ls);
-		if (r.cross)
+		if (r.cross) {
+			lockdep_release(&fs->rename_lock);
 			pthread_mutex_unlock(&fs->rename_lock);
+		}
 		rn_put(&r);
 		if (rc || same || ok)
 			return rc;

@@ -17,9 +17,9 @@ static ssize_t symlink_read_locked(struct ext3_fs *fs, const struct ext3_inode *
 
 ssize_t ext3_symlink_read(struct ext3_fs *fs, struct ext3_inode *in, char *buf, size_t size)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	ssize_t n = symlink_read_locked(fs, in, buf, size);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return n;
 }
 

@@ -32,13 +32,13 @@ static int super_journal(struct jbd_handle *h, struct ext3_fs *fs, int64_t dbloc
 	int rc = ext3_journal_bread(h, fs, blk, "superblock", false, &bh);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&fs->sb_lock);
+	ext3_sb_lock(fs);
 	fs->free_blocks = (uint64_t)((int64_t)fs->free_blocks + dblocks);
 	fs->free_inodes = (uint64_t)((int64_t)fs->free_inodes + dinodes);
 	fs->sb.s_free_blocks_count = cpu_to_le32((uint32_t)fs->free_blocks);
 	fs->sb.s_free_inodes_count = cpu_to_le32((uint32_t)fs->free_inodes);
 	memcpy((uint8_t *)buf_data(bh) + off, &fs->sb, sizeof fs->sb);
-	pthread_mutex_unlock(&fs->sb_lock);
+	ext3_sb_unlock(fs);
 	rc = ext3_journal_dirty_metadata(h, bh);
 	buf_put(bh);
 	return rc;

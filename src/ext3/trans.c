@@ -229,9 +229,9 @@ static int errors_policy(const struct ext3_fs *fs)
 static void super_write_direct(struct ext3_fs *fs)
 {
 	struct ext3_super_block copy;
-	pthread_mutex_lock(&fs->sb_lock);
+	ext3_sb_lock(fs);
 	copy = fs->sb;
-	pthread_mutex_unlock(&fs->sb_lock);
+	ext3_sb_unlock(fs);
 	(void)blk_rw(fs->q, BLK_WRITE_SYNC | BLK_REQ_FLUSH | BLK_REQ_FUA, EXT3_SUPERBLOCK_OFFSET,
 		     &copy, EXT3_SUPERBLOCK_SIZE);
 }
@@ -250,10 +250,10 @@ int ext3_fs_error(struct ext3_fs *fs, const char *fmt, ...)
 	fprintf(stderr, "nostall: ext3 error: %s\n", msg);
 	bool writable = fs->writable && fs->journal && fs->group_locks;
 	if (writable) {
-		pthread_mutex_lock(&fs->sb_lock);
+		ext3_sb_lock(fs);
 		uint16_t st = le16_to_cpu(fs->sb.s_state);
 		fs->sb.s_state = cpu_to_le16(st | EXT3_ERROR_FS);
-		pthread_mutex_unlock(&fs->sb_lock);
+		ext3_sb_unlock(fs);
 		/* Only the thread's own handle: starting one could wait for a
 		 * commit that waits for handles blocked on our group lock. */
 		struct jbd_handle *h = jbd_handle_current();

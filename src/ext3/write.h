@@ -16,6 +16,16 @@
  *   -> buffer cache / block queue internals.
  * The commit thread's ordered-data ops (jbd_inode submit/wait) only start and
  * wait for page writeback; they take no inode lock and start no handle.
+ * One exception, provably safe: ext3_new_inode (and so the rename whiteout)
+ * locks the new inode under the handle with a trylock only - a busy lock
+ * (a stale user of the reused number) makes it claim another number - so
+ * no thread ever waits for an inode lock while it holds a handle.
+ *
+ * Checked in test builds (util/lockdep.h, docs/write-testing.md): the
+ * classes directory inode / inode (ext3_inode_wrlock & co., ascending
+ * inode number within a class), jbd handle, rename_lock, group locks
+ * (ascending group: ext3_group_lock), sb_lock (ext3_sb_lock) - ext3_int.h.
+ * Take these locks through those helpers so that the checker sees them.
  *
  * Errors: negative errno with a message. Corrupt metadata met while writing
  * goes through ext3_fs_error(), which applies errors= and returns -EUCLEAN;

@@ -107,9 +107,9 @@ static int xattr_walk_locked(struct ext3_fs *fs, const struct ext3_inode *in, ex
 /* Walk with in->lock held as reader. */
 static int xattr_walk(struct ext3_fs *fs, struct ext3_inode *in, ext3_xattr_cb cb, void *ctx)
 {
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	int rc = xattr_walk_locked(fs, in, cb, ctx);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 

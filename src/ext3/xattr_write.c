@@ -459,12 +459,12 @@ static int block_store(struct jbd_handle *h, struct ext3_inode *in, const struct
 /* The first attribute written on a filesystem sets the ext_attr feature. */
 static int xa_feature(struct jbd_handle *h, struct ext3_fs *fs)
 {
-	pthread_mutex_lock(&fs->sb_lock);
+	ext3_sb_lock(fs);
 	uint32_t compat = le32_to_cpu(fs->sb.s_feature_compat);
 	bool set = !(compat & EXT3_FEATURE_COMPAT_EXT_ATTR);
 	if (set)
 		fs->sb.s_feature_compat = cpu_to_le32(compat | EXT3_FEATURE_COMPAT_EXT_ATTR);
-	pthread_mutex_unlock(&fs->sb_lock);
+	ext3_sb_unlock(fs);
 	return set ? ext3_super_dirty(h, fs) : 0;
 }
 

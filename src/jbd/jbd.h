@@ -38,6 +38,7 @@
 #include <stdio.h>
 
 #include "../util/hist.h"
+#include "../util/lockdep.h"
 
 struct dev;
 struct blk_queue;
@@ -291,8 +292,22 @@ unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid);
 /* TEST ONLY: NOSTALL_DEBUG_SKIP_ORDERED=1 is set (commits skip every filed
  * inode's ops: the deliberately broken build of `nostall crashtest`). A
  * filesystem that would file data only to make an fsync durable writes it
- * itself instead, so the broken build breaks ordering, not fsync. */
+ * itself instead, so the broken build breaks ordering, not fsync. Only in
+ * test builds (-DNOSTALL_TEST_HOOKS: build/nostall-testhooks, the asan and
+ * tsan variants); the release library's is the constant false below. */
+/* The journal handle as a pseudo-lock for util/lockdep.h: acquired by the
+ * outermost jbd_handle_start (it may wait for a commit, which waits for
+ * every open handle), released by the last jbd_handle_stop. */
+extern struct lockdep_class jbd_lockdep_handle;
+
+#ifdef NOSTALL_TEST_HOOKS
 bool jbd_debug_skip_ordered(void);
+#else
+static inline bool jbd_debug_skip_ordered(void)
+{
+	return false;
+}
+#endif
 
 /* ---- errors ---- */
 

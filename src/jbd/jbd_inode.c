@@ -129,12 +129,16 @@ unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid)
 
 /* ------------------------------------------------ commit phases */
 
+#ifdef NOSTALL_TEST_HOOKS
 /* TEST ONLY - a deliberately broken build for `nostall crashtest` (its test
  * shows the checker catches it, docs/crashtest.md): with the environment
  * variable NOSTALL_DEBUG_SKIP_ORDERED=1 the commit skips the ordered-data
  * submit and wait, so data=ordered commits metadata before its data is on
- * disk (stale data after a crash). Read once per process; never set it
- * outside tests. */
+ * disk (stale data after a crash). Read once per process. Compiled only
+ * with -DNOSTALL_TEST_HOOKS (build/nostall-testhooks, the asan and tsan
+ * variants): the release library has neither the variable's name nor the
+ * getenv (jbd.h's inline stub returns false), so no process linking it
+ * can lose ordering through its environment (issue 35). */
 bool jbd_debug_skip_ordered(void)
 {
 	static atomic_int v = -1;
@@ -146,6 +150,7 @@ bool jbd_debug_skip_ordered(void)
 	}
 	return x;
 }
+#endif
 
 /* Run one op of every inode on the committing transaction's list. The
  * lock is dropped around each op; the inode being called is pinned, so its

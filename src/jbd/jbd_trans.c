@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+LOCKDEP_CLASS_DEFINE(jbd_lockdep_handle, "jbd handle", 0);
+
 /* The calling thread's open handle (nested starts return it). */
 static _Thread_local struct jbd_handle *tl_current;
 
@@ -196,8 +198,10 @@ int jbd_handle_start(struct jbd_journal *j, int credits, struct jbd_handle **out
 		return -ENOMEM;
 	h->j = j;
 	h->ref = 1;
+	lockdep_acquire(&jbd_lockdep_handle, h, 0);
 	int rc = start_this_handle(j, h, credits);
 	if (rc < 0) {
+		lockdep_release(h);
 		free(h);
 		return rc;
 	}
@@ -237,6 +241,7 @@ int jbd_handle_stop(struct jbd_handle *h)
 		return -EINVAL;
 	if (--h->ref > 0)
 		return 0;
+	lockdep_release(h);
 	struct jbd_journal *j = h->j;
 	uint64_t t0 = clock_now_ns();
 	pthread_mutex_lock(&j->lock);
