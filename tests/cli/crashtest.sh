@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # nostall-test: release-only (2 min under ASan; the library's crash recovery runs under ASan in test_jbd_crash, test_fs_crash and test_fs_guarded_crash, the crashtest tool's own code is checked in release only; kept under the 30-minute CI budget)
 # nostall crashtest (docs/crashtest.md), CI-sized:
-#  1. data=journal and data=ordered at 1 KiB and 4 KiB blocks, every
-#     workload:
+#  1. data=guarded (the default data mode, first), data=journal and
+#     data=ordered at 1 KiB and 4 KiB blocks, every workload, reordered and
+#     torn states:
 #     exit 0, the JSON summary (last line) says 0 violations, states checked,
-#     some by the e2fsck oracle;
-#  2. data=writeback on rename-replace: stale data found (the article's
-#     point), and exit 0 because only the kinds writeback allows occur;
+#     some by the e2fsck oracle; every flush epoch's end has a state
+#     (epoch_states) beside the random subsets (random_states);
+#  2. data=writeback on rename-replace at 1 KiB and 4 KiB blocks: stale
+#     data found (the article's point), and exit 0 because only the kinds
+#     writeback allows occur;
 #  3. the broken build (NOSTALL_DEBUG_SKIP_ORDERED=1 skips the ordered data
 #     flush) is caught in data=ordered: stale_data, exit 1; a kept state
 #     replays (replay.sh) to the same verdict, its regression line is written;
-#  4. the regression corpus tests/crash-regress replays (every case passes);
+#  4. the regression corpus tests/crash-regress replays (every case passes;
+#     run by the test-hooks CLI, its broken-ordered cases need the switch);
 #  5. usage errors exit 2;
 #  6. -o journal_async_commit on the recording mount: data=journal and
 #     data=writeback show nothing their mode does not allow, the output
@@ -36,23 +40,29 @@ o = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 print(eval(sys.argv[2], {"o": o}))' "$1" "$2"
 }
 
-# 1. journal + ordered, both block sizes
-"$NOSTALL" crashtest --mode journal,ordered --block-size 1024,4096 \
+# 1. guarded + journal + ordered, both block sizes
+"$NOSTALL" crashtest --mode guarded,journal,ordered --block-size 1024,4096 \
 	--workload append,overwrite,create,rename-replace,truncate-write,dirs,links,htree,random \
 	--states 640 --seed 11 --json --quiet --keep "$tmp/keep1" >"$tmp/ci.out" 2>"$tmp/ci.err"
 rc=$?
-[ "$rc" -eq 0 ] || { bad "journal/ordered run exit $rc"; tail -30 "$tmp/ci.out" "$tmp/ci.err" >&2; }
-[ "$(jget "$tmp/ci.out" 'o["violations"]')" = 0 ] || bad "journal/ordered violations"
-[ "$(jget "$tmp/ci.out" 'o["mode"]')" = journal,ordered ] || bad "summary mode"
-[ "$(jget "$tmp/ci.out" 'o["states"] >= 1200')" = True ] || bad "too few states: $(jget "$tmp/ci.out" 'o["states"]')"
-[ "$(jget "$tmp/ci.out" 'o["e2fsck_states"] > 50')" = True ] || bad "e2fsck oracle rarely run"
+[ "$rc" -eq 0 ] || { bad "guarded/journal/ordered run exit $rc"; tail -30 "$tmp/ci.out" "$tmp/ci.err" >&2; }
+[ "$(jget "$tmp/ci.out" 'o["violations"]')" = 0 ] || bad "guarded/journal/ordered violations (kept under --keep)"
+[ "$(jget "$tmp/ci.out" 'o["mode"]')" = guarded,journal,ordered ] || bad "summary mode"
+[ "$(jget "$tmp/ci.out" 'o["states"] >= 1800')" = True ] || bad "too few states: $(jget "$tmp/ci.out" 'o["states"]')"
+[ "$(jget "$tmp/ci.out" 'o["e2fsck_states"] > 75')" = True ] || bad "e2fsck oracle rarely run"
 [ "$(jget "$tmp/ci.out" 'sorted(o["by_kind"])')" = \
 	"['fsck', 'lost_fsync', 'recovery_mismatch', 'rename', 'stale_data', 'too_long']" ] || bad "by_kind keys"
-grep -q '^data=ordered: ' "$tmp/ci.out" && grep -q '^data=journal: ' "$tmp/ci.out" || bad "no table per mode"
-[ "$(grep -c '^{' "$tmp/ci.out")" = 3 ] || bad "want one JSON line per mode and a summary"
+# every epoch end has its state, beyond the budget; the random (reordered,
+# torn) subsets get at least half of each job's 35 states
+[ "$(jget "$tmp/ci.out" 'o["epoch_states"] > 0 and o["random_states"] >= 3 * 18 * 10 and o["epoch_states"] + o["prefix_states"] + o["random_states"] == o["states"]')" = True ] ||
+	bad "epoch/random states: $(jget "$tmp/ci.out" '[o[k] for k in ("epoch_states", "prefix_states", "random_states")]')"
+grep -q '^data=guarded: ' "$tmp/ci.out" && grep -q '^data=ordered: ' "$tmp/ci.out" &&
+	grep -q '^data=journal: ' "$tmp/ci.out" || bad "no table per mode"
+[ "$(grep -c '^{' "$tmp/ci.out")" = 4 ] || bad "want one JSON line per mode and a summary"
+[ "$(grep '^{' "$tmp/ci.out" | head -1 | cut -c1-18)" = '{"mode":"guarded",' ] || bad "guarded is not first"
 
 # 2. writeback: stale data shown, exit 0 (allowed kinds only)
-"$NOSTALL" crashtest --mode writeback --workload rename-replace --block-size 1024 --states 150 \
+"$NOSTALL" crashtest --mode writeback --workload rename-replace --block-size 1024,4096 --states 300 \
 	--seed 1 --json --quiet >"$tmp/wb.out" 2>/dev/null
 rc=$?
 [ "$rc" -eq 0 ] || bad "writeback rename-replace exit $rc (only allowed kinds expected)"
@@ -78,8 +88,9 @@ else
 	bad "no kept state under $tmp/keep3"
 fi
 
-# 4. the regression corpus
-"$NOSTALL" crashtest --corpus tests/crash-regress >"$tmp/corpus.out" 2>&1
+# 4. the regression corpus (with the test hooks: broken-ordered.case sets
+#    env=NOSTALL_DEBUG_SKIP_ORDERED=1, a switch the release build lacks)
+"$NOSTALL_HOOKS" crashtest --corpus tests/crash-regress >"$tmp/corpus.out" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] || { bad "regression corpus exit $rc"; cat "$tmp/corpus.out" >&2; }
 grep -q 'regression cases passed' "$tmp/corpus.out" || bad "corpus summary missing"

@@ -198,8 +198,13 @@ struct crash_state {
 	uint32_t nsel;      /* bits in sel */
 	int64_t torn;       /* entry index of the torn write, -1 none */
 	uint64_t torn_seed; /* which sectors of it survive */
-	char how;           /* 'p' prefix, 's' subset, 't' torn */
+	char how;           /* 'e' an epoch's end, 'p' another prefix, 's' subset, 't' torn */
 };
+#ifdef NOSTALL_TEST_HOOKS
+/* Test builds only: a flush covers everything logged before its completion
+ * (the old, too generous rule) instead of what had completed at its issue. */
+extern bool crash_test_flush_covers_inflight;
+#endif
 
 int crash_log_load(const char *path, struct crash_log **out);
 void crash_log_destroy(struct crash_log *l);
@@ -208,7 +213,9 @@ uint64_t crash_log_entries(const struct crash_log *l);
 size_t crash_log_nmarks(const struct crash_log *l);
 void crash_log_mark(const struct crash_log *l, size_t i, size_t *op, char *kind, uint64_t *index);
 size_t crash_log_nepochs(const struct crash_log *l);
-/* Build up to budget distinct crash states (seeded), sorted by point. */
+/* Build distinct crash states (seeded), sorted by epoch and point: every
+ * epoch's end (beyond the budget), other prefixes up to budget / 2, random
+ * subsets and torn writes (the rest of the budget). */
 int crash_states_make(struct crash_log *l, unsigned budget, uint64_t seed, struct crash_state **out,
 		      size_t *n);
 void crash_states_free(struct crash_state *s, size_t n);
@@ -276,6 +283,9 @@ struct crash_result {
 	uint64_t by_kind[CK_NR];
 	uint64_t e2fsck_states; /* states the e2fsck oracle checked */
 	uint64_t orphan_states; /* states whose replayed image had orphans */
+	uint64_t epoch_states;  /* states at an epoch's end (every one gets one) */
+	uint64_t prefix_states; /* other in-order prefixes */
+	uint64_t random_states; /* random subsets and torn writes */
 	uint64_t entries;       /* log entries of the recording */
 	uint64_t epochs;
 	uint64_t ops;

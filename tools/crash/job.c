@@ -340,6 +340,9 @@ static int check_all(const struct crash_job *j, struct crash_log *l, struct cras
 		if (rc)
 			break;
 		r->states++;
+		r->epoch_states += st[i].how == 'e';
+		r->prefix_states += st[i].how == 'p';
+		r->random_states += st[i].how == 's' || st[i].how == 't';
 		r->e2fsck_states += v.e2fsck_ran;
 		r->orphan_states += v.orphans;
 		if (any_bad(&v)) {

@@ -32,17 +32,17 @@
 #include <unistd.h>
 
 /* data=guarded (the build default, docs/write-guarded.md) is in the
- * default mode list. */
+ * default mode list, first. */
 static const bool crash_guarded_default = true;
 
-static const char *const all_modes[] = { "journal", "ordered", "writeback", "guarded" };
+static const char *const all_modes[] = { "guarded", "journal", "ordered", "writeback" };
 
 static const char usage_text[] =
 	"usage: nostall crashtest [--mode M[,M]] [--workload W[,W]] [--states N] [--seed S]\n"
 	"                         [--block-size B[,B]] [-o OPTS] [--keep DIR] [--json] [--jobs N]\n"
 	"                         [--fsck-every N] [--quiet]\n"
 	"       nostall crashtest --replay DIR [--events] | --corpus DIR\n"
-	"  modes: journal ordered writeback guarded (default: all four)\n"
+	"  modes: guarded journal ordered writeback (default: all four, guarded,journal,ordered,writeback)\n"
 	"  workloads: append overwrite create rename-replace truncate-write dirs links htree random (default: all)\n"
 	"  --states N      crash states per data mode (default 10000), split over workloads and block sizes\n"
 	"  --block-size B  1024, 2048 or 4096 (default 1024,4096)\n"
@@ -188,7 +188,7 @@ static int parse_args(struct opts *o, int argc, char **argv)
 			    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20), .mount_opts = "" };
 	int rc = 0;
 	for (size_t i = 0; i < 4; i++)
-		if (i < 3 || crash_guarded_default)
+		if (i > 0 || crash_guarded_default)
 			o->modes[o->nmodes++] = all_modes[i];
 	for (int i = 0; i < WL_NR; i++)
 		o->wls[o->nwls++] = (enum crash_wl)i;

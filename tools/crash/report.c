@@ -24,6 +24,9 @@ static void sum_rows(const char *mode, const struct crash_row *rows, size_t n, s
 		t->violating += r->violating;
 		t->e2fsck_states += r->e2fsck_states;
 		t->orphan_states += r->orphan_states;
+		t->epoch_states += r->epoch_states;
+		t->prefix_states += r->prefix_states;
+		t->random_states += r->random_states;
 		t->entries += r->entries;
 		t->epochs += r->epochs;
 		t->ops += r->ops;
@@ -103,9 +106,10 @@ static void json_obj(FILE *out, const char *mode, const char *workload, const ch
 	for (int k = 0; k < CK_NR; k++)
 		fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", crash_kind_names[k], t->by_kind[k]);
 	fprintf(out, "},\"seconds\":%.1f,\"e2fsck_states\":%" PRIu64 ",\"orphan_states\":%" PRIu64
+		     ",\"epoch_states\":%" PRIu64 ",\"prefix_states\":%" PRIu64 ",\"random_states\":%" PRIu64
 		     ",\"states_per_second\":%.1f,\"errors\":%d}",
-		seconds, t->e2fsck_states, t->orphan_states, seconds > 0 ? (double)t->states / seconds : 0.0,
-		t->error ? 1 : 0);
+		seconds, t->e2fsck_states, t->orphan_states, t->epoch_states, t->prefix_states, t->random_states,
+		seconds > 0 ? (double)t->states / seconds : 0.0, t->error ? 1 : 0);
 }
 
 void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload, const char *opts,

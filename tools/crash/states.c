@@ -16,9 +16,9 @@
  * applied as zeroes (they carry no data).
  *
  * States: every epoch's end (the state each completed flush left, all
- * in-flight writes in) always; the other crash points' in-order prefixes up
- * to half the budget (an even sample); then seeded random subsets and torn
- * writes, budget minus the prefixes (at least half the budget); duplicates
+ * in-flight writes in) always, beyond the budget; the other crash points'
+ * in-order prefixes up to half the budget (an even sample); then seeded
+ * random subsets and torn writes, the rest of the budget; duplicates
  * are dropped (same epoch, point and surviving writes). Crash points sit
  * just before a write or flush, after the marks that follow the previous
  * one, so the oracle knows the most it can about the disk it gets.
@@ -360,9 +360,9 @@ static bool is_epoch_end(const struct crash_log *l, uint64_t c)
 }
 
 /* Every epoch's end (the state each completed flush left, whatever the
- * budget), then the other points' prefixes, an even sample, until there are
- * want prefixes. */
-static int gen_prefixes(struct gen *g, unsigned want)
+ * budget), then want of the other points' prefixes, an even sample (*added:
+ * how many). */
+static int gen_prefixes(struct gen *g, unsigned want, size_t *added)
 {
 	struct crash_log *l = g->l;
 	for (uint64_t c = 1; c <= l->n; c++) {
@@ -373,7 +373,8 @@ static int gen_prefixes(struct gen *g, unsigned want)
 		if (rc)
 			return rc;
 	}
-	size_t room = g->n < want ? want - g->n : 0, nother = 0;
+	size_t room = want, nother = 0;
+	*added = 0;
 	for (uint64_t c = 1; c <= l->n; c++)
 		nother += is_point(l, c) && !is_epoch_end(l, c);
 	if (!room || !nother)
@@ -389,6 +390,7 @@ static int gen_prefixes(struct gen *g, unsigned want)
 		if (rc)
 			return rc;
 		room -= g->n > before;
+		*added += g->n > before;
 	}
 	return 0;
 }
@@ -474,13 +476,12 @@ static int state_cmp(const void *a, const void *b)
 int crash_states_make(struct crash_log *l, unsigned budget, uint64_t seed, struct crash_state **out, size_t *n)
 {
 	struct gen g = { .l = l, .rng = seed };
-	unsigned half = budget / 2 ? budget / 2 : 1;
-	int rc = gen_prefixes(&g, half);
-	/* the random subsets: what the budget leaves them, at least half of it
-	 * (every epoch end has its state whatever the budget) */
-	size_t prefixes = g.n;
+	/* the epoch ends beyond the budget; half of it for the other
+	 * prefixes, the rest for the random subsets */
+	size_t others = 0;
+	int rc = gen_prefixes(&g, budget / 2, &others);
 	if (!rc)
-		rc = gen_random(&g, (unsigned)(prefixes + budget - (prefixes < half ? prefixes : half)));
+		rc = gen_random(&g, (unsigned)(g.n + budget - others));
 	free(g.seen);
 	if (rc) {
 		crash_states_free(g.s, g.n);
