@@ -120,9 +120,9 @@ static void basic(unsigned bs)
 
 	/* A regular file with up to 12 direct blocks, a directory with one
 	 * block (ext3_dir_make allocates it through ext3_get_blocks). */
-	struct jbd_handle *h = fsimg_hstart(fs, 2 * ext3_credits_dirop(fs));
 	struct ext3_inode *f, *d;
-	pthread_rwlock_wrlock(&root->lock);
+	ext3_inode_wrlock(root);
+	struct jbd_handle *h = fsimg_hstart(fs, 2 * ext3_credits_dirop(fs));
 	assert_int_equal(ext3_new_inode(h, root, EXT3_S_IFREG | 0644, 1000, 100, &f), 0);
 	assert_int_equal(ext3_new_inode(h, root, EXT3_S_IFDIR | 0755, 0, 0, &d), 0);
 	assert_int_equal(ext3_geom_group_of_ino(&fs->g, f->ino), 0); /* the parent's group */
@@ -151,9 +151,9 @@ static void basic(unsigned bs)
 	assert_int_equal(ext3_mark_inode_dirty(h, d), 0);
 	root->a.links++;
 	assert_int_equal(ext3_mark_inode_dirty(h, root), 0);
-	pthread_rwlock_unlock(&root->lock);
-	pthread_rwlock_unlock(&f->lock);
-	pthread_rwlock_unlock(&d->lock);
+	ext3_inode_unlock(root);
+	ext3_inode_unlock(f);
+	ext3_inode_unlock(d);
 	fsimg_hstop(h);
 	uint32_t fino = f->ino, dino = d->ino;
 	uint32_t dgroup = ext3_geom_group_of_ino(&fs->g, dino);
@@ -191,10 +191,10 @@ static void basic(unsigned bs)
 	root = x.m.root;
 	f = iget(fs, fino);
 	d = iget(fs, dino);
+	ext3_inode_wrlock(root);
+	ext3_inode_wrlock(d);
+	ext3_inode_wrlock(f);
 	h = fsimg_hstart(fs, 2 * ext3_credits_dirop(fs) + 2 * ext3_credits_data(fs, 12));
-	pthread_rwlock_wrlock(&root->lock);
-	pthread_rwlock_wrlock(&d->lock);
-	pthread_rwlock_wrlock(&f->lock);
 	assert_int_equal(ext3_free_blocks(h, f, fb, fc, false), 0);
 	assert_int_equal(ext3_free_blocks(h, d, db, 1, true), 0);
 	memset(f->a.block, 0, sizeof f->a.block);
@@ -207,9 +207,9 @@ static void basic(unsigned bs)
 	assert_true(f->a.dtime > 0);
 	root->a.links--;
 	assert_int_equal(ext3_mark_inode_dirty(h, root), 0);
-	pthread_rwlock_unlock(&f->lock);
-	pthread_rwlock_unlock(&d->lock);
-	pthread_rwlock_unlock(&root->lock);
+	ext3_inode_unlock(f);
+	ext3_inode_unlock(d);
+	ext3_inode_unlock(root);
 	fsimg_hstop(h);
 	assert_int_equal(fs->free_blocks, free0);
 	assert_int_equal(fs->free_inodes, ifree0);
@@ -277,17 +277,17 @@ static void fill(unsigned bs)
 	assert_non_null(inos);
 	size_t ninos = 0;
 	for (;;) {
-		struct jbd_handle *h = fsimg_hstart(fs, ext3_credits_dirop(fs));
 		struct ext3_inode *in;
-		pthread_rwlock_wrlock(&root->lock);
+		ext3_inode_wrlock(root);
+		struct jbd_handle *h = fsimg_hstart(fs, ext3_credits_dirop(fs));
 		int rc = ext3_new_inode(h, root, (ninos % 3 ? EXT3_S_IFREG : EXT3_S_IFDIR) | 0600, 0,
 					0, &in);
-		pthread_rwlock_unlock(&root->lock);
+		ext3_inode_unlock(root);
 		fsimg_hstop(h);
 		if (rc == -ENOSPC)
 			break;
 		assert_int_equal(rc, 0);
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		inos[ninos++] = in;
 	}
 	assert_int_equal(ninos, ifree0 - 1);
@@ -330,18 +330,18 @@ static void test_freed_not_reused_before_commit(void **state)
 	assert_int_equal(fsimg_new_blocks(fs, d, 0, 1, &b, &n), 0);
 	assert_int_equal(jbd_journal_force_commit(ext3_fs_journal(fs)), 0);
 	/* Freed in the running transaction: not handed out, to either kind. */
+	ext3_inode_wrlock(d);
 	struct jbd_handle *h = fsimg_hstart(fs, 16);
-	pthread_rwlock_wrlock(&d->lock);
 	assert_int_equal(ext3_free_blocks(h, d, b, 1, false), 0);
 	n = 1;
 	assert_int_equal(ext3_new_blocks(h, d, b, &n, &b2), 0);
 	assert_int_not_equal(b2, b);
-	pthread_rwlock_unlock(&d->lock);
-	pthread_rwlock_wrlock(&f->lock);
+	ext3_inode_unlock(d);
+	assert_int_equal(ext3_inode_trywrlock(f), 0); /* under the handle: only tried (write.h) */
 	n = 4;
 	assert_int_equal(ext3_new_blocks(h, f, b, &n, &b3), 0);
 	assert_true(b < b3 || b >= b3 + n);
-	pthread_rwlock_unlock(&f->lock);
+	ext3_inode_unlock(f);
 	fsimg_hstop(h);
 	/* Another handle of the same transaction: still not. */
 	uint64_t b4;
@@ -499,7 +499,7 @@ static int worker_step(struct worker *w, int op, unsigned r, struct run_rec *run
 	struct ext3_fs *fs = w->fs;
 	struct ext3_inode *locked = op == OP_INODE ? w->root : w->in, *in = NULL;
 	struct jbd_handle *h;
-	pthread_rwlock_wrlock(&locked->lock);
+	ext3_inode_wrlock(locked);
 	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs) + ext3_credits_data(fs, 16), &h);
 	if (!rc) {
 		if (op == OP_INODE) {
@@ -507,7 +507,7 @@ static int worker_step(struct worker *w, int op, unsigned r, struct run_rec *run
 			rc = ext3_new_inode(h, w->root, mode, 0, 0, &in);
 			if (!rc) {
 				rc = ext3_free_inode(h, in);
-				pthread_rwlock_unlock(&in->lock);
+				ext3_inode_unlock(in);
 			}
 		} else if (op == OP_FREE) {
 			size_t k = (r >> 4) % *nruns;
@@ -523,7 +523,7 @@ static int worker_step(struct worker *w, int op, unsigned r, struct run_rec *run
 		int src = ext3_journal_stop(h);
 		rc = rc ? rc : src;
 	}
-	pthread_rwlock_unlock(&locked->lock);
+	ext3_inode_unlock(locked);
 	ext3_iput(in);
 	return rc;
 }
@@ -541,9 +541,9 @@ static void *worker_main(void *arg)
 	}
 	while (nruns && !w->err) /* give everything back */
 		w->err = worker_step(w, OP_FREE, (unsigned)(nruns - 1) << 4, runs, &nruns);
-	pthread_rwlock_wrlock(&w->in->lock);
+	ext3_inode_wrlock(w->in);
 	ext3_rsv_discard(w->in);
-	pthread_rwlock_unlock(&w->in->lock);
+	ext3_inode_unlock(w->in);
 	return NULL;
 }
 

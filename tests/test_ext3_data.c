@@ -344,9 +344,9 @@ static void test_atime(void **state)
 		struct ext3_inode_attr a0, a1;
 		ext3_inode_attr_get(f, &a0);
 		/* Pretend the file was last read long ago, before the write. */
-		pthread_rwlock_wrlock(&f->lock);
+		ext3_inode_wrlock(f);
 		f->a.atime = a0.mtime - 1;
-		pthread_rwlock_unlock(&f->lock);
+		ext3_inode_unlock(f);
 		check_read(f, b, sizeof b, 0);
 		ext3_inode_attr_get(f, &a1);
 		if (noatime)

@@ -60,9 +60,9 @@ static struct jbd_handle *hstart(struct ext3_fs *fs)
 /* A new regular file named name in dir (links 1); returned referenced. */
 static struct ext3_inode *mkfile(struct ext3_fs *fs, struct ext3_inode *dir, const char *name)
 {
-	struct jbd_handle *h = hstart(fs);
-	pthread_rwlock_wrlock(&dir->lock);
 	struct ext3_inode *in;
+	ext3_inode_wrlock(dir);
+	struct jbd_handle *h = hstart(fs);
 	int rc = ext3_new_inode(h, dir, EXT3_S_IFREG | 0644, 0, 0, &in);
 	if (rc)
 		fail_msg("new inode: %s", err_last(rc));
@@ -71,8 +71,8 @@ static struct ext3_inode *mkfile(struct ext3_fs *fs, struct ext3_inode *dir, con
 	rc = ext3_dir_add(h, dir, name, strlen(name), in->ino, in->a.mode);
 	if (rc)
 		fail_msg("add %s: %s", name, err_last(rc));
-	pthread_rwlock_unlock(&in->lock);
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(in);
+	ext3_inode_unlock(dir);
 	fsimg_hstop(h);
 	return in;
 }
@@ -80,9 +80,9 @@ static struct ext3_inode *mkfile(struct ext3_fs *fs, struct ext3_inode *dir, con
 /* A new directory named name in parent; returned referenced. */
 static struct ext3_inode *mkdir_in(struct ext3_fs *fs, struct ext3_inode *parent, const char *name)
 {
-	struct jbd_handle *h = hstart(fs);
-	pthread_rwlock_wrlock(&parent->lock);
 	struct ext3_inode *d;
+	ext3_inode_wrlock(parent);
+	struct jbd_handle *h = hstart(fs);
 	int rc = ext3_new_inode(h, parent, EXT3_S_IFDIR | 0755, 0, 0, &d);
 	if (rc)
 		fail_msg("new dir inode: %s", err_last(rc));
@@ -96,8 +96,8 @@ static struct ext3_inode *mkdir_in(struct ext3_fs *fs, struct ext3_inode *parent
 	assert_int_equal(ext3_dir_add(h, parent, name, strlen(name), d->ino, d->a.mode), 0);
 	parent->a.links++;
 	assert_int_equal(ext3_mark_inode_dirty(h, parent), 0);
-	pthread_rwlock_unlock(&d->lock);
-	pthread_rwlock_unlock(&parent->lock);
+	ext3_inode_unlock(d);
+	ext3_inode_unlock(parent);
 	fsimg_hstop(h);
 	return d;
 }
@@ -106,16 +106,16 @@ static struct ext3_inode *mkdir_in(struct ext3_fs *fs, struct ext3_inode *parent
 static int link_name(struct ext3_fs *fs, struct ext3_inode *dir, const char *name, size_t len,
 		     struct ext3_inode *in)
 {
+	ext3_inode_wrlock(dir);
+	ext3_inode_wrlock(in);
 	struct jbd_handle *h = hstart(fs);
-	pthread_rwlock_wrlock(&dir->lock);
-	pthread_rwlock_wrlock(&in->lock);
 	int rc = ext3_dir_add(h, dir, name, len, in->ino, in->a.mode);
 	if (rc == 0) {
 		in->a.links++;
 		rc = ext3_mark_inode_dirty(h, in);
 	}
-	pthread_rwlock_unlock(&in->lock);
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(in);
+	ext3_inode_unlock(dir);
 	fsimg_hstop(h);
 	return rc;
 }
@@ -124,8 +124,8 @@ static int link_name(struct ext3_fs *fs, struct ext3_inode *dir, const char *nam
 static void unlink_name(struct ext3_fs *fs, struct ext3_inode *dir, const char *name, size_t len,
 			struct ext3_inode **files, unsigned nfiles)
 {
+	ext3_inode_wrlock(dir);
 	struct jbd_handle *h = hstart(fs);
-	pthread_rwlock_wrlock(&dir->lock);
 	uint32_t ino = 0;
 	int rc = ext3_dir_remove(h, dir, name, len, &ino);
 	if (rc)
@@ -135,12 +135,12 @@ static void unlink_name(struct ext3_fs *fs, struct ext3_inode *dir, const char *
 		if (files[i]->ino == ino)
 			in = files[i];
 	assert_non_null(in);
-	pthread_rwlock_wrlock(&in->lock);
+	assert_int_equal(ext3_inode_trywrlock(in), 0); /* under the handle: only tried (write.h) */
 	assert_true(in->a.links > 1);
 	in->a.links--;
 	assert_int_equal(ext3_mark_inode_dirty(h, in), 0);
-	pthread_rwlock_unlock(&in->lock);
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(in);
+	ext3_inode_unlock(dir);
 	fsimg_hstop(h);
 }
 
@@ -244,19 +244,19 @@ static void test_img_linear(void **state)
 		/* retarget a name to another file */
 		char name[300];
 		size_t len = pop_name(name, 1, 255);
+		ext3_inode_wrlock(d);
 		struct jbd_handle *h = hstart(w.fs);
-		pthread_rwlock_wrlock(&d->lock);
 		assert_int_equal(ext3_dir_retarget(h, d, name, len, files[2]->ino, files[2]->a.mode), 0);
 		assert_int_equal(ext3_dir_retarget(h, d, "absent", 6, files[2]->ino, 0), -ENOENT);
-		pthread_rwlock_unlock(&d->lock);
-		pthread_rwlock_wrlock(&files[1]->lock);
+		ext3_inode_unlock(d);
+		assert_int_equal(ext3_inode_trywrlock(files[1]), 0); /* under the handle: only tried (write.h) */
 		files[1]->a.links--;
 		assert_int_equal(ext3_mark_inode_dirty(h, files[1]), 0);
-		pthread_rwlock_unlock(&files[1]->lock);
-		pthread_rwlock_wrlock(&files[2]->lock);
+		ext3_inode_unlock(files[1]);
+		assert_int_equal(ext3_inode_trywrlock(files[2]), 0); /* under the handle: only tried (write.h) */
 		files[2]->a.links++;
 		assert_int_equal(ext3_mark_inode_dirty(h, files[2]), 0);
-		pthread_rwlock_unlock(&files[2]->lock);
+		ext3_inode_unlock(files[2]);
 		fsimg_hstop(h);
 		expect_lookup(w.fs, d, name, len, files[2]->ino);
 		/* move a subdirectory from d to the root: ".." follows */
@@ -264,10 +264,10 @@ static void test_img_linear(void **state)
 		bool empty = true;
 		assert_int_equal(ext3_dir_is_empty(d, &empty), 0);
 		assert_false(empty);
+		ext3_inode_wrlock(w.root);
+		ext3_inode_wrlock(d);
+		ext3_inode_wrlock(sub);
 		h = hstart(w.fs);
-		pthread_rwlock_wrlock(&w.root->lock);
-		pthread_rwlock_wrlock(&d->lock);
-		pthread_rwlock_wrlock(&sub->lock);
 		uint32_t ino;
 		assert_int_equal(ext3_dir_remove(h, d, "sub", 3, &ino), 0);
 		assert_int_equal(ino, sub->ino);
@@ -282,9 +282,9 @@ static void test_img_linear(void **state)
 		assert_int_equal(ext3_dir_add(h, d, name, 256, 5, 0), -ENAMETOOLONG);
 		assert_int_equal(ext3_dir_remove(h, d, ".", 1, &ino), -EINVAL);
 		assert_int_equal(ext3_dir_remove(h, d, "sub", 3, &ino), -ENOENT);
-		pthread_rwlock_unlock(&sub->lock);
-		pthread_rwlock_unlock(&d->lock);
-		pthread_rwlock_unlock(&w.root->lock);
+		ext3_inode_unlock(sub);
+		ext3_inode_unlock(d);
+		ext3_inode_unlock(w.root);
 		fsimg_hstop(h);
 		expect_lookup(w.fs, sub, "..", 2, EXT3_ROOT_INO);
 		expect_lookup(w.fs, w.root, "moved", 5, sub->ino);
@@ -577,13 +577,13 @@ static void test_img_corrupt(void **state)
 	assert_int_equal(ext3_path_lookup(w.fs, "/bad", true, &ino), 0);
 	struct ext3_inode *d;
 	assert_int_equal(ext3_iget(w.fs, ino, &d), 0);
+	ext3_inode_wrlock(d);
 	struct jbd_handle *h = hstart(w.fs);
-	pthread_rwlock_wrlock(&d->lock);
 	assert_int_equal(ext3_dir_add(h, d, "x", 1, EXT3_ROOT_INO, EXT3_S_IFDIR), -EUCLEAN);
 	assert_int_equal(ext3_dir_set_parent(h, d, 11), -EUCLEAN);
 	bool empty;
 	assert_int_equal(ext3_dir_is_empty(d, &empty), -EUCLEAN);
-	pthread_rwlock_unlock(&d->lock);
+	ext3_inode_unlock(d);
 	fsimg_hstop(h);
 	ext3_iput(d);
 	fsimg_assert_umount(&w);

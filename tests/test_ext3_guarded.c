@@ -327,9 +327,9 @@ static void test_unlink_while_logged(void **state)
 	ext3_guarded_set_log_hook(fs->e, hold_hook, &h);
 	/* The pages written: their completion queues the inode for the
 	 * logger, which stops in the hook holding in->lock. */
-	pthread_rwlock_rdlock(&in->lock);
+	ext3_inode_rdlock(in);
 	struct page_mapping *m = in->mapping;
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	assert_non_null(m);
 	assert_int_equal(page_mapping_sync(m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
 	for (int i = 0;; i++) { /* 30 s: the completion work never came */

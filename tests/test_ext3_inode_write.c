@@ -110,7 +110,7 @@ static int alloc_range(struct ext3_inode *in, uint64_t lblk, uint32_t n, uint64_
 			print_message("journal start: %s\n", err_last(rc));
 			break;
 		}
-		pthread_rwlock_wrlock(&in->lock);
+		assert_int_equal(ext3_inode_trywrlock(in), 0); /* under the handle: only tried (write.h) */
 		uint64_t phys;
 		uint32_t cnt;
 		bool is_new;
@@ -118,7 +118,7 @@ static int alloc_range(struct ext3_inode *in, uint64_t lblk, uint32_t n, uint64_
 		if (!rc && (!is_new || cnt < 1 || cnt > want)) {
 			/* release the lock and the handle before failing: a
 			 * handle left open breaks every later test */
-			pthread_rwlock_unlock(&in->lock);
+			ext3_inode_unlock(in);
 			ext3_journal_stop(h);
 			fail_msg("get_blocks at %llu: new %d, count %u of %u",
 				 (unsigned long long)(lblk + done), is_new, cnt, want);
@@ -133,7 +133,7 @@ static int alloc_range(struct ext3_inode *in, uint64_t lblk, uint32_t n, uint64_
 				rc = ext3_mark_inode_dirty(h, in);
 			}
 		}
-		pthread_rwlock_unlock(&in->lock);
+		ext3_inode_unlock(in);
 		if (rc && rc != -ENOSPC)
 			print_message("get_blocks at %llu: %s\n", (unsigned long long)(lblk + done),
 				      err_last(rc));
@@ -146,9 +146,9 @@ static int alloc_range(struct ext3_inode *in, uint64_t lblk, uint32_t n, uint64_
 
 static int do_truncate(struct ext3_inode *in, uint64_t size)
 {
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	int rc = ext3_truncate(in, size);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	return rc;
 }
 
@@ -180,7 +180,7 @@ static void fields_roundtrip(unsigned bs, unsigned isz)
 	uint32_t ino = in->ino;
 	struct jbd_handle *h;
 	assert_int_equal(ext3_journal_start(m.fs, 4, &h), 0);
-	pthread_rwlock_wrlock(&in->lock);
+	assert_int_equal(ext3_inode_trywrlock(in), 0); /* under the handle: only tried (write.h) */
 	in->a.mode = EXT3_S_IFREG | 0640;
 	in->a.uid = 70001;
 	in->a.gid = 80002;
@@ -196,7 +196,7 @@ static void fields_roundtrip(unsigned bs, unsigned isz)
 	in->a.crtime_ns = 999999999;
 	in->i_size = in->i_disksize = 3ull << 30; /* sparse 3 GiB: large_file */
 	assert_int_equal(ext3_mark_inode_dirty(h, in), 0);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	assert_int_equal(ext3_journal_stop(h), 0);
 	ext3_iput(in);
 	fsimg_assert_umount(&m);
@@ -264,7 +264,7 @@ static void map_ranges(unsigned bs)
 			fail_msg("alloc at %llu: %s", (unsigned long long)lblks[i], err_last(rc));
 	}
 	/* Mapped now, holes elsewhere (no create). */
-	pthread_rwlock_wrlock(&in->lock);
+	ext3_inode_wrlock(in);
 	for (int i = 0; i < n; i++) {
 		uint64_t p;
 		uint32_t c;
@@ -279,7 +279,7 @@ static void map_ranges(unsigned bs)
 	assert_int_equal(p, 0);
 	assert_int_equal(c, 5); /* the hole 1..5 */
 	uint32_t blocks = in->a.blocks;
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	ext3_iput(in);
 	fsimg_assert_umount(&m);
 
@@ -311,7 +311,7 @@ static void efbig(unsigned bs)
 	struct ext3_inode *in = file_get(m.fs, "/f0");
 	struct jbd_handle *h;
 	assert_int_equal(ext3_journal_start(m.fs, ext3_credits_data(m.fs, 1), &h), 0);
-	pthread_rwlock_wrlock(&in->lock);
+	assert_int_equal(ext3_inode_trywrlock(in), 0); /* under the handle: only tried (write.h) */
 	uint64_t p;
 	uint32_t c = 0;
 	bool nw;
@@ -321,7 +321,7 @@ static void efbig(unsigned bs)
 	int last = ext3_get_blocks(h, in, max - 1, 4, true, &p, &c, &nw);
 	in->i_size = in->i_disksize = max * bs;
 	int dirty = ext3_mark_inode_dirty(h, in);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	assert_int_equal(ext3_journal_stop(h), 0);
 	assert_int_equal(past, -EFBIG);
 	assert_int_equal(last, 0);
@@ -515,11 +515,11 @@ static void unlink_mem(struct ext3_inode *in)
 {
 	struct jbd_handle *h;
 	assert_int_equal(ext3_journal_start(in->fs, 8, &h), 0);
-	pthread_rwlock_wrlock(&in->lock);
+	assert_int_equal(ext3_inode_trywrlock(in), 0); /* under the handle: only tried (write.h) */
 	in->a.links = 0;
 	assert_int_equal(ext3_orphan_add(h, in), 0);
 	assert_int_equal(ext3_mark_inode_dirty(h, in), 0);
-	pthread_rwlock_unlock(&in->lock);
+	ext3_inode_unlock(in);
 	assert_int_equal(ext3_journal_stop(h), 0);
 }
 
@@ -558,22 +558,22 @@ static void orphans(unsigned bs)
 	assert_int_equal(ext3_journal_start(m.fs, 16, &h), 0);
 	/* f3 goes on before f2 and off again from the middle:
 	 * f2 -> f3 -> f1 -> f0, then f2 -> f1 -> f0. */
-	pthread_rwlock_wrlock(&f[3]->lock);
+	assert_int_equal(ext3_inode_trywrlock(f[3]), 0); /* under the handle: only tried (write.h) */
 	assert_int_equal(ext3_orphan_add(h, f[3]), 0);
-	pthread_rwlock_unlock(&f[3]->lock);
+	ext3_inode_unlock(f[3]);
 	/* f2: a truncate whose first step committed (3 blocks on disk, the
 	 * blocks past still mapped). */
-	pthread_rwlock_wrlock(&f[2]->lock);
+	assert_int_equal(ext3_inode_trywrlock(f[2]), 0); /* under the handle: only tried (write.h) */
 	assert_int_equal(ext3_orphan_add(h, f[2]), 0);
 	f[2]->i_size = f[2]->i_disksize = 3ull * bs;
 	assert_int_equal(ext3_mark_inode_dirty(h, f[2]), 0);
-	pthread_rwlock_unlock(&f[2]->lock);
-	pthread_rwlock_wrlock(&f[1]->lock);
+	ext3_inode_unlock(f[2]);
+	assert_int_equal(ext3_inode_trywrlock(f[1]), 0); /* under the handle: only tried (write.h) */
 	assert_int_equal(ext3_orphan_add(h, f[1]), 0); /* idempotent */
-	pthread_rwlock_unlock(&f[1]->lock);
-	pthread_rwlock_wrlock(&f[3]->lock);
+	ext3_inode_unlock(f[1]);
+	assert_int_equal(ext3_inode_trywrlock(f[3]), 0); /* under the handle: only tried (write.h) */
 	assert_int_equal(ext3_orphan_del(h, f[3]), 0);
-	pthread_rwlock_unlock(&f[3]->lock);
+	ext3_inode_unlock(f[3]);
 	assert_int_equal(ext3_journal_stop(h), 0);
 	crash_copy(m.fs, img, crash, sizeof crash);
 	/* The live mount: the last references to the unlinked files free them. */

@@ -259,27 +259,29 @@ int fsimg_new_inode(struct ext3_fs *fs, struct ext3_inode *dir, uint16_t mode,
 		    struct ext3_inode **out)
 {
 	struct jbd_handle *h;
+	ext3_inode_wrlock(dir); /* inode locks before the handle (write.h) */
 	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
-	if (rc)
+	if (rc) {
+		ext3_inode_unlock(dir);
 		return rc;
-	pthread_rwlock_wrlock(&dir->lock);
+	}
 	rc = ext3_new_inode(h, dir, mode, 0, 0, out);
-	pthread_rwlock_unlock(&dir->lock);
+	ext3_inode_unlock(dir);
 	if (!rc)
-		pthread_rwlock_unlock(&(*out)->lock);
+		ext3_inode_unlock((*out));
 	return hstop(h, rc);
 }
 
 int fsimg_free_inode(struct ext3_fs *fs, struct ext3_inode *in)
 {
 	struct jbd_handle *h;
+	ext3_inode_wrlock(in); /* inode locks before the handle (write.h) */
 	int rc = ext3_journal_start(fs, ext3_credits_dirop(fs), &h);
 	if (!rc) {
-		pthread_rwlock_wrlock(&in->lock);
 		rc = ext3_free_inode(h, in);
-		pthread_rwlock_unlock(&in->lock);
 		rc = hstop(h, rc);
 	}
+	ext3_inode_unlock(in);
 	ext3_iput(in);
 	return rc;
 }
@@ -288,24 +290,26 @@ int fsimg_new_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t goal, u
 		     uint64_t *first, uint32_t *count)
 {
 	struct jbd_handle *h;
+	ext3_inode_wrlock(in); /* inode locks before the handle (write.h) */
 	int rc = ext3_journal_start(fs, ext3_credits_data(fs, n), &h);
-	if (rc)
-		return rc;
-	pthread_rwlock_wrlock(&in->lock);
-	*count = n;
-	rc = ext3_new_blocks(h, in, goal, count, first);
-	pthread_rwlock_unlock(&in->lock);
-	return hstop(h, rc);
+	if (!rc) {
+		*count = n;
+		rc = ext3_new_blocks(h, in, goal, count, first);
+		rc = hstop(h, rc);
+	}
+	ext3_inode_unlock(in);
+	return rc;
 }
 
 int fsimg_free_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t first, uint32_t n)
 {
 	struct jbd_handle *h;
+	ext3_inode_wrlock(in); /* inode locks before the handle (write.h) */
 	int rc = ext3_journal_start(fs, ext3_credits_data(fs, n), &h);
-	if (rc)
-		return rc;
-	pthread_rwlock_wrlock(&in->lock);
-	rc = ext3_free_blocks(h, in, first, n, false);
-	pthread_rwlock_unlock(&in->lock);
-	return hstop(h, rc);
+	if (!rc) {
+		rc = ext3_free_blocks(h, in, first, n, false);
+		rc = hstop(h, rc);
+	}
+	ext3_inode_unlock(in);
+	return rc;
 }
