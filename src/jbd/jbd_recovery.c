@@ -384,6 +384,32 @@ int jbd_recover_map(struct jbd_map *m, struct jbd_superblock *sb, unsigned flags
 	return rc;
 }
 
+#ifdef NOSTALL_TEST_HOOKS
+/* TEST ONLY - a deliberately broken recovery for `nostall crashtest
+ * --workload recovery` (tests/cli/crashtest_workloads.sh shows it is
+ * caught): with NOSTALL_DEBUG_RECOVERY_RESET_EARLY=1 in the environment the
+ * journal superblock is marked empty (s_start = 0) and flushed before the
+ * log is replayed, so a crash during the replay loses the rest of it.
+ * Compiled only with -DNOSTALL_TEST_HOOKS (build/nostall-testhooks): the
+ * release library has neither the name nor the getenv. */
+static int debug_reset_early(struct jbd_map *m, const void *sb, unsigned bs)
+{
+	const char *e = getenv("NOSTALL_DEBUG_RECOVERY_RESET_EARLY");
+	if (!e || strcmp(e, "1"))
+		return 0;
+	struct jbd_superblock *copy;
+	if (posix_memalign((void **)&copy, 4096, bs))
+		return -ENOMEM;
+	memcpy(copy, sb, bs);
+	copy->s_start = 0;
+	int rc = jbd_map_write(m, 0, copy, BLK_WRITE_SYNC);
+	if (!rc)
+		rc = jbd_map_flush(m);
+	free(copy);
+	return rc;
+}
+#endif
+
 int jbd_journal_recover_dev(struct dev *dev, const struct jbd_location *loc, unsigned flags,
 			    struct jbd_recovery_info *info)
 {
@@ -405,6 +431,11 @@ int jbd_journal_recover_dev(struct dev *dev, const struct jbd_location *loc, uns
 	if (rc < 0)
 		goto out;
 	struct jbd_superblock *sb = buf;
+#ifdef NOSTALL_TEST_HOOKS
+	if ((flags & JBD_RECOVER_RESET) && !(flags & JBD_RECOVER_DRY_RUN) && sb->s_start &&
+	    (rc = debug_reset_early(&m, buf, loc->block_size)) < 0)
+		goto out;
+#endif
 	rc = jbd_recover_map(&m, sb, flags, info);
 	if (rc < 0 || (flags & JBD_RECOVER_DRY_RUN) || !(flags & JBD_RECOVER_RESET))
 		goto out;

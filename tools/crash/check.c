@@ -40,6 +40,7 @@ extern char **environ;
 
 const char *const crash_kind_names[CK_NR] = {
 	"lost_fsync", "stale_data", "too_long", "rename", "fsck", "recovery_mismatch",
+	"recovery_interrupted", "recovery_idempotent", "recovery_e2fsck", "eio_erofs",
 };
 
 bool crash_kind_allowed(const char *mode, enum crash_kind k)

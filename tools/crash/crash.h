@@ -64,6 +64,12 @@ enum crash_kind {
 	CK_RENAME,      /* (4) a renamed name points to neither file, or to a half-written one */
 	CK_FSCK,        /* e2fsck -fn not clean after recovery (or a link count off) */
 	CK_RECOVERY,    /* nostall's recovery differs from e2fsck's (or fails) */
+	/* The kinds of the recovery and eio-loop workloads (wl_*.c,
+	 * docs/crashtest-workloads.md); shown only when the run has them. */
+	CK_REC_INTERRUPTED, /* an interrupted recovery, recovered again, differs from a clean one */
+	CK_REC_IDEMPOTENT,  /* recovering a recovered image changes it */
+	CK_REC_E2FSCK,      /* e2fsck's recovery of an interrupted recovery differs from nostall's */
+	CK_EIO_EROFS,       /* after the journal aborted, a change succeeded (-EROFS not sticky) */
 	CK_NR
 };
 extern const char *const crash_kind_names[CK_NR];
@@ -80,6 +86,8 @@ enum crash_wl {
 	WL_LINKS,
 	WL_HTREE,
 	WL_RANDOM,
+	WL_RECOVERY, /* wl_recovery.c: crashes during recovery (no model of their own) */
+	WL_EIO_LOOP, /* wl_eio.c: write errors until the journal aborts */
 	WL_NR
 };
 extern const char *const crash_wl_names[WL_NR];
@@ -298,6 +306,16 @@ struct crash_result {
 };
 
 int crash_job_run(const struct crash_job *j, struct crash_result *r);
+/* The base image of block size bs (mkfs, garbage fill) into img
+ * (CRASH_IMAGE_BYTES). */
+int crash_base_image(unsigned bs, uint8_t *img, struct crash_result *r);
+/* Workloads with a job of their own (wl_*.c): recovery, eio-loop. */
+bool crash_wl_own_job(enum crash_wl wl);
+int crash_wl_job_run(const struct crash_job *j, struct crash_result *r);
+struct crash_row;
+/* Is kind k a column of this report: the six base kinds always, a
+ * workload's own kinds when one of rows (of mode; NULL: all) runs it. */
+bool crash_kind_shown(enum crash_kind k, const char *mode, const struct crash_row *rows, size_t n);
 /* The options of the mount that records the workload:
  * "data=MODE,barrier=1[,OPTS]". */
 void crash_record_opts(const char *mode, const char *opts, char *buf, size_t len);

@@ -373,8 +373,15 @@ static int check_all(const struct crash_job *j, struct crash_log *l, struct cras
 	return r->error;
 }
 
+int crash_base_image(unsigned bs, uint8_t *img, struct crash_result *r)
+{
+	return base_make(bs, img, r);
+}
+
 int crash_job_run(const struct crash_job *j, struct crash_result *r)
 {
+	if (crash_wl_own_job(j->wl))
+		return crash_wl_job_run(j, r);
 	double t0 = now_s();
 	memset(r, 0, sizeof *r);
 	uint8_t *base = malloc(CRASH_IMAGE_BYTES);

@@ -40,14 +40,24 @@ static void sum_rows(const char *mode, const struct crash_row *rows, size_t n, s
 	}
 }
 
+/* The kind columns of this report (crash_kind_shown: a workload's own
+ * kinds only when it ran), set by the two entry points before they print. */
+static bool kind_col[CK_NR];
+static void kind_cols(const char *mode, const struct crash_row *rows, size_t n)
+{
+	for (int k = 0; k < CK_NR; k++)
+		kind_col[k] = crash_kind_shown((enum crash_kind)k, mode, rows, n);
+}
+
 static void row_print(FILE *out, const char *wl, const char *bs, const struct crash_result *r)
 {
 	fprintf(out, "%-15s %5s %7" PRIu64 " %6" PRIu64 " %6" PRIu64, wl, bs, r->states, r->e2fsck_states,
 		r->orphan_states);
 	for (int k = 0; k < CK_NR; k++)
-		fprintf(out, " %*" PRIu64, k == CK_RECOVERY ? 8 : (int)strlen(crash_kind_names[k]) < 6 ? 6
+		if (kind_col[k])
+			fprintf(out, " %*" PRIu64, k == CK_RECOVERY ? 8 : (int)strlen(crash_kind_names[k]) < 6 ? 6
 											   : (int)strlen(crash_kind_names[k]),
-			r->by_kind[k]);
+				r->by_kind[k]);
 	fprintf(out, " %9" PRIu64 " %7.1f%s\n", r->violating, r->seconds, r->error ? "  ERROR" : "");
 }
 
@@ -55,6 +65,7 @@ void crash_report_table(FILE *out, const char *mode, const char *opts, const str
 {
 	struct crash_result t;
 	sum_rows(mode, rows, n, &t);
+	kind_cols(mode, rows, n);
 	char label[16 + CRASH_OPTS_MAX];
 	crash_mode_label(mode, opts, label, sizeof label);
 	fprintf(out, "\ndata=%s: %" PRIu64 " crash states checked (e2fsck oracle on %" PRIu64 "), %" PRIu64
@@ -62,9 +73,10 @@ void crash_report_table(FILE *out, const char *mode, const char *opts, const str
 		label, t.states, t.e2fsck_states, t.violating);
 	fprintf(out, "%-15s %5s %7s %6s %6s", "workload", "bs", "states", "e2fsck", "orphan");
 	for (int k = 0; k < CK_NR; k++)
-		fprintf(out, " %*s", k == CK_RECOVERY ? 8 : (int)strlen(crash_kind_names[k]) < 6 ? 6
+		if (kind_col[k])
+			fprintf(out, " %*s", k == CK_RECOVERY ? 8 : (int)strlen(crash_kind_names[k]) < 6 ? 6
 											 : (int)strlen(crash_kind_names[k]),
-			k == CK_RECOVERY ? "recovery" : crash_kind_names[k]);
+				k == CK_RECOVERY ? "recovery" : crash_kind_names[k]);
 	fprintf(out, " %9s %7s\n", "violating", "cpu s");
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(rows[i].job->mode, mode))
@@ -104,7 +116,8 @@ static void json_obj(FILE *out, const char *mode, const char *workload, const ch
 	fprintf(out, "\"workload\":\"%s\",\"states\":%" PRIu64 ",\"violations\":%" PRIu64 ",\"by_kind\":{", workload,
 		t->states, t->violating);
 	for (int k = 0; k < CK_NR; k++)
-		fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", crash_kind_names[k], t->by_kind[k]);
+		if (kind_col[k])
+			fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", crash_kind_names[k], t->by_kind[k]);
 	fprintf(out, "},\"seconds\":%.1f,\"e2fsck_states\":%" PRIu64 ",\"orphan_states\":%" PRIu64
 		     ",\"epoch_states\":%" PRIu64 ",\"prefix_states\":%" PRIu64 ",\"random_states\":%" PRIu64
 		     ",\"states_per_second\":%.1f,\"errors\":%d}",
@@ -117,6 +130,7 @@ void crash_report_json(FILE *out, const char *mode, const char *label, const cha
 {
 	struct crash_result t;
 	sum_rows(mode, rows, n, &t);
+	kind_cols(mode, rows, n);
 	json_obj(out, label, workload, opts, &t, seconds);
 	fputc('\n', out);
 }
