@@ -5,6 +5,7 @@
 #     and 4 KiB blocks (100 eio rounds per mode): exit 0, 0 violations, the
 #     JSON has their kinds, interrupted recoveries with orphans were checked,
 #     the e2fsck oracle ran;
+#     concurrent (three threads) in the same modes: 0 violations;
 #  2. eio-loop in data=writeback: exit 0 (only the kinds writeback allows);
 #  3. the broken recovery (test-hooks build, NOSTALL_DEBUG_RECOVERY_RESET_EARLY=1
 #     marks the journal empty before replaying it) is caught:
@@ -48,6 +49,14 @@ rc=$?
 for m in guarded journal ordered; do
 	grep -Eq "^eio-loop +4096 +5[0-9] " <(sed -n "/^data=$m:/,/^total/p" "$tmp/ci.out") || bad "data=$m: not 50 eio rounds at 4 KiB"
 done
+# concurrent: three threads recorded together, every thread's fsyncs checked
+"$NOSTALL" crashtest --mode guarded,journal,ordered --block-size 1024,4096 --workload concurrent \
+	--states 600 --seed 7 --json --quiet >"$tmp/cc.out" 2>"$tmp/cc.err"
+rc=$?
+[ "$rc" -eq 0 ] || { bad "concurrent exit $rc"; tail -20 "$tmp/cc.out" "$tmp/cc.err" >&2; }
+[ "$(jget "$tmp/cc.out" 'o["violations"]')" = 0 ] || bad "concurrent violations: $(jget "$tmp/cc.out" 'o["by_kind"]')"
+[ "$(jget "$tmp/cc.out" 'o["states"] >= 1200')" = True ] || bad "concurrent: too few states"
+[ "$(jget "$tmp/cc.out" 'len(o["by_kind"])')" = 6 ] || bad "concurrent shows other kinds"
 # an old workload's report keeps its six kinds
 "$NOSTALL" crashtest --mode ordered --block-size 1024 --workload append --states 20 --seed 1 --json --quiet \
 	--fsck-every 0 >"$tmp/old.out" 2>/dev/null || bad "append run failed"

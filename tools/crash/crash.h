@@ -88,6 +88,7 @@ enum crash_wl {
 	WL_RANDOM,
 	WL_RECOVERY, /* wl_recovery.c: crashes during recovery (no model of their own) */
 	WL_EIO_LOOP, /* wl_eio.c: write errors until the journal aborts */
+	WL_CONCURRENT, /* wl_concurrent.c: three threads at once (not replayable) */
 	WL_NR
 };
 extern const char *const crash_wl_names[WL_NR];
@@ -194,6 +195,8 @@ struct crash_wl_ctx {
 };
 /* Run workload wl (its ops, marks and model events). 0 or the first error. */
 int crash_workload_run(struct crash_wl_ctx *w, enum crash_wl wl);
+/* The concurrent workload (wl_concurrent.c); a dry run fails (-EINVAL). */
+void crash_wl_concurrent(struct crash_wl_ctx *w);
 uint64_t crash_rnd(uint64_t *s);
 
 /* ------------------------------------------------------------ states (states.c) */

@@ -44,7 +44,7 @@ static const char usage_text[] =
 	"       nostall crashtest --replay DIR [--events] | --corpus DIR\n"
 	"  modes: guarded journal ordered writeback (default: all four, guarded,journal,ordered,writeback)\n"
 	"  workloads: append overwrite create rename-replace truncate-write dirs links htree random\n"
-	"             recovery eio-loop (default: all)\n"
+	"             recovery eio-loop concurrent (default: all)\n"
 	"  --states N      crash states per data mode (default 10000), split over workloads and block sizes\n"
 	"  --block-size B  1024, 2048 or 4096 (default 1024,4096)\n"
 	"  -o, --options OPTS  extra mount options of the recording mount (data=M,barrier=1,OPTS),\n"

@@ -23,7 +23,7 @@
 
 const char *const crash_wl_names[WL_NR] = {
 	"append", "overwrite", "create", "rename-replace", "truncate-write", "dirs", "links", "htree", "random",
-	"recovery", "eio-loop",
+	"recovery", "eio-loop", "concurrent",
 };
 
 int crash_wl_parse(const char *name)
@@ -623,6 +623,7 @@ int crash_workload_run(struct crash_wl_ctx *w, enum crash_wl wl)
 	static void (*const run[WL_NR])(struct crash_wl_ctx *) = {
 		wl_run_append, wl_run_overwrite, wl_run_create, wl_run_rename_replace, wl_run_truncate_write,
 		wl_run_dirs,   wl_run_links,     wl_run_htree,  wl_run_random,
+		[WL_CONCURRENT] = crash_wl_concurrent,
 	};
 	if (!run[wl]) /* a workload with a job of its own (wl_*.c) */
 		return w->err = -EINVAL;
