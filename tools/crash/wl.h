@@ -18,8 +18,8 @@ int wl_eio_run(const struct crash_job *j, struct crash_result *r);
 double wl_now(void);
 uint64_t wl_mix(uint64_t a, uint64_t b, uint64_t c);
 int wl_set_err(struct crash_result *r, int rc, const char *what);
-/* The watchdog's heartbeat (wl_count beats too): a job without one for a
- * minute reports a hang and ends. */
+/* The watchdog's heartbeat (wl_count beats too): a job without one for
+ * 20 s reports a hang and ends. */
 void wl_beat(void);
 /* Count one checked state (what: how to name it) with its verdict in r. */
 void wl_count(struct crash_result *r, const struct crash_job *j, const struct crash_verdict *v, const char *what);

@@ -81,6 +81,15 @@ static void *watch_main(void *arg)
 		msg.h.type = 2;
 		fprintf(stderr, "nostall crashtest: %s bs=%u %s: %s\n", watch.j->mode, watch.j->bs,
 			crash_wl_names[watch.j->wl], v.why[watch.j->wl == WL_RECOVERY ? CK_REC_INTERRUPTED : CK_EIO_EROFS]);
+		/* the scratch files (main.c's child() would remove them) */
+		static const char *const files[] = { "crash.img", "nostall.img", "e2fsck.out", "rec.log", "rec2.log" };
+		for (size_t i = 0; watch.j->tmpdir && i < sizeof files / sizeof files[0]; i++) {
+			char p[700];
+			snprintf(p, sizeof p, "%s/%s", watch.j->tmpdir, files[i]);
+			unlink(p);
+		}
+		if (watch.j->tmpdir)
+			rmdir(watch.j->tmpdir);
 		ssize_t n = watch.j->progress_fd >= 0 ? write(watch.j->progress_fd, &msg, sizeof msg) : -1;
 		_exit(n == (ssize_t)sizeof msg ? 0 : 1);
 	}
