@@ -231,6 +231,15 @@ static int chain_load(struct ext3_fs *fs, unsigned *n)
 		rc = ext3_iget(fs, ino, &in);
 		if (rc)
 			return ext3_fs_error(fs, "orphan list: inode %u unreadable", ino);
+		if (in->a.mode == 0) {
+			/* A deleted inode (all zero, say) whose bitmap bit is
+			 * set: nothing to truncate or free, and nothing to
+			 * follow. Linux's ext4_orphan_get refuses it the same
+			 * way (-ESTALE, "couldn't read orphan inode") and
+			 * keeps the prefix. */
+			ext3_iput(in);
+			return ext3_fs_error(fs, "orphan list: inode %u is deleted (mode 0)", ino);
+		}
 		pthread_mutex_lock(&fs->orphan_lock);
 		bool loop = in->on_orphan;
 		if (!loop) {
@@ -293,7 +302,25 @@ int ext3_orphan_cleanup(struct ext3_fs *fs)
 			in->orphan_next = NULL;
 			pthread_mutex_unlock(&fs->orphan_lock);
 		}
-		ext3_iput(in);
+		uint32_t ino = in->ino;
+		ext3_iput(in); /* an unlinked one: evicted here, and off the list */
+		/* Still at the head (its eviction did not run, or failed
+		 * without dropping it): the loop must end all the same. It
+		 * leaves the in-memory list; the on-disk one keeps it for the
+		 * next mount. Compared by number: the struct may be gone. */
+		pthread_mutex_lock(&fs->orphan_lock);
+		struct ext3_inode *head = fs->orphans;
+		bool stuck = head && head->ino == ino;
+		if (stuck) {
+			fs->orphans = head->orphan_next;
+			if (fs->orphans)
+				fs->orphans->orphan_prev = NULL;
+			head->on_orphan = false;
+			head->orphan_next = NULL;
+		}
+		pthread_mutex_unlock(&fs->orphan_lock);
+		if (stuck && !r)
+			r = ext3_fs_error(fs, "orphan list: inode %u stayed on the list after its cleanup", ino);
 		if (r && !rc)
 			rc = r;
 	}
