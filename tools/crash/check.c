@@ -297,7 +297,8 @@ static int walk(struct nostall_fs *fs, uint64_t dir, const char *prefix, struct 
 	for (size_t i = 0; !rc && i < ds.n; i++) {
 		char path[600];
 		snprintf(path, sizeof path, "%s/%s", prefix, ds.d[i].name);
-		if (!strcmp(path, "/lost+found"))
+		/* the aged image's files (wl_history.c): before the test */
+		if (!strcmp(path, "/lost+found") || !strcmp(path, "/aged"))
 			continue;
 		struct nostall_stat st;
 		rc = nostall_stat_ino(fs, ds.d[i].ino, &st);
@@ -508,7 +509,12 @@ static int oracle(const struct crash_check_cfg *cfg, struct dev *dev, const uint
 		  const struct nostall_statfs *sf, bool orphans, struct crash_verdict *v)
 {
 	static uint8_t *img;
-	if (!img && !(img = malloc(CRASH_IMAGE_BYTES)))
+	static uint64_t img_len; /* the image size can change between jobs */
+	if (img_len != CRASH_IMAGE_BYTES) {
+		free(img);
+		img_len = (img = malloc(CRASH_IMAGE_BYTES)) ? CRASH_IMAGE_BYTES : 0;
+	}
+	if (!img)
 		return -ENOMEM;
 	char crash[400], out[400], mine[400];
 	snprintf(crash, sizeof crash, "%s/crash.img", cfg->tmpdir);
@@ -565,6 +571,7 @@ int crash_check_state(const struct crash_check_cfg *cfg, struct dev *dev, const 
 		      struct crash_verdict *v)
 {
 	static uint8_t *replay;
+	static uint64_t replay_len;
 	memset(v, 0, sizeof *v);
 	char crash[400];
 	snprintf(crash, sizeof crash, "%s/crash.img", cfg->tmpdir);
@@ -589,7 +596,11 @@ int crash_check_state(const struct crash_check_cfg *cfg, struct dev *dev, const 
 		return 0;
 	}
 	if (cfg->e2fsck) {
-		if (!replay && !(replay = malloc(CRASH_IMAGE_BYTES)))
+		if (replay_len != CRASH_IMAGE_BYTES) {
+			free(replay);
+			replay_len = (replay = malloc(CRASH_IMAGE_BYTES)) ? CRASH_IMAGE_BYTES : 0;
+		}
+		if (!replay)
 			return -ENOMEM;
 		if ((rc = dev_read_all(dev, replay)))
 			return rc;

@@ -41,8 +41,15 @@ struct nostall_fs;
 /* Object id of the garbage that fills the free space of the base image. */
 #define CRASH_OBJ_GARBAGE 0xfffeu
 #define CRASH_OBJ_MAX 0xfff0u
-/* Image size: small (every state is a full copy) but room for every workload. */
-#define CRASH_IMAGE_BYTES (8ull << 20)
+/* Image size: small (every state is a full copy) but room for every
+ * workload; the aged workloads (fsx, fsstress: tens of thousands of
+ * operations on a filesystem ~90 % full) get a bigger one. The size of the
+ * current job's images (crash_wl_image_set): a job runs alone in its
+ * process, so one variable serves every part of it. */
+#define CRASH_IMAGE_BYTES_DEFAULT (8ull << 20)
+#define CRASH_IMAGE_BYTES_AGED (32ull << 20)
+extern uint64_t crash_image_bytes;
+#define CRASH_IMAGE_BYTES crash_image_bytes
 
 /* The data pattern: every 8-byte word (little-endian) a write puts at file
  * offset off says who wrote it: object id (16 bits, never 0), the object's
@@ -89,10 +96,17 @@ enum crash_wl {
 	WL_RECOVERY, /* wl_recovery.c: crashes during recovery (no model of their own) */
 	WL_EIO_LOOP, /* wl_eio.c: write errors until the journal aborts */
 	WL_CONCURRENT, /* wl_concurrent.c: three threads at once (not replayable) */
+	WL_FSX,      /* wl_history.c: long seeded history on a few files, aged image */
+	WL_FSSTRESS, /* wl_history.c: long seeded namespace + file history, aged image */
 	WL_NR
 };
 extern const char *const crash_wl_names[WL_NR];
 int crash_wl_parse(const char *name); /* -1 if unknown */
+/* Does workload wl run on the aged image (job.c: filled to ~90 % and
+ * fragmented before the "base" mark)? */
+bool crash_wl_aged(enum crash_wl wl);
+/* Set crash_image_bytes for a job of workload wl. */
+void crash_wl_image_set(enum crash_wl wl);
 
 /* ------------------------------------------------------------ model (model.c) */
 
@@ -192,12 +206,37 @@ struct crash_wl_ctx {
 	size_t nops;           /* operations so far = the next op number */
 	int err;               /* first failure (the workload stops) */
 	char errmsg[256];
+	/* The job's state budget (0: unknown, a dry run): the long histories
+	 * (fsx, fsstress) scale their length with it. Their generator makes
+	 * each operation the same whatever the length, so the full-length dry
+	 * run of a replay starts with the recording's events. */
+	unsigned budget;
 };
 /* Run workload wl (its ops, marks and model events). 0 or the first error. */
 int crash_workload_run(struct crash_wl_ctx *w, enum crash_wl wl);
 /* The concurrent workload (wl_concurrent.c); a dry run fails (-EINVAL). */
 void crash_wl_concurrent(struct crash_wl_ctx *w);
 uint64_t crash_rnd(uint64_t *s);
+/* The long histories (wl_history.c), and the aging of their base image:
+ * files in /aged until ~88 % full, every other one deleted (0 or -errno). */
+int crash_age(struct nostall_fs *fs, unsigned bs, uint64_t seed);
+void crash_wl_fsx(struct crash_wl_ctx *w);
+void crash_wl_fsstress(struct crash_wl_ctx *w);
+/* The driver's operations (workload.c) for workloads in other files: each
+ * places its marks and its model event, then (fs != NULL) performs it; a
+ * failure stops the workload (w->err, w->errmsg). crash_op_write returns
+ * the write's number (its pattern's seq). */
+uint32_t crash_op_create(struct crash_wl_ctx *w, const char *path);
+void crash_op_mkdir(struct crash_wl_ctx *w, const char *path);
+uint32_t crash_op_write(struct crash_wl_ctx *w, const char *path, uint64_t off, uint64_t len);
+void crash_op_trunc(struct crash_wl_ctx *w, const char *path, uint64_t size);
+void crash_op_link(struct crash_wl_ctx *w, const char *from, const char *to);
+void crash_op_unlink(struct crash_wl_ctx *w, const char *path, bool dir);
+void crash_op_rename(struct crash_wl_ctx *w, const char *from, const char *to);
+void crash_op_fsync(struct crash_wl_ctx *w, const char *path, bool datasync);
+void crash_op_sync(struct crash_wl_ctx *w);
+/* Record a failure of the workload itself (a read-back that differs). */
+void crash_op_fail(struct crash_wl_ctx *w, int rc, const char *what);
 
 /* ------------------------------------------------------------ states (states.c) */
 

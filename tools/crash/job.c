@@ -63,12 +63,14 @@ static int set_err(struct crash_result *r, int rc, const char *what)
  * of a block size starts from the same image. */
 static int mkfs_mem(unsigned bs, struct dev **out)
 {
+	/* the aged image's files need inodes (about one per 25 KiB) */
+	uint32_t inodes = CRASH_IMAGE_BYTES > CRASH_IMAGE_BYTES_DEFAULT ? 4096 : 1024;
 	char spec[32];
 	snprintf(spec, sizeof spec, "mem:%llu", (unsigned long long)CRASH_IMAGE_BYTES);
 	int rc = dev_open(spec, out);
 	if (rc)
 		return rc;
-	struct ext3_mkfs_params p = { .block_size = bs, .inode_size = 256, .inodes = 1024, .journal_blocks = 1024,
+	struct ext3_mkfs_params p = { .block_size = bs, .inode_size = 256, .inodes = inodes, .journal_blocks = 1024,
 				      .uuid_set = true, .time_set = true, .time = 1234567890, .assume_zeroed = true };
 	for (int i = 0; i < 16; i++)
 		p.uuid[i] = (uint8_t)(0x5a + 17 * i);
@@ -86,7 +88,7 @@ static int mkfs_mem(unsigned bs, struct dev **out)
  * whatever the job's mode and options: this image is the recording's
  * starting point, not part of what is tested (and an option such as
  * journal_async_commit is refused with data=ordered). */
-static int base_make(unsigned bs, uint8_t *img, struct crash_result *r)
+static int base_make(unsigned bs, bool aged, uint8_t *img, struct crash_result *r)
 {
 	struct dev *d;
 	int rc = mkfs_mem(bs, &d);
@@ -117,6 +119,8 @@ static int base_make(unsigned bs, uint8_t *img, struct crash_result *r)
 		rc = nostall_unlink(fs, "/fill");
 	if (!rc)
 		rc = nostall_sync(fs);
+	if (!rc && aged)
+		rc = crash_age(fs, bs, bs);
 	int urc = nostall_umount(fs);
 	if (!rc)
 		rc = urc;
@@ -181,7 +185,7 @@ static int record(const struct crash_job *j, const uint8_t *base, const char *lo
 		dev_close(d);
 		return set_err(r, rc, "mounting the recording");
 	}
-	struct crash_wl_ctx w = { .fs = fs, .dev = d, .m = m, .rng = wl_seed(j), .bs = j->bs };
+	struct crash_wl_ctx w = { .fs = fs, .dev = d, .m = m, .rng = wl_seed(j), .bs = j->bs, .budget = j->budget };
 	rc = crash_workload_run(&w, j->wl);
 	if (rc && !r->error) {
 		r->error = rc;
@@ -375,11 +379,12 @@ static int check_all(const struct crash_job *j, struct crash_log *l, struct cras
 
 int crash_base_image(unsigned bs, uint8_t *img, struct crash_result *r)
 {
-	return base_make(bs, img, r);
+	return base_make(bs, false, img, r);
 }
 
 int crash_job_run(const struct crash_job *j, struct crash_result *r)
 {
+	crash_wl_image_set(j->wl);
 	if (crash_wl_own_job(j->wl))
 		return crash_wl_job_run(j, r);
 	double t0 = now_s();
@@ -393,7 +398,7 @@ int crash_job_run(const struct crash_job *j, struct crash_result *r)
 		set_err(r, -ENOMEM, "out of memory");
 		goto out;
 	}
-	if (base_make(j->bs, base, r) || record(j, base, log, m, r))
+	if (base_make(j->bs, crash_wl_aged(j->wl), base, r) || record(j, base, log, m, r))
 		goto out;
 	int rc = crash_log_load(log, &l);
 	if (rc) {
@@ -503,6 +508,7 @@ int crash_replay(const char *dir, bool events, FILE *out)
 	    crash_wl_parse(wl) < 0 || !job_opts_parse(line + used, j.opts))
 		return err_set(-EINVAL, "crashtest: %s/job.txt: bad line '%s'", dir, line);
 	j.wl = (enum crash_wl)crash_wl_parse(wl);
+	crash_wl_image_set(j.wl);
 	static char sline[1 << 20];
 	rc = read_line(dir, "state.txt", sline, sizeof sline);
 	struct crash_state s;

@@ -120,9 +120,9 @@ static void json_obj(FILE *out, const char *mode, const char *workload, const ch
 			fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", crash_kind_names[k], t->by_kind[k]);
 	fprintf(out, "},\"seconds\":%.1f,\"e2fsck_states\":%" PRIu64 ",\"orphan_states\":%" PRIu64
 		     ",\"epoch_states\":%" PRIu64 ",\"prefix_states\":%" PRIu64 ",\"random_states\":%" PRIu64
-		     ",\"states_per_second\":%.1f,\"errors\":%d}",
+		     ",\"states_per_second\":%.1f,\"errors\":%d,\"ops\":%" PRIu64 "}",
 		seconds, t->e2fsck_states, t->orphan_states, t->epoch_states, t->prefix_states, t->random_states,
-		seconds > 0 ? (double)t->states / seconds : 0.0, t->error ? 1 : 0);
+		seconds > 0 ? (double)t->states / seconds : 0.0, t->error ? 1 : 0, t->ops);
 }
 
 void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload, const char *opts,

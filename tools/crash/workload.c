@@ -23,8 +23,20 @@
 
 const char *const crash_wl_names[WL_NR] = {
 	"append", "overwrite", "create", "rename-replace", "truncate-write", "dirs", "links", "htree", "random",
-	"recovery", "eio-loop", "concurrent",
+	"recovery", "eio-loop", "concurrent", "fsx", "fsstress",
 };
+
+uint64_t crash_image_bytes = CRASH_IMAGE_BYTES_DEFAULT;
+
+bool crash_wl_aged(enum crash_wl wl)
+{
+	return wl == WL_FSX || wl == WL_FSSTRESS;
+}
+
+void crash_wl_image_set(enum crash_wl wl)
+{
+	crash_image_bytes = crash_wl_aged(wl) ? CRASH_IMAGE_BYTES_AGED : CRASH_IMAGE_BYTES_DEFAULT;
+}
 
 int crash_wl_parse(const char *name)
 {
@@ -130,14 +142,14 @@ static void wl_mkdir(struct crash_wl_ctx *w, const char *path)
 		fail(w, rc, "mkdir %s", path);
 }
 
-static void wl_write(struct crash_wl_ctx *w, const char *path, uint64_t off, uint64_t len)
+static uint32_t wl_write(struct crash_wl_ctx *w, const char *path, uint64_t off, uint64_t len)
 {
 	static uint64_t buf[WL_MAXWRITE / 8];
 	if (len > WL_MAXWRITE)
 		len = WL_MAXWRITE;
 	struct crash_ev ev = { .t = EV_WRITE, .obj = crash_model_lookup(w->m, path), .off = off, .len = len };
 	if (op_start(w, &ev, NULL) || !w->fs)
-		return;
+		return ev.seq;
 	for (uint64_t k = 0; k < len / 8; k++) {
 		uint64_t p = crash_pat(ev.obj, ev.seq, off + 8 * k);
 		uint8_t *b = (uint8_t *)&buf[k];
@@ -147,7 +159,7 @@ static void wl_write(struct crash_wl_ctx *w, const char *path, uint64_t off, uin
 	int fd = nostall_fd_open(w->fs, path, NOSTALL_O_WRONLY, 0);
 	if (fd < 0) {
 		fail(w, fd, "open %s", path);
-		return;
+		return ev.seq;
 	}
 	ssize_t n = nostall_fd_pwrite(w->fs, fd, buf, (size_t)len, off);
 	if (n != (ssize_t)len)
@@ -155,6 +167,7 @@ static void wl_write(struct crash_wl_ctx *w, const char *path, uint64_t off, uin
 	int rc = nostall_fd_close(w->fs, fd);
 	if (rc)
 		fail(w, rc, "close %s", path);
+	return ev.seq;
 }
 
 static void wl_append(struct crash_wl_ctx *w, const char *path, uint64_t len)
@@ -618,12 +631,28 @@ static void wl_run_random(struct crash_wl_ctx *w)
 	}
 }
 
+/* ---- the driver, for workloads in other files (crash.h) ---- */
+
+uint32_t crash_op_create(struct crash_wl_ctx *w, const char *path) { return wl_create(w, path); }
+void crash_op_mkdir(struct crash_wl_ctx *w, const char *path) { wl_mkdir(w, path); }
+uint32_t crash_op_write(struct crash_wl_ctx *w, const char *path, uint64_t off, uint64_t len)
+{
+	return wl_write(w, path, off, len);
+}
+void crash_op_trunc(struct crash_wl_ctx *w, const char *path, uint64_t size) { wl_trunc(w, path, size); }
+void crash_op_link(struct crash_wl_ctx *w, const char *from, const char *to) { wl_link(w, from, to); }
+void crash_op_unlink(struct crash_wl_ctx *w, const char *path, bool dir) { wl_unlink(w, path, dir); }
+void crash_op_rename(struct crash_wl_ctx *w, const char *from, const char *to) { wl_rename(w, from, to); }
+void crash_op_fsync(struct crash_wl_ctx *w, const char *path, bool datasync) { wl_fsync(w, path, datasync); }
+void crash_op_sync(struct crash_wl_ctx *w) { wl_sync(w); }
+void crash_op_fail(struct crash_wl_ctx *w, int rc, const char *what) { fail(w, rc, "%s", what); }
+
 int crash_workload_run(struct crash_wl_ctx *w, enum crash_wl wl)
 {
 	static void (*const run[WL_NR])(struct crash_wl_ctx *) = {
 		wl_run_append, wl_run_overwrite, wl_run_create, wl_run_rename_replace, wl_run_truncate_write,
 		wl_run_dirs,   wl_run_links,     wl_run_htree,  wl_run_random,
-		[WL_CONCURRENT] = crash_wl_concurrent,
+		[WL_CONCURRENT] = crash_wl_concurrent, [WL_FSX] = crash_wl_fsx, [WL_FSSTRESS] = crash_wl_fsstress,
 	};
 	if (!run[wl]) /* a workload with a job of its own (wl_*.c) */
 		return w->err = -EINVAL;
