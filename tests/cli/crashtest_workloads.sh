@@ -6,6 +6,9 @@
 #     JSON has their kinds, interrupted recoveries with orphans were checked,
 #     the e2fsck oracle ran;
 #     concurrent (three threads) in the same modes: 0 violations;
+#     fsx and fsstress (long histories on an aged image) in the same modes at
+#     both block sizes, a few thousand operations each: no tool error, no
+#     violation beyond the KNOWN findings below, epoch ends as states;
 #  2. eio-loop in data=writeback: exit 0 (only the kinds writeback allows);
 #  3. the broken recovery (test-hooks build, NOSTALL_DEBUG_RECOVERY_RESET_EARLY=1
 #     marks the journal empty before replaying it) is caught:
@@ -57,6 +60,31 @@ rc=$?
 [ "$(jget "$tmp/cc.out" 'o["violations"]')" = 0 ] || bad "concurrent violations: $(jget "$tmp/cc.out" 'o["by_kind"]')"
 [ "$(jget "$tmp/cc.out" 'o["states"] >= 1200')" = True ] || bad "concurrent: too few states"
 [ "$(jget "$tmp/cc.out" 'len(o["by_kind"])')" = 6 ] || bad "concurrent shows other kinds"
+# fsx and fsstress: budget 80 a job (5120 steps each on the aged image).
+# KNOWN: the violations docs/crashtest-workloads.md "Found" reports (open
+# filesystem or model findings of issue 35); they are printed, not failed,
+# and must go from this list once fixed. Every other kind, and any tool
+# error, fails.
+KNOWN="guarded:too_long guarded:stale_data ordered:stale_data journal:too_long"
+"$NOSTALL" crashtest --mode guarded,journal,ordered --block-size 1024,4096 --workload fsx,fsstress \
+	--states 320 --seed 7 --json --quiet >"$tmp/hist.out" 2>"$tmp/hist.err"
+rc=$?
+[ "$rc" -le 1 ] || { bad "fsx,fsstress exit $rc"; tail -20 "$tmp/hist.out" "$tmp/hist.err" >&2; }
+python3 - "$tmp/hist.out" "$KNOWN" <<'PY' || bad "fsx,fsstress: $(tail -1 "$tmp/hist.out")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+known = set(sys.argv[2].split())
+ok = len(lines) == 4 and all(o["workload"] == "fsx,fsstress" for o in lines)
+for o in lines[:-1]:
+    ok = ok and o["errors"] == 0 and o["ops"] >= 4 * 2000 and o["epoch_states"] >= 200
+    for k, n in o["by_kind"].items():
+        if n and o["mode"] + ":" + k in known:
+            print("KNOWN: data=%s %s in %d states (docs/crashtest-workloads.md)" % (o["mode"], k, n), file=sys.stderr)
+        elif n:
+            print("data=%s: %s in %d states" % (o["mode"], k, n), file=sys.stderr)
+            ok = False
+sys.exit(0 if ok else 1)
+PY
 # an old workload's report keeps its six kinds
 "$NOSTALL" crashtest --mode ordered --block-size 1024 --workload append --states 20 --seed 1 --json --quiet \
 	--fsck-every 0 >"$tmp/old.out" 2>/dev/null || bad "append run failed"
