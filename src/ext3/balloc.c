@@ -566,12 +566,27 @@ int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, 
 
 /* ---- freeing ---- */
 
+struct bit_run {
+	uint32_t bit, n;
+};
+
+static void committed_mark_used(void *copy, void *arg)
+{
+	const struct bit_run *r = arg;
+	for (uint32_t i = 0; i < r->n; i++)
+		bit_set(copy, r->bit + i);
+}
+
 /* Free [first, first + n) inside group g; metadata: forget each block's
  * buffer first. The forget happens under the group lock while the bits are
- * still set: a block allocated in the running transaction is allocatable
- * again the moment its bit clears (the committed copy has it free), and a
- * forget after that could drop the next owner's create access and its new
- * contents (a new directory's first block left unwritten). */
+ * still set, and the freed bits are set in the bitmap's committed copy: the
+ * blocks come back only once this transaction has committed. Without that,
+ * a block allocated by the committing transaction (free in the older
+ * committed copy) and freed by the running one was handed out again at
+ * once: the new owner's ordered data then reached the block while the
+ * committing transaction's mapping - the old owner's - was what a crash
+ * kept (crashtest fsx, data=ordered, 1 KiB blocks: another offset's data in
+ * a file). */
 static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint64_t first,
 		      uint32_t n, bool metadata)
 {
@@ -598,8 +613,16 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 	for (uint32_t i = 0; !rc && metadata && i < n; i++)
 		rc = ext3_journal_forget_block(h, first + i);
 	if (!rc) {
+		/* In use in the committed copy until this transaction commits
+		 * (jbd_buffer_committed_update): the blocks may belong to the
+		 * committing transaction's files, whose data may still be
+		 * written to them. */
+		struct bit_run run = {bit, n};
+		buf_lock(bh);
+		(void)jbd_buffer_committed_update(bh, committed_mark_used, &run);
 		for (uint32_t i = 0; i < n; i++)
 			bit_clear(bm, bit + i);
+		buf_unlock(bh);
 		rc = ext3_journal_dirty_metadata(h, bh);
 		if (!rc)
 			rc = ext3_group_adjust(h, fs, g, (int32_t)n, 0, 0);

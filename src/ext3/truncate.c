@@ -18,11 +18,17 @@
  * the first transaction); after it, the extents past the new size are
  * dropped once the completions of the runs just waited for have run.
  *
+ * Order: the guarded data below the new size first (no handle), then the
+ * handle with the orphan entry and the new size, then the page cache
+ * (the committing transaction's data past the new size written first),
+ * then the blocks.
+ *
  * Locking: the caller holds in->lock as writer and no handle.
  */
 #include "ext3/guarded.h"
 #include "ext3/inode_write.h"
 
+#include "blk/blk.h"
 #include "buf/buf.h"
 #include "jbd/jbd.h"
 #include "page/page.h"
@@ -275,10 +281,6 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 		int prc = ext3_guarded_truncate_begin(in, new_size);
 		if (prc)
 			return prc;
-		prc = page_mapping_truncate(in->mapping, new_size);
-		if (prc)
-			return err_wrap(prc, "ext3: inode %u: truncating the page cache", in->ino);
-		ext3_guarded_truncate_end(in, new_size);
 	}
 	struct trunc t = {.in = in, .fs = fs, .units = fs->g.block_size / 512,
 			  .meta = ext3_inode_data_is_meta(in)};
@@ -297,6 +299,30 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 	in->i_size = in->i_disksize = new_size;
 	if (!rc)
 		rc = ext3_mark_inode_dirty(t.h, in);
+	/* The page cache goes only now, under the handle that put the orphan
+	 * entry and the new size in the running transaction: a transaction
+	 * that maps blocks past the new size is then either this one (a crash
+	 * after it truncates them again at mount) or the committing one,
+	 * whose commit still needs their data - written here first (jbd2's
+	 * begin_ordered_truncate). Dropping the dirty pages before that, a
+	 * commit mapped blocks whose data never reached them (crashtest fsx,
+	 * data=ordered: a block of the base image's garbage in the file). */
+	if (!rc && in->mapping) {
+		unsigned ps = fs->g.block_size;
+		if (in->jinode && jbd_inode_committing(in->jinode)) {
+			rc = page_mapping_sync(in->mapping, new_size / ps, PAGE_INDEX_MAX, BLK_WRITE);
+			if (rc)
+				rc = err_wrap(rc, "ext3: inode %u: writing the committing transaction's data "
+						  "before a truncate", in->ino);
+		}
+		if (!rc) {
+			rc = page_mapping_truncate(in->mapping, new_size);
+			if (rc)
+				rc = err_wrap(rc, "ext3: inode %u: truncating the page cache", in->ino);
+			else
+				ext3_guarded_truncate_end(in, new_size);
+		}
+	}
 	if (!rc && map) {
 		uint64_t first = (new_size + fs->g.block_size - 1) / fs->g.block_size;
 		rc = trunc_blocks(&t, first);

@@ -201,6 +201,17 @@ int jbd_get_undo_access(struct jbd_handle *h, struct buffer_head *bh);
  * the copy is only replaced or freed by a holder of the buffer lock, so
  * the pointer stays valid until buf_unlock. Read only. */
 const void *jbd_buffer_committed_data(struct buffer_head *bh);
+/* Change the committed copy of bh (and the one about to replace it at the
+ * end of a commit) with fn(copy, arg). ext3 marks there the blocks the
+ * running transaction frees, so that they stay unallocatable until that
+ * transaction commits: a block allocated by the committing transaction and
+ * freed by the running one is free in the older committed copy, and handing
+ * it out again would let the new owner's data reach the disk under the
+ * committing transaction's mapping (2.6.30's ext3_free_blocks_sb sets the
+ * bit in b_committed_data for the same reason). Same conditions as
+ * jbd_buffer_committed_data (undo access, buffer lock held). No copy:
+ * nothing to do (0). */
+int jbd_buffer_committed_update(struct buffer_head *bh, void (*fn)(void *copy, void *arg), void *arg);
 /* The buffer's new contents belong to the handle's transaction (uses one
  * credit the first time in a transaction). */
 int jbd_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh);
@@ -280,6 +291,13 @@ int jbd_inode_file_strict(struct jbd_handle *h, struct jbd_inode *ji);
  * take it off the lists, free it. Returns its unreported data error (or
  * 0). Every jbd_inode is released before jbd_journal_destroy. */
 int jbd_inode_release(struct jbd_inode *ji);
+/* Is the inode filed on the committing transaction (whose commit submits
+ * its data)? A truncate asks before it drops pages (jbd2's
+ * jbd2_journal_begin_ordered_truncate): that commit's mapping of the blocks
+ * past the new size needs their data on disk, so the caller writes them
+ * first. Stable while the caller holds a handle: the running transaction
+ * cannot start committing under it. */
+bool jbd_inode_committing(struct jbd_inode *ji);
 /* The first data error recorded with data_err=ignore since the last call
  * (then cleared), or 0. */
 int jbd_inode_error(struct jbd_inode *ji);

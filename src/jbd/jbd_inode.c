@@ -93,6 +93,17 @@ int jbd_inode_file_strict(struct jbd_handle *h, struct jbd_inode *ji)
 	return inode_file(h, ji, true);
 }
 
+bool jbd_inode_committing(struct jbd_inode *ji)
+{
+	if (!ji)
+		return false;
+	struct jbd_journal *j = ji->j;
+	pthread_mutex_lock(&j->lock);
+	bool c = ji->t && ji->t != j->running;
+	pthread_mutex_unlock(&j->lock);
+	return c;
+}
+
 int jbd_inode_release(struct jbd_inode *ji)
 {
 	if (!ji)

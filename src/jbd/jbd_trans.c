@@ -489,6 +489,23 @@ const void *jbd_buffer_committed_data(struct buffer_head *bh)
 	return p;
 }
 
+int jbd_buffer_committed_update(struct buffer_head *bh, void (*fn)(void *copy, void *arg), void *arg)
+{
+	struct jbd_jh *jh = buf_private(bh);
+	if (!jh)
+		return 0;
+	pthread_mutex_lock(&jh->j->lock);
+	jbd__committed_apply(jh);
+	if (jh->committed)
+		fn(jh->committed, arg);
+	/* A replacement waiting for the buffer lock (ours): it is the copy
+	 * from the moment the commit ends, so it gets the change too. */
+	if (jh->committed_stale && jh->committed_next)
+		fn(jh->committed_next, arg);
+	pthread_mutex_unlock(&jh->j->lock);
+	return 0;
+}
+
 /* The frozen and committed copies when jh->t's commit ends. */
 static void copies_commit_done(struct jbd_jh *jh)
 {
