@@ -25,6 +25,9 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+/* workload.c's image size (the default: the test's logs are small). */
+uint64_t crash_image_bytes = CRASH_IMAGE_BYTES_DEFAULT;
+
 /* workload.c's generator (the test links states.c alone). */
 uint64_t crash_rnd(uint64_t *s)
 {
