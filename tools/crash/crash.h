@@ -155,6 +155,16 @@ int crash_model_add(struct crash_model *m, struct crash_ev *ev, uint32_t *obj);
 
 int crash_eval_create(const struct crash_model *m, struct crash_eval **out);
 void crash_eval_destroy(struct crash_eval *e);
+/* data=guarded: a size whose last word was a hole at some point since
+ * that word was last persisted (so its zeros were the file's content then)
+ * is a prefix of the file as it was, not "too long". Guarded's on-disk size
+ * stops at the first block still waiting for its data, which may lie past
+ * a hole (Chris Mason's rule moves it to the next pending extent's start
+ * the same way), and a later write that fills the hole may be lost with
+ * the crash. Ordered and journal move the size with each write's end, so
+ * the stricter rule (a zero last word only after a truncate) stays for
+ * them. */
+void crash_eval_allow_hole_tail(struct crash_eval *e, bool on);
 /* Apply event i: its start (done = false: the operation began; its effects
  * may be on disk) or, for FSYNC/SYNC, its return (done = true: what it
  * persisted must be on disk). Events must be applied in recording order. */

@@ -326,6 +326,7 @@ static int check_all(const struct crash_job *j, struct crash_log *l, struct cras
 		crash_states_free(st, n);
 		return set_err(r, rc, "the oracle");
 	}
+	crash_eval_allow_hole_tail(c.e, !strcmp(j->mode, "guarded"));
 	uint64_t pick = states_seed(j) ^ 0x5bd1e995ull;
 	struct crash_check_cfg cfg = { .mode = j->mode, .opts = j->opts, .bs = j->bs, .tmpdir = j->tmpdir };
 	unsigned kept = 0, kept_allowed = 0, rechecks = 0;
@@ -532,6 +533,8 @@ int crash_replay(const char *dir, bool events, FILE *out)
 		rc = crash_log_load(log, &l);
 	if (!rc)
 		rc = crash_eval_create(m, &e);
+	if (!rc)
+		crash_eval_allow_hole_tail(e, !strcmp(j.mode, "guarded"));
 	struct cursor c = { .l = l, .e = e };
 	if (!rc)
 		rc = cursor_to(&c, s.point, crash_model_nevents(m));

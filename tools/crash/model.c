@@ -14,6 +14,9 @@
  *   floor[w]  the write number + 1 a completed fsync/sync guarantees at w: a
  *             crash shows that write or a later one covering w, never older
  *             data and never zero (a later truncate below w lifts it);
+ *   was_hole[w] whether w was a hole at some point since it was last
+ *             persisted (data=guarded's size may end on it: see
+ *             crash_eval_allow_hole_tail);
  *   min_size  the size a completed sync guarantees, lowered by later
  *             truncates; max_size the largest size the file had;
  *   ztail     the sizes at which the file's last word may read zero (a
@@ -389,7 +392,8 @@ struct ename {
 struct eobj {
 	bool exists, dir;
 	uint32_t *cur, *floor; /* per 8-byte word, write number + 1 */
-	size_t words;          /* allocated length of both */
+	uint8_t *was_hole;     /* per word: a hole at some point since it was last persisted */
+	size_t words;          /* allocated length of the three */
 	uint64_t size, min_size, max_size;
 	struct wrange *ztail;  /* sizes [off, off + len] that may end in a zero word */
 	size_t nztail, ztcap;
@@ -398,11 +402,17 @@ struct eobj {
 
 struct crash_eval {
 	const struct crash_model *m;
+	bool hole_tail;         /* crash_eval_allow_hole_tail */
 	struct crash_smap *idx; /* path -> index into names */
 	struct ename *names;
 	size_t nnames, ncap;
 	struct eobj *obj;       /* m->nobj of them */
 };
+
+void crash_eval_allow_hole_tail(struct crash_eval *e, bool on)
+{
+	e->hole_tail = on;
+}
 
 int crash_eval_create(const struct crash_model *m, struct crash_eval **out)
 {
@@ -430,6 +440,7 @@ void crash_eval_destroy(struct crash_eval *e)
 	for (size_t i = 0; i < e->m->nobj; i++) {
 		free(e->obj[i].cur);
 		free(e->obj[i].floor);
+		free(e->obj[i].was_hole);
 		free(e->obj[i].ztail);
 	}
 	free(e->obj);
@@ -527,8 +538,13 @@ static int obj_grow(struct eobj *o, size_t words)
 	if (!f)
 		return -ENOMEM;
 	o->floor = f;
+	uint8_t *h = realloc(o->was_hole, nw);
+	if (!h)
+		return -ENOMEM;
+	o->was_hole = h;
 	memset(o->cur + o->words, 0, (nw - o->words) * sizeof *c);
 	memset(o->floor + o->words, 0, (nw - o->words) * sizeof *f);
+	memset(o->was_hole + o->words, 1, nw - o->words);
 	o->words = nw;
 	return 0;
 }
@@ -536,8 +552,11 @@ static int obj_grow(struct eobj *o, size_t words)
 static void obj_persist(struct eobj *o)
 {
 	size_t n = (size_t)(o->size / 8);
-	if (n)
+	if (n) {
 		memcpy(o->floor, o->cur, n * sizeof *o->cur);
+		for (size_t w = 0; w < n; w++)
+			o->was_hole[w] = !o->cur[w];
+	}
 	if (o->words > n)
 		memset(o->floor + n, 0, (o->words - n) * sizeof *o->floor);
 	o->min_size = o->size;
@@ -572,6 +591,7 @@ static int apply_start(struct crash_eval *e, const struct crash_ev *ev)
 		for (size_t w = (size_t)(t / 8); w < o->words; w++) {
 			o->cur[w] = 0;
 			o->floor[w] = 0;
+			o->was_hole[w] = 1;
 		}
 		if (t < o->min_size)
 			o->min_size = t;
@@ -790,6 +810,8 @@ void crash_eval_file(const struct crash_eval *e, uint32_t obj, const uint8_t *da
 		bool ok = (nw - 1 < o->words && o->floor[nw - 1]); /* reported as lost above */
 		for (size_t k = 0; !ok && k < o->nztail; k++)
 			ok = size >= o->ztail[k].off && size <= o->ztail[k].off + o->ztail[k].len;
+		if (!ok && e->hole_tail)
+			ok = nw - 1 >= o->words || o->was_hole[nw - 1];
 		if (!ok)
 			crash_verdict_add(v, CK_TOO_LONG,
 					  "object %u: size %llu but its last word reads zero (data not on disk)", obj,
