@@ -65,7 +65,7 @@ rc=$?
 # filesystem or model findings of issue 35); they are printed, not failed,
 # and must go from this list once fixed. Every other kind, and any tool
 # error, fails.
-KNOWN="guarded:too_long guarded:stale_data ordered:stale_data journal:too_long"
+KNOWN=""
 "$NOSTALL" crashtest --mode guarded,journal,ordered --block-size 1024,4096 --workload fsx,fsstress \
 	--states 320 --seed 7 --json --quiet >"$tmp/hist.out" 2>"$tmp/hist.err"
 rc=$?

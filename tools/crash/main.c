@@ -44,8 +44,8 @@ static const char usage_text[] =
 	"       nostall crashtest --replay DIR [--events] | --corpus DIR\n"
 	"  modes: guarded journal ordered writeback (default: all four, guarded,journal,ordered,writeback)\n"
 	"  workloads: append overwrite create rename-replace truncate-write dirs links htree random\n"
-	"             recovery eio-loop concurrent (default: these), fsx fsstress (long histories on an\n"
-	"             aged image: only when named, or with all)\n"
+	"             recovery eio-loop concurrent fsx fsstress (default: all of them; fsx and fsstress\n"
+	"             are long histories on an aged image)\n"
 	"  --states N      crash states per data mode (default 10000), split over workloads and block sizes\n"
 	"  --block-size B  1024, 2048 or 4096 (default 1024,4096)\n"
 	"  -o, --options OPTS  extra mount options of the recording mount (data=M,barrier=1,OPTS),\n"
@@ -192,12 +192,10 @@ static int parse_args(struct opts *o, int argc, char **argv)
 	for (size_t i = 0; i < 4; i++)
 		if (i > 0 || crash_guarded_default)
 			o->modes[o->nmodes++] = all_modes[i];
-	/* the long histories (fsx, fsstress) only when asked for: they add
-	 * about three minutes to a default run on 2 CPUs, and they find the
-	 * violations of docs/crashtest-workloads.md "fsx and fsstress" */
+	/* every workload, the long histories (fsx, fsstress: about three
+	 * minutes of a default run on 2 CPUs) included */
 	for (int i = 0; i < WL_NR; i++)
-		if (!crash_wl_aged((enum crash_wl)i))
-			o->wls[o->nwls++] = (enum crash_wl)i;
+		o->wls[o->nwls++] = (enum crash_wl)i;
 	o->bss[o->nbss++] = 1024;
 	o->bss[o->nbss++] = 4096;
 	optind = 1;
