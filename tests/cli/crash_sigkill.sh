@@ -53,7 +53,7 @@ for ((r = 0; r < rounds; r++)); do
 	"$NOSTALL" mkfs -q -b "$bs" "$img" 768M >/dev/null || { echo "FAIL $label: mkfs"; fails=$((fails + 1)); continue; }
 	"$NOSTALL" mount -f -o "data=$mode" "$img" "$mnt" >"$tmp/daemon.out" 2>&1 &
 	daemon=$!
-	for ((i = 0; i < 100; i++)); do mountpoint -q "$mnt" && break; sleep 0.05; done
+	for ((i = 0; i < 400; i++)); do mountpoint -q "$mnt" && break; sleep 0.05; done
 	mountpoint -q "$mnt" || { cat "$tmp/daemon.out"; echo "FAIL $label: the mount did not come up"; fails=$((fails + 1)); kill -9 "$daemon"; daemon=; continue; }
 	loadpids=()
 	if [ "$load" = stress-ng ]; then
