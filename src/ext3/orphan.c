@@ -104,14 +104,21 @@ int ext3_orphan_del(struct jbd_handle *h, struct ext3_inode *in)
 	return rc;
 }
 
-void ext3_orphan_forget(struct ext3_inode *in)
+/* Off the in-memory list only (the on-disk one keeps it). Caller holds
+ * fs->orphan_lock. */
+static void orphan_forget_locked(struct ext3_fs *fs, struct ext3_inode *in)
 {
-	struct ext3_fs *fs = in->fs;
-	pthread_mutex_lock(&fs->orphan_lock);
 	if (in->on_orphan)
 		orphan_unlink(fs, in);
 	in->orphan_next = in->orphan_prev = NULL;
 	in->on_orphan = false;
+}
+
+void ext3_orphan_forget(struct ext3_inode *in)
+{
+	struct ext3_fs *fs = in->fs;
+	pthread_mutex_lock(&fs->orphan_lock);
+	orphan_forget_locked(fs, in);
 	pthread_mutex_unlock(&fs->orphan_lock);
 }
 
@@ -293,15 +300,8 @@ int ext3_orphan_cleanup(struct ext3_fs *fs)
 		bool live = in->a.links != 0;
 		int r = live ? ext3_truncate(in, in->i_disksize) : 0;
 		pthread_rwlock_unlock(&in->lock);
-		if (live && in->on_orphan) { /* an error: give up on it in memory */
-			pthread_mutex_lock(&fs->orphan_lock);
-			fs->orphans = in->orphan_next;
-			if (fs->orphans)
-				fs->orphans->orphan_prev = NULL;
-			in->on_orphan = false;
-			in->orphan_next = NULL;
-			pthread_mutex_unlock(&fs->orphan_lock);
-		}
+		if (live && in->on_orphan) /* an error: give up on it in memory */
+			ext3_orphan_forget(in);
 		uint32_t ino = in->ino;
 		ext3_iput(in); /* an unlinked one: evicted here, and off the list */
 		/* Still at the head (its eviction did not run, or failed
@@ -311,13 +311,8 @@ int ext3_orphan_cleanup(struct ext3_fs *fs)
 		pthread_mutex_lock(&fs->orphan_lock);
 		struct ext3_inode *head = fs->orphans;
 		bool stuck = head && head->ino == ino;
-		if (stuck) {
-			fs->orphans = head->orphan_next;
-			if (fs->orphans)
-				fs->orphans->orphan_prev = NULL;
-			head->on_orphan = false;
-			head->orphan_next = NULL;
-		}
+		if (stuck)
+			orphan_forget_locked(fs, head);
 		pthread_mutex_unlock(&fs->orphan_lock);
 		if (stuck && !r)
 			r = ext3_fs_error(fs, "orphan list: inode %u stayed on the list after its cleanup", ino);

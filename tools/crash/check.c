@@ -148,8 +148,7 @@ bool crash_have_e2fsck(void)
 	return false;
 }
 
-/* Run e2fsck with args on img, output to out; its exit status or -errno. */
-static int run_e2fsck(const char *opt1, const char *opt2, const char *img, const char *out)
+int crash_e2fsck_run(const char *opt1, const char *opt2, const char *img, const char *out)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
@@ -176,8 +175,7 @@ static int run_e2fsck(const char *opt1, const char *opt2, const char *img, const
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-/* The e2fsck output's first problem lines, joined, into buf. */
-static void e2fsck_summary(const char *out, char *buf, size_t len)
+void crash_e2fsck_summary(const char *out, char *buf, size_t len)
 {
 	FILE *f = fopen(out, "r");
 	buf[0] = '\0';
@@ -521,11 +519,11 @@ static int oracle(const struct crash_check_cfg *cfg, struct dev *dev, const uint
 	snprintf(out, sizeof out, "%s/e2fsck.out", cfg->tmpdir);
 	snprintf(mine, sizeof mine, "%s/nostall.img", cfg->tmpdir);
 	char sum[200];
-	int rc = run_e2fsck("-y", "-Ejournal_only", crash, out);
+	int rc = crash_e2fsck_run("-y", "-Ejournal_only", crash, out);
 	if (rc < 0)
 		return rc;
 	if (rc != 0 && rc != 1) {
-		e2fsck_summary(out, sum, sizeof sum);
+		crash_e2fsck_summary(out, sum, sizeof sum);
 		crash_verdict_add(v, CK_RECOVERY, "e2fsck -E journal_only exit %d: %s", rc, sum);
 	} else if (out_contains(out, "flag is clear, but journal has data")) {
 		/* e2fsck then checks (and stamps) the whole filesystem */
@@ -556,11 +554,11 @@ static int oracle(const struct crash_check_cfg *cfg, struct dev *dev, const uint
 	rc = crash_dev_save(dev, mine);
 	if (rc)
 		return rc;
-	rc = run_e2fsck("-fn", NULL, mine, out);
+	rc = crash_e2fsck_run("-fn", NULL, mine, out);
 	if (rc < 0)
 		return rc;
 	if (rc) {
-		e2fsck_summary(out, sum, sizeof sum);
+		crash_e2fsck_summary(out, sum, sizeof sum);
 		crash_verdict_add(v, CK_FSCK, "e2fsck -fn exit %d after recovery: %s", rc, sum);
 	}
 	v->e2fsck_ran = true;
@@ -586,8 +584,8 @@ int crash_check_state(const struct crash_check_cfg *cfg, struct dev *dev, const 
 		int erc = -1;
 		if (cfg->e2fsck) {
 			snprintf(out, sizeof out, "%s/e2fsck.out", cfg->tmpdir);
-			erc = run_e2fsck("-y", "-Ejournal_only", crash, out);
-			e2fsck_summary(out, sum, sizeof sum);
+			erc = crash_e2fsck_run("-y", "-Ejournal_only", crash, out);
+			crash_e2fsck_summary(out, sum, sizeof sum);
 			v->e2fsck_ran = true;
 		}
 		crash_verdict_add(v, CK_RECOVERY, "nostall's journal replay failed: %s%s%.*d%s%s", msg,

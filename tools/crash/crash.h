@@ -224,6 +224,12 @@ struct crash_wl_ctx {
 };
 /* Run workload wl (its ops, marks and model events). 0 or the first error. */
 int crash_workload_run(struct crash_wl_ctx *w, enum crash_wl wl);
+/* The model's view, for workloads choosing their next operation: path
+ * bound now; its directory part bound (or it is in the root); no path
+ * under dir. */
+bool crash_wl_exists(struct crash_wl_ctx *w, const char *path);
+bool crash_wl_parent_ok(struct crash_wl_ctx *w, const char *path);
+bool crash_wl_dir_empty(struct crash_wl_ctx *w, const char *dir);
 /* The concurrent workload (wl_concurrent.c); a dry run fails (-EINVAL). */
 void crash_wl_concurrent(struct crash_wl_ctx *w);
 uint64_t crash_rnd(uint64_t *s);
@@ -312,6 +318,11 @@ int crash_check_state(const struct crash_check_cfg *cfg, struct dev *dev, const 
 		      struct crash_verdict *v);
 /* Is e2fsck on PATH? */
 bool crash_have_e2fsck(void);
+/* Run e2fsck OPT1 [OPT2] IMG, its output to OUT: its exit status or
+ * -errno. */
+int crash_e2fsck_run(const char *opt1, const char *opt2, const char *img, const char *out);
+/* The first problem lines of e2fsck's output OUT, joined, into buf. */
+void crash_e2fsck_summary(const char *out, char *buf, size_t len);
 /* Is p[0, len) all zero? */
 bool crash_all_zero(const uint8_t *p, size_t len);
 /* Copy a device's contents to a (sparse) file. */
@@ -358,6 +369,10 @@ struct crash_result {
 };
 
 int crash_job_run(const struct crash_job *j, struct crash_result *r);
+/* The r->why slot for a violating state's description: the next free one,
+ * then (bad: a kind the mode does not allow) one holding an allowed-only
+ * description; -1 when none is left. */
+int crash_result_why_slot(struct crash_result *r, bool bad);
 /* The base image of block size bs (mkfs, garbage fill) into img
  * (CRASH_IMAGE_BYTES). */
 int crash_base_image(unsigned bs, uint8_t *img, struct crash_result *r);

@@ -273,23 +273,27 @@ static bool suspicious(const char *mode, const struct crash_verdict *v)
 	return false;
 }
 
+int crash_result_why_slot(struct crash_result *r, bool bad)
+{
+	if (r->nwhy < CRASH_WHY_MAX)
+		return (int)r->nwhy++;
+	if (!bad)
+		return -1;
+	for (int slot = 0; slot < CRASH_WHY_MAX; slot++)
+		if (!r->why_bad[slot])
+			return slot;
+	return -1;
+}
+
 /* Describe a violating state in r->why: the first one, then states with a
  * kind the mode does not allow (they replace allowed-only ones). */
 static void describe(const struct crash_job *j, const struct crash_state *s, const struct crash_verdict *v,
 		     struct crash_result *r)
 {
 	bool bad = suspicious(j->mode, v);
-	unsigned slot = r->nwhy;
-	if (slot >= CRASH_WHY_MAX) {
-		if (!bad)
-			return;
-		for (slot = 0; slot < CRASH_WHY_MAX && r->why_bad[slot]; slot++)
-			;
-		if (slot == CRASH_WHY_MAX)
-			return;
-	} else {
-		r->nwhy++;
-	}
+	int slot = crash_result_why_slot(r, bad);
+	if (slot < 0)
+		return;
 	char st[64], label[16 + CRASH_OPTS_MAX];
 	crash_state_format(s, st, sizeof st); /* cut: the head is enough here */
 	crash_mode_label(j->mode, j->opts, label, sizeof label);

@@ -16,15 +16,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
 
 /* ------------------------------------------------------------ dispatch */
 
@@ -186,17 +183,9 @@ void wl_count(struct crash_result *r, const struct crash_job *j, const struct cr
 	if (!any)
 		return;
 	r->violating++;
-	unsigned slot = r->nwhy;
-	if (slot >= CRASH_WHY_MAX) {
-		if (!bad)
-			return;
-		for (slot = 0; slot < CRASH_WHY_MAX && r->why_bad[slot]; slot++)
-			;
-		if (slot == CRASH_WHY_MAX)
-			return;
-	} else {
-		r->nwhy++;
-	}
+	int slot = crash_result_why_slot(r, bad);
+	if (slot < 0)
+		return;
 	for (int k = 0; k < CK_NR; k++) {
 		if (!v->bad[k] || (bad && crash_kind_allowed(j->mode, (enum crash_kind)k)))
 			continue;
@@ -483,41 +472,10 @@ bool wl_tree_diff(const struct wl_tree *a, const struct wl_tree *b, char *why, s
 
 int wl_e2fsck(const char *opt1, const char *opt2, const char *img, const char *out, char *sum, size_t len)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	char *argv[5];
-	int k = 0;
-	argv[k++] = "e2fsck";
-	argv[k++] = (char *)opt1;
-	if (opt2)
-		argv[k++] = (char *)opt2;
-	argv[k++] = (char *)img;
-	argv[k] = NULL;
-	pid_t pid;
-	int rc = posix_spawnp(&pid, "e2fsck", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (rc)
-		return err_set(-rc, "crashtest: cannot run e2fsck: %s", strerror(rc));
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-	sum[0] = '\0';
-	FILE *f = fopen(out, "r");
-	if (!f)
-		return rc;
-	char line[256];
-	size_t n = 0;
-	while (fgets(line, sizeof line, f) && n + 2 < len) {
-		if (!strncmp(line, "Pass ", 5) || !strncmp(line, "e2fsck ", 7) || line[0] == '\n')
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		n += (size_t)snprintf(sum + n, len - n, "%s%s", n ? " | " : "", line);
-	}
-	fclose(f);
+	int rc = crash_e2fsck_run(opt1, opt2, img, out);
+	if (rc >= 0)
+		crash_e2fsck_summary(out, sum, len);
+	else
+		sum[0] = '\0';
 	return rc;
 }

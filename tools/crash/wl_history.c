@@ -258,21 +258,6 @@ static void ss_name(char *buf, size_t len, unsigned k)
 	snprintf(buf, len, "%s/f%u", loc ? sdirs[loc - 1] : "", nm);
 }
 
-static bool ss_exists(struct crash_wl_ctx *w, const char *path)
-{
-	return crash_model_lookup(w->m, path) != 0;
-}
-
-static bool ss_parent_ok(struct crash_wl_ctx *w, const char *path)
-{
-	const char *s = strrchr(path, '/');
-	if (s == path)
-		return true;
-	char d[32];
-	snprintf(d, sizeof d, "%.*s", (int)(s - path), path);
-	return ss_exists(w, d);
-}
-
 static bool ss_is_file(struct crash_wl_ctx *w, const char *path)
 {
 	uint32_t o = crash_model_lookup(w->m, path);
@@ -287,7 +272,7 @@ static bool ss_pick(struct crash_wl_ctx *w, bool want, char *buf, size_t len)
 	for (int t = 0; t < 8; t++) {
 		char p[48];
 		ss_name(p, sizeof p, (unsigned)rr(w, 0, NSLOC * NSNAMES - 1));
-		if (!found && (want ? ss_is_file(w, p) : !ss_exists(w, p) && ss_parent_ok(w, p))) {
+		if (!found && (want ? ss_is_file(w, p) : !crash_wl_exists(w, p) && crash_wl_parent_ok(w, p))) {
 			snprintf(buf, len, "%s", p);
 			found = true;
 		}
@@ -295,15 +280,6 @@ static bool ss_pick(struct crash_wl_ctx *w, bool want, char *buf, size_t len)
 	return found;
 }
 
-static bool ss_dir_empty(struct crash_wl_ctx *w, const char *dir)
-{
-	size_t n, len = strlen(dir);
-	const char *const *paths = crash_model_paths(w->m, &n);
-	for (size_t i = 0; i < n; i++)
-		if (!strncmp(paths[i], dir, len) && paths[i][len] == '/')
-			return false;
-	return true;
-}
 
 static uint64_t ss_size(struct crash_wl_ctx *w, const char *p)
 {
@@ -340,14 +316,14 @@ static void ss_op(struct crash_wl_ctx *w)
 		}
 	} else if (r < 56) { /* mkdir, or rmdir when empty */
 		const char *d = sdirs[a % NSD];
-		if (!ss_exists(w, d) && ss_parent_ok(w, d))
+		if (!crash_wl_exists(w, d) && crash_wl_parent_ok(w, d))
 			crash_op_mkdir(w, d);
-		else if (ss_exists(w, d) && ss_dir_empty(w, d))
+		else if (crash_wl_exists(w, d) && crash_wl_dir_empty(w, d))
 			crash_op_unlink(w, d, true);
 	} else if (r < 68) { /* rename a file, maybe over another */
 		if (ss_pick(w, true, p, sizeof p)) {
 			ss_name(q, sizeof q, (unsigned)(a % (NSLOC * NSNAMES)));
-			if (strcmp(p, q) && ss_parent_ok(w, q) && (!ss_exists(w, q) || ss_is_file(w, q)) &&
+			if (strcmp(p, q) && crash_wl_parent_ok(w, q) && (!crash_wl_exists(w, q) || ss_is_file(w, q)) &&
 			    crash_model_lookup(w->m, p) != crash_model_lookup(w->m, q))
 				crash_op_rename(w, p, q);
 		}
@@ -365,7 +341,7 @@ static void ss_op(struct crash_wl_ctx *w)
 			crash_op_fsync(w, p, true);
 	} else if (r < 95) { /* fsync of a directory (the root when it is gone) */
 		const char *d = sdirs[a % NSD];
-		crash_op_fsync(w, ss_exists(w, d) ? d : "/", false);
+		crash_op_fsync(w, crash_wl_exists(w, d) ? d : "/", false);
 	} else if (r < 96) {
 		crash_op_sync(w);
 	}

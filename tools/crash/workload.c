@@ -246,7 +246,7 @@ static void wl_sync(struct crash_wl_ctx *w)
 		mark(w, 'd', op);
 }
 
-static bool exists(struct crash_wl_ctx *w, const char *path)
+bool crash_wl_exists(struct crash_wl_ctx *w, const char *path)
 {
 	return crash_model_lookup(w->m, path) != 0;
 }
@@ -487,7 +487,7 @@ static void wl_run_htree(struct crash_wl_ctx *w)
 	}
 	for (int k = 0; k < 60 && !w->err; k++) {
 		snprintf(p, sizeof p, "/h/file-with-a-rather-long-name-%05d", (int)rr(w, 0, N - 1));
-		if (exists(w, p))
+		if (crash_wl_exists(w, p))
 			wl_unlink(w, p, false);
 		if (k % 10 == 9)
 			wl_fsync(w, "/h", false);
@@ -495,7 +495,7 @@ static void wl_run_htree(struct crash_wl_ctx *w)
 	for (int k = 0; k < 40 && !w->err; k++) {
 		snprintf(p, sizeof p, "/h/file-with-a-rather-long-name-%05d", (int)rr(w, 0, N - 1));
 		snprintf(q, sizeof q, "/h/renamed-file-with-a-long-name-%05d", k);
-		if (exists(w, p))
+		if (crash_wl_exists(w, p))
 			wl_rename(w, p, q);
 		if (k % 10 == 9)
 			wl_fsync(w, "/h", false);
@@ -509,18 +509,17 @@ static const char *const rdirs[] = { "/X", "/Y", "/Z" };
 #define NRF (sizeof rfiles / sizeof rfiles[0])
 #define NRD (sizeof rdirs / sizeof rdirs[0])
 
-/* The directory part of a pool name exists (or it is in the root). */
-static bool parent_ok(struct crash_wl_ctx *w, const char *path)
+bool crash_wl_parent_ok(struct crash_wl_ctx *w, const char *path)
 {
 	const char *s = strrchr(path, '/');
 	if (s == path)
 		return true;
-	char d[16];
+	char d[64];
 	snprintf(d, sizeof d, "%.*s", (int)(s - path), path);
-	return exists(w, d);
+	return crash_wl_exists(w, d);
 }
 
-static bool dir_empty(struct crash_wl_ctx *w, const char *dir)
+bool crash_wl_dir_empty(struct crash_wl_ctx *w, const char *dir)
 {
 	size_t n, len = strlen(dir);
 	const char *const *paths = crash_model_paths(w->m, &n);
@@ -535,8 +534,8 @@ static const char *pick_file(struct crash_wl_ctx *w, bool want)
 {
 	for (int t = 0; t < 20; t++) {
 		const char *p = rfiles[rr(w, 0, NRF - 1)];
-		if (want ? exists(w, p) && !crash_model_is_dir(w->m, crash_model_lookup(w->m, p))
-			 : !exists(w, p) && parent_ok(w, p))
+		if (want ? crash_wl_exists(w, p) && !crash_model_is_dir(w->m, crash_model_lookup(w->m, p))
+			 : !crash_wl_exists(w, p) && crash_wl_parent_ok(w, p))
 			return p;
 	}
 	return NULL;
@@ -577,15 +576,15 @@ static void random_op(struct crash_wl_ctx *w)
 		break;
 	case 7:
 	case 8:
-		if ((p = pick_file(w, true)) && (q = rfiles[rr(w, 0, NRF - 1)]) && strcmp(p, q) && parent_ok(w, q) &&
+		if ((p = pick_file(w, true)) && (q = rfiles[rr(w, 0, NRF - 1)]) && strcmp(p, q) && crash_wl_parent_ok(w, q) &&
 		    crash_model_lookup(w->m, p) != crash_model_lookup(w->m, q))
 			wl_rename(w, p, q);
 		break;
 	default:
 		p = rdirs[rr(w, 0, NRD - 1)];
-		if (!exists(w, p))
+		if (!crash_wl_exists(w, p))
 			wl_mkdir(w, p);
-		else if (dir_empty(w, p))
+		else if (crash_wl_dir_empty(w, p))
 			wl_unlink(w, p, true);
 		break;
 	}
@@ -606,7 +605,7 @@ static void random_persist(struct crash_wl_ctx *w)
 		break;
 	case 3:
 		p = rdirs[rr(w, 0, NRD - 1)];
-		wl_fsync(w, exists(w, p) ? p : "/", false);
+		wl_fsync(w, crash_wl_exists(w, p) ? p : "/", false);
 		break;
 	case 4:
 		wl_sync(w);
