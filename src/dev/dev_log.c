@@ -346,14 +346,16 @@ int dev_log_open(const char *args, struct dev **out)
 	}
 	l->path = to;
 	to = NULL;
+	/* The device first: a bad spec must not create, or truncate, the
+	 * log file. */
+	rc = dev_open(inner_spec, &l->inner);
+	if (rc)
+		goto fail_l;
 	l->fd = open(l->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (l->fd < 0) {
 		rc = err_set(-errno, "log: cannot create '%s': %s", l->path, strerror(errno));
-		goto fail_l;
+		goto fail_open;
 	}
-	rc = dev_open(inner_spec, &l->inner);
-	if (rc)
-		goto fail_fd;
 	pthread_mutex_init(&l->lock, NULL);
 	l->next_off = LW_SECTOR;
 	rc = write_super_locked(l);
@@ -372,9 +374,9 @@ int dev_log_open(const char *args, struct dev **out)
 
 fail_inner:
 	pthread_mutex_destroy(&l->lock);
-	dev_close(l->inner);
-fail_fd:
 	close(l->fd);
+fail_open:
+	dev_close(l->inner);
 fail_l:
 	free(l->path);
 	free(l);
