@@ -364,6 +364,8 @@ struct ext3_fread_stats {
 	uint64_t guesses;      /* segments issued on a guessed mapping */
 	uint64_t guess_misses; /* ... whose check failed (re-read) */
 	uint64_t huge_segs;    /* segments issued into the huge-page arena */
+	uint64_t stale;        /* segments dropped at the reader: the page cache let go
+				* of a newer copy after they were read (re-read) */
 };
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */

@@ -43,16 +43,18 @@
  * (ext3_inode_pread), which caches them.
  *
  * Correctness rules:
- * - Dirty data must win over the disk. On a writable mount the rule is the
- *   caller's: ext3_file_read sends a file whose data changed during this
- *   mount (the per-mount written bitmap, ext3_data_written) through its page
- *   mapping or the buffer cache, and only a file never written in this
- *   mount through a reader (docs/write-data.md, "Reads"); a read-only mount
- *   writes nothing. The per-inode dirty-data count checked per window
- *   (ext3_inode_dirty_data) is therefore 0 except in a test that dirties a
- *   block by hand; it stays as a guard. Indirect blocks need no check: the
- *   mapping always reads them through the buffer cache (ext3_bread), so a
- *   dirty cached copy is the one used.
+ * - Dirty data must win over the disk. A segment records the inode's page
+ *   mapping and its removal count when issued; when the reader gets to it,
+ *   the cached pages of the range are copied over it and the count checked
+ *   again (win_current; docs/write-data.md, "Reads"): a page dropped since
+ *   (written back after the disk was read) or a truncate makes it stale and
+ *   it is read again. Reads off the ring take the page mapping for a file
+ *   written in this mount (ext3_data_written), the buffer cache for others
+ *   (fread_cached). The per-inode dirty-data count checked per window
+ *   (ext3_inode_dirty_data) is 0 except in a test that dirties a block by
+ *   hand; it stays as a guard. Indirect blocks need no check: the mapping
+ *   always reads them through the buffer cache (ext3_bread), so a dirty
+ *   cached copy is the one used.
  * - Errors keep ext3_inode_pread's semantics because the fast path never
  *   reports one itself: a segment whose mapping fails stops before the bad
  *   block (no readahead after it: ra_stop), a segment whose I/O fails drops
@@ -67,15 +69,19 @@
  * do not take it for their I/O). Under it only the buffer cache's and the
  * block queue's internal locks are taken (through ext3_bread, blk_submit_bio,
  * blk_batch_wait) and the inode's lock as reader with its map-cache mutex
- * (ext3_inode_size, ext3_inode_map_run, ext3_inode_pread). Lock order: the
- * API's per-handle position mutex, then r->lock, then the inode's locks.
+ * (ext3_inode_size, ext3_inode_map_run, ext3_inode_pread), and the page
+ * cache's lock and page locks (page_mapping_overlay, never with the inode's
+ * lock held). Lock order: the API's per-handle position mutex, then
+ * r->lock, then the inode's locks.
  * Segment buffers are written by the device while their batch is in flight
  * and read by the reader only after blk_batch_wait returned.
  */
 #include "ext3/ext3_int.h"
+#include "ext3/file_data.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
+#include "page/page.h"
 #include "util/array.h"
 #include "util/blockmem.h"
 #include "util/clock.h"
@@ -114,6 +120,8 @@ struct fr_win {
 	uint64_t len;          /* bytes covered (whole blocks); 0 = empty */
 	bool inflight;         /* batch submitted, not waited for yet */
 	bool guessed;          /* part of it was read on a guessed mapping */
+	struct page_mapping *m; /* the inode's page mapping when issued (NULL: none) */
+	uint64_t removals;     /* ... and its removal count then (win_current) */
 	struct blk_batch batch;
 	struct bio *bios;
 	size_t nbios, cap;
@@ -301,6 +309,32 @@ static bool win_arena_take(struct ext3_fread *r, struct fr_win *w, uint64_t size
 	return true;
 }
 
+/* The inode's page mapping (NULL: none yet). It is created under the
+ * inode's lock as writer and lives as long as the inode (our reference
+ * keeps it). */
+static struct page_mapping *fread_mapping(struct ext3_fread *r)
+{
+	ext3_inode_rdlock(r->in);
+	struct page_mapping *m = r->in->mapping;
+	ext3_inode_unlock(r->in);
+	return m;
+}
+
+/* Make [pos, pos + n) of segment w (its I/O done) the file's bytes: the
+ * page cache's copy over the disk's where it has one (a file written in
+ * this mount). False: w is stale, read before a page it covers was written
+ * back and dropped, or before a truncate (page_mapping_removals moved), or
+ * before the inode had a mapping at all: drop it and read again. */
+static bool win_current(struct ext3_fread *r, struct fr_win *w, uint64_t pos, size_t n)
+{
+	struct page_mapping *m = fread_mapping(r);
+	if (m != w->m)
+		return false;
+	if (!m)
+		return true;
+	return page_mapping_overlay(m, pos, w->buf + (pos - w->start), n) == w->removals;
+}
+
 /* Issue segment w for [start, start + size) (start block aligned), bounded
  * by the end of the file. Returns false when nothing could be issued (end of
  * file, dirty cache, no memory, or the first block does not map); a mapping
@@ -339,6 +373,10 @@ static bool win_issue(struct ext3_fread *r, struct fr_win *w, uint64_t start, ui
 	r->st.huge_segs += w->in_arena;
 	w->nbios = 0;
 	w->guessed = false;
+	/* Before the mapping and the I/O: what the cache held then is checked
+	 * when the reader gets here (win_current). */
+	w->m = fread_mapping(r);
+	w->removals = w->m ? page_mapping_removals(w->m) : 0;
 	uint64_t pos = start, end = start + size;
 	while (pos < end) {
 		uint64_t phys, cnt;
@@ -547,6 +585,7 @@ static size_t fread_ring(struct ext3_fread *r, uint8_t *dst, size_t len, uint64_
 {
 	size_t done = 0;
 	uint64_t missed_at = UINT64_MAX; /* a second wrong guess there: give up */
+	uint64_t stale_at = UINT64_MAX;  /* a second stale segment there: give up */
 	while (done < len) {
 		uint64_t pos = off + done;
 		int i = ring_find(r, pos);
@@ -609,6 +648,23 @@ static size_t fread_ring(struct ext3_fread *r, uint8_t *dst, size_t len, uint64_
 		}
 		uint64_t avail = c->start + c->len - pos;
 		size_t cp = len - done < avail ? len - done : (size_t)avail;
+		if (!win_current(r, c, pos, cp)) {
+			/* Read before the cache let go of a newer copy: read the
+			 * ring again from here; twice at one place (the cache keeps
+			 * evicting this file's pages under us): the page cache's
+			 * path takes over. */
+			zc_materialize(r, zc, dst, off);
+			r->st.stale++;
+			uint64_t keep = r->window;
+			ring_reset(r);
+			if (stale_at == pos)
+				break;
+			stale_at = pos;
+			if (!ra_start(r, pos, len - done, off + len))
+				break;
+			r->window = keep > r->window ? keep : r->window;
+			continue;
+		}
 		if (zc && zc->on) {
 			/* Pinned until the sink has it (zc_release). */
 			zc->iov[zc->n].iov_base = c->buf + (pos - c->start);
@@ -660,6 +716,22 @@ static void zc_release(struct ext3_fread *r, struct fr_zc *zc, uint64_t end)
 	zc->n = 0;
 }
 
+/* A read off the ring: a file written in this mount through its page
+ * cache (the buffer cache may hold copies of its blocks older than the
+ * pages written since: docs/write-data.md, "Reads"), any other file through
+ * the buffer cache, which caches it. */
+static ssize_t fread_cached(struct ext3_fread *r, void *buf, size_t len, uint64_t off)
+{
+	struct ext3_inode *in = r->in;
+	if (!ext3_data_written(in))
+		return ext3_inode_pread(r->fs, in, buf, len, off);
+	ext3_inode_rdlock(in);
+	ssize_t n = in->mapping ? page_mapping_read(in->mapping, off, buf, len, in->i_size)
+				: ext3_inode_pread_locked(r->fs, in, buf, len, off);
+	ext3_inode_unlock(in);
+	return n;
+}
+
 /* Clamp a request the way ext3_inode_pread does; false: nothing to read. */
 static bool fread_clamp(struct ext3_fread *r, size_t *len, uint64_t off)
 {
@@ -683,7 +755,7 @@ static bool fread_is_stream(struct ext3_fread *r, size_t len, uint64_t off)
 /* A read off the ring's path: through the buffer cache, which caches it. */
 static ssize_t fread_slow(struct ext3_fread *r, uint8_t *buf, size_t len, uint64_t off)
 {
-	ssize_t n = ext3_inode_pread(r->fs, r->in, buf, len, off);
+	ssize_t n = fread_cached(r, buf, len, off);
 	pthread_mutex_lock(&r->lock);
 	if (n > 0)
 		r->st.slow_bytes += (uint64_t)n;
@@ -701,7 +773,7 @@ static ssize_t fread_finish(struct ext3_fread *r, uint8_t *dst, size_t len, uint
 {
 	if (done == len)
 		return (ssize_t)done;
-	ssize_t m = ext3_inode_pread(r->fs, r->in, dst + done, len - done, off + done);
+	ssize_t m = fread_cached(r, dst + done, len - done, off + done);
 	pthread_mutex_lock(&r->lock);
 	if (m > 0) {
 		r->st.slow_bytes += (uint64_t)m;
@@ -718,7 +790,7 @@ ssize_t ext3_fread_pread(struct ext3_fread *r, void *buf, size_t len, uint64_t o
 	if (!fread_clamp(r, &len, off))
 		return 0;
 	if (!r->max_window)
-		return ext3_inode_pread(r->fs, r->in, buf, len, off);
+		return fread_cached(r, buf, len, off);
 	pthread_mutex_lock(&r->lock);
 	if (!fread_is_stream(r, len, off)) {
 		r->next_off = off + len; /* optimistic: the common case is a full read */
@@ -740,7 +812,7 @@ ssize_t ext3_fread_pread_sink(struct ext3_fread *r, void *buf, size_t len, uint6
 		goto copied;
 	}
 	if (!r->max_window) {
-		n = ext3_inode_pread(r->fs, r->in, buf, len, off);
+		n = fread_cached(r, buf, len, off);
 		goto copied;
 	}
 	pthread_mutex_lock(&r->lock);

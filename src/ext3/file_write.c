@@ -12,11 +12,13 @@
  * orphan entry for new extents, ordering for hole fills only).
  * data=journal instead journals each block through the buffer cache.
  *
- * Reads: a file whose data changed during this mount (ext3_data_written)
- * is read through the page cache (data=journal: the buffer cache); other
- * files through the open file's ext3_fread (its windows read the disk
- * directly), which is correct because nothing of theirs was ever written
- * behind it.
+ * Reads: through the open file's ext3_fread (its readahead segments read
+ * the disk directly; for a file whose data changed during this mount,
+ * ext3_data_written, each segment is overlaid with the page cache's copy
+ * and dropped if the cache let go of a page since it was read:
+ * page_mapping_overlay); without one, a written file through its page
+ * cache, others through the buffer cache. data=journal: a written file
+ * always through the buffer cache, where its journalled blocks are.
  */
 #include "ext3/file_data.h"
 #include "ext3/guarded.h"
@@ -578,10 +580,10 @@ ssize_t ext3_file_read_sink(struct ext3_inode *in, struct ext3_fread *rd, void *
 			return n;
 		ext3_inode_rdlock(in);
 	}
-	if (written && in->mapping) {
+	if (written && in->mapping && !rd) {
 		n = page_mapping_read(in->mapping, off, buf, len, in->i_size);
 		ext3_inode_unlock(in);
-	} else if (written || !rd) {
+	} else if ((written && !in->mapping) || !rd) {
 		n = ext3_inode_pread_locked(fs, in, buf, len, off);
 		ext3_inode_unlock(in);
 	} else {

@@ -230,6 +230,20 @@ ssize_t page_mapping_write(struct page_mapping *m, uint64_t off, const void *buf
  * its handle holds up every commit, and with it every other file's fsync). */
 ssize_t page_mapping_write_nobalance(struct page_mapping *m, uint64_t off, const void *buf, size_t len,
 				     uint64_t i_size);
+/* Reading around the cache (ext3's readahead segments read the disk
+ * directly): the disk holds the file's bytes except where m has a page, as
+ * long as no page left the index since the disk was read (a dirty page
+ * written back and evicted meanwhile). So: take page_mapping_removals before
+ * reading the disk, then page_mapping_overlay the range read; equal counts
+ * mean buf now holds the file as it was at the overlay (a page being
+ * written concurrently gives the old or the new bytes, as any read racing a
+ * write). Different counts: read again. page_mapping_truncate counts as a
+ * removal even without pages (the blocks it precedes freeing). */
+uint64_t page_mapping_removals(struct page_mapping *m);
+/* Copy over buf (the bytes of [off, off + len)) the parts that m holds in
+ * uptodate pages (taking each page's lock). Returns the removals count read
+ * after the last lookup. */
+uint64_t page_mapping_overlay(struct page_mapping *m, uint64_t off, void *buf, size_t len);
 /* Start writing the dirty pages with index in [start, end] with op rw
  * (BLK_WRITE, BLK_WRITE_SYNC_PLUG, ...; plugged: the caller or a wait
  * unplugs). Returns 0 or -ENOMEM (run buffer); I/O errors surface through

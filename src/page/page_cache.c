@@ -254,6 +254,7 @@ static void unindex_locked(struct page_cache *pc, struct page *pg)
 	hash_remove(pc, pg);
 	list_del(&pg->mlink);
 	pg->m->nr_pages--;
+	pg->m->removals++;
 }
 
 struct page *page_detach_locked(struct page_cache *pc, struct page *pg)
@@ -446,6 +447,57 @@ struct page *page_lookup(struct page_mapping *m, uint64_t index)
 		page_hold_locked(pg);
 	pthread_mutex_unlock(&pc->lock);
 	return pg;
+}
+
+uint64_t page_mapping_removals(struct page_mapping *m)
+{
+	pthread_mutex_lock(&m->pc->lock);
+	uint64_t r = m->removals;
+	pthread_mutex_unlock(&m->pc->lock);
+	return r;
+}
+
+/* Pages looked up per cache lock hold by page_mapping_overlay. */
+#define OVERLAY_BATCH 32u
+
+uint64_t page_mapping_overlay(struct page_mapping *m, uint64_t off, void *buf, size_t len)
+{
+	struct page_cache *pc = m->pc;
+	unsigned ps = pc->page_size;
+	uint64_t idx = off / ps, last = len ? (off + len - 1) / ps : 0;
+	uint64_t removals;
+	for (;;) {
+		struct page *v[OVERLAY_BATCH];
+		size_t k = 0;
+		pthread_mutex_lock(&pc->lock);
+		if (!len || !m->nr_pages)
+			idx = last + 1; /* nothing cached: the disk's copy is the file */
+		for (; idx <= last && k < OVERLAY_BATCH; idx++) {
+			struct page *pg = hash_find(pc, m, idx);
+			if (pg && (pg->flags & PG_UPTODATE)) {
+				page_hold_locked(pg);
+				v[k++] = pg;
+			}
+		}
+		/* Read after every lookup: a page evicted before its lookup
+		 * has bumped it by now. */
+		removals = m->removals;
+		pthread_mutex_unlock(&pc->lock);
+		for (size_t i = 0; i < k; i++) {
+			struct page *pg = v[i];
+			uint64_t pstart = pg->index * ps; /* fixed while referenced */
+			uint64_t from = pstart > off ? pstart : off;
+			uint64_t to = pstart + ps < off + len ? pstart + ps : off + len;
+			page_lock(pg);
+			if (page_uptodate(pg))
+				memcpy((char *)buf + (from - off), (const char *)pg->data + (from - pstart),
+				       (size_t)(to - from));
+			page_unlock(pg);
+			page_put(pg);
+		}
+		if (idx > last)
+			return removals;
+	}
 }
 
 int page_grab(struct page_mapping *m, uint64_t index, struct page **out)

@@ -80,6 +80,9 @@ struct page_mapping {
 	uint64_t nr_alive;       /* pc: pages pointing at m, detached included */
 	uint64_t io_pending;     /* pc: runs not yet finished (io_done returned) */
 	int err;                 /* pc: first write error since the last wait */
+	uint64_t removals;       /* pc: pages taken out of the index (evicted,
+				  * invalidated, truncated) plus truncate calls:
+				  * page_mapping_overlay's staleness check */
 };
 
 /* A writeback run: one bio over consecutive pages and blocks. */

@@ -428,6 +428,11 @@ int page_mapping_truncate(struct page_mapping *m, uint64_t size)
 	unsigned ps = m->pc->page_size;
 	uint64_t first = size / ps + (size % ps != 0);
 	size_t dropped;
+	/* The blocks past size are freed after this: a copy of them read
+	 * from the disk before now is stale even if no page was cached. */
+	pthread_mutex_lock(&m->pc->lock);
+	m->removals++;
+	pthread_mutex_unlock(&m->pc->lock);
 	drop_range(m, first, PAGE_INDEX_MAX, true, &dropped);
 	if (size % ps == 0)
 		return 0;
