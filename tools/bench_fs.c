@@ -147,22 +147,30 @@ static void fsb_sizes_pick(struct fsb *b)
 	if (b->quick) {
 		*s = (struct fsb_sizes){ .jens_n = 20, .stream_bytes = 8 * FSB_MiB, .creates_n = 100,
 					 .creates_dirs = 2, .creates_bytes = 1024, .fus_idle = 3, .fus_seconds = 0.5,
-					 .fus_file_bytes = 4 * FSB_MiB, .fs_bytes = 128 * FSB_MiB, .reps = 2 };
+					 .fus_file_bytes = 4 * FSB_MiB, .fs_bytes = 128 * FSB_MiB, .reps = 2,
+					 .readback_bytes = 64 * FSB_MiB, .many_files = 20000 };
 	} else if (b->sim) {
 		*s = (struct fsb_sizes){ .jens_n = 200, .stream_bytes = 64 * FSB_MiB, .creates_n = 1000,
 					 .creates_dirs = 4, .creates_bytes = 1024, .fus_idle = 10, .fus_seconds = 30,
-					 .fus_file_bytes = 64 * FSB_MiB, .fs_bytes = 1024 * FSB_MiB, .reps = 3 };
+					 .fus_file_bytes = 64 * FSB_MiB, .fs_bytes = 1024 * FSB_MiB, .reps = 3,
+					 .readback_bytes = 64 * FSB_MiB, .many_files = 20000 };
 	} else {
 		*s = (struct fsb_sizes){ .jens_n = 2000, .stream_bytes = 1024 * FSB_MiB, .creates_n = 10000,
 					 .creates_dirs = 10, .creates_bytes = 1024, .fus_idle = 20, .fus_seconds = 30,
-					 .fus_file_bytes = 512 * FSB_MiB, .fs_bytes = 2048 * FSB_MiB, .reps = 5 };
+					 .fus_file_bytes = 512 * FSB_MiB, .fs_bytes = 2048 * FSB_MiB, .reps = 5,
+					 .readback_bytes = 1024 * FSB_MiB, .many_files = 200000 };
 	}
+	s->many_dirs = 40; /* issue 36: files of 100 bytes in 40 directories */
+	s->many_bytes = 100;
 	s->fs_bytes = min_u64(s->fs_bytes, b->dev_bytes) & ~(4096ull - 1);
 	if (!b->quick && s->stream_bytes < 4 * b->cache_bytes)
 		s->stream_bytes = 4 * b->cache_bytes;
 	uint64_t room = s->fs_bytes / 2; /* leaves the journal and metadata room */
 	s->stream_bytes = min_u64(s->stream_bytes, room) & ~(FSB_MiB - 1);
 	s->fus_file_bytes = min_u64(s->fus_file_bytes, room / 2) & ~(FSB_MiB - 1);
+	s->readback_bytes = min_u64(s->readback_bytes, room) & ~(FSB_MiB - 1);
+	/* a block and an inode each, in three quarters of the filesystem */
+	s->many_files = (unsigned)min_u64(s->many_files, s->fs_bytes / 4 * 3 / (4096 + 256));
 }
 
 /* The default device: a zero-filled file under /tmp (written, not sparse:
@@ -251,11 +259,13 @@ static const struct workload {
 	const char *name;
 	workload_fn fn;
 	const char *help;
-} workloads[] = { /* in enum fsb_workload's order */
+} workloads[] = { /* in enum fsb_workload's order; fn NULL: --mount only */
 	{ "jens", fsb_jens, "open(O_APPEND)/write a line/fsync/close loop beside 2 write+flush per fsync" },
 	{ "stream", fsb_stream, "sequential write + fsync, remount, read back; beside raw device rates" },
 	{ "creates", fsb_creates, "small files: create, stat (cold), unlink" },
 	{ "fsync-under-stream", fsb_fsync_under_stream, "4 KiB append + fsync every 50 ms beside a streaming writer" },
+	{ "readback", NULL, "--mount: 1 GiB write + fsync, drop_caches, read back in the same mount, then fresh" },
+	{ "manyfiles", NULL, "--mount: 200,000 files of 100 B in 40 dirs, then find | wc -l; daemon peak RSS" },
 };
 #define NR_WORKLOADS (sizeof workloads / sizeof workloads[0])
 
@@ -269,7 +279,8 @@ static void bench_fs_usage(FILE *out)
 	fprintf(out,
 		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--reps N]\n"
 		"                        [--json] [--quick]\n"
-		"       nostall bench fs --mount [--peers] [--device file:PATH] [-o OPTS] [--workload ..] [--json] [--quick]\n"
+		"       nostall bench fs --mount [--peers [--host-cache]] [--device file:PATH] [-o OPTS] [--workload ..]\n"
+		"                        [--json] [--quick]\n"
 		"  --device SPEC   device (default: a 2 GiB file under /tmp, removed after); its\n"
 		"                  contents are destroyed (mkfs per run)\n"
 		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
@@ -281,20 +292,24 @@ static void bench_fs_usage(FILE *out)
 		"  --reps N        stream and jens: N repetitions, each beside its own raw floor,\n"
 		"                  fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
 		"                  2 with --quick)\n"
-		"  --mount         the workloads through `nostall mount` (FUSE), data=ordered unless\n"
-		"                  -o data=MODE; -o also takes the daemon's options (docs/fuse.md)\n"
-		"  --peers         with --mount, as root: also kernel ext3 (loop device, data=ordered\n"
-		"                  and writeback) and fuse2fs on the same image file\n"
+		"  --mount         the workloads through `nostall mount` (FUSE), its default data\n"
+		"                  mode unless -o data=MODE; -o also takes the daemon's options\n"
+		"                  (docs/fuse.md, docs/bench-fs-mount.md)\n"
+		"  --peers         with --mount, as root: also kernel ext3 (loop device with direct\n"
+		"                  I/O, data=ordered and writeback) and fuse2fs on the same image\n"
+		"                  file, with the host's dirty budget set to the nostall daemon's\n"
+		"  --host-cache    with --peers: also kernel ext3 on a loop device through the\n"
+		"                  host's page cache, the host's own dirty settings (extra rows)\n"
 		"workloads:\n");
 	for (size_t i = 0; i < NR_WORKLOADS; i++)
 		fprintf(out, "  %-19s %s\n", workloads[i].name, workloads[i].help);
 }
 
-static int select_workloads(const char *only, bool *selected)
+static int select_workloads(const char *only, bool mount, bool *selected)
 {
 	if (!only) {
 		for (size_t i = 0; i < NR_WORKLOADS; i++)
-			selected[i] = true;
+			selected[i] = mount || workloads[i].fn;
 		return 0;
 	}
 	char *copy = strdup(only), *save = NULL;
@@ -308,6 +323,9 @@ static int select_workloads(const char *only, bool *selected)
 				break;
 		if (i == NR_WORKLOADS) {
 			fprintf(stderr, "nostall bench fs: unknown workload '%s'\n", t);
+			rc = -EINVAL;
+		} else if (!mount && !workloads[i].fn) {
+			fprintf(stderr, "nostall bench fs: workload '%s' runs with --mount only\n", t);
 			rc = -EINVAL;
 		} else {
 			selected[i] = true;
@@ -393,7 +411,7 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 		       b->sz.jens_n, (unsigned long long)(b->sz.stream_bytes / FSB_MiB), b->sz.creates_n,
 		       b->sz.fus_seconds);
 	for (size_t i = 0; i < NR_WORKLOADS; i++) {
-		if (selected[i] && run_workload(b, &workloads[i], modes, nmodes) < 0)
+		if (selected[i] && workloads[i].fn && run_workload(b, &workloads[i], modes, nmodes) < 0)
 			return 1;
 	}
 	return 0;
@@ -415,7 +433,7 @@ int bench_fs(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },         { "mount", no_argument, NULL, 'm' },
 		{ "peers", no_argument, NULL, 'p' },        { "seconds", required_argument, NULL, 's' },
-		{ "reps", required_argument, NULL, 'r' },
+		{ "reps", required_argument, NULL, 'r' },   { "host-cache", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	optind = 1;
@@ -429,6 +447,7 @@ int bench_fs(int argc, char **argv)
 		case 'o': b.user_opts = optarg; break;
 		case 'm': b.mount = true; break;
 		case 'p': b.peers = true; break;
+		case 'H': b.host_cache = true; break;
 		case 's': {
 			char *end;
 			b.seconds = strtod(optarg, &end);
@@ -457,7 +476,7 @@ int bench_fs(int argc, char **argv)
 		return 2;
 	}
 	bool selected[NR_WORKLOADS] = { false };
-	if (select_workloads(only, selected) < 0) {
+	if (select_workloads(only, b.mount, selected) < 0) {
 		bench_fs_usage(stderr);
 		return 2;
 	}
@@ -465,6 +484,10 @@ int bench_fs(int argc, char **argv)
 	int nmodes = 4;
 	if (b.peers && !b.mount) {
 		fprintf(stderr, "nostall bench fs: --peers needs --mount\n");
+		return 2;
+	}
+	if (b.host_cache && !b.peers) {
+		fprintf(stderr, "nostall bench fs: --host-cache needs --mount --peers\n");
 		return 2;
 	}
 	if (b.mount && device && strncmp(device, "file:", 5)) {

@@ -43,6 +43,11 @@ struct fsb_sizes {
 	uint64_t fus_file_bytes;  /* the streamer wraps inside a file this big */
 	uint64_t fs_bytes;        /* filesystem size made by mkfs */
 	unsigned reps;            /* stream and jens: alternating fs/raw repetitions */
+	/* --mount only: */
+	uint64_t readback_bytes;  /* readback: written + fsynced, read back */
+	unsigned many_files;      /* manyfiles: this many small files ... */
+	unsigned many_dirs;       /* ... in this many directories ... */
+	unsigned many_bytes;      /* ... of this many bytes */
 };
 
 struct fsb {
@@ -50,6 +55,7 @@ struct fsb {
 	const char *user_opts;    /* -o as given (may be NULL) */
 	bool json, quick, sim;
 	bool mount, peers;        /* --mount, --peers (bench_fs_mount.c) */
+	bool host_cache;          /* --host-cache: also the kernel through the host's cache */
 	uint64_t dev_bytes;
 	uint64_t cache_bytes;     /* the mount's cache= (default 64 MiB) */
 	bool user_cache;          /* -o gave cache= (fsync-under-stream keeps it) */
@@ -110,8 +116,9 @@ int fsb_tmpdev_make(char *path, size_t pathlen, uint64_t bytes);
 /* Progress on stderr (overwritten in place). */
 void fsb_progress(const struct fsb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The workloads, in the order bench fs runs and prints them. */
-enum fsb_workload { FSB_JENS, FSB_STREAM, FSB_CREATES, FSB_FUS, FSB_NWORKLOADS };
+/* The workloads, in the order bench fs runs and prints them; readback and
+ * manyfiles run with --mount only. */
+enum fsb_workload { FSB_JENS, FSB_STREAM, FSB_CREATES, FSB_FUS, FSB_READBACK, FSB_MANYFILES, FSB_NWORKLOADS };
 const char *fsb_workload_name(enum fsb_workload w);
 
 /* bench fs --mount [--peers] (bench_fs_mount.c): the selected workloads

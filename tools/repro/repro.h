@@ -49,7 +49,9 @@ struct rp_params {
 	double period;            /* the sampler's period (s) */
 	uint64_t stream_bytes;    /* a streamer wraps inside a file this big */
 	uint64_t reader_bytes;    /* atime: each reader's file */
-	unsigned tester_write;    /* fsync-tester: bytes per pwrite+fsync */
+	unsigned tester_write;    /* fsync-tester: bytes per pwrite+fsync; creates and
+	                           * stats (bench fs --mount): each file's size when
+	                           * set, at most 1 KiB (else 1 KiB) */
 	unsigned files, dirs;     /* creates/stats/unlinks (bench fs --mount) */
 };
 

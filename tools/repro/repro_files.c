@@ -14,6 +14,11 @@
  *   stats         stat each (sizes checked)                    stats_per_s
  *   unlinks       unlink each, then the filesystem synced      unlinks_per_s
  *
+ * Each small file is 1 KiB (bench fs's creates_bytes) unless tester_write
+ * (no meaning for these phases otherwise) gives its size: bench fs
+ * --mount's manyfiles passes `--tester-write 100`. bench repro never runs
+ * these phases.
+ *
  * The directories are made before the creates' clock starts (bench fs
  * does the same). The last file's fsync is there for fuse2fs, whose
  * syncfs is a no-op (FUSE) and whose fsync flushes everything: every
@@ -92,13 +97,20 @@ static void file_path(char *path, size_t n, const struct rp_params *p, unsigned 
 	snprintf(path, n, "d%u/f%u", i % p->dirs, i);
 }
 
-static int create_one(struct rp_fs *fs, const char *path, const char *buf, bool last)
+static unsigned file_bytes(const struct rp_params *p)
+{
+	return p->tester_write && p->tester_write <= FILE_BYTES ? p->tester_write : FILE_BYTES;
+}
+
+static int create_one(struct rp_fs *fs, const char *path, const char *buf, unsigned bytes, bool last)
 {
 	struct rp_file *f;
 	int rc = rp_open(fs, path, O_CREAT | O_EXCL | O_WRONLY, &f);
 	if (rc)
 		return rc;
-	ssize_t n = rp_write(f, buf, FILE_BYTES);
+	ssize_t n = rp_write(f, buf, bytes);
+	if (n >= 0 && (size_t)n != bytes)
+		n = err_set(-EIO, "short write to %s: %zd of %u bytes", path, n, bytes);
 	rc = n < 0 ? (int)n : last ? rp_fsync(f) : 0;
 	int crc = rp_close(f);
 	return rc ? rc : crc;
@@ -119,12 +131,12 @@ static int small_files(struct rp_fs *fs, enum rp_kind k, const struct rp_params 
 		file_path(path, sizeof path, p, i);
 		uint64_t size;
 		if (k == RP_CREATES) {
-			rc = create_one(fs, path, buf, i + 1 == p->files);
+			rc = create_one(fs, path, buf, file_bytes(p), i + 1 == p->files);
 		} else if (k == RP_STATS) {
 			rc = rp_stat(fs, path, &size);
-			if (!rc && size != FILE_BYTES)
+			if (!rc && size != file_bytes(p))
 				rc = err_set(-EIO, "stat %s: size %llu, want %u", path, (unsigned long long)size,
-					     FILE_BYTES);
+					     file_bytes(p));
 		} else {
 			rc = rp_unlink(fs, path);
 		}

@@ -4,7 +4,9 @@
  * Shared by bench repro --peers and bench fs --mount. */
 #include "rp_peer.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,70 @@ void rp_peer_why(const char *self, const char *system, char *why, size_t n)
 	}
 }
 
+/* /sys/block/loopN/loop/dio of /dev/loopN: 1, 0, or -1 (unreadable). */
+static int loop_dio_state(const char *loop)
+{
+	const char *name = strrchr(loop, '/');
+	char path[128], v[8] = "";
+	snprintf(path, sizeof path, "/sys/block/%s/loop/dio", name ? name + 1 : loop);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	bool ok = fgets(v, sizeof v, f) != NULL;
+	fclose(f);
+	return !ok ? -1 : v[0] == '1' ? 1 : v[0] == '0' ? 0 : -1;
+}
+
+int rp_peer_daemon_pid(const struct rp_peer *p)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	int found = 0;
+	for (struct dirent *e; !found && (e = readdir(d));) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		char path[64], buf[4096];
+		snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		/* NUL-separated: ... mount ... IMAGE DIR */
+		const char *args[64];
+		int na = 0;
+		for (ssize_t i = 0; i < len && na < 64; i += (ssize_t)strlen(buf + i) + 1)
+			args[na++] = buf + i;
+		bool mount = false;
+		for (int i = 1; i < na; i++)
+			mount = mount || !strcmp(args[i], "mount");
+		if (mount && na >= 4 && !strcmp(args[na - 1], p->dir) && !strcmp(args[na - 2], p->image))
+			found = (int)pid;
+	}
+	closedir(d);
+	return found;
+}
+
+unsigned long long rp_peer_hwm_kb(int pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+	unsigned long long kb = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 static int fail_cmd(const char *what, int st, const char *out, char *why, size_t n)
 {
 	snprintf(why, n, "skipped: %s failed (%d): %.100s", what, st, out);
@@ -102,8 +168,14 @@ static int fail_cmd(const char *what, int st, const char *out, char *why, size_t
 
 static int mkfs_ext3(struct rp_peer *p, char *why, size_t n)
 {
-	char out[256];
-	char *argv[] = { "mkfs.ext3", "-q", "-F", "-b", "4096", p->image, NULL };
+	char out[256], nbuf[16];
+	char *argv[] = { "mkfs.ext3", "-q", "-F", "-b", "4096", p->image, NULL, NULL, NULL };
+	if (p->inodes) { /* -N before the image */
+		snprintf(nbuf, sizeof nbuf, "%u", p->inodes);
+		argv[5] = "-N";
+		argv[6] = nbuf;
+		argv[7] = p->image;
+	}
 	int st = cmd_run(argv, out, sizeof out);
 	return st ? fail_cmd("mkfs.ext3", st, out, why, n) : 0;
 }
@@ -114,12 +186,18 @@ static int peer_attach(struct rp_peer *p, char *why, size_t n)
 	char out[256], opts[320];
 	int st;
 	if (!strcmp(p->system, "kernel-ext3")) {
-		char *la[] = { "losetup", "-f", "--show", p->image, NULL };
+		char *la[] = { "losetup", "-f", "--show", p->image, NULL, NULL };
+		if (p->loop_dio) {
+			la[3] = "--direct-io=on";
+			la[4] = p->image;
+		}
 		if ((st = cmd_run(la, p->loop, sizeof p->loop))) {
 			snprintf(out, sizeof out, "%s", p->loop);
 			p->loop[0] = 0;
 			return fail_cmd("losetup", st, out, why, n);
 		}
+		if (p->loop_dio)
+			p->dio = loop_dio_state(p->loop);
 		snprintf(opts, sizeof opts, "data=%s,barrier=1", p->mode);
 		char *ma[] = { "mount", "-t", "ext3", "-o", opts, p->loop, p->dir, NULL };
 		st = cmd_run(ma, out, sizeof out);
@@ -127,8 +205,15 @@ static int peer_attach(struct rp_peer *p, char *why, size_t n)
 		char *ma[] = { "fuse2fs", p->image, p->dir, NULL };
 		st = cmd_run(ma, out, sizeof out);
 	} else {
-		snprintf(opts, sizeof opts, "data=%s%s%s", p->mode, p->opts ? "," : "", p->opts ? p->opts : "");
+		/* mode NULL: the library's default data mode (no data=) */
+		snprintf(opts, sizeof opts, "%s%s%s%s", p->mode ? "data=" : "", p->mode ? p->mode : "",
+			 p->mode && p->opts ? "," : "", p->opts ? p->opts : "");
 		char *ma[] = { (char *)p->self, "mount", "-o", opts, p->image, p->dir, NULL };
+		if (!opts[0]) {
+			ma[2] = p->image;
+			ma[3] = p->dir;
+			ma[4] = NULL;
+		}
 		st = cmd_run(ma, out, sizeof out);
 	}
 	if (st) {
@@ -146,8 +231,14 @@ int rp_peer_mount(struct rp_peer *p, char *why, size_t n)
 		if (mkfs_ext3(p, why, n))
 			return -1;
 	} else {
-		char out[256];
-		char *ka[] = { (char *)p->self, "mkfs", "-q", p->image, NULL };
+		char out[256], nbuf[16];
+		char *ka[] = { (char *)p->self, "mkfs", "-q", p->image, NULL, NULL, NULL };
+		if (p->inodes) {
+			snprintf(nbuf, sizeof nbuf, "%u", p->inodes);
+			ka[3] = "-N";
+			ka[4] = nbuf;
+			ka[5] = p->image;
+		}
 		int st = cmd_run(ka, out, sizeof out);
 		if (st)
 			return fail_cmd("nostall mkfs", st, out, why, n);
@@ -162,6 +253,11 @@ void rp_peer_umount(struct rp_peer *p)
 {
 	char out[256];
 	bool fuse = !strcmp(p->system, "nostall-fuse");
+	if (fuse && p->track_hwm && p->mounted) {
+		unsigned long long kb = rp_peer_hwm_kb(rp_peer_daemon_pid(p));
+		if (kb > p->hwm_kb)
+			p->hwm_kb = kb;
+	}
 	for (int i = 0; p->mounted && i < 20; i++) {
 		char *ua[] = { "umount", p->dir, NULL };
 		char *na[] = { (char *)p->self, "umount", p->dir, NULL };
@@ -177,6 +273,16 @@ void rp_peer_umount(struct rp_peer *p)
 	}
 }
 
+static int drop_host(void)
+{
+	sync();
+	FILE *f = fopen("/proc/sys/vm/drop_caches", "w");
+	int rc = f && fputs("3", f) >= 0 ? 0 : -1;
+	if (f && fclose(f))
+		rc = -1;
+	return rc;
+}
+
 int rp_peer_cold(struct rp_peer *p, char *why, size_t n)
 {
 	if (!strcmp(p->system, "nostall-fuse")) {
@@ -188,13 +294,17 @@ int rp_peer_cold(struct rp_peer *p, char *why, size_t n)
 		if (peer_attach(p, why, n))
 			return -1;
 	}
-	sync();
-	FILE *f = fopen("/proc/sys/vm/drop_caches", "w");
-	int rc = f && fputs("3", f) >= 0 ? 0 : -1;
-	if (f && fclose(f))
-		rc = -1;
 	/* nostall reads its image with O_DIRECT: the remount was enough */
-	if (rc && strcmp(p->system, "nostall-fuse")) {
+	if (drop_host() && strcmp(p->system, "nostall-fuse")) {
+		snprintf(why, n, "skipped: cannot drop the host's caches (/proc/sys/vm/drop_caches needs root)");
+		return -1;
+	}
+	return 0;
+}
+
+int rp_peer_drop_host(char *why, size_t n)
+{
+	if (drop_host()) {
 		snprintf(why, n, "skipped: cannot drop the host's caches (/proc/sys/vm/drop_caches needs root)");
 		return -1;
 	}
