@@ -162,13 +162,22 @@ static int vm_write(const char *name, const char *value)
 	return rc;
 }
 
+/* Is the budget still in force (nobody else has written the settings)? */
+static bool vm_ours(const struct mctx *m)
+{
+	char v[32], bg[32];
+	return !vm_read("dirty_bytes", v, sizeof v) && !vm_read("dirty_background_bytes", bg, sizeof bg) &&
+	       strtoull(v, NULL, 10) == m->dirty_bytes && strtoull(bg, NULL, 10) == m->bg_bytes;
+}
+
 /* Back to the saved settings: the bytes form when it was in force (the
- * kernel then zeroes the ratio), else the ratio (which zeroes the bytes). */
+ * kernel then zeroes the ratio), else the ratio (which zeroes the bytes).
+ * Settings another process wrote meanwhile are left as they are. */
 static void vm_restore(struct mctx *m)
 {
 	if (!m->vm_set)
 		return;
-	for (int i = 0; i < NVM; i += 2) {
+	for (int i = 0; i < NVM && vm_ours(m); i += 2) {
 		bool bytes = strcmp(m->vm_saved[i], "0") != 0;
 		vm_write(vm_names[bytes ? i : i + 1], m->vm_saved[bytes ? i : i + 1]);
 	}
@@ -697,6 +706,8 @@ static void run_one(struct mctx *m, enum fsb_workload w, int s)
 	fsb_progress(m->b, "%s on %s (%s): unmount", row->r.workload, sys->system, row->config);
 	if (!m->p.mounted && stop_sig && dir_is_mounted(m->p.dir))
 		m->p.mounted = true; /* the mount command was killed after mounting */
+	if (m->vm_set && !vm_ours(m))
+		snprintf(row->note, sizeof row->note, "[the dirty budget was changed by another process during the run]");
 	rp_peer_umount(&m->p);
 	vm_restore(m);
 	if (m->p.mounted && !row->status[0])
