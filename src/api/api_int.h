@@ -36,8 +36,9 @@ struct nostall_fs {
 	atomic_int handles; /* open files, directory iterators (descriptors hold files) */
 	size_t file_readahead; /* max readahead window per open file, 0 = off */
 
-	/* FUSE lookup counts (api_lookup.c): ino -> count, each entry holding
-	 * one ext3 inode reference. A hash table of chains. */
+	/* FUSE lookup counts (api_lookup.c): ino -> count; an entry holds an
+	 * ext3 inode reference only once the inode is unlinked. A hash table
+	 * of chains. */
 	pthread_mutex_t lookup_lock;
 	struct api_lref **lref;
 	size_t nlref_buckets, nlref;
@@ -157,6 +158,9 @@ int api_xattr_ns_check(struct ext3_inode *in, const char *name, bool write);
 
 /* ---- lookup references (api_lookup.c) ---- */
 
+/* Set up the table (mount): the lock, and on a read-write mount the inode
+ * cache's keeper of unlinked inodes with lookups. */
+void api_lookup_init(struct nostall_fs *fs);
 /* One more lookup reference on in (the caller keeps its own). */
 int api_lookup_take(struct nostall_fs *fs, struct ext3_inode *in);
 /* Does ino hold lookup references? */

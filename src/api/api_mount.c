@@ -41,7 +41,7 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 	}
 	fs->dev = dev;
 	fs->rw = rw;
-	pthread_mutex_init(&fs->lookup_lock, NULL);
+	api_lookup_init(fs);
 	pthread_mutex_init(&fs->fd_lock, NULL);
 	fs->file_readahead = ext3_fs_opts(fs->e)->file_readahead;
 	atomic_init(&fs->handles, 0);

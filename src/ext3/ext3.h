@@ -242,6 +242,21 @@ bool ext3_inode_in_use(struct ext3_inode *in);
  * only while this is 0 (file_read.c). */
 uint64_t ext3_inode_dirty_data(const struct ext3_inode *in);
 void ext3_inode_dirty_data_add(struct ext3_inode *in, int64_t delta);
+/* An owner of references by inode number (the library's FUSE lookup
+ * counts, src/api/api_lookup.c) that holds none while the inode is linked
+ * but must keep an unlinked inode alive until it lets go, as the kernel's
+ * dentries do: the last ext3_iput of an unlinked inode on a writable mount
+ * first offers that reference to keep(arg, in), called with no lock of
+ * ext3's held (keep may only take leaf locks of its own and must not call
+ * into ext3). true: keep took the reference over (the inode stays cached,
+ * unlinked, on the orphan list, until that reference is put); false: the
+ * inode is freed as without a keeper. NULL keep: none (the default). */
+void ext3_fs_set_unlinked_keeper(struct ext3_fs *fs,
+				 bool (*keep)(void *arg, struct ext3_inode *in), void *arg);
+/* The bound on unreferenced cached inodes (default 4096; at least 1):
+ * beyond it the least recently used are evicted (an inode whose data is
+ * still being written is spared meanwhile, icache.c). */
+void ext3_icache_set_max_unused(struct ext3_fs *fs, unsigned max_unused);
 /* Inode cache statistics. */
 struct ext3_icache_stats {
 	uint64_t hits, misses, evictions;
@@ -269,10 +284,11 @@ ssize_t ext3_inode_pread(struct ext3_fs *fs, struct ext3_inode *in, void *buf,
 /* A copy of the last leaf indirect block (the pointer block that maps data
  * blocks) used by ext3_inode_map_run, so that a sequential scan walks the
  * tree once per leaf (apb blocks) instead of once per block. Each inode has
- * one (under its map-cache mutex); a caller may pass its own. The copy is
- * only valid while the block map cannot change: today the mount is
- * read-only; a write path must invalidate the inode's (ext3_map_cache_reset
- * under the map-cache mutex) whenever it changes the inode's map. */
+ * one (under its map-cache mutex; allocated on the first mapping past the
+ * direct blocks, freed when the inode's last reference goes); a caller may
+ * pass its own. The copy is only valid while the block map cannot change: a
+ * write path invalidates the inode's (ext3_inode_map_invalidate, ext3_int.h)
+ * whenever it changes the inode's map. */
 struct ext3_map_cache {
 	bool valid;
 	uint32_t leaf_blk;          /* the pointer block copied */

@@ -43,9 +43,13 @@ struct ext3_inode {
 	uint64_t i_size;            /* in-memory size: what reads see */
 	uint64_t i_disksize;        /* size in the on-disk inode; = i_size until data=guarded
 				     * moves it only at data I/O completion */
-	/* map_lock protects map, the inode's block-map cache (taken under lock). */
+	/* map_lock protects map, the inode's block-map cache (taken under lock):
+	 * allocated by the first mapping past the direct blocks (a sequential
+	 * reader of a file over 12 blocks), freed when the last reference goes
+	 * (icache.c), so an unreferenced cached inode costs no 4 KiB copy of a
+	 * pointer block. NULL: none (ext3_inode_map_run then walks the tree). */
 	pthread_mutex_t map_lock;
-	struct ext3_map_cache map;
+	struct ext3_map_cache *map;
 	/* Dirty data blocks/pages not yet written (atomic; 0 today). */
 	atomic_uint_least64_t dirty_data;
 	/* ---- the write path (src/ext3/write.h, docs/write-path.md) ---- */
@@ -89,6 +93,10 @@ struct ext3_icache {
 	struct ext3_inode *lru_head, *lru_tail; /* most recently put at head */
 	unsigned cached, unused, max_unused;
 	uint64_t hits, misses, evictions, spared;
+	/* ext3_fs_set_unlinked_keeper (under lock): offered the last
+	 * reference of an unlinked inode. */
+	bool (*keep)(void *arg, struct ext3_inode *in);
+	void *keep_arg;
 };
 
 /* Everything below is set by ext3_fs_mount() and read-only afterwards (no
@@ -154,6 +162,10 @@ int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out);
 int ext3_icache_init(struct ext3_fs *fs);
 /* Frees every cached inode (all must have been put). */
 void ext3_icache_destroy(struct ext3_fs *fs);
+
+/* Forget the inode's cached pointer block (after a change to its block map;
+ * takes map_lock). */
+void ext3_inode_map_invalidate(struct ext3_inode *in);
 
 /* Unlocked variants for callers that hold in->lock (as reader or writer). */
 int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,

@@ -290,9 +290,7 @@ static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, 
 	const struct ext3_fs *fs = in->fs;
 	ext3_rsv_discard(in); /* a stale cached copy of a freed inode may have one */
 	memset(&in->rsv, 0, sizeof in->rsv);
-	pthread_mutex_lock(&in->map_lock);
-	ext3_map_cache_reset(&in->map);
-	pthread_mutex_unlock(&in->map_lock);
+	ext3_inode_map_invalidate(in);
 	struct ext3_inode_attr *a = &in->a;
 	memset(a, 0, sizeof *a);
 	a->ino = in->ino;

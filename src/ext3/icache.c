@@ -19,15 +19,20 @@
  * and nobody writes the slot it reads (the writer would need the inode).
  * Whoever drops the last reference must not hold the inode's lock (the
  * unlinked check then assumes the inode lives, and the next unmount or
- * orphan cleanup frees it).
+ * orphan cleanup frees it). A keeper (ext3_fs_set_unlinked_keeper: the
+ * FUSE lookup counts) is offered that last reference of an unlinked inode
+ * first, and may keep it.
  *
  * Locking: icache.lock (a mutex) protects the hash, the LRU and every
  * inode's refs / hnext / lru links / freeing; it is a leaf lock, never held
  * across I/O or while taking another lock (the unlinked check only tries the
  * inode lock). Each inode's fields have their own lock
  * (in->lock). Lookup counts for FUSE (nlookup / forget) are kept by the
- * layer above per inode number; it holds one reference here while its count
- * is non-zero.
+ * layer above per inode number and hold no reference here while the inode
+ * is linked (so an inode the kernel knows is evicted like any other once
+ * unreferenced: memory is bounded by max_unused, not by the kernel's
+ * dentries); the keeper takes over the last reference of an unlinked one.
+ * An unreferenced inode also gives up its block-map cache (lru_push).
  */
 #include "ext3/guarded.h"
 #include "ext3/inode_write.h"
@@ -67,7 +72,26 @@ static void inode_free(struct ext3_inode *in)
 {
 	pthread_rwlock_destroy(&in->lock);
 	pthread_mutex_destroy(&in->map_lock);
+	free(in->map);
 	free(in);
+}
+
+void ext3_fs_set_unlinked_keeper(struct ext3_fs *fs,
+				 bool (*keep)(void *arg, struct ext3_inode *in), void *arg)
+{
+	struct ext3_icache *c = &fs->icache;
+	pthread_mutex_lock(&c->lock);
+	c->keep = keep;
+	c->keep_arg = keep ? arg : NULL;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void ext3_icache_set_max_unused(struct ext3_fs *fs, unsigned max_unused)
+{
+	struct ext3_icache *c = &fs->icache;
+	pthread_mutex_lock(&c->lock);
+	c->max_unused = max_unused ? max_unused : 1;
+	pthread_mutex_unlock(&c->lock);
 }
 
 void ext3_icache_destroy(struct ext3_fs *fs)
@@ -241,9 +265,13 @@ static void evicted_drop(struct ext3_icache *c, struct ext3_inode *in)
 	inode_free(in);
 }
 
-/* Caller holds c->lock: in (unreferenced) becomes the LRU's youngest. */
+/* Caller holds c->lock: in (unreferenced) becomes the LRU's youngest. Its
+ * block-map cache goes (4 KiB; the next reader allocates it again): nobody
+ * holds a reference, so nobody is under its map_lock. */
 static void lru_push(struct ext3_icache *c, struct ext3_inode *in)
 {
+	free(in->map);
+	in->map = NULL;
 	in->lru_next = c->lru_head;
 	in->lru_prev = NULL;
 	if (c->lru_head)
@@ -288,6 +316,30 @@ static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 	return true;
 }
 
+/* Caller holds c->lock; in is unlinked and its last reference was just
+ * dropped. Offers that reference to the keeper (ext3_fs_set_unlinked_keeper)
+ * without the lock: true when the keeper took it, or someone took another
+ * reference meanwhile (that one's put decides again), with c->lock
+ * released; false with c->lock held and in still unreferenced. Links never
+ * come back from 0 (ext3_link refuses), so in stays unlinked. */
+static bool keep_offer(struct ext3_icache *c, struct ext3_inode *in)
+{
+	bool (*keep)(void *, struct ext3_inode *) = c->keep;
+	void *arg = c->keep_arg;
+	if (!keep)
+		return false;
+	in->refs = 1; /* findable meanwhile (not freeing): an iget just takes another */
+	pthread_mutex_unlock(&c->lock);
+	if (keep(arg, in))
+		return true;
+	pthread_mutex_lock(&c->lock);
+	if (--in->refs > 0) {
+		pthread_mutex_unlock(&c->lock);
+		return true;
+	}
+	return false;
+}
+
 void ext3_iput(struct ext3_inode *in)
 {
 	if (!in)
@@ -301,6 +353,8 @@ void ext3_iput(struct ext3_inode *in)
 		return;
 	}
 	if (fs->writable && inode_unlinked(in)) {
+		if (keep_offer(c, in))
+			return;
 		in->refs = 1;
 		in->freeing = true;
 		pthread_mutex_unlock(&c->lock);

@@ -327,6 +327,28 @@ void ext3_map_cache_reset(struct ext3_map_cache *mc)
 	mc->valid = false;
 }
 
+void ext3_inode_map_invalidate(struct ext3_inode *in)
+{
+	pthread_mutex_lock(&in->map_lock);
+	if (in->map)
+		ext3_map_cache_reset(in->map);
+	pthread_mutex_unlock(&in->map_lock);
+}
+
+/* The inode's own map cache for a mapping of `logical`, allocated on the
+ * first use past the direct blocks (which the inode maps itself); NULL when
+ * not needed or out of memory (map_run_locked then copies the leaf on its
+ * stack). Caller holds map_lock. */
+static struct ext3_map_cache *inode_map(struct ext3_inode *in, uint64_t logical)
+{
+	if (!in->map && logical >= EXT3_NDIR_BLOCKS) {
+		in->map = malloc(sizeof *in->map);
+		if (in->map)
+			ext3_map_cache_reset(in->map);
+	}
+	return in->map;
+}
+
 /* Is pointer p (non-zero) a block inside the filesystem? */
 static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
 {
@@ -406,7 +428,8 @@ int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
 		rc = map_run_locked(fs, in, mc, logical, max, physical, count, NULL);
 	} else {
 		pthread_mutex_lock(&in->map_lock);
-		rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
+		rc = map_run_locked(fs, in, inode_map(in, logical), logical, max, physical, count,
+				    NULL);
 		pthread_mutex_unlock(&in->map_lock);
 	}
 	ext3_inode_unlock(in);
@@ -448,24 +471,24 @@ int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t log
 {
 	ext3_inode_rdlock(in);
 	pthread_mutex_lock(&in->map_lock);
-	const struct ext3_map_cache *mc = &in->map;
+	struct ext3_map_cache *mc = inode_map(in, logical);
 	uint32_t prev = prev_hint < UINT32_MAX ? (uint32_t)prev_hint : 0;
 	/* the caller's hint wins over the cache, which the checks of earlier
 	 * segments move back */
-	if (!prev && logical > EXT3_NDIR_BLOCKS && mc->valid && logical - 1 >= mc->first &&
+	if (!prev && logical > EXT3_NDIR_BLOCKS && mc && mc->valid && logical - 1 >= mc->first &&
 	    logical - 1 - mc->first < mc->n)
 		prev = mc->ptr[logical - 1 - mc->first];
 	else if (!prev && logical == EXT3_NDIR_BLOCKS)
 		prev = in->a.block[EXT3_NDIR_BLOCKS - 1];
 	uint32_t leaf = 0;
-	int rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, &leaf);
+	int rc = map_run_locked(fs, in, mc, logical, max, physical, count, &leaf);
 	if (rc == 1) {
 		uint64_t idx = (logical - EXT3_NDIR_BLOCKS) % fs->g.apb;
 		uint64_t p = map_guess_at(fs, leaf, idx, prev, count);
 		if (p)
 			*physical = p;
 		else /* no guess: wait for the leaf */
-			rc = map_run_locked(fs, in, &in->map, logical, max, physical, count, NULL);
+			rc = map_run_locked(fs, in, mc, logical, max, physical, count, NULL);
 	}
 	pthread_mutex_unlock(&in->map_lock);
 	ext3_inode_unlock(in);

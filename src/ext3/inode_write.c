@@ -325,9 +325,7 @@ static uint64_t find_goal(struct ext3_inode *in, uint64_t lblk, const struct bra
 
 static void map_invalidate(struct ext3_inode *in)
 {
-	pthread_mutex_lock(&in->map_lock);
-	ext3_map_cache_reset(&in->map);
-	pthread_mutex_unlock(&in->map_lock);
+	ext3_inode_map_invalidate(in);
 }
 
 /* Is the file's data journaled (its data blocks are metadata to jbd)? */

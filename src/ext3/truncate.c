@@ -328,9 +328,7 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 		rc = trunc_blocks(&t, first);
 		ext3_rsv_discard(in);
 		in->rsv.last_lblk = in->rsv.last_phys = 0;
-		pthread_mutex_lock(&in->map_lock);
-		ext3_map_cache_reset(&in->map);
-		pthread_mutex_unlock(&in->map_lock);
+		ext3_inode_map_invalidate(in);
 	}
 	if (!rc)
 		rc = ext3_mark_inode_dirty(t.h, in);
