@@ -1,6 +1,7 @@
 /* The public write API call by call (include/nostall/nostall.h,
  * docs/api.md): read-only refusals, the descriptor table, FUSE lookup
- * counts and unlinked-but-referenced inodes, -EBUSY at umount, per-thread
+ * counts and unlinked-but-referenced inodes (lookup references keep no
+ * linked inode in memory), -EBUSY at umount, per-thread
  * credentials and new-inode xattrs, O_CREAT through a dangling symlink, live statfs, the *_at
  * calls, setattr, a clean image after umount, and threads sharing one
  * mount and one descriptor table.
@@ -16,6 +17,8 @@
 #include "lib/oracles.h"
 
 #include "nostall/nostall.h"
+
+#include "api/api_int.h" /* the mount's ext3 (its inode cache) */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -231,6 +234,83 @@ static void test_lookup_refs(void **state)
 	assert_int_equal(nostall_removexattr_ino(fs, d.ino, "user.k"), 0);
 	assert_int_equal(nostall_fsync_ino(fs, d.ino, 0), 0);
 	/* lookup references left at umount are dropped there */
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
+/* Lookup references do not keep inodes in memory (issue 36): with the inode
+ * cache bounded at 32 unreferenced inodes, 400 files each holding a lookup
+ * reference leave about 32 cached, and each reads back by number from disk;
+ * an unlinked inode with lookup references stays (by number, its blocks and
+ * its inode allocated) through the churn until forgotten - unlink, rmdir
+ * and rename over it alike. */
+static void test_lookup_refs_bounded(void **state)
+{
+	enum { N = 400, BOUND = 32 };
+	struct nostall_fs *fs = mount_rw();
+	nostall_lookup_refs_live(fs, 1);
+	ext3_icache_set_max_unused(fs->e, BOUND);
+	struct nostall_stat d, st;
+	assert_int_equal(nostall_mkdir_at(fs, NOSTALL_ROOT_INO, "M", 0755, &d), 0);
+	static uint64_t ino[N];
+	char name[32], buf[32];
+	for (int i = 0; i < N; i++) {
+		struct nostall_file *f;
+		snprintf(name, sizeof name, "f%d", i);
+		assert_int_equal(nostall_create_at(fs, d.ino, name, NOSTALL_O_RDWR | NOSTALL_O_CREAT,
+						   0644, &st, &f), 0);
+		assert_int_equal(nostall_pwrite(f, name, strlen(name), 0), (ssize_t)strlen(name));
+		nostall_close(f);
+		ino[i] = st.ino;
+	}
+	assert_int_equal(nostall_sync(fs), 0); /* nothing spared for its data any more */
+	/* each by number: the evicted ones are read again */
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		assert_int_equal(nostall_stat_ino(fs, ino[i], &st), 0);
+		assert_int_equal(st.size, strlen(name));
+		struct nostall_file *f;
+		assert_int_equal(nostall_open_ino(fs, ino[i], NOSTALL_O_RDONLY, &f), 0);
+		assert_int_equal(nostall_pread(f, buf, sizeof buf, 0), (ssize_t)strlen(name));
+		assert_memory_equal(buf, name, strlen(name));
+		nostall_close(f);
+	}
+	struct ext3_icache_stats cs;
+	ext3_icache_stats(fs->e, &cs);
+	assert_true(cs.unused <= BOUND);
+	assert_true(cs.cached <= BOUND + 4);
+	assert_true(cs.evictions >= N - BOUND);
+
+	/* unlinked while known: kept (by number too) until forgotten */
+	struct nostall_stat sd, sa, sb;
+	assert_int_equal(nostall_mkdir_at(fs, d.ino, "gone", 0755, &sd), 0);
+	assert_int_equal(nostall_mknod_at(fs, d.ino, "a", S_IFREG | 0644, 0, &sa), 0);
+	assert_int_equal(nostall_mknod_at(fs, d.ino, "b", S_IFREG | 0644, 0, &sb), 0);
+	struct nostall_statfs s0, s1;
+	assert_int_equal(nostall_statfs(fs, &s0), 0);
+	assert_int_equal(nostall_unlink_at(fs, d.ino, "f0"), 0);
+	assert_int_equal(nostall_rmdir_at(fs, d.ino, "gone"), 0);
+	assert_int_equal(nostall_rename_at(fs, d.ino, "a", d.ino, "b", 0), 0); /* b's inode loses its name */
+	for (int i = 1; i < N; i++) /* churn: every other inode passes through the cache */
+		assert_int_equal(nostall_stat_ino(fs, ino[i], &st), 0);
+	uint64_t kept[3] = { ino[0], sd.ino, sb.ino };
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(nostall_stat_ino(fs, kept[k], &st), 0);
+		assert_int_equal(st.nlink, 0);
+	}
+	struct nostall_file *f;
+	assert_int_equal(nostall_open_ino(fs, ino[0], NOSTALL_O_RDONLY, &f), 0);
+	assert_int_equal(nostall_pread(f, buf, sizeof buf, 0), 2);
+	assert_memory_equal(buf, "f0", 2);
+	nostall_close(f); /* the last handle: the lookup reference still keeps it */
+	assert_int_equal(nostall_statfs(fs, &s1), 0);
+	assert_int_equal(s1.files_free, s0.files_free);
+	for (int k = 0; k < 3; k++)
+		nostall_forget(fs, kept[k], 1);
+	assert_int_equal(nostall_statfs(fs, &s1), 0);
+	assert_int_equal(s1.files_free, s0.files_free + 3);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(nostall_stat_ino(fs, kept[k], &st), -ENOENT);
 	assert_int_equal(nostall_umount(fs), 0);
 	assert_clean();
 }
@@ -633,6 +713,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seek_data_hole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_refs_bounded, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

@@ -589,10 +589,13 @@ int nostall_sync(struct nostall_fs *fs);
  * Lookup counts: nostall_lookup_ref and every *_at call that returns a new
  * entry's attributes take one lookup reference on the inode; nostall_forget
  * drops n (more than it holds: down to none). The mount keeps one table
- * ino -> count; while the count is non-zero the inode stays in memory. An
- * inode unlinked while referenced (lookup references or open handles) lives
- * until the last reference goes; an unclean stop leaves it on the orphan
- * list for the next mount. nostall_umount drops every lookup reference. */
+ * ino -> count (a few dozen bytes an inode); a linked inode with lookup
+ * references but no open handle may leave memory like any other (the inode
+ * cache's bound) and is read again when asked for by number. An inode
+ * unlinked while referenced (lookup references or open handles) stays in
+ * memory and lives until the last reference goes; an unclean stop leaves it
+ * on the orphan list for the next mount. nostall_umount drops every lookup
+ * reference. */
 /* -ENOENT when absent (no reference taken). */
 int nostall_lookup_ref(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
 		       struct nostall_stat *st);
