@@ -177,7 +177,8 @@ static void vm_restore(struct mctx *m)
 {
 	if (!m->vm_set)
 		return;
-	for (int i = 0; i < NVM && vm_ours(m); i += 2) {
+	bool ours = vm_ours(m);
+	for (int i = 0; i < NVM && ours; i += 2) {
 		bool bytes = strcmp(m->vm_saved[i], "0") != 0;
 		vm_write(vm_names[bytes ? i : i + 1], m->vm_saved[bytes ? i : i + 1]);
 	}
