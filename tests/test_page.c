@@ -1,6 +1,7 @@
 /* Page cache (src/page): holes, write/readback, partial writes, writeback
  * runs and waits, io_done in the worker with ranges and errors, truncate,
- * the budget, throttling, expiry and background flusher passes, tunables,
+ * the overlay of cached pages (reads around the cache), the budget,
+ * throttling, expiry and background flusher passes, tunables,
  * a random test against a model, and concurrent writers with the flusher.
  * nostall-test: concurrent
  */
@@ -288,6 +289,81 @@ static void test_io_done_worker(void **state)
 	assert_int_equal(s.dirty, 0);
 	pfs_check_pages(&e, 0, 4, 4);
 	assert_int_equal(dev_fault_injected(e.d), 1);
+	pfs_env_close(&e);
+}
+
+struct overlay_job {
+	struct page_mapping *m;
+	unsigned char *buf;
+	size_t len;
+	uint64_t ret;
+	atomic_bool done;
+};
+
+static void *overlay_main(void *arg)
+{
+	struct overlay_job *j = arg;
+	j->ret = page_mapping_overlay(j->m, 0, j->buf, j->len);
+	atomic_store(&j->done, true);
+	return NULL;
+}
+
+/* page_mapping_overlay / page_mapping_removals (reading around the cache,
+ * ext3's readahead segments): the cached pages' bytes land over the
+ * caller's buffer, the rest of it is left alone; a page held locked by
+ * someone else is waited for; the count moves when a page leaves the index
+ * (invalidate, truncate) and on every truncate, not on writes or
+ * writeback. */
+static void test_overlay(void **state)
+{
+	struct env e;
+	pfs_env_open(&e, "mem:16M", NULL, false);
+	pfs_write_pages(&e, 2, 3, 7); /* pages 2, 3, 4 */
+	uint64_t r0 = page_mapping_removals(e.m);
+	unsigned char buf[8 * PS], want[8 * PS];
+	memset(buf, 0xEE, sizeof buf);
+	memset(want, 0xEE, sizeof want);
+	for (unsigned i = 2; i < 5; i++)
+		pfs_fill(want + i * PS, PS, 7 + i);
+	/* A range starting and ending inside pages. */
+	uint64_t off = PS + 100;
+	size_t len = 4 * PS - 200;
+	assert_int_equal(page_mapping_overlay(e.m, off, buf + off, len), r0);
+	assert_memory_equal(buf + off, want + off, len);
+	assert_int_equal(buf[off - 1], 0xEE);
+	assert_int_equal(buf[off + len], 0xEE); /* past the range: untouched */
+	/* Writeback and rewrites do not move the count; a page locked by
+	 * another holder is copied once it lets go. */
+	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	pfs_write_pages(&e, 3, 1, 9);
+	assert_int_equal(page_mapping_removals(e.m), r0);
+	struct page *pg;
+	assert_int_equal(page_grab(e.m, 3, &pg), 0); /* locked by us */
+	memset(buf, 0, sizeof buf);
+	struct overlay_job job = { .m = e.m, .buf = buf, .len = sizeof buf };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, overlay_main, &job), 0);
+	struct timespec ms50 = { 0, 50 * 1000 * 1000 };
+	nanosleep(&ms50, NULL);
+	assert_false(atomic_load(&job.done)); /* waits for page 3 */
+	page_unlock(pg);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(job.ret, r0);
+	pfs_fill(want + 3 * PS, PS, 9 + 3);
+	assert_memory_equal(buf + 2 * PS, want + 2 * PS, 3 * PS);
+	page_put(pg);
+	/* Invalidating clean pages moves it by the pages dropped; a truncate
+	 * moves it even when nothing is cached past the new size. */
+	assert_int_equal(page_mapping_sync(e.m, 0, PAGE_INDEX_MAX, BLK_WRITE), 0);
+	size_t dropped = page_mapping_invalidate(e.m, 0, 2);
+	assert_int_equal(dropped, 1);
+	assert_int_equal(page_mapping_removals(e.m), r0 + 1);
+	assert_int_equal(page_mapping_truncate(e.m, 10 * PS), 0);
+	assert_int_equal(page_mapping_removals(e.m), r0 + 2);
+	memset(buf, 0x11, sizeof buf);
+	assert_int_equal(page_mapping_overlay(e.m, 0, buf, 2 * PS), r0 + 2);
+	for (size_t i = 0; i < 2 * PS; i++)
+		assert_int_equal(buf[i], 0x11); /* page 2 is gone: nothing copied */
 	pfs_env_close(&e);
 }
 
@@ -728,6 +804,7 @@ int main(void)
 		cmocka_unit_test(test_sync_modes),
 		cmocka_unit_test(test_io_done_worker),
 		cmocka_unit_test(test_truncate),
+		cmocka_unit_test(test_overlay),
 		cmocka_unit_test(test_budget_bound),
 		cmocka_unit_test(test_dirty_floor),
 		cmocka_unit_test(test_throttle_waits),

@@ -458,7 +458,16 @@ uint64_t page_mapping_removals(struct page_mapping *m)
 }
 
 /* Pages looked up per cache lock hold by page_mapping_overlay. */
-#define OVERLAY_BATCH 32u
+#define OVERLAY_BATCH 64u
+
+/* Copy page pg's part of [off, off + len) into buf. Caller holds its lock. */
+static void overlay_copy(struct page *pg, unsigned ps, uint64_t off, void *buf, size_t len)
+{
+	uint64_t pstart = pg->index * ps; /* fixed while referenced */
+	uint64_t from = pstart > off ? pstart : off;
+	uint64_t to = pstart + ps < off + len ? pstart + ps : off + len;
+	memcpy((char *)buf + (from - off), (const char *)pg->data + (from - pstart), (size_t)(to - from));
+}
 
 uint64_t page_mapping_overlay(struct page_mapping *m, uint64_t off, void *buf, size_t len)
 {
@@ -467,33 +476,67 @@ uint64_t page_mapping_overlay(struct page_mapping *m, uint64_t off, void *buf, s
 	uint64_t idx = off / ps, last = len ? (off + len - 1) / ps : 0;
 	uint64_t removals;
 	for (;;) {
+		/* One cache lock hold looks a batch up and locks the pages
+		 * nobody holds (never waiting while holding some: the lock
+		 * order is ascending index); a second unlocks and releases
+		 * them. A page locked by someone else is taken alone after. */
 		struct page *v[OVERLAY_BATCH];
+		bool mine[OVERLAY_BATCH];
 		size_t k = 0;
 		pthread_mutex_lock(&pc->lock);
 		if (!len || !m->nr_pages)
 			idx = last + 1; /* nothing cached: the disk's copy is the file */
 		for (; idx <= last && k < OVERLAY_BATCH; idx++) {
 			struct page *pg = hash_find(pc, m, idx);
-			if (pg && (pg->flags & PG_UPTODATE)) {
-				page_hold_locked(pg);
-				v[k++] = pg;
+			if (!pg || !(pg->flags & PG_UPTODATE))
+				continue;
+			page_hold_locked(pg);
+			mine[k] = !(pg->flags & PG_LOCKED);
+			if (mine[k]) {
+				pg->flags |= PG_LOCKED;
+				page_unshare_locked(pc, pg); /* may drop pc->lock: idx is ours */
 			}
+			v[k++] = pg;
 		}
 		/* Read after every lookup: a page evicted before its lookup
 		 * has bumped it by now. */
 		removals = m->removals;
 		pthread_mutex_unlock(&pc->lock);
+		bool any = false;
+		for (size_t i = 0; i < k; i++)
+			if (mine[i]) {
+				overlay_copy(v[i], ps, off, buf, len);
+				any = true;
+			}
+		struct page *chain = NULL;
+		if (any) {
+			pthread_mutex_lock(&pc->lock);
+			for (size_t i = 0; i < k; i++) {
+				if (!mine[i])
+					continue;
+				v[i]->flags &= ~(unsigned)PG_LOCKED;
+				struct page *f = page_put_locked(pc, v[i]);
+				if (f) {
+					f->hash_next = chain;
+					chain = f;
+				}
+			}
+			page_wake_locked(pc);
+			pthread_mutex_unlock(&pc->lock);
+		}
 		for (size_t i = 0; i < k; i++) {
-			struct page *pg = v[i];
-			uint64_t pstart = pg->index * ps; /* fixed while referenced */
-			uint64_t from = pstart > off ? pstart : off;
-			uint64_t to = pstart + ps < off + len ? pstart + ps : off + len;
-			page_lock(pg);
-			if (page_uptodate(pg))
-				memcpy((char *)buf + (from - off), (const char *)pg->data + (from - pstart),
-				       (size_t)(to - from));
-			page_unlock(pg);
-			page_put(pg);
+			if (mine[i])
+				continue;
+			page_lock(v[i]);
+			if (page_uptodate(v[i]))
+				overlay_copy(v[i], ps, off, buf, len);
+			page_unlock(v[i]);
+			page_put(v[i]);
+		}
+		while (chain) {
+			struct page *next = chain->hash_next;
+			page_free(chain);
+			chain = next;
 		}
 		if (idx > last)
 			return removals;
