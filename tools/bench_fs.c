@@ -10,6 +10,8 @@
  *
  * usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]]
  *                         [--json] [--quick]
+ *        nostall bench fs --mount [--peers [--host-cache]] ... (bench_fs_mount.c;
+ *                         the workloads readback and manyfiles run there only)
  */
 #include "bench_fs.h"
 #include "cmds.h"
