@@ -38,6 +38,7 @@
 #include "fuse_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/fuse.h> /* opcodes (struct fuse_in_header) */
 #include <poll.h>
 #include <sched.h>
@@ -56,7 +57,7 @@ struct nloop {
 	struct fuse_session *se;
 	unsigned max_threads;
 	uint64_t handoff_ns;
-	uint64_t spin_ns;             /* poll before a blocking read (spin_for_request) */
+	uint64_t spin_ns;             /* retry reads this long before blocking (receive) */
 	int tfd;                      /* the monitor's timer, -1 with one thread */
 	sem_t finished;               /* posted when the session ends */
 
@@ -212,23 +213,46 @@ static void buf_free(void *arg)
 	free(((struct fuse_buf *)arg)->mem);
 }
 
-/* Before blocking in read(2), poll /dev/fuse for up to spin_ns: the
- * next request of a client doing a sequence of calls (create: lookup,
- * create, write, flush, release) usually arrives within tens of
- * microseconds of the reply, and catching it awake saves the sleep and the
- * cross-CPU wake-up, which costs more than the request on a virtual
- * machine (docs/fuse.md, "Threads"). Each poll is followed by a yield:
- * the client the reply woke is often queued on this very CPU, and must
- * run to send that request. */
-static void spin_for_request(struct nloop *lp)
+/* The next request. /dev/fuse is non-blocking (nfuse_loop_run): a
+ * request already waiting - the usual case while a client streams calls,
+ * whose next request is often queued while the reply to its last one is
+ * being written - costs one read(2), not a poll(2) and then a read (one
+ * syscall less per request: 6 per small-file create).
+ *
+ * With spin, a read that finds nothing is retried for up to spin_ns
+ * before the thread blocks in poll(2): the next request of a client doing
+ * a sequence of calls (create: getattr of the directory, lookup, create,
+ * getxattr, write, release) usually arrives within tens of microseconds of
+ * the reply, and catching it awake saves the sleep and the cross-CPU
+ * wake-up, which costs more than the request on a virtual machine
+ * (docs/fuse.md, "Threads"). Each try is followed by a yield: the client
+ * the reply woke is often queued on this very CPU, and must run to send
+ * that request. Cancellation (the session's end) is enabled only while
+ * blocked in poll. */
+static int receive(struct nloop *lp, struct fuse_buf *buf, bool spin)
 {
-	struct pollfd pfd = { .fd = fuse_session_fd(lp->se), .events = POLLIN };
-	uint64_t end = now_ns() + lp->spin_ns;
-	do {
-		if (poll(&pfd, 1, 0) != 0)
-			return;
-		sched_yield();
-	} while (now_ns() < end);
+	uint64_t end = 0;
+	for (;;) {
+		int res = fuse_session_receive_buf(lp->se, buf);
+		if (res != -EAGAIN)
+			return res;
+		if (spin) {
+			uint64_t t = now_ns();
+			if (!end)
+				end = t + lp->spin_ns;
+			if (t < end) {
+				sched_yield();
+				continue;
+			}
+		}
+		struct pollfd pfd = { .fd = fuse_session_fd(lp->se), .events = POLLIN };
+		int old;
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
+		(void)poll(&pfd, 1, -1);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+		if (fuse_session_exited(lp->se))
+			return 0;
+	}
 }
 
 /* Serve requests as the leader until the role is lost (0) or the session
@@ -241,13 +265,8 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 	 * and on two CPUs the poll takes the one the commit needs. */
 	bool replied = false;
 	for (;;) {
-		int old;
-		if (lp->spin_ns && replied)
-			spin_for_request(lp);
-		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
-		int res = fuse_session_receive_buf(lp->se, buf);
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-		if (res == -EINTR || res == -EAGAIN)
+		int res = receive(lp, buf, lp->spin_ns && replied);
+		if (res == -EINTR)
 			continue;
 		if (res <= 0 || fuse_session_exited(lp->se)) {
 			session_ended(lp, res);
@@ -362,6 +381,12 @@ int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg)
 	lp->after_init = cfg->after_init;
 	lp->after_init_arg = cfg->arg;
 	lp->stats_path = getenv("NOSTALL_FUSE_STATS");
+	/* reads that find no request return EAGAIN (receive) */
+	int fd = fuse_session_fd(se), fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		free(lp);
+		return -errno;
+	}
 	pthread_mutex_init(&lp->lock, NULL);
 	pthread_cond_init(&lp->followers, NULL);
 	sem_init(&lp->finished, 0, 0);

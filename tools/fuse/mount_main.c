@@ -209,7 +209,16 @@ static int daemon_run(const struct mount_args *a, int ready_fd)
 	 * first touch and a munmap with a TLB shoot-down to every CPU the
 	 * daemon's threads ran on, several times per small file written back.
 	 * Kept in the heap instead (docs/fuse.md, "Performance notes"); free
-	 * space at a heap's top is given back past 8 MiB. */
+	 * space at a heap's top is given back past 8 MiB.
+	 *
+	 * One arena (the main one, grown by brk with 1 MiB of slack): a
+	 * thread's own arena grows page by page, one mprotect (a VMA split and
+	 * merge) per page it passes, and the daemon's memory grows with every
+	 * inode the kernel holds a lookup on: about one mprotect per file
+	 * created (strace -c, issue 36). Each thread's tcache still serves the
+	 * small blocks without the arena's lock. */
+	mallopt(M_ARENA_MAX, 1);
+	mallopt(M_TOP_PAD, 1 << 20);
 	mallopt(M_MMAP_THRESHOLD, 4 << 20);
 	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 	struct nfuse nf = { .ready_fd = ready_fd };
