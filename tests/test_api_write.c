@@ -315,6 +315,41 @@ static void test_lookup_refs_bounded(void **state)
 	assert_clean();
 }
 
+/* The lookup table (open addressing, backward-shift deletion) through two
+ * doublings: 2,500 inodes, every other one counted twice; forgetting one
+ * from each leaves exactly the twice-counted ones, forgetting those empties
+ * it. */
+static void test_lookup_table(void **state)
+{
+	enum { N = 2500 };
+	struct nostall_fs *fs = mount_rw();
+	struct nostall_stat d, st;
+	assert_int_equal(nostall_mkdir_at(fs, NOSTALL_ROOT_INO, "T", 0755, &d), 0);
+	static uint64_t ino[N];
+	char name[32];
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "n%d", i);
+		assert_int_equal(nostall_mknod_at(fs, d.ino, name, S_IFREG | 0644, 0, &st), 0);
+		ino[i] = st.ino;
+		if (i % 2 == 0)
+			assert_int_equal(nostall_lookup_ref_ino(fs, ino[i], &st), 0);
+	}
+	assert_int_equal(fs->nlref, N + 1);
+	for (int i = 0; i < N; i++)
+		nostall_forget(fs, ino[i], 1);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(api_lookup_held(fs, ino[i]), i % 2 == 0);
+	assert_int_equal(fs->nlref, N / 2 + 1);
+	for (int i = 0; i < N; i += 2)
+		nostall_forget(fs, ino[i], 1);
+	nostall_forget(fs, d.ino, 1);
+	assert_int_equal(fs->nlref, 0);
+	for (int i = 0; i < N; i++)
+		assert_false(api_lookup_held(fs, ino[i]));
+	assert_int_equal(nostall_umount(fs), 0);
+	assert_clean();
+}
+
 /* An open handle keeps an unlinked file alive: readable and writable. */
 static void test_unlinked_open(void **state)
 {
@@ -714,6 +749,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_seek_data_hole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_refs_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_table, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 
 struct api_lref;
+struct api_lpin;
 struct api_fd;
 
 struct nostall_fs {
@@ -36,12 +37,14 @@ struct nostall_fs {
 	atomic_int handles; /* open files, directory iterators (descriptors hold files) */
 	size_t file_readahead; /* max readahead window per open file, 0 = off */
 
-	/* FUSE lookup counts (api_lookup.c): ino -> count; an entry holds an
-	 * ext3 inode reference only once the inode is unlinked. A hash table
-	 * of chains. */
+	/* FUSE lookup counts (api_lookup.c): ino -> count, open addressing
+	 * (nlref_slots a power of two, 0 = none yet); an entry holds an ext3
+	 * inode reference (in lpins, LPIN_BUCKETS chains) only once the inode
+	 * is unlinked. */
 	pthread_mutex_t lookup_lock;
-	struct api_lref **lref;
-	size_t nlref_buckets, nlref;
+	struct api_lref *lref;
+	size_t nlref_slots, nlref;
+	struct api_lpin **lpins;
 	/* nostall_lookup_refs_live: inodes with lookup references stay
 	 * reachable by number after their last link goes (api_inode_get). */
 	atomic_bool lref_live;

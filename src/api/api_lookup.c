@@ -1,12 +1,12 @@
 /* Public API: FUSE lookup counts (nostall_lookup_ref, nostall_forget). The
- * mount keeps a table ino -> count (32 bytes an entry). A linked inode's
- * entry holds no ext3 inode reference: the inode cache evicts it like any
+ * mount keeps a table ino -> count (about 21 bytes an entry). A linked
+ * inode's entry holds no ext3 inode reference: the inode cache evicts it like any
  * other once nobody has it open (its bound, not the number of inodes the
  * kernel knows, sets the memory), and the next request by number reads it
  * again. An unlinked inode the kernel still knows must stay (on the orphan
  * list, readable by number through lref_live) until the kernel forgets it,
  * as the kernel's dentry keeps it: its entry then holds one reference
- * (`in`), taken over from the last ext3_iput (keep_unlinked, the inode
+ * (a pin), taken over from the last ext3_iput (keep_unlinked, the inode
  * cache's keeper) or, for an inode already unlinked when its lookup is
  * counted, taken here (api_lookup_take). forget drops it with the entry.
  *
@@ -21,66 +21,136 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The table: open addressing with linear probing, 16 bytes a slot, at most
+ * 7/8 full (about 21 bytes an inode); ino 0 = empty. An entry whose inode
+ * is unlinked holds a reference, kept beside it in a small chained hash of
+ * pins (unlinked inodes the kernel still knows are few). */
 struct api_lref {
 	uint32_t ino;
+	bool pinned;    /* its reference is in pins */
 	uint64_t count;
-	struct ext3_inode *in; /* the table's reference: unlinked inodes only, else NULL */
-	struct api_lref *next;
 };
 
-static size_t bucket(const struct nostall_fs *fs, uint32_t ino)
+struct api_lpin {
+	uint32_t ino;
+	struct ext3_inode *in; /* the table's reference */
+	struct api_lpin *next;
+};
+
+#define LREF_MIN 1024u
+#define LPIN_BUCKETS 64u
+
+/* Fibonacci hashing: the top bits of ino * 2^32/phi, which spreads runs of
+ * consecutive numbers over the table. */
+static size_t home(const struct nostall_fs *fs, uint32_t ino)
 {
-	return (ino * 2654435761u) % fs->nlref_buckets;
+	unsigned bits = (unsigned)__builtin_ctzl(fs->nlref_slots);
+	return (size_t)((uint32_t)(ino * 2654435769u) >> (32 - bits));
 }
 
-/* Double the buckets when the chains get long; best effort (a failed
- * allocation keeps the old table). Called with lookup_lock held. */
-static void lref_grow(struct nostall_fs *fs)
-{
-	if (fs->nlref < 2 * fs->nlref_buckets)
-		return;
-	size_t n = fs->nlref_buckets ? 2 * fs->nlref_buckets : 64;
-	struct api_lref **nb = calloc(n, sizeof *nb);
-	if (!nb)
-		return;
-	size_t old = fs->nlref_buckets;
-	struct api_lref **ob = fs->lref;
-	fs->lref = nb;
-	fs->nlref_buckets = n;
-	for (size_t i = 0; i < old; i++)
-		for (struct api_lref *e = ob[i], *next; e; e = next) {
-			next = e->next;
-			size_t b = bucket(fs, e->ino);
-			e->next = nb[b];
-			nb[b] = e;
-		}
-	free(ob);
-}
-
-/* Caller holds lookup_lock. */
+/* Caller holds lookup_lock: the slot of ino, or NULL. */
 static struct api_lref *lref_find(struct nostall_fs *fs, uint64_t ino)
 {
-	if (!fs->nlref_buckets || ino > UINT32_MAX)
+	if (!fs->nlref_slots || ino == 0 || ino > UINT32_MAX)
 		return NULL;
-	struct api_lref *e = fs->lref[bucket(fs, (uint32_t)ino)];
-	while (e && e->ino != ino)
-		e = e->next;
-	return e;
+	size_t mask = fs->nlref_slots - 1;
+	for (size_t i = home(fs, (uint32_t)ino);; i = (i + 1) & mask) {
+		if (fs->lref[i].ino == ino)
+			return &fs->lref[i];
+		if (fs->lref[i].ino == 0)
+			return NULL;
+	}
+}
+
+/* Caller holds lookup_lock: the empty slot where ino goes (not present). */
+static struct api_lref *lref_hole(struct nostall_fs *fs, uint32_t ino)
+{
+	size_t mask = fs->nlref_slots - 1, i = home(fs, ino);
+	while (fs->lref[i].ino)
+		i = (i + 1) & mask;
+	return &fs->lref[i];
+}
+
+/* Room for one more entry: doubles the table past 7/8. Caller holds
+ * lookup_lock. -ENOMEM only when full and no bigger table can be had. */
+static int lref_room(struct nostall_fs *fs)
+{
+	size_t n = fs->nlref_slots;
+	if (n && (fs->nlref + 1) * 8 <= n * 7)
+		return 0;
+	size_t nn = n ? 2 * n : LREF_MIN;
+	struct api_lref *nt = calloc(nn, sizeof *nt);
+	if (!nt)
+		return fs->nlref + 1 < n ? 0 : -ENOMEM; /* fuller, but still a hole */
+	struct api_lref *old = fs->lref;
+	fs->lref = nt;
+	fs->nlref_slots = nn;
+	for (size_t i = 0; i < n; i++)
+		if (old[i].ino)
+			*lref_hole(fs, old[i].ino) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Caller holds lookup_lock: empty slot e, moving back the entries of its
+ * probe run that would no longer be found (backward-shift deletion). */
+static void lref_remove(struct nostall_fs *fs, struct api_lref *e)
+{
+	size_t mask = fs->nlref_slots - 1, i = (size_t)(e - fs->lref), j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		uint32_t ino = fs->lref[j].ino;
+		if (!ino)
+			break;
+		size_t k = home(fs, ino);
+		/* stays when its home lies cyclically in (i, j] */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		fs->lref[i] = fs->lref[j];
+		i = j;
+	}
+	fs->lref[i] = (struct api_lref){0};
+	fs->nlref--;
+}
+
+/* Caller holds lookup_lock: take ino's pin out of the pins (NULL: none). */
+static struct ext3_inode *lpin_take(struct nostall_fs *fs, uint32_t ino)
+{
+	if (!fs->lpins)
+		return NULL;
+	for (struct api_lpin **pp = &fs->lpins[ino % LPIN_BUCKETS]; *pp; pp = &(*pp)->next)
+		if ((*pp)->ino == ino) {
+			struct api_lpin *p = *pp;
+			struct ext3_inode *in = p->in;
+			*pp = p->next;
+			free(p);
+			return in;
+		}
+	return NULL;
 }
 
 /* in (referenced by the caller) is unlinked: its entry, if any, keeps it.
  * `ref` is a reference of the caller's to give; returns it when the entry
- * did not take it (none, or it holds one already). */
+ * did not take it (none, it holds one already, or no memory for the pin:
+ * the inode then goes at its last put, as if forgotten). */
 static struct ext3_inode *lref_pin(struct nostall_fs *fs, struct ext3_inode *in,
 				   struct ext3_inode *ref)
 {
+	uint32_t ino = ext3_inode_ino(in);
+	struct api_lpin *p = malloc(sizeof *p);
 	pthread_mutex_lock(&fs->lookup_lock);
-	struct api_lref *e = lref_find(fs, ext3_inode_ino(in));
-	if (e && !e->in) {
-		e->in = ref;
+	struct api_lref *e = lref_find(fs, ino);
+	if (e && !e->pinned && p && !fs->lpins)
+		fs->lpins = calloc(LPIN_BUCKETS, sizeof *fs->lpins);
+	if (e && !e->pinned && p && fs->lpins) {
+		*p = (struct api_lpin){ .ino = ino, .in = ref, .next = fs->lpins[ino % LPIN_BUCKETS] };
+		fs->lpins[ino % LPIN_BUCKETS] = p;
+		e->pinned = true;
 		ref = NULL;
+		p = NULL;
 	}
 	pthread_mutex_unlock(&fs->lookup_lock);
+	free(p);
 	return ref;
 }
 
@@ -102,25 +172,17 @@ void api_lookup_init(struct nostall_fs *fs)
 int api_lookup_take(struct nostall_fs *fs, struct ext3_inode *in)
 {
 	uint32_t ino = ext3_inode_ino(in);
-	struct api_lref *fresh = malloc(sizeof *fresh);
-	if (!fresh)
-		return err_set(-ENOMEM, "out of memory");
 	pthread_mutex_lock(&fs->lookup_lock);
-	lref_grow(fs);
 	struct api_lref *e = lref_find(fs, ino);
+	int rc = 0;
 	if (e) {
 		e->count++;
-	} else if (fs->nlref_buckets) {
-		size_t b = bucket(fs, ino);
-		*fresh = (struct api_lref){ .ino = ino, .count = 1, .next = fs->lref[b] };
-		fs->lref[b] = fresh;
+	} else if (!(rc = lref_room(fs))) {
+		*lref_hole(fs, ino) = (struct api_lref){ .ino = ino, .count = 1 };
 		fs->nlref++;
-		fresh = NULL;
 	}
-	bool nomem = !e && fresh;
 	pthread_mutex_unlock(&fs->lookup_lock);
-	free(fresh);
-	if (nomem)
+	if (rc)
 		return err_set(-ENOMEM, "out of memory");
 	/* Already unlinked (a lookup by number of an inode the kernel still
 	 * knows, or one that lost its last name since it was found): its last
@@ -183,19 +245,13 @@ void nostall_forget(struct nostall_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	struct ext3_inode *drop = NULL;
 	pthread_mutex_lock(&fs->lookup_lock);
-	if (fs->nlref_buckets && ino <= UINT32_MAX) {
-		struct api_lref **pp = &fs->lref[bucket(fs, (uint32_t)ino)];
-		while (*pp && (*pp)->ino != ino)
-			pp = &(*pp)->next;
-		struct api_lref *e = *pp;
-		if (e && e->count > nlookup) {
-			e->count -= nlookup;
-		} else if (e) {
-			*pp = e->next;
-			fs->nlref--;
-			drop = e->in;
-			free(e);
-		}
+	struct api_lref *e = lref_find(fs, ino);
+	if (e && e->count > nlookup) {
+		e->count -= nlookup;
+	} else if (e) {
+		if (e->pinned)
+			drop = lpin_take(fs, e->ino);
+		lref_remove(fs, e);
 	}
 	pthread_mutex_unlock(&fs->lookup_lock);
 	ext3_iput(drop); /* NULL for a linked inode's entry */
@@ -205,16 +261,17 @@ void api_lookup_drop_all(struct nostall_fs *fs)
 {
 	ext3_fs_set_unlinked_keeper(fs->e, NULL, NULL); /* unmount: unlinked inodes go now */
 	pthread_mutex_lock(&fs->lookup_lock);
-	struct api_lref **b = fs->lref;
-	size_t n = fs->nlref_buckets;
+	struct api_lpin **pins = fs->lpins;
+	free(fs->lref);
 	fs->lref = NULL;
-	fs->nlref_buckets = fs->nlref = 0;
+	fs->lpins = NULL;
+	fs->nlref_slots = fs->nlref = 0;
 	pthread_mutex_unlock(&fs->lookup_lock);
-	for (size_t i = 0; i < n; i++)
-		for (struct api_lref *e = b[i], *next; e; e = next) {
-			next = e->next;
-			ext3_iput(e->in);
-			free(e);
+	for (size_t b = 0; pins && b < LPIN_BUCKETS; b++)
+		for (struct api_lpin *p = pins[b], *next; p; p = next) {
+			next = p->next;
+			ext3_iput(p->in);
+			free(p);
 		}
-	free(b);
+	free(pins);
 }
