@@ -8,15 +8,16 @@
  *
  *   stream-write  1 MiB writes of stream_bytes, fsync, close   write_mbps
  *   stream-read   read that file back in 1 MiB reads           read_mbps
- *   creates       `files` x 1 KiB in `dirs` directories:
+ *   creates       `files` small files in `dirs` directories:
  *                 create+write+close, the last one fsynced,
  *                 then the whole filesystem synced             creates_per_s
  *   stats         stat each (sizes checked)                    stats_per_s
  *   unlinks       unlink each, then the filesystem synced      unlinks_per_s
  *
  * Each small file is 1 KiB (bench fs's creates_bytes) unless tester_write
- * (no meaning for these phases otherwise) gives its size: bench fs
- * --mount's manyfiles passes `--tester-write 100`. bench repro never runs
+ * (no meaning for these phases otherwise) gives its size, at most 1 MiB:
+ * bench fs --mount's creates pass `--tester-write 4096` (issue 36's
+ * creates), its manyfiles `--tester-write 100`. bench repro never runs
  * these phases.
  *
  * The directories are made before the creates' clock starts (bench fs
@@ -99,7 +100,7 @@ static void file_path(char *path, size_t n, const struct rp_params *p, unsigned 
 
 static unsigned file_bytes(const struct rp_params *p)
 {
-	return p->tester_write && p->tester_write <= FILE_BYTES ? p->tester_write : FILE_BYTES;
+	return p->tester_write && p->tester_write <= CHUNK ? (unsigned)p->tester_write : FILE_BYTES;
 }
 
 static int create_one(struct rp_fs *fs, const char *path, const char *buf, unsigned bytes, bool last)
@@ -121,7 +122,7 @@ static int small_files(struct rp_fs *fs, enum rp_kind k, const struct rp_params 
 	static const char *const metric[] = { "creates_per_s", "stats_per_s", "unlinks_per_s" };
 	char path[48];
 	int rc = 0;
-	memset(buf, 'c', FILE_BYTES);
+	memset(buf, 'c', CHUNK);
 	for (unsigned d = 0; k == RP_CREATES && d < p->dirs && !rc; d++) {
 		snprintf(path, sizeof path, "d%u", d);
 		rc = rp_mkdir(fs, path);
