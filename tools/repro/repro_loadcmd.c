@@ -26,6 +26,8 @@ static void load_usage(FILE *out)
 		     "                    [--min-samples N] [--max-seconds S]\n"
 		     "  --min-samples, --max-seconds: fsync-under-stream and fsync-tester measure past\n"
 		     "  --seconds until N fsyncs completed or S seconds of measuring, whichever first\n"
+		     "  --tester-write: fsync-tester's bytes per write; creates' and stats' file size\n"
+		     "  (default 1 KiB, at most 1 MiB)\n"
 		     "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime,\n"
 		     "           stream-write, stream-read, creates, stats, unlinks (bench fs --mount's phases)\n"
 		     "output: bench repro's line protocol (docs/bench-repro.md)\n");
