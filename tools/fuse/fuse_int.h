@@ -57,7 +57,7 @@ struct nfuse_opts {
 	double attr_timeout, entry_timeout, negative_timeout;
 	unsigned threads;       /* the session loop's thread limit */
 	unsigned handoff_us;    /* a request running this long hands the reader role on (loop.c) */
-	unsigned spin_us;       /* the reader polls this long before blocking (loop.c) */
+	unsigned spin_us;       /* the reader retries its read this long before blocking (loop.c) */
 	uint64_t read_ahead;    /* the mount's readahead in bytes, set after INIT
 				 * (mount_main.c); 0 leaves the kernel's */
 	bool read_ahead_set;    /* given with -o: a refusal is reported */
