@@ -637,12 +637,19 @@ int ext3_guarded_create(struct ext3_fs *fs, struct ext3_guarded **out)
 	if (!g)
 		return err_set(-ENOMEM, "ext3: out of memory for data=guarded");
 	g->fs = fs;
+	g->nbuckets = GUARD_BUCKETS;
+	g->hash = calloc(g->nbuckets, sizeof *g->hash);
+	if (!g->hash) {
+		free(g);
+		return err_set(-ENOMEM, "ext3: out of memory for data=guarded");
+	}
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	int rc = pthread_create(&g->logger, NULL, logger_main, g);
 	if (rc) {
 		pthread_cond_destroy(&g->cond);
 		pthread_mutex_destroy(&g->lock);
+		free(g->hash);
 		free(g);
 		return err_set(-rc, "ext3: cannot start the data=guarded logger");
 	}
@@ -662,7 +669,7 @@ void ext3_guarded_destroy(struct ext3_guarded *g)
 	if (g->running)
 		pthread_join(g->logger, NULL);
 	/* Every inode was evicted; anything left is a leak to free. */
-	for (unsigned b = 0; b < GUARD_BUCKETS; b++) {
+	for (size_t b = 0; b < g->nbuckets; b++) {
 		while (g->hash[b]) {
 			struct ginode *gi = g->hash[b];
 			g->hash[b] = gi->hnext;
@@ -670,6 +677,7 @@ void ext3_guarded_destroy(struct ext3_guarded *g)
 			free(gi);
 		}
 	}
+	free(g->hash);
 	pthread_cond_destroy(&g->cond);
 	pthread_mutex_destroy(&g->lock);
 	free(g);
@@ -683,7 +691,7 @@ void ext3_guarded_stats(struct ext3_fs *fs, struct ext3_guarded_stats *out)
 		return;
 	pthread_mutex_lock(&g->lock);
 	*out = g->st;
-	for (unsigned b = 0; b < GUARD_BUCKETS; b++)
+	for (size_t b = 0; b < g->nbuckets; b++)
 		for (struct ginode *gi = g->hash[b]; gi; gi = gi->hnext)
 			out->pending += gi->n;
 	pthread_mutex_unlock(&g->lock);

@@ -170,7 +170,32 @@ bool guarded_ext_failed_below(const struct ginode *gi, uint64_t below)
 
 static struct ginode **bucket(struct ext3_guarded *g, uint32_t ino)
 {
-	return &g->hash[ino % GUARD_BUCKETS];
+	return &g->hash[(ino * 2654435761u) & (g->nbuckets - 1)];
+}
+
+/* Double the buckets once the states outnumber twice them; best effort (no
+ * memory: the chains grow). g->lock held. */
+static void hash_grow(struct ext3_guarded *g)
+{
+	if (g->nstates <= 2 * g->nbuckets)
+		return;
+	size_t nb = g->nbuckets * 2;
+	struct ginode **nh = calloc(nb, sizeof *nh);
+	if (!nh)
+		return;
+	struct ginode **old = g->hash;
+	size_t ob = g->nbuckets;
+	g->hash = nh;
+	g->nbuckets = nb;
+	for (size_t b = 0; b < ob; b++)
+		while (old[b]) {
+			struct ginode *gi = old[b];
+			old[b] = gi->hnext;
+			struct ginode **pp = bucket(g, gi->ino);
+			gi->hnext = *pp;
+			*pp = gi;
+		}
+	free(old);
 }
 
 /* g->lock held. */
@@ -195,6 +220,8 @@ struct ginode *guarded_inode_get(struct ext3_guarded *g, struct ext3_inode *in)
 	gi->in = in;
 	gi->hnext = *bucket(g, in->ino);
 	*bucket(g, in->ino) = gi;
+	g->nstates++;
+	hash_grow(g);
 	return gi;
 }
 
@@ -204,6 +231,8 @@ void guarded_inode_unhash(struct ext3_guarded *g, struct ginode *gi)
 	struct ginode **pp = bucket(g, gi->ino);
 	while (*pp && *pp != gi)
 		pp = &(*pp)->hnext;
-	if (*pp)
+	if (*pp) {
 		*pp = gi->hnext;
+		g->nstates--;
+	}
 }

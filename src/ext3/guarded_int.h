@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Buckets of the hash of per-inode states (by inode number). */
+/* Buckets of the hash of per-inode states (by inode number) at first; it
+ * doubles when the states outnumber twice its buckets (a create storm keeps
+ * one state per file whose size is not logged yet: thousands). */
 #define GUARD_BUCKETS 256u
 
 struct gext {
@@ -46,7 +48,8 @@ struct ext3_guarded {
 	struct ext3_fs *fs;
 	pthread_mutex_t lock;        /* leaf: hash, ranges, queue, flags, stats */
 	pthread_cond_t cond;         /* queue work, busy cleared, queue empty */
-	struct ginode *hash[GUARD_BUCKETS];
+	struct ginode **hash;        /* [nbuckets], a power of two */
+	size_t nbuckets, nstates;
 	struct ginode *qhead, *qtail;
 	bool stop, running;
 	struct ginode *logging;      /* the inode the logger works on, until its

@@ -310,8 +310,11 @@ static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 	pthread_cond_broadcast(&c->freed);
 	pthread_mutex_unlock(&c->lock);
 	/* The logger skips an inode being evicted (its eviction logs the
-	 * size): queue it again now that it stays. */
-	if (unsettled)
+	 * size): queue it again now that it stays - unless its writeback was
+	 * just started, whose completion queues it (a requeue then only made
+	 * the logger's own put spare the next dirty victim, and so on: the
+	 * logger spun through every dirty inode until the flusher caught up). */
+	if (unsettled && !dirty)
 		ext3_guarded_requeue(v);
 	return true;
 }
