@@ -16,7 +16,7 @@
 #include "lib/oracles.h"
 
 #include "api/api_int.h"
-#include "ext3/ext3_int.h"
+#include "extfs/core/ext3_int.h"
 #include "page/page.h"
 
 #include "nostall/nostall.h"

@@ -1,5 +1,5 @@
 /* ext3 block and inode allocation and the journaled counters
- * (src/ext3/balloc.c, ialloc.c, super_write.c, trans.c), on writable
+ * (src/extfs/inode/balloc.c, ialloc.c, super_write.c, trans.c), on writable
  * mounts of mke2fs images with 1 KiB and 4 KiB blocks: credits, allocate
  * and free, fill to ENOSPC, the undo-access rule, reservation windows,
  * Orlov, allocating threads. The errors= policy: test_ext3_alloc_errors.c.
@@ -18,9 +18,9 @@
 #include "lib/fsimg.h"
 #include "lib/oracles.h"
 
-#include "ext3/ext3.h"
-#include "ext3/ext3_int.h"
-#include "ext3/write.h"
+#include "extfs/core/ext3.h"
+#include "extfs/core/ext3_int.h"
+#include "extfs/core/write.h"
 #include "jbd/jbd.h"
 #include "util/err.h"
 

@@ -2,7 +2,7 @@
  * corruption met while allocating or freeing — a block freed twice, a
  * bitmap freeing metadata, a block bitmap claiming its own block free — is
  * -EUCLEAN and handled as errors=continue, remount-ro or panic says, on
- * writable mounts of mke2fs images (src/ext3/balloc.c, super_write.c).
+ * writable mounts of mke2fs images (src/extfs/inode/balloc.c, super_write.c).
  *
  * Oracles: dumpe2fs (the superblock's error state), debugfs (freeb to
  * corrupt a bitmap).
@@ -15,9 +15,9 @@
 #include "lib/fsimg.h"
 #include "lib/oracles.h"
 
-#include "ext3/ext3.h"
-#include "ext3/ext3_int.h"
-#include "ext3/write.h"
+#include "extfs/core/ext3.h"
+#include "extfs/core/ext3_int.h"
+#include "extfs/core/write.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* ext3 file data on a writable mount (src/ext3/file_data.c, file_write.c;
+/* ext3 file data on a writable mount (src/extfs/data/file_data.c, file_write.c;
  * docs/write-data.md): writes, holes, indirect levels, O_APPEND, truncate,
  * remount, e2fsck, the page budget, concurrent writers with fsync, atime,
  * streaming reads. Ordering and durability: test_ext3_data_order.c.

@@ -15,9 +15,9 @@
 #include "lib/fsimg.h"
 
 #include "dev/dev.h"
-#include "ext3/ext3_fsops.h"
-#include "ext3/ext3_int.h"
-#include "ext3/file_data.h"
+#include "extfs/core/ext3_fsops.h"
+#include "extfs/core/ext3_int.h"
+#include "extfs/data/file_data.h"
 #include "page/page.h"
 #include "util/err.h"
 

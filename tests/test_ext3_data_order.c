@@ -1,4 +1,4 @@
-/* ext3 file data: order and durability (src/ext3/file_data.c;
+/* ext3 file data: order and durability (src/extfs/data/file_data.c;
  * docs/write-data.md): data=ordered writes a transaction's data before its
  * commit block on a log: device (and writeback does not), fsync beside a
  * writer in each fsync path and era preset, the state at an fsync's last

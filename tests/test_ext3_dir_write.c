@@ -1,4 +1,4 @@
-/* ext3 directory writing on images (src/ext3/dir_write.c, dx_write.c):
+/* ext3 directory writing on images (src/extfs/dir/dir_write.c, dx_write.c):
  * mke2fs images mounted writable; oracles e2fsck -fn, debugfs htree_dump /
  * ls, and ext3_dir_lookup. Linear directories, htree directories under the
  * six hash variants, growth to a two-level index, hash collisions (the
@@ -12,9 +12,9 @@
 #include "lib/fsimg.h"
 #include "lib/oracles.h"
 
-#include "ext3/dir_int.h"
-#include "ext3/ext3_format.h"
-#include "ext3/write.h"
+#include "extfs/dir/dir_int.h"
+#include "extfs/format/ext3_format.h"
+#include "extfs/core/write.h"
 #include "util/err.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* ext3 directory blocks, the pure operations (src/ext3/dirblock.c): insert
+/* ext3 directory blocks, the pure operations (src/extfs/dir/dirblock.c): insert
  * with rec_len splitting, removal by merging, leaf split by hash under all
  * six hash versions, the dx root built from a full first block, index entry
  * insertion, checked against a model and the format rules. The same
@@ -8,8 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "ext3/dir_int.h"
-#include "ext3/ext3_format.h"
+#include "extfs/dir/dir_int.h"
+#include "extfs/format/ext3_format.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* data=guarded (src/ext3/guarded.c; docs/write-guarded.md): the extents'
+/* data=guarded (src/extfs/data/guarded.c; docs/write-guarded.md): the extents'
  * life (created by allocations past i_disksize, done by completed writes),
  * i_disksize and the orphan entry that follow them, ordered data only for
  * hole fills and partial tails, fsync that writes no other file's data (a

@@ -17,10 +17,10 @@
 #include "lib/fsimg.h"
 #include "lib/oracles.h"
 
-#include "ext3/ext3.h"
-#include "ext3/ext3_format.h"
-#include "ext3/ext3_fsops.h"
-#include "ext3/ext3_int.h"
+#include "extfs/core/ext3.h"
+#include "extfs/format/ext3_format.h"
+#include "extfs/core/ext3_fsops.h"
+#include "extfs/core/ext3_int.h"
 #include "util/err.h"
 
 #include <errno.h>

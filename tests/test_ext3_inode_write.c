@@ -1,4 +1,4 @@
-/* The inode part of the ext3 write path (src/ext3/inode_write.c, truncate.c,
+/* The inode part of the ext3 write path (src/extfs/inode/inode_write.c, truncate.c,
  * orphan.c, icache.c eviction, mount.c's writable bring-up), driven through
  * the internal contract (write.h) on mke2fs images whose files debugfs made.
  *
@@ -18,9 +18,9 @@
 #include "lib/oracles.h"
 
 #include "dev/dev.h"
-#include "ext3/ext3_fsops.h"
-#include "ext3/ext3_int.h"
-#include "ext3/write.h"
+#include "extfs/core/ext3_fsops.h"
+#include "extfs/core/ext3_int.h"
+#include "extfs/core/write.h"
 #include "util/err.h"
 
 #include <errno.h>

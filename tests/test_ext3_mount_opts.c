@@ -13,9 +13,9 @@
 #include <cmocka.h>
 
 #include "dev/dev.h"
-#include "ext3/ext3.h"
-#include "ext3/ext3_format.h"
-#include "ext3/mkfs.h"
+#include "extfs/core/ext3.h"
+#include "extfs/format/ext3_format.h"
+#include "extfs/mkfs/mkfs.h"
 #include "util/endian.h"
 #include "util/err.h"
 

@@ -1,5 +1,5 @@
 /* ext3 names, attributes and extended attributes on a writable mount
- * (src/ext3/ext3_fsops.h: namei.c, attr.c, xattr_write.c).
+ * (src/extfs/core/ext3_fsops.h: namei.c, attr.c, xattr_write.c).
  *
  * Oracles: e2fsck -fn after every unmount (clean), debugfs (ls -l, stat,
  * ea_list / ea_get; ea_set and set_inode_field to prepare cases), and the
@@ -15,10 +15,10 @@
 #include "lib/fsimg.h"
 #include "lib/oracles.h"
 
-#include "ext3/ext3.h"
-#include "ext3/ext3_format.h"
-#include "ext3/ext3_fsops.h"
-#include "ext3/ext3_int.h"
+#include "extfs/core/ext3.h"
+#include "extfs/format/ext3_format.h"
+#include "extfs/core/ext3_fsops.h"
+#include "extfs/core/ext3_int.h"
 #include "util/err.h"
 
 #include <errno.h>

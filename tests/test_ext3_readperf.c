@@ -1,4 +1,4 @@
-/* Sequential file reads that bypass the buffer cache (src/ext3/file_read.c,
+/* Sequential file reads that bypass the buffer cache (src/extfs/data/file_read.c,
  * docs/ext3-read-path.md "Sequential reads").
  *
  * Oracles: the host files written into a mke2fs image with debugfs (a 24 MiB
@@ -24,7 +24,7 @@
 
 #include "buf/buf.h"
 #include "dev/dev.h"
-#include "ext3/ext3.h"
+#include "extfs/core/ext3.h"
 #include "util/err.h"
 
 #include <errno.h>

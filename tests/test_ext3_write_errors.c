@@ -1,5 +1,5 @@
 /* ext3 writes: an error of a chunk's journal bookkeeping is the write's
- * result (src/ext3/file_write.c write_chunk_paged; issue 35). A short count
+ * result (src/extfs/data/file_write.c write_chunk_paged; issue 35). A short count
  * is only for a short copy: when filing the ordered data fails after the
  * bytes were copied, the write returns the error (2.6.30's
  * ext3_ordered_write_end), or the bytes of the earlier chunks that

@@ -37,7 +37,7 @@
 #include "lib/oracles.h"
 
 #include "dev/dev.h"
-#include "ext3/ext3.h"
+#include "extfs/core/ext3.h"
 #include "jbd/jbd.h"
 #include "nostall/nostall.h"
 #include "util/err.h"

@@ -23,8 +23,8 @@
 #include "lib/fsimg.h"
 #include "lib/oracles.h"
 
-#include "ext3/ext3.h"
-#include "ext3/ext3_format.h"
+#include "extfs/core/ext3.h"
+#include "extfs/format/ext3_format.h"
 #include "nostall/nostall.h"
 
 #include <errno.h>

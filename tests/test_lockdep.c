@@ -15,7 +15,7 @@
  * -DNOSTALL_LOCKDEP). mke2fs, debugfs and e2fsck must be installed. */
 #include "test_ext3_data_env.h"
 
-#include "ext3/write.h"
+#include "extfs/core/write.h"
 #include "jbd/jbd.h"
 #include "util/lockdep.h"
 

@@ -9,8 +9,8 @@
 #include <cmocka.h>
 
 #include "dev/dev.h"
-#include "ext3/ext3_format.h"
-#include "ext3/mkfs.h"
+#include "extfs/format/ext3_format.h"
+#include "extfs/mkfs/mkfs.h"
 #include "jbd/jbd_format.h"
 #include "util/err.h"
 

@@ -2,7 +2,7 @@
  * group descriptors (include/nostall/nostall.h). */
 #include "api/api_int.h"
 
-#include "ext3/uuid.h"
+#include "extfs/format/uuid.h"
 #include "util/err.h"
 
 #include <errno.h>

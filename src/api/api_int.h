@@ -18,8 +18,8 @@
 
 #include "nostall/nostall.h"
 
-#include "ext3/ext3.h"
-#include "ext3/ext3_fsops.h"
+#include "extfs/core/ext3.h"
+#include "extfs/core/ext3_fsops.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,6 +1,6 @@
 /* Public API: mount and unmount (include/nostall/nostall.h). Option
  * parsing, the journal replay, every mount check and the writable bring-up
- * and teardown are ext3's (src/ext3/mount.c); this file adds the device
+ * and teardown are ext3's (src/extfs/super/mount.c); this file adds the device
  * spec, the handle count and the API's own tables (lookup counts,
  * descriptors). */
 #include "api/api_int.h"

@@ -3,7 +3,7 @@
  * Each walks to the parent of the last name (api_parent_get, or
  * api_at_parent for the *_at forms), settles what Linux's VFS settles
  * before the filesystem is asked (".", "..", "/", the order of errors), and
- * hands the rest to ext3 (src/ext3/ext3_fsops.h), which locks and journals. */
+ * hands the rest to ext3 (src/extfs/core/ext3_fsops.h), which locks and journals. */
 #include "api/api_int.h"
 
 #include "util/err.h"

@@ -418,7 +418,7 @@ int jbd_journal_recover_dev(struct dev *dev, const struct jbd_location *loc, uns
 int jbd_journal_check_dev(struct dev *dev, const struct jbd_location *loc, struct jbd_recovery_info *info);
 
 /* The internal journal of an ext3 image is located by ext3 itself
- * (src/ext3/ext3.h, ext3_journal_*), which hands this layer a jbd_location. */
+ * (src/extfs/core/ext3.h, ext3_journal_*), which hands this layer a jbd_location. */
 
 /* ---- mount-style assembly (jbd_stack.c): device + queue + cache + journal ---- */
 

@@ -1,6 +1,6 @@
 /* A lock-order checker for test builds (the idea of Linux's lockdep).
  *
- * Each lock that takes part in the documented order (src/ext3/write.h) is
+ * Each lock that takes part in the documented order (src/extfs/core/write.h) is
  * annotated with a class. Per thread the held locks are recorded; the
  * first time a lock of class A is waited for while one of class B is held,
  * the edge B->A goes into a global graph. An edge that closes a cycle (A

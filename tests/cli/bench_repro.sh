@@ -2,7 +2,7 @@
 # nostall bench repro --micro: the shape of a run, not its figures (a timed
 # test would assert the machine, not the code). One tiny run on sim:ssd:
 # results.json validates against docs/bench-repro.schema.json (stdlib
-# validator, tools/repro/json_validate.py), has a record for every run of
+# validator, tools/bench/json_validate.py), has a record for every run of
 # the matrix (guarded's "skipped" until it is built), the plots are
 # non-empty SVGs, the report has its tables and checks; percentiles of too
 # few samples are n/a and the sample-floor runs go past --seconds; `nostall
@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 	{ cat "$tmp/err"; fail "bench repro --micro exited $?"; }
 grep -q "bench repro: \[1/" "$tmp/err" || fail "no progress line on stderr"
 for f in report.md results.json; do [ -s "$tmp/out/$f" ] || fail "$f missing or empty"; done
-python3 "$here/tools/repro/json_validate.py" "$here/docs/bench-repro.schema.json" "$tmp/out/results.json" ||
+python3 "$here/tools/bench/json_validate.py" "$here/docs/bench-repro.schema.json" "$tmp/out/results.json" ||
 	fail "results.json does not validate"
 cmp -s "$tmp/stdout.json" "$tmp/out/results.json" || fail "--json output differs from results.json"
 # the validator itself rejects a broken record (a test that cannot fail is a defect)
@@ -31,7 +31,7 @@ recs[0]["samples"] = -1
 del recs[1]["unit"]
 json.dump(recs, open(sys.argv[2], "w"))
 PY
-if python3 "$here/tools/repro/json_validate.py" "$here/docs/bench-repro.schema.json" "$tmp/bad.json" 2>/dev/null; then
+if python3 "$here/tools/bench/json_validate.py" "$here/docs/bench-repro.schema.json" "$tmp/bad.json" 2>/dev/null; then
 	fail "the validator accepted a negative samples and a missing unit"
 fi
 

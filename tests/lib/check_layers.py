@@ -35,14 +35,12 @@ def read_layers():
 
 
 def folder_of(path):
-    """Folder key of a file: 'blk', 'blk/sched', 'include/nostall', 'tools', ..."""
+    """Folder key of a file: 'blk', 'blk/sched', 'extfs/core', 'include/nostall', 'tools/fuse', ..."""
     rel = os.path.relpath(path, ROOT)
     parts = rel.split(os.sep)
     if parts[0] == "src":
         return "/".join(parts[1:-1])
-    if parts[0] == "include":
-        return "/".join(parts[:-1])
-    return parts[0]  # tools, tests, fuzz (and their subfolders)
+    return "/".join(parts[:-1])  # include/nostall, tools/bench, tests/lib, ...
 
 
 def layer_key(folder, level):

@@ -2,10 +2,10 @@
 #include "oracles.h"
 
 #include "dev/dev.h"
-#include "ext3/ext3.h"
-#include "ext3/ext3_format.h"
-#include "ext3/ext3_int.h"
-#include "ext3/write.h"
+#include "extfs/core/ext3.h"
+#include "extfs/format/ext3_format.h"
+#include "extfs/core/ext3_int.h"
+#include "extfs/core/write.h"
 
 #include <errno.h>
 #include <pthread.h>

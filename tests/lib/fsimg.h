@@ -110,8 +110,8 @@ int fsimg_free_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t first,
  * before this header (cmocka's fail_msg is a macro). Each fails the test
  * with the oracle's output or the error's message. */
 #ifdef fail_msg
-#include "ext3/ext3.h"
-#include "ext3/write.h"
+#include "extfs/core/ext3.h"
+#include "extfs/core/write.h"
 #include "nostall/nostall.h"
 #include "util/err.h"
 

@@ -20,7 +20,7 @@
 #include "crash.h"
 
 #include "dev/dev.h"
-#include "ext3/ext3.h"
+#include "extfs/core/ext3.h"
 #include "jbd/jbd.h"
 #include "nostall/nostall.h"
 #include "util/array.h"

@@ -11,7 +11,7 @@
 #include "crash.h"
 
 #include "dev/dev.h"
-#include "ext3/mkfs.h"
+#include "extfs/mkfs/mkfs.h"
 #include "nostall/nostall.h"
 #include "util/err.h"
 

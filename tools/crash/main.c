@@ -14,7 +14,7 @@
  */
 #include "crash.h"
 
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "util/err.h"
 
 #include <ctype.h>

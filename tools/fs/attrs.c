@@ -6,7 +6,7 @@
  *   nostall write IMAGE PATH OFFSET    (standard input at OFFSET; create if
  *                                       missing, never truncate)
  * Arguments are checked before mounting (a bad one: one line, status 2). */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* nostall cat [--device SPEC] [-o OPTS] IMAGE PATH...: the contents of each
  * file on standard output, in CLI_IO_CHUNK reads handed to write(2) without
  * a copy of our own (docs/cli.md). */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <errno.h>

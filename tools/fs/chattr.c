@@ -7,7 +7,7 @@
  * (lsattr and chattr do not follow them either: ext3 keeps no flags that
  * mean anything on a symlink). The library checks no permissions: the CLI
  * runs with the image owner's rights. */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * copy a file, or with -r any tree, out of the image (docs/cli.md). This part
  * walks the image and creates the host entries; get_host.c writes their
  * data and attributes. */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "get.h"
 
 #include <errno.h>

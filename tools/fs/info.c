@@ -1,6 +1,6 @@
 /* nostall info [--device SPEC] [-o OPTS] IMAGE: the superblock in
  * `dumpe2fs -h` style, then one entry per block group (docs/cli.md). */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <inttypes.h>

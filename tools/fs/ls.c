@@ -1,7 +1,7 @@
 /* nostall ls [-l] [-R] [-a] [-i] [--device SPEC] [-o OPTS] IMAGE [PATH...]:
  * directory listings sorted by name (byte order), optionally long, recursive,
  * with dot entries and inode numbers (docs/cli.md). */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  *   nostall ln [-s] IMAGE TARGET LINKPATH
  * Each failure prints one line naming the path and the errno text; the
  * other PATHs are still done and the status is 1. */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
  * ACLs converted to ext3's on-disk form) and atime/mtime. A failing entry is reported and skipped; the status is then
  * 1. */
 #include "../acl/acl.h"
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 #include "util/clock.h"
 

@@ -1,6 +1,6 @@
 /* nostall stat [-L] [--device SPEC] [-o OPTS] IMAGE PATH...: every attribute
  * of an inode and its extended attributes, stat(1)-like (docs/cli.md). */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <inttypes.h>

@@ -5,7 +5,7 @@
  *   list            the names, one a line
  * Symbolic links are followed (like getfattr/setfattr without -h). Like
  * every writing command it mounts read-write (and unmounts cleanly). */
-#include "../cmds.h"
+#include "../common/cmds.h"
 #include "common.h"
 
 #include <errno.h>

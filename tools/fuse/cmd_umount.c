@@ -4,7 +4,7 @@
  * mount is gone, while the daemon is still writing back and emptying the
  * journal. This command unmounts, then waits for the daemon's lock on the
  * image (flock, taken by the library's mount and let go at the end of its
- * unmount: src/ext3/mount.c, dev_lock) and reads the superblock: it returns 0 only when
+ * unmount: src/extfs/super/mount.c, dev_lock) and reads the superblock: it returns 0 only when
  * the daemon is done and the image is clean (valid, no needs_recovery), so
  * a script can run e2fsck or copy the image right after it.
  *
@@ -13,7 +13,7 @@
  * journal commit). */
 #include "fuse_int.h"
 
-#include "../cmds.h"
+#include "../common/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>

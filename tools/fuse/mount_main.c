@@ -18,7 +18,7 @@
  * image clean, and lets go of the lock; then the daemon exits. */
 #include "fuse_int.h"
 
-#include "../cmds.h"
+#include "../common/cmds.h"
 
 #include <errno.h>
 #include <fcntl.h>

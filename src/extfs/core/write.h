@@ -1,0 +1,287 @@
+/* The ext3 write path's internal contract (private to src/extfs; see
+ * docs/write-path.md). Each section names the file that implements it. The
+ * sections are written by different hands at the same time: a file changes
+ * only its own section's functions; a change to a signature here is agreed
+ * first.
+ *
+ * Locking order (outermost first; never take an earlier one while holding a
+ * later one):
+ *   fs->rename_lock (cross-directory renames only)
+ *   -> directory inode locks (writer; two directories in inode-number order)
+ *   -> non-directory inode locks (writer; two in inode-number order)
+ *   -> journal handle (jbd_handle_start may wait for a commit: the commit
+ *      thread never takes an inode lock, so this is safe)
+ *   -> page locks (page cache; ascending index)
+ *   -> group locks (fs->groups_lock[g], ascending g) -> fs->sb_lock
+ *   -> buffer cache / block queue internals.
+ * The commit thread's ordered-data ops (jbd_inode submit/wait) only start and
+ * wait for page writeback; they take no inode lock and start no handle.
+ * One exception, provably safe: ext3_new_inode (and so the rename whiteout)
+ * locks the new inode under the handle with a trylock only - a busy lock
+ * (a stale user of the reused number) makes it claim another number - so
+ * no thread ever waits for an inode lock while it holds a handle.
+ *
+ * Checked in test builds (util/lockdep.h, docs/write-testing.md): the
+ * classes directory inode / inode (ext3_inode_wrlock & co., ascending
+ * inode number within a class), jbd handle, rename_lock, group locks
+ * (ascending group: ext3_group_lock), sb_lock (ext3_sb_lock) - ext3_int.h.
+ * Take these locks through those helpers so that the checker sees them.
+ *
+ * Errors: negative errno with a message. Corrupt metadata met while writing
+ * goes through ext3_fs_error(), which applies errors= and returns -EUCLEAN;
+ * nothing is written over a structure found corrupt. A failed journal
+ * operation aborts the journal (sticky): handles then fail with -EROFS.
+ */
+#ifndef NOSTALL_EXT3_WRITE_H
+#define NOSTALL_EXT3_WRITE_H
+
+#include "extfs/core/ext3_int.h"
+
+struct jbd_handle;
+struct buffer_head;
+
+/* ==== transactions and errors (trans.c) ==== */
+
+/* Credits (journal blocks a handle may dirty) for the operations below, for
+ * this filesystem (block size, indirect depth, quota-free ext3):
+ *  - EXT3_CRED_DATA(fs, n): map n new data blocks into one file (their
+ *    bitmaps, group descriptors, indirect blocks, inode, superblock);
+ *  - EXT3_CRED_INODE: change one inode (inode table block) = 1;
+ *  - ext3_credits_dirop(fs): create/link/unlink in one directory (a new dir
+ *    block + htree split of up to two index levels, the new inode + its
+ *    bitmap/descriptor, superblock, orphan list);
+ *  - ext3_credits_rename(fs): two dirop + the moved directory's ".." block;
+ *  - ext3_credits_truncate(fs): one truncate step (a restart point);
+ *  - ext3_credits_xattr(fs): an xattr change (old + new block, bitmaps). */
+#define EXT3_CRED_INODE 1
+int ext3_credits_data(const struct ext3_fs *fs, uint64_t nblocks);
+int ext3_credits_dirop(const struct ext3_fs *fs);
+int ext3_credits_rename(const struct ext3_fs *fs);
+int ext3_credits_truncate(const struct ext3_fs *fs);
+int ext3_credits_xattr(const struct ext3_fs *fs);
+
+/* Start / stop a handle on the mount's journal. -EROFS on a read-only mount,
+ * after errors=remount-ro fired, or after a journal abort. */
+int ext3_journal_start(struct ext3_fs *fs, int credits, struct jbd_handle **out);
+int ext3_journal_stop(struct jbd_handle *h);
+/* Write access / dirtying of a metadata buffer: jbd's calls, with an abort
+ * of the journal (and errors= applied) on failure. */
+int ext3_journal_get_write_access(struct jbd_handle *h, struct buffer_head *bh);
+int ext3_journal_get_create_access(struct jbd_handle *h, struct buffer_head *bh);
+int ext3_journal_get_undo_access(struct jbd_handle *h, struct buffer_head *bh);
+int ext3_journal_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh);
+/* ext3_bread of a metadata block + write access (undo access with undo);
+ * on failure nothing is held. */
+int ext3_journal_bread(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, const char *what,
+		       bool undo, struct buffer_head **out);
+/* A freed metadata (or data=journal data) block: revoke it and forget its
+ * buffer if cached (so a stale copy is never written over a reused block). */
+int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block);
+
+/* Corrupt metadata found while writing: record it (s_state |= ERROR_FS,
+ * s_errors policy from errors= or the superblock), then continue,
+ * remount read-only (later handles -EROFS) or, for panic, abort the journal
+ * and end the process with a message (exit status 70). Returns -EUCLEAN. */
+int ext3_fs_error(struct ext3_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Is the mount (still) writable? */
+bool ext3_fs_writable(const struct ext3_fs *fs);
+/* ext3_may_write with in->lock held (attr.c). */
+int ext3_may_write_locked(const struct ext3_inode *in, bool append);
+/* "now" for timestamps (wall clock, seconds + ns). */
+void ext3_now(int64_t *sec, uint32_t *nsec);
+
+/* Set up / tear down the write side of a writable mount (group locks, the
+ * superblock's free counters, the allocator's reservation set, the orphan
+ * list). mount.c calls init after the journal is loaded and shutdown before
+ * it is destroyed. */
+int ext3_write_init(struct ext3_fs *fs);
+void ext3_write_shutdown(struct ext3_fs *fs);
+
+/* ==== superblock counters and group descriptors (super_write.c) ==== */
+
+/* Adjust group g's descriptor (free blocks, free inodes, used dirs) and the
+ * superblock's free counts by the deltas, journaling the descriptor block
+ * and the superblock block in h. Caller holds fs->groups_lock[g]. */
+int ext3_group_adjust(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, int32_t dblocks,
+		      int32_t dinodes, int32_t ddirs);
+/* Journal a change of the in-memory superblock copy's other fields
+ * (s_last_orphan, s_state, s_mtime, ...): copies fs->sb into the superblock
+ * buffer under fs->sb_lock. */
+int ext3_super_dirty(struct jbd_handle *h, struct ext3_fs *fs);
+
+/* ==== block allocation (balloc.c) ==== */
+
+/* Allocate between 1 and *count blocks, contiguous, at or after goal when
+ * possible (goal 0: near the inode's group), inside the inode's reservation
+ * window (2.6.30's block reservation: per-inode windows so files growing at
+ * the same time stay unfragmented). A block is free only if it is free in
+ * the bitmap AND in the last committed bitmap (jbd undo access), so a block
+ * freed by the running transaction is not reused before it commits.
+ * Honours reserved blocks (s_r_blocks_count) for non-root credentials.
+ * *count = blocks given; *first = the first. -ENOSPC when none. Does not
+ * touch the inode (the caller adds to i_blocks). */
+int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, uint32_t *count,
+		    uint64_t *first);
+/* After an allocation failed with -ENOSPC, with no journal handle held:
+ * true when blocks are counted free that the allocator could not take
+ * (freed by a transaction that has not committed: the committed bitmap
+ * still holds them) and *retries (start at 0) allows another try (3); the
+ * running transaction has then been committed, so retrying can succeed
+ * (ext3_should_retry_alloc). */
+bool ext3_should_retry_alloc(struct ext3_fs *fs, int *retries);
+/* Free count blocks starting at first (all in one group, or split here).
+ * metadata: also ext3_journal_forget_block each (indirect, directory, xattr
+ * and data=journal blocks). A block already free is corruption
+ * (ext3_fs_error). */
+int ext3_free_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t first, uint32_t count,
+		     bool metadata);
+/* Drop the inode's reservation window (last close of a writer, truncate;
+ * also before an inode leaves the inode cache, or its window stays reserved
+ * until unmount). */
+void ext3_rsv_discard(struct ext3_inode *in);
+/* The reservation window set (ext3_write_init / ext3_write_shutdown). */
+int ext3_balloc_init(struct ext3_fs *fs);
+void ext3_balloc_destroy(struct ext3_fs *fs);
+
+/* ==== inode allocation (ialloc.c) ==== */
+
+/* Allocate an inode in a group chosen Orlov-style for directories (spread
+ * top-level directories; children near the parent) and near the parent for
+ * the rest; initialise it (mode, uid/gid from the caller, links 0 — the
+ * caller sets them —, times now, a new generation, extra_isize for large
+ * inodes, zeroed block map), put it in the inode cache and return it
+ * referenced, locked as writer, and written (ext3_mark_inode_dirty). Updates
+ * the bitmap, group counts (used dirs for directories) and superblock.
+ * -ENOSPC when no inode is free. */
+int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, uint32_t uid,
+		   uint32_t gid, struct ext3_inode **out);
+/* Free the inode number (bitmap, counts); the inode's blocks and xattrs are
+ * already freed. Sets dtime and writes the inode. The caller holds in->lock
+ * as writer and has taken the inode off the orphan list first (i_dtime is
+ * the orphan link). Afterwards the in-memory inode reads as free (mode 0):
+ * the number may already belong to a new inode. */
+int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in);
+
+/* ==== inodes: writing, the block map, truncate, orphans (inode_write.c,
+ *      truncate.c, orphan.c) ==== */
+
+/* Copy the in-memory inode (attributes, i_disksize, i_blocks, the block map,
+ * timestamps with their extra nanoseconds) into its inode-table block and
+ * journal it. Caller holds in->lock as writer. */
+int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in);
+/* Map logical blocks [lblk, lblk + max) like ext3_inode_map_run; with create,
+ * allocate the missing ones (and indirect blocks on the way, journaled,
+ * zeroed), goal = the block before in the file, else near the inode.
+ * *count blocks mapped contiguously from *phys; *is_new when they were just
+ * allocated. Updates i_blocks and the map cache; marks the inode dirty.
+ * -EFBIG past the triple-indirect limit. Caller holds in->lock as writer
+ * when create. */
+int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max,
+		    bool create, uint64_t *phys, uint32_t *count, bool *is_new);
+/* Free every block past new_size (data and indirect trees), in as many
+ * transactions as it takes (the handle is restarted; the inode is on the
+ * orphan list across the restarts so a crash finishes the job at the next
+ * mount). Sets i_size = i_disksize = new_size. Caller holds in->lock as
+ * writer and no handle. Page cache pages past new_size are dropped first
+ * (page_mapping_truncate). */
+int ext3_truncate(struct ext3_inode *in, uint64_t new_size);
+/* Orphan list (s_last_orphan, chained through i_dtime; in memory
+ * fs->orphans): add before an operation that a crash must finish (last
+ * unlink of an open file, truncate, data=guarded's pending sizes); delete
+ * when done. Idempotent. */
+int ext3_orphan_add(struct jbd_handle *h, struct ext3_inode *in);
+int ext3_orphan_del(struct jbd_handle *h, struct ext3_inode *in);
+/* Take the inode off the in-memory list only, when it cannot be written
+ * (the journal refuses handles) and the struct is about to go: the on-disk
+ * list keeps it for the next mount. Caller holds in->lock as writer. */
+void ext3_orphan_forget(struct ext3_inode *in);
+/* At mount (read-write): walk s_last_orphan: truncate each inode to its
+ * i_size (i_disksize), free those with no links. */
+int ext3_orphan_cleanup(struct ext3_fs *fs);
+/* The last reference to an inode with no links went: truncate to 0, free
+ * its xattr block, free the inode, take it off the orphan list. Called by
+ * the inode cache (icache.c) before it drops the inode. */
+int ext3_evict_inode(struct ext3_inode *in);
+
+/* ==== directories (dir_write.c, dx_write.c) ==== */
+
+/* Insert name -> ino (file type from mode) into dir: the first block with
+ * room (linear), or the htree leaf for the name's hash (splitting a full
+ * leaf, adding an index block, growing the index to a second level; all six
+ * hash versions as the superblock says), growing the directory by a block
+ * when needed; a linear directory that outgrows one block becomes indexed
+ * when the filesystem has dir_index. The name is not looked up first: the
+ * caller has checked it is absent. Caller holds dir->lock as writer. */
+int ext3_dir_add(struct jbd_handle *h, struct ext3_inode *dir, const char *name, size_t len,
+		 uint32_t ino, uint16_t mode);
+/* Remove the entry for name (merged into the previous entry's rec_len, or
+ * inode set to 0 at the start of a block). *ino gets the inode it named.
+ * -ENOENT if absent. */
+int ext3_dir_remove(struct jbd_handle *h, struct ext3_inode *dir, const char *name, size_t len,
+		    uint32_t *ino);
+/* Point the existing entry `name` at ino (rename over a target). */
+int ext3_dir_retarget(struct jbd_handle *h, struct ext3_inode *dir, const char *name, size_t len,
+		      uint32_t ino, uint16_t mode);
+/* Write a new directory's first block ("." and ".."); sets its size. */
+int ext3_dir_make(struct jbd_handle *h, struct ext3_inode *dir, uint32_t parent_ino);
+/* Change ".." of a directory being moved. */
+int ext3_dir_set_parent(struct jbd_handle *h, struct ext3_inode *dir, uint32_t parent_ino);
+/* Only "." and ".." (and empty blocks)? -ENOTEMPTY-style answer in *empty. */
+int ext3_dir_is_empty(struct ext3_inode *dir, bool *empty);
+
+/* ==== extended attributes (xattr_write.c) ==== */
+
+/* Set (value != NULL) or remove (value == NULL) attribute name (with its
+ * namespace prefix) on in: in the inode body when it fits (large inodes),
+ * else the xattr block (shared blocks are copied on write: refcount). flags:
+ * NOSTALL_XATTR_CREATE / _REPLACE semantics (-EEXIST / -ENODATA).
+ * -ENOSPC when it fits nowhere, -ERANGE for a name over 255 bytes,
+ * -EOPNOTSUPP for an unknown namespace. Caller holds in->lock as writer. */
+int ext3_xattr_set(struct jbd_handle *h, struct ext3_inode *in, const char *name,
+		   const void *value, size_t size, unsigned flags);
+/* Drop the inode's reference on its xattr block (at inode free). */
+int ext3_xattr_drop(struct jbd_handle *h, struct ext3_inode *in);
+
+/* ==== file data (file_data.c; the api-facing calls are in ext3_fsops.h) ==== */
+
+/* The mount's page cache for file data (writable mounts): created at mount
+ * after ext3_write_init, destroyed at unmount before the journal (every
+ * mapping first). */
+int ext3_data_init(struct ext3_fs *fs);
+void ext3_data_shutdown(struct ext3_fs *fs);
+/* Before an inode leaves the inode cache (any inode, writable mounts): write
+ * back and drop its pages, release its jbd_inode. */
+void ext3_data_evict(struct ext3_inode *in);
+/* Start writeback of the inode's dirty data without waiting (rename over a
+ * file in writeback/guarded mode: the 2.6.30 safeguard). 0 or -ENOMEM. */
+int ext3_data_flush_start(struct ext3_inode *in);
+/* Record that h's transaction changes in (datasync: a change fdatasync must
+ * commit too: size, block map); fsync commits the recorded transaction.
+ * Caller holds in->lock as writer. ext3_mark_inode_dirty should call it
+ * (datasync false) so every inode change is seen by fsync. */
+void ext3_inode_note_tid(struct jbd_handle *h, struct ext3_inode *in, bool datasync);
+
+/* data=guarded hooks that the inode room calls (truncate, the inode cache);
+ * implemented in extfs/data/guarded.c. */
+/* Truncate (in->lock as writer, no handle), in two steps around the page
+ * cache's truncate:
+ * - begin: when the new size is past i_disksize, write and wait the pages in
+ *   between and their completions; -EIO if an extent below the new size is
+ *   still not done (failed data: the size would pass it);
+ * - end: wait for the completions of the runs the page truncate waited for
+ *   (they must meet the old extents, not new ones at the same index), then
+ *   drop every extent at or past the new size. */
+int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size);
+void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size);
+
+/* Nothing of in's data is guarded (in->lock held): no extent pending or
+ * failed, no truncated tail, not on the orphan list for guarded, and the
+ * size on disk is the size in memory. Its dirty pages are then plain
+ * overwrites, which fsync may order into its commit as writeback does. */
+bool ext3_guarded_settled(struct ext3_inode *in);
+/* Queue in for the logger again: the inode cache kept it (victim_spare)
+ * after the logger, finding it being evicted, had left its size to the
+ * eviction. */
+void ext3_guarded_requeue(struct ext3_inode *in);
+
+#endif

@@ -1,0 +1,435 @@
+/* Inode allocation (write.h, "inode allocation"; docs/write-alloc.md).
+ *
+ * Group choice as 2.6.30's ext3 (written from its semantics):
+ * - directories, Orlov: a top-level directory (parent is the root or has
+ *   the TOPDIR flag) goes to the group, from a random start, with the fewest
+ *   directories among those with at least the average free inodes and free
+ *   blocks; a subdirectory stays in or near the parent's group while that
+ *   group is not crowded with directories and has enough room (at least the
+ *   average less a quarter group of inodes and blocks); else any group with
+ *   the average free inodes, else any with one;
+ * - other inodes: the parent's group if it has free inodes and blocks, else
+ *   a quadratic hash from it, else the next group with a free inode.
+ * Counts are read racily (relaxed atomics) for the choice; the group's lock
+ * makes the claim exact.
+ *
+ * The new inode is initialised in memory (mode, owner, times, a new
+ * generation, inherited flags, i_extra_isize 28 with large inodes: the size
+ * of 2.6.30 ext3's large-inode fields), put in the inode cache by ext3_iget
+ * and written with ext3_mark_inode_dirty. Its inode-table block is not read
+ * from disk when no other inode of the block is in use (itable_fresh).
+ */
+#include "extfs/core/write.h"
+
+#include "buf/buf.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* 2.6.30 ext3's i_extra_isize for new inodes: its large fields (extra_isize,
+ * pad, three time extras, crtime + extra, version_hi). */
+#define NEW_EXTRA_ISIZE 28u
+
+/* Flags a new inode inherits from its directory; regular files drop the
+ * directory-only ones, other non-directories keep only these two. */
+#define FL_INHERITED                                                                      \
+	(EXT3_SECRM_FL | EXT3_UNRM_FL | EXT3_COMPR_FL | EXT3_SYNC_FL | EXT3_NODUMP_FL |  \
+	 EXT3_NOATIME_FL | EXT3_JOURNAL_DATA_FL | EXT3_DIRSYNC_FL)
+#define FL_OTHER_MASK (EXT3_NODUMP_FL | EXT3_NOATIME_FL)
+
+/* Generation numbers: one counter per process from a time-based seed (the
+ * kernel's s_next_generation starts random at mount). */
+static atomic_uint_least32_t next_generation;
+
+static uint32_t generation_new(void)
+{
+	uint32_t g = (uint32_t)atomic_load(&next_generation);
+	if (!g) {
+		uint32_t seed = (uint32_t)time(NULL) * 2654435761u ^ (uint32_t)getpid() << 16;
+		seed |= 1;
+		uint_least32_t zero = 0;
+		atomic_compare_exchange_strong(&next_generation, &zero, seed);
+	}
+	return (uint32_t)atomic_fetch_add(&next_generation, 1);
+}
+
+static uint16_t load16(const uint16_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+/* ---- group choice ---- */
+
+struct totals {
+	uint64_t freei, freeb, ndirs;
+};
+
+static void totals_get(struct ext3_fs *fs, struct totals *t)
+{
+	ext3_sb_lock(fs);
+	t->freei = fs->free_inodes;
+	t->freeb = fs->free_blocks;
+	ext3_sb_unlock(fs);
+	t->ndirs = 0;
+	for (uint32_t g = 0; g < fs->g.groups; g++)
+		t->ndirs += load16(&fs->gd[g].bg_used_dirs_count);
+}
+
+/* Any group (from start) with at least min_free free inodes. */
+static int64_t group_with_inodes(const struct ext3_fs *fs, uint32_t start, uint64_t min_free)
+{
+	for (uint32_t i = 0; i < fs->g.groups; i++) {
+		uint32_t g = (start + i) % fs->g.groups;
+		uint16_t fi = load16(&fs->gd[g].bg_free_inodes_count);
+		if (fi && fi >= min_free)
+			return g;
+	}
+	return -1;
+}
+
+static int64_t find_group_orlov(struct ext3_fs *fs, struct ext3_inode *dir)
+{
+	uint32_t ngroups = fs->g.groups, ipg = fs->g.inodes_per_group;
+	uint32_t parent = ext3_geom_group_of_ino(&fs->g, dir->ino);
+	struct totals t;
+	totals_get(fs, &t);
+	uint64_t avefreei = t.freei / ngroups, avefreeb = t.freeb / ngroups;
+	if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
+		uint32_t start = (generation_new() * 2654435761u >> 7) % ngroups;
+		int64_t best = -1;
+		uint32_t best_ndir = ipg;
+		for (uint32_t i = 0; i < ngroups; i++) {
+			uint32_t g = (start + i) % ngroups;
+			const struct ext3_group_desc *d = &fs->gd[g];
+			uint16_t fi = load16(&d->bg_free_inodes_count);
+			uint16_t nd = load16(&d->bg_used_dirs_count);
+			if (!fi || nd >= best_ndir || fi < avefreei ||
+			    load16(&d->bg_free_blocks_count) < avefreeb)
+				continue;
+			best = g;
+			best_ndir = nd;
+		}
+		if (best >= 0)
+			return best;
+	} else {
+		uint64_t max_dirs = t.ndirs / ngroups + ipg / 16;
+		int64_t min_inodes = (int64_t)avefreei - ipg / 4;
+		int64_t min_blocks = (int64_t)avefreeb - fs->g.blocks_per_group / 4;
+		for (uint32_t i = 0; i < ngroups; i++) {
+			uint32_t g = (parent + i) % ngroups;
+			const struct ext3_group_desc *d = &fs->gd[g];
+			uint16_t fi = load16(&d->bg_free_inodes_count);
+			if (!fi || load16(&d->bg_used_dirs_count) >= max_dirs || fi < min_inodes ||
+			    load16(&d->bg_free_blocks_count) < min_blocks)
+				continue;
+			return g;
+		}
+	}
+	int64_t g = group_with_inodes(fs, parent, avefreei);
+	return g >= 0 ? g : group_with_inodes(fs, parent, 1);
+}
+
+static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
+{
+	uint32_t ngroups = fs->g.groups;
+	uint32_t parent = ext3_geom_group_of_ino(&fs->g, dir->ino);
+	const struct ext3_group_desc *d = &fs->gd[parent];
+	if (load16(&d->bg_free_inodes_count) && load16(&d->bg_free_blocks_count))
+		return parent;
+	/* A quadratic hash from the parent (spreads the inodes of
+	 * directories whose group is full). */
+	uint32_t g = (parent + dir->ino) % ngroups;
+	for (uint32_t i = 1; i < ngroups; i <<= 1) {
+		g = (g + i) % ngroups;
+		d = &fs->gd[g];
+		if (load16(&d->bg_free_inodes_count) && load16(&d->bg_free_blocks_count))
+			return g;
+	}
+	return group_with_inodes(fs, (parent + 1) % ngroups, 1);
+}
+
+/* ---- the bitmap ---- */
+
+/* The first clear bit of the nbits of bm, or nbits. Full 64-bit words are
+ * skipped whole (a filling group's bitmap is mostly full: a bit at a time
+ * was 15% of a create's CPU), then bytes, then the bit in the byte. */
+static uint32_t first_zero_bit(const uint8_t *bm, uint32_t nbits)
+{
+	uint32_t byte = 0, nbytes = nbits / 8;
+	for (uint64_t w; byte + 8 <= nbytes; byte += 8) {
+		memcpy(&w, bm + byte, 8);
+		if (w != UINT64_MAX)
+			break;
+	}
+	while (byte < nbytes && bm[byte] == 0xff)
+		byte++;
+	uint32_t bit = byte * 8;
+	while (bit < nbits && (bm[bit >> 3] & (1u << (bit & 7))))
+		bit++;
+	return bit < nbits ? bit : nbits;
+}
+
+/* Group g's inode bitmap with write access (group lock held). */
+static int ibitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
+		       struct buffer_head **bh)
+{
+	return ext3_journal_bread(h, fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", false, bh);
+}
+
+/* The inode-table block of the inode at bit (just claimed in bm, group g's
+ * bitmap, group lock held), made up in memory when nothing in it can be in
+ * use: 2.6.30 ext3's "in_mem" case of locating a new inode. When every
+ * other bit of the block is clear in the current bitmap (the buffer we
+ * allocate from, so it includes this transaction's claims), no slot of the
+ * block holds a live inode and its disk contents do not matter: the block
+ * is zeroed and marked uptodate instead of read. A block already uptodate
+ * in the cache is used as it is (it may hold a just-freed inode whose slot
+ * is journaled in this or the committing transaction); the buffer lock
+ * orders this against a reader or readahead of the same block. Returns the
+ * buffer with a reference (held until the new inode is written, so the
+ * block is not reclaimed and read back meanwhile), or NULL: the block must
+ * be read (or the buffer could not be had; the read path copes). */
+static struct buffer_head *itable_fresh(struct ext3_fs *fs, uint32_t g, const uint8_t *bm,
+					uint32_t bit)
+{
+	uint32_t ipb = fs->g.inodes_per_block, ipg = fs->g.inodes_per_group;
+	uint32_t first = bit - bit % ipb;
+	uint32_t end = ipg - first > ipb ? first + ipb : ipg;
+	for (uint32_t b = first; b < end; b++)
+		if (b != bit && (bm[b >> 3] & (1u << (b & 7))))
+			return NULL;
+	uint64_t blk;
+	unsigned off;
+	ext3_fs_inode_loc(fs, g * ipg + bit + 1, &blk, &off);
+	if (blk >= fs->g.blocks_count)
+		return NULL; /* corrupt descriptor: the read reports it */
+	int err = 0;
+	struct buffer_head *bh = buf_get(fs->cache, blk, &err);
+	if (!bh)
+		return NULL;
+	buf_lock(bh);
+	if (!buf_uptodate(bh)) {
+		memset(buf_data(bh), 0, buf_size(bh));
+		buf_set_uptodate(bh);
+	}
+	buf_unlock(bh);
+	return bh;
+}
+
+/* Claim a free inode in group g: its number, 0 when the group is full, or
+ * an error. *itable: the inode's table block when itable_fresh made it. */
+static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, bool is_dir,
+			   struct buffer_head **itable)
+{
+	ext3_group_lock(fs, g);
+	int64_t ret = 0;
+	struct buffer_head *bh = NULL;
+	if (!fs->gd[g].bg_free_inodes_count)
+		goto out;
+	int rc = ibitmap_get(h, fs, g, &bh);
+	if (rc) {
+		ret = rc;
+		goto out;
+	}
+	uint8_t *bm = buf_data(bh);
+	uint32_t ipg = fs->g.inodes_per_group, bit = first_zero_bit(bm, ipg);
+	if (bit >= ipg) {
+		ret = ext3_fs_error(fs, "group %u: inode bitmap full but %u inodes free in the "
+				    "descriptor", g, fs->gd[g].bg_free_inodes_count);
+		goto out;
+	}
+	uint32_t ino = g * ipg + bit + 1;
+	if (ino < fs->first_ino) {
+		ret = ext3_fs_error(fs, "group %u: inode bitmap marks reserved inode %u free", g, ino);
+		goto out;
+	}
+	bm[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+	rc = ext3_journal_dirty_metadata(h, bh);
+	if (!rc)
+		rc = ext3_group_adjust(h, fs, g, 0, -1, is_dir ? 1 : 0);
+	if (!rc)
+		*itable = itable_fresh(fs, g, bm, bit);
+	ret = rc ? rc : (int64_t)ino;
+out:
+	buf_put(bh);
+	ext3_group_unlock(fs, g);
+	return ret;
+}
+
+/* Clear inode ino's bit (it must be set) and count it free. */
+static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, bool is_dir)
+{
+	uint32_t g = ext3_geom_group_of_ino(&fs->g, ino);
+	uint32_t bit = ext3_geom_ino_index(&fs->g, ino);
+	ext3_group_lock(fs, g);
+	struct buffer_head *bh;
+	int rc = ibitmap_get(h, fs, g, &bh);
+	if (!rc) {
+		uint8_t *bm = buf_data(bh);
+		if (!(bm[bit >> 3] & (1u << (bit & 7)))) {
+			rc = ext3_fs_error(fs, "freeing free inode %u", ino);
+		} else {
+			bm[bit >> 3] &= (uint8_t)~(1u << (bit & 7));
+			rc = ext3_journal_dirty_metadata(h, bh);
+			if (!rc)
+				rc = ext3_group_adjust(h, fs, g, 0, 1, is_dir ? -1 : 0);
+		}
+	}
+	buf_put(bh);
+	ext3_group_unlock(fs, g);
+	return rc;
+}
+
+/* ---- the new inode ---- */
+
+/* Fill in (held as writer) as a fresh inode. */
+static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, uint16_t mode,
+			   uint32_t uid, uint32_t gid)
+{
+	const struct ext3_fs *fs = in->fs;
+	ext3_rsv_discard(in); /* a stale cached copy of a freed inode may have one */
+	memset(&in->rsv, 0, sizeof in->rsv);
+	ext3_inode_map_invalidate(in);
+	struct ext3_inode_attr *a = &in->a;
+	memset(a, 0, sizeof *a);
+	a->ino = in->ino;
+	a->mode = mode;
+	a->uid = uid;
+	a->gid = gid;
+	uint32_t fl = dir->a.flags & FL_INHERITED;
+	uint16_t type = mode & EXT3_S_IFMT;
+	if (type == EXT3_S_IFREG)
+		fl &= ~(uint32_t)EXT3_DIRSYNC_FL;
+	else if (type != EXT3_S_IFDIR)
+		fl &= FL_OTHER_MASK;
+	a->flags = fl;
+	a->generation = generation_new();
+	int64_t sec;
+	uint32_t nsec;
+	ext3_now(&sec, &nsec);
+	a->atime = a->mtime = a->ctime = a->crtime = sec;
+	if (fs->g.inode_size >= EXT3_GOOD_OLD_INODE_SIZE + NEW_EXTRA_ISIZE) {
+		a->extra_isize = NEW_EXTRA_ISIZE;
+		a->atime_ns = a->mtime_ns = a->ctime_ns = a->crtime_ns = nsec;
+	}
+	in->i_size = in->i_disksize = 0;
+	/* ext3_mark_inode_dirty encodes every field of a; nothing of the old
+	 * inode (in-inode xattrs) survives. */
+	memset(in->raw, 0, in->raw_size);
+}
+
+/* Numbers ext3_new_inode skips because their old in-memory inode is locked. */
+#define CLAIM_TRIES 8u
+
+int ext3_new_inode(struct jbd_handle *h, struct ext3_inode *dir, uint16_t mode, uint32_t uid,
+		   uint32_t gid, struct ext3_inode **out)
+{
+	struct ext3_fs *fs = dir->fs;
+	*out = NULL;
+	if (!fs->group_locks)
+		return err_set(-EROFS, "ext3: read-only mount");
+	bool is_dir = (mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
+	ext3_sb_lock(fs);
+	bool none = fs->free_inodes == 0;
+	ext3_sb_unlock(fs);
+	if (none)
+		return err_set(-ENOSPC, "ext3: no free inodes");
+	int64_t start = is_dir ? find_group_orlov(fs, dir) : find_group_other(fs, dir);
+	if (start < 0)
+		return err_set(-ENOSPC, "ext3: no free inodes");
+	/* The new number's in-memory inode may still be known to another
+	 * thread from a stale lookup of the number's previous life (freed,
+	 * then reused here). That thread may hold its lock and be about to
+	 * start a handle - to wait for the commit that our handle holds up.
+	 * Waiting for the lock here, under the handle, would close that cycle
+	 * (write.h: inode locks before the journal handle). So the lock is
+	 * only tried, which cannot wait and so cannot close a cycle: a busy
+	 * number stays claimed, so that the next claim picks another one, and
+	 * is given back below. A lock we do get is that of an inode nobody
+	 * can reach by name yet (no directory entry, and the bitmap said
+	 * free): a later waiter blocks on us, never we on it. */
+	struct ext3_inode *in = NULL;
+	struct ext3_inode *busy[CLAIM_TRIES];
+	uint32_t busy_ino[CLAIM_TRIES];
+	unsigned nbusy = 0;
+	int rc = 0;
+	for (;;) {
+		/* The chosen group, then every other one (another thread may
+		 * have taken the last inode of the chosen one meanwhile). */
+		int64_t ino = 0;
+		struct buffer_head *itable = NULL;
+		for (uint32_t i = 0; i < fs->g.groups && !ino; i++) {
+			ino = group_claim(h, fs, (uint32_t)((start + i) % fs->g.groups), is_dir, &itable);
+			if (ino < 0)
+				break;
+		}
+		if (ino <= 0) {
+			rc = ino < 0 ? (int)ino : err_set(-ENOSPC, "ext3: no free inodes");
+			break;
+		}
+		rc = ext3_iget(fs, (uint32_t)ino, &in);
+		if (rc) {
+			in = NULL;
+			buf_put(itable);
+			(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+			break;
+		}
+		if (ext3_inode_trywrlock(in) == 0) {
+			inode_init_new(in, dir, mode, uid, gid);
+			rc = ext3_mark_inode_dirty(h, in);
+			buf_put(itable);
+			if (rc) {
+				(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+				ext3_inode_unlock(in);
+				ext3_iput(in);
+				in = NULL;
+			}
+			break;
+		}
+		buf_put(itable);
+		if (nbusy == CLAIM_TRIES) {
+			(void)ino_release(h, fs, (uint32_t)ino, is_dir);
+			ext3_iput(in);
+			in = NULL;
+			rc = err_set(-EAGAIN, "ext3: %u freshly freed inodes in a row still locked by stale users",
+				     CLAIM_TRIES);
+			break;
+		}
+		busy[nbusy] = in;
+		busy_ino[nbusy++] = (uint32_t)ino;
+		in = NULL;
+	}
+	for (unsigned k = 0; k < nbusy; k++) {
+		(void)ino_release(h, fs, busy_ino[k], is_dir);
+		ext3_iput(busy[k]);
+	}
+	if (rc)
+		return rc;
+	*out = in;
+	return 0;
+}
+
+int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in)
+{
+	struct ext3_fs *fs = in->fs;
+	if (!fs->group_locks)
+		return err_set(-EROFS, "ext3: read-only mount");
+	if (in->ino < fs->first_ino || in->ino > fs->g.inodes_count)
+		return ext3_fs_error(fs, "freeing reserved or nonexistent inode %u", in->ino);
+	bool is_dir = (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
+	int64_t sec;
+	uint32_t nsec;
+	ext3_now(&sec, &nsec);
+	in->a.dtime = (uint32_t)sec;
+	int rc = ext3_mark_inode_dirty(h, in);
+	if (!rc)
+		rc = ino_release(h, fs, in->ino, is_dir);
+	/* The number may be claimed again at once: the cached copy reads as
+	 * free from now on (mode 0, in memory only; the disk keeps the mode as
+	 * the kernel leaves it), so dropping a stale reference to it never
+	 * frees the number a second time. */
+	if (!rc)
+		in->a.mode = 0;
+	return rc;
+}

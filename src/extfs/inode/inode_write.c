@@ -1,0 +1,540 @@
+/* ext3 inode writing: the in-memory inode encoded into its inode-table slot
+ * under the journal, and the block map with allocation (write.h, "inodes";
+ * docs/write-inode.md).
+ *
+ * Encoding: in->raw is the source of truth for every byte we do not model
+ * (in-inode xattrs past i_extra_isize, osd fields, i_dir_acl of
+ * directories, fragment fields). ext3_mark_inode_dirty encodes the decoded
+ * fields into raw, then copies all of raw into the inode-table block.
+ *
+ * Locking: the caller holds in->lock as writer. The one field another
+ * thread may change meanwhile is the on-disk i_dtime of an inode on the
+ * orphan list: it is the next orphan's number, taken from the in-memory
+ * list (in->orphan_next, fs->orphan_lock), and orphan.c rewrites a
+ * predecessor's copy without its inode lock. So an orphan inode is encoded
+ * and copied under fs->orphan_lock (ext3_inode_write_raw's `orphan_locked`
+ * says the caller has it); in->a.dtime is not touched by other threads. The block map cache is reset under map_lock whenever the map
+ * changes.
+ */
+#include "extfs/inode/inode_write.h"
+
+#include "buf/buf.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ---- encoding ---- */
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	v = cpu_to_le16(v);
+	memcpy(p, &v, 2);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	v = cpu_to_le32(v);
+	memcpy(p, &v, 4);
+}
+
+/* Seconds as the 32-bit field plus, when the extra word at extra_off is in
+ * the inode's used extra space, 2 epoch bits and the nanoseconds. */
+static void encode_time(uint8_t *raw, unsigned off, unsigned extra_off, uint16_t extra_isize,
+			int64_t sec, uint32_t nsec)
+{
+	put_le32(raw + off, (uint32_t)sec);
+	if (extra_off + 4 <= (unsigned)EXT3_GOOD_OLD_INODE_SIZE + extra_isize) {
+		/* The epoch counts how far sec is beyond the signed 32-bit value
+		 * (the reader adds (x & 3) << 32 to (int32_t)t). */
+		int64_t epoch = (sec - (int64_t)(int32_t)(uint32_t)sec) >> 32;
+		put_le32(raw + extra_off, ((uint32_t)epoch & 3u) | (nsec << 2));
+	}
+}
+
+/* in->a (+ i_disksize) into in->raw. */
+static void inode_encode(const struct ext3_fs *fs, struct ext3_inode *in)
+{
+	uint8_t *raw = in->raw;
+	const struct ext3_inode_attr *a = &in->a;
+	put_le16(raw + 0x00, a->mode);
+	put_le16(raw + 0x02, (uint16_t)a->uid);
+	put_le32(raw + 0x04, (uint32_t)in->i_disksize);
+	/* An orphan's i_dtime is the next inode of the on-disk orphan chain,
+	 * which follows the in-memory list (orphan.c). */
+	if (in->on_orphan)
+		put_le32(raw + 0x14, in->orphan_next ? in->orphan_next->ino : 0);
+	else
+		put_le32(raw + 0x14, a->dtime);
+	put_le16(raw + 0x18, (uint16_t)a->gid);
+	put_le16(raw + 0x1A, a->links);
+	put_le32(raw + 0x1C, a->blocks);
+	put_le32(raw + 0x20, a->flags);
+	for (int i = 0; i < EXT3_N_BLOCKS; i++)
+		put_le32(raw + 0x28 + 4 * i, a->block[i]);
+	put_le32(raw + 0x64, a->generation);
+	put_le32(raw + 0x68, a->file_acl);
+	/* i_size_high: only regular files (directories keep i_dir_acl as read). */
+	if ((a->mode & EXT3_S_IFMT) == EXT3_S_IFREG)
+		put_le32(raw + 0x6C, (uint32_t)(in->i_disksize >> 32));
+	put_le16(raw + 0x78, (uint16_t)(a->uid >> 16));
+	put_le16(raw + 0x7A, (uint16_t)(a->gid >> 16));
+	uint16_t xi = 0;
+	if (fs->g.inode_size > EXT3_GOOD_OLD_INODE_SIZE) {
+		xi = a->extra_isize;
+		put_le16(raw + 0x80, xi);
+	}
+	encode_time(raw, 0x08, 0x8C, xi, a->atime, a->atime_ns);
+	encode_time(raw, 0x0C, 0x84, xi, a->ctime, a->ctime_ns);
+	encode_time(raw, 0x10, 0x88, xi, a->mtime, a->mtime_ns);
+	if (xi >= 0x94 - 0x80)
+		encode_time(raw, 0x90, 0x94, xi, a->crtime, a->crtime_ns);
+}
+
+/* The first time a file passes 2 GiB, the large_file ro_compat feature is
+ * set (journaled). */
+static int large_file_note(struct jbd_handle *h, struct ext3_fs *fs, const struct ext3_inode *in)
+{
+	if ((in->a.mode & EXT3_S_IFMT) != EXT3_S_IFREG || in->i_disksize <= 0x7fffffffull)
+		return 0;
+	ext3_sb_lock(fs);
+	uint32_t ro = le32_to_cpu(fs->sb.s_feature_ro_compat);
+	bool need = !(ro & EXT3_FEATURE_RO_COMPAT_LARGE_FILE);
+	if (need) {
+		fs->sb.s_feature_ro_compat = cpu_to_le32(ro | EXT3_FEATURE_RO_COMPAT_LARGE_FILE);
+		/* Old superblocks (rev 0) have no feature fields: make it dynamic. */
+		if (le32_to_cpu(fs->sb.s_rev_level) == EXT3_GOOD_OLD_REV) {
+			fs->sb.s_rev_level = cpu_to_le32(EXT3_DYNAMIC_REV);
+			fs->sb.s_first_ino = cpu_to_le32(EXT3_GOOD_OLD_FIRST_INO);
+			fs->sb.s_inode_size = cpu_to_le16(EXT3_GOOD_OLD_INODE_SIZE);
+		}
+	}
+	ext3_sb_unlock(fs);
+	return need ? ext3_super_dirty(h, fs) : 0;
+}
+
+/* The inode-table block holding in, with write access in h; *slot = the
+ * inode's bytes in it. */
+static int itable_access(struct jbd_handle *h, struct ext3_inode *in, struct buffer_head **out,
+			 uint8_t **slot)
+{
+	uint64_t blk;
+	unsigned off;
+	ext3_fs_inode_loc(in->fs, in->ino, &blk, &off);
+	struct buffer_head *bh;
+	int rc = ext3_bread(in->fs, blk, "inode table", &bh);
+	if (rc)
+		return err_wrap(rc, "ext3: writing inode %u", in->ino);
+	rc = ext3_journal_get_write_access(h, bh);
+	if (rc) {
+		buf_put(bh);
+		return rc;
+	}
+	*out = bh;
+	*slot = (uint8_t *)buf_data(bh) + off;
+	return 0;
+}
+
+int ext3_inode_write_raw(struct jbd_handle *h, struct ext3_inode *in, bool orphan_locked)
+{
+	struct ext3_fs *fs = in->fs;
+	struct buffer_head *bh;
+	uint8_t *slot;
+	int rc = itable_access(h, in, &bh, &slot);
+	if (rc)
+		return rc;
+	/* Orphans: i_dtime may be rewritten by orphan.c meanwhile. */
+	bool lock = in->on_orphan && !orphan_locked;
+	if (lock)
+		pthread_mutex_lock(&fs->orphan_lock);
+	inode_encode(fs, in);
+	memcpy(slot, in->raw, fs->g.inode_size);
+	if (lock)
+		pthread_mutex_unlock(&fs->orphan_lock);
+	rc = ext3_journal_dirty_metadata(h, bh);
+	buf_put(bh);
+	return rc;
+}
+
+int ext3_inode_write_orphan_next(struct jbd_handle *h, struct ext3_inode *in)
+{
+	struct buffer_head *bh;
+	uint8_t *slot;
+	int rc = itable_access(h, in, &bh, &slot);
+	if (rc)
+		return rc;
+	put_le32(in->raw + 0x14, in->orphan_next ? in->orphan_next->ino : 0);
+	memcpy(slot + 0x14, in->raw + 0x14, 4);
+	rc = ext3_journal_dirty_metadata(h, bh);
+	buf_put(bh);
+	return rc;
+}
+
+int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in)
+{
+	int rc = large_file_note(h, in->fs, in);
+	if (!rc)
+		rc = ext3_inode_write_raw(h, in, false);
+	if (!rc) /* fsync commits this transaction (file_data.c) */
+		ext3_inode_note_tid(h, in, false);
+	return rc;
+}
+
+/* ---- the block map ---- */
+
+uint64_t ext3_max_blocks(const struct ext3_fs *fs)
+{
+	uint64_t apb = fs->g.apb;
+	uint64_t tree = EXT3_NDIR_BLOCKS + apb + apb * apb + apb * apb * apb;
+	/* i_blocks (512-byte units, 32 bits) must count the data and every
+	 * indirect block a full tree needs (ext3_max_size's bound). */
+	uint64_t units = fs->g.block_size / 512;
+	uint64_t limit = 0xffffffffull / units;
+	uint64_t meta = 1 + (1 + apb) + (1 + apb + apb * apb);
+	limit = limit > meta ? limit - meta : 0;
+	return tree < limit ? tree : limit;
+}
+
+int ext3_block_to_path(const struct ext3_fs *fs, uint32_t ino, uint64_t lblk,
+		       uint32_t off[4], int *depth)
+{
+	uint64_t apb = fs->g.apb;
+	if (lblk >= ext3_max_blocks(fs))
+		return err_set(-EFBIG, "ext3: inode %u: logical block %llu past the largest file "
+			       "(%llu blocks)", ino, (unsigned long long)lblk,
+			       (unsigned long long)ext3_max_blocks(fs));
+	if (lblk < EXT3_NDIR_BLOCKS) {
+		off[0] = (uint32_t)lblk;
+		*depth = 1;
+		return 0;
+	}
+	lblk -= EXT3_NDIR_BLOCKS;
+	if (lblk < apb) {
+		off[0] = EXT3_IND_BLOCK;
+		off[1] = (uint32_t)lblk;
+		*depth = 2;
+		return 0;
+	}
+	lblk -= apb;
+	if (lblk < apb * apb) {
+		off[0] = EXT3_DIND_BLOCK;
+		off[1] = (uint32_t)(lblk / apb);
+		off[2] = (uint32_t)(lblk % apb);
+		*depth = 3;
+		return 0;
+	}
+	lblk -= apb * apb;
+	off[0] = EXT3_TIND_BLOCK;
+	off[1] = (uint32_t)(lblk / (apb * apb));
+	off[2] = (uint32_t)(lblk / apb % apb);
+	off[3] = (uint32_t)(lblk % apb);
+	*depth = 4;
+	return 0;
+}
+
+/* One step of a walk down the tree: where a pointer lives (the inode's
+ * i_block or an indirect block) and its value. */
+struct branch {
+	struct buffer_head *bh; /* NULL: in->a.block */
+	uint32_t *p;            /* host-order pointer (inode) or LE (buffer) */
+	uint32_t key;           /* its value, host order */
+};
+
+static bool ptr_ok(const struct ext3_fs *fs, uint32_t p)
+{
+	return p >= fs->g.first_data_block && p < fs->g.blocks_count;
+}
+
+static void branch_release(struct branch *br, int n)
+{
+	for (int i = 0; i < n; i++)
+		buf_put(br[i].bh);
+}
+
+/* Walk as far as the map goes: chain[0..*found-1] are set pointers; chain[k]
+ * for k = *found (< depth) is the first zero one. */
+static int branch_get(struct ext3_inode *in, const uint32_t *off, int depth, struct branch *chain,
+		      int *found)
+{
+	struct ext3_fs *fs = in->fs;
+	memset(chain, 0, sizeof(*chain) * 4);
+	chain[0].bh = NULL;
+	chain[0].p = &in->a.block[off[0]];
+	chain[0].key = in->a.block[off[0]];
+	int k = 0;
+	for (;;) {
+		if (!chain[k].key)
+			break;
+		if (!ptr_ok(fs, chain[k].key)) {
+			int rc = ext3_fs_error(fs, "inode %u: block pointer %u outside the filesystem",
+					       in->ino, chain[k].key);
+			branch_release(chain, k + 1);
+			return rc;
+		}
+		if (k + 1 == depth) {
+			k++;
+			break;
+		}
+		struct buffer_head *bh;
+		int rc = ext3_bread(fs, chain[k].key, "indirect", &bh);
+		if (rc) {
+			branch_release(chain, k + 1);
+			return err_wrap(rc, "ext3: inode %u", in->ino);
+		}
+		k++;
+		chain[k].bh = bh;
+		chain[k].p = (uint32_t *)buf_data(bh) + off[k];
+		chain[k].key = le32_to_cpu(*chain[k].p);
+	}
+	*found = k;
+	return 0;
+}
+
+/* Pointer i of the array that chain[k] lives in, host order. */
+static uint32_t chain_ptr(const struct branch *b, int64_t delta)
+{
+	return b->bh ? le32_to_cpu(b->p[delta]) : b->p[delta];
+}
+
+/* Entries left in the pointer array of the leaf level after off[depth-1]. */
+static uint32_t leaf_room(const struct ext3_fs *fs, const uint32_t *off, int depth)
+{
+	uint32_t n = depth == 1 ? EXT3_NDIR_BLOCKS : fs->g.apb;
+	return n - off[depth - 1];
+}
+
+/* The allocation goal for logical block lblk (ext3_find_goal's rule). */
+static uint64_t find_goal(struct ext3_inode *in, uint64_t lblk, const struct branch *chain,
+			  int found, int depth, const uint32_t *off)
+{
+	if (in->rsv.last_phys && lblk == in->rsv.last_lblk + 1)
+		return in->rsv.last_phys + 1;
+	/* The nearest set pointer before ours in the same array, else the
+	 * indirect block holding the array. */
+	const struct branch *b = &chain[found < depth ? found : depth - 1];
+	uint32_t idx = off[found < depth ? found : depth - 1];
+	for (uint32_t i = idx; i-- > 0;) {
+		uint32_t p = chain_ptr(b, (int64_t)i - idx);
+		if (p)
+			return p;
+	}
+	if (b->bh)
+		return buf_blocknr(b->bh);
+	return 0; /* near the inode's group (balloc.c) */
+}
+
+static void map_invalidate(struct ext3_inode *in)
+{
+	ext3_inode_map_invalidate(in);
+}
+
+/* Is the file's data journaled (its data blocks are metadata to jbd)? */
+bool ext3_inode_data_is_meta(const struct ext3_inode *in)
+{
+	uint16_t t = in->a.mode & EXT3_S_IFMT;
+	if (t == EXT3_S_IFDIR || t == EXT3_S_IFLNK)
+		return true;
+	return in->fs->opts.data_mode == EXT3_DATA_JOURNAL ||
+	       (in->a.flags & EXT3_JOURNAL_DATA_FL);
+}
+
+/* Allocated but not yet linked runs (freed on failure). */
+struct newblocks {
+	uint64_t first[4];
+	uint32_t count[4];
+	int nruns;
+	uint64_t ind[3];   /* the new indirect blocks, top first */
+	int nind;
+	uint64_t data;     /* first data block */
+	uint32_t ndata;
+};
+
+static void newblocks_free(struct jbd_handle *h, struct ext3_inode *in, struct newblocks *nb)
+{
+	for (int i = 0; i < nb->nruns; i++)
+		(void)ext3_free_blocks(h, in, nb->first[i], nb->count[i], false);
+	nb->nruns = 0;
+	nb->nind = 0;
+	nb->ndata = 0;
+}
+
+/* Allocate nind indirect blocks and 1..want data blocks (the data last,
+ * contiguous). */
+static int alloc_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, int nind,
+			uint32_t want, struct newblocks *nb)
+{
+	memset(nb, 0, sizeof *nb);
+	while (nb->ndata == 0) {
+		uint32_t n = (uint32_t)(nind - nb->nind) + want;
+		uint64_t first;
+		int rc = ext3_new_blocks(h, in, goal, &n, &first);
+		if (rc) {
+			newblocks_free(h, in, nb);
+			return rc;
+		}
+		if (n == 0 || nb->nruns == 4) { /* cannot happen: the allocator gives >= 1 */
+			newblocks_free(h, in, nb);
+			return err_set(-EIO, "ext3: allocator returned no block");
+		}
+		nb->first[nb->nruns] = first;
+		nb->count[nb->nruns++] = n;
+		uint32_t i = 0;
+		while (nb->nind < nind && i < n)
+			nb->ind[nb->nind++] = first + i++;
+		if (i < n) {
+			nb->data = first + i;
+			nb->ndata = n - i;
+		}
+		goal = first + n;
+	}
+	return 0;
+}
+
+/* Zero the new indirect blocks (journaled, create access) and chain them:
+ * new indirect k points at new indirect k+1 at off[...]; the last points
+ * at the data blocks. */
+static int init_indirect(struct jbd_handle *h, struct ext3_inode *in, const struct newblocks *nb,
+			 const uint32_t *off, int found, int depth)
+{
+	struct ext3_fs *fs = in->fs;
+	for (int k = 0; k < nb->nind; k++) {
+		int err = 0;
+		struct buffer_head *bh = buf_get(fs->cache, nb->ind[k], &err);
+		if (!bh)
+			return err_wrap(err ? err : -ENOMEM, "ext3: indirect block %llu",
+					(unsigned long long)nb->ind[k]);
+		int rc = ext3_journal_get_create_access(h, bh);
+		if (!rc) {
+			buf_lock(bh); /* (jbd takes it inside its access calls) */
+			uint32_t *p = buf_data(bh);
+			memset(p, 0, fs->g.block_size);
+			/* this block is level found+1+k of the path */
+			uint32_t idx = off[found + 1 + k];
+			if (k + 1 < nb->nind) {
+				p[idx] = cpu_to_le32((uint32_t)nb->ind[k + 1]);
+			} else {
+				for (uint32_t i = 0; i < nb->ndata; i++)
+					p[idx + i] = cpu_to_le32((uint32_t)(nb->data + i));
+			}
+			buf_set_uptodate(bh);
+			buf_unlock(bh);
+		}
+		if (!rc)
+			rc = ext3_journal_dirty_metadata(h, bh);
+		buf_put(bh);
+		if (rc)
+			return rc;
+	}
+	(void)depth;
+	return 0;
+}
+
+/* Link the new branch at chain[found] (the first zero pointer). */
+static int splice_branch(struct jbd_handle *h, struct ext3_inode *in, struct branch *at,
+			 const struct newblocks *nb)
+{
+	uint32_t n = nb->nind ? 1 : nb->ndata;
+	if (!at->bh) {
+		for (uint32_t i = 0; i < n; i++)
+			at->p[i] = nb->nind ? (uint32_t)nb->ind[0] : (uint32_t)(nb->data + i);
+		return 0; /* the caller writes the inode */
+	}
+	int rc = ext3_journal_get_write_access(h, at->bh);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < n; i++)
+		at->p[i] = cpu_to_le32(nb->nind ? (uint32_t)nb->ind[0] : (uint32_t)(nb->data + i));
+	return ext3_journal_dirty_metadata(h, at->bh);
+}
+
+int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max,
+		    bool create, uint64_t *phys, uint32_t *count, bool *is_new)
+{
+	struct ext3_fs *fs = in->fs;
+	*phys = 0;
+	*count = 0;
+	if (is_new)
+		*is_new = false;
+	if (max == 0)
+		return 0;
+	uint32_t off[4];
+	int depth = 0, found = 0;
+	int rc = ext3_block_to_path(fs, in->ino, lblk, off, &depth);
+	if (rc)
+		return rc;
+	struct branch chain[4];
+	rc = branch_get(in, off, depth, chain, &found);
+	if (rc)
+		return rc;
+	uint32_t room = leaf_room(fs, off, depth);
+	if (max > room)
+		max = room;
+	if (lblk + max > ext3_max_blocks(fs)) /* the last leaf may end early */
+		max = (uint32_t)(ext3_max_blocks(fs) - lblk);
+	if (found == depth) { /* mapped: count the contiguous run in the leaf */
+		struct branch *leaf = &chain[depth - 1];
+		uint32_t c = 1;
+		while (c < max) {
+			uint32_t p = chain_ptr(leaf, c);
+			if (p != leaf->key + c || !ptr_ok(fs, p))
+				break;
+			c++;
+		}
+		*phys = leaf->key;
+		*count = c;
+		branch_release(chain, depth);
+		return 0;
+	}
+	/* A hole: how long (the leaf's zero entries, or the rest of the span
+	 * of the missing pointer block). */
+	uint32_t hole;
+	if (found == depth - 1) {
+		hole = 1;
+		while (hole < max && chain_ptr(&chain[found], hole) == 0)
+			hole++;
+	} else {
+		hole = max; /* the whole leaf below is missing: room bounds it */
+	}
+	if (!create) {
+		*count = hole;
+		branch_release(chain, found + 1);
+		return 0;
+	}
+	int nind = depth - 1 - found;
+	uint32_t want = found == depth - 1 ? hole : max;
+	uint64_t units = (uint64_t)(nind + want) * (fs->g.block_size / 512);
+	if ((uint64_t)in->a.blocks + units > 0xffffffffull) {
+		branch_release(chain, found + 1);
+		return err_set(-EFBIG, "ext3: inode %u: i_blocks would overflow", in->ino);
+	}
+	uint64_t goal = find_goal(in, lblk, chain, found, depth, off);
+	struct newblocks nb;
+	rc = alloc_blocks(h, in, goal, nind, want, &nb);
+	if (!rc)
+		rc = init_indirect(h, in, &nb, off, found, depth);
+	if (!rc)
+		rc = splice_branch(h, in, &chain[found], &nb);
+	if (rc) {
+		/* Nothing links the new blocks: forget the journaled indirect ones
+		 * and give everything back. */
+		for (int k = 0; k < nb.nind; k++)
+			(void)ext3_journal_forget_block(h, nb.ind[k]);
+		newblocks_free(h, in, &nb); /* (alloc_blocks already freed its own) */
+		branch_release(chain, found + 1);
+		return rc;
+	}
+	branch_release(chain, found + 1);
+	in->a.blocks += (uint32_t)((uint64_t)(nb.nind + nb.ndata) * (fs->g.block_size / 512));
+	in->rsv.last_lblk = lblk + nb.ndata - 1;
+	in->rsv.last_phys = nb.data + nb.ndata - 1;
+	map_invalidate(in);
+	rc = ext3_mark_inode_dirty(h, in);
+	if (rc)
+		return rc;
+	ext3_inode_note_tid(h, in, true); /* the block map: fdatasync too */
+	*phys = nb.data;
+	*count = nb.ndata;
+	if (is_new)
+		*is_new = true;
+	return 0;
+}

@@ -1,0 +1,354 @@
+/* ext3 superblock and group descriptors: reading and validation (the mount
+ * checks, docs/ext3-read-path.md), feature names, the accessors of struct
+ * ext3_fs. Uses only the core (ext3_bread, geom.c); mount.c calls it. */
+#include "extfs/core/ext3.h"
+#include "extfs/core/ext3_int.h"
+
+#include "blk/blk.h"
+#include "buf/buf.h"
+#include "dev/dev.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- feature names ---- */
+
+/* Names by bit position (compat, incompat, ro_compat), as e2fsprogs spells
+ * them; NULL for a bit without a name. */
+static const char *const feature_names[3][32] = {
+	{"dir_prealloc", "imagic_inodes", "has_journal", "ext_attr", "resize_inode", "dir_index",
+	 "lazy_bg", NULL, NULL, "sparse_super2", "fast_commit", "stable_inodes", "orphan_file"},
+	{"compression", "filetype", "needs_recovery", "journal_dev", "meta_bg", NULL, "extent",
+	 "64bit", "mmp", "flex_bg", "ea_inode", NULL, "dirdata", "metadata_csum_seed", "large_dir",
+	 "inline_data", "encrypt", "casefold"},
+	{"sparse_super", "large_file", "btree_dir", "huge_file", "uninit_bg", "dir_nlink",
+	 "extra_isize", NULL, "quota", "bigalloc", "metadata_csum", "replica", "read-only",
+	 "project", NULL, "verity"},
+};
+
+const char *ext3_feature_name(int which, uint32_t bit)
+{
+	if (which < 0 || which > 2 || !bit || (bit & (bit - 1)))
+		return NULL;
+	return feature_names[which][__builtin_ctz(bit)];
+}
+
+/* Names of the bits of `mask`, space separated, appended to out. */
+static void features_append(int which, uint32_t mask, char *out, size_t len)
+{
+	static const char kind[3] = {'C', 'I', 'R'};
+	for (int b = 0; b < 32; b++) {
+		uint32_t bit = 1u << b;
+		if (!(mask & bit))
+			continue;
+		size_t used = strlen(out);
+		if (used + 1 >= len)
+			return;
+		const char *n = ext3_feature_name(which, bit);
+		char tmp[32];
+		if (!n) {
+			snprintf(tmp, sizeof tmp, "FEATURE_%c%u", kind[which], (unsigned)b);
+			n = tmp;
+		}
+		snprintf(out + used, len - used, "%s%s", used ? " " : "", n);
+	}
+}
+
+void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
+			  size_t len)
+{
+	if (!len)
+		return;
+	out[0] = '\0';
+	features_append(0, compat, out, len);
+	features_append(1, incompat, out, len);
+	features_append(2, ro_compat, out, len);
+}
+
+/* ---- accessors ---- */
+
+const struct ext3_super_block *ext3_fs_super(const struct ext3_fs *fs) { return &fs->sb; }
+uint32_t ext3_fs_block_size(const struct ext3_fs *fs) { return fs->g.block_size; }
+uint32_t ext3_fs_blocks_count(const struct ext3_fs *fs) { return fs->g.blocks_count; }
+uint32_t ext3_fs_inodes_count(const struct ext3_fs *fs) { return fs->g.inodes_count; }
+uint32_t ext3_fs_groups(const struct ext3_fs *fs) { return fs->g.groups; }
+uint32_t ext3_fs_desc_blocks(const struct ext3_fs *fs) { return fs->g.desc_blocks; }
+uint32_t ext3_fs_inode_size(const struct ext3_fs *fs) { return fs->g.inode_size; }
+uint32_t ext3_fs_sb_block(const struct ext3_fs *fs) { return fs->sb_block; }
+struct buf_cache *ext3_fs_cache(struct ext3_fs *fs) { return fs->cache; }
+struct blk_queue *ext3_fs_queue(struct ext3_fs *fs) { return fs->q; }
+struct dev *ext3_fs_dev(struct ext3_fs *fs) { return fs->dev; }
+bool ext3_fs_needs_recovery(const struct ext3_fs *fs) { return fs->needs_recovery; }
+bool ext3_fs_unknown_ro_compat(const struct ext3_fs *fs) { return fs->unknown_ro_compat; }
+bool ext3_fs_unsigned_hash(const struct ext3_fs *fs) { return fs->unsigned_hash; }
+bool ext3_fs_has_filetype(const struct ext3_fs *fs) { return fs->has_filetype; }
+
+bool ext3_fs_group_has_super(const struct ext3_fs *fs, uint32_t g)
+{
+	return ext3_geom_has_super(&fs->g, g);
+}
+
+void ext3_fs_group_range(const struct ext3_fs *fs, uint32_t g, uint64_t *first, uint64_t *last)
+{
+	*first = ext3_geom_group_first(&fs->g, g);
+	*last = *first + ext3_geom_group_blocks(&fs->g, g) - 1;
+}
+
+const struct ext3_group_desc *ext3_fs_group_desc(const struct ext3_fs *fs, uint32_t g)
+{
+	return g < fs->g.groups ? &fs->gd[g] : NULL;
+}
+
+/* ---- superblock checks ---- */
+
+static uint64_t div_ceil_u64(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Validate the superblock geometry; fill fs->fields. dev_blocks: device size
+ * in filesystem blocks. */
+static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
+{
+	const struct ext3_super_block *sb = &fs->sb;
+	uint16_t magic = le16_to_cpu(sb->s_magic);
+	if (magic != EXT3_SUPER_MAGIC)
+		return err_set(-EUCLEAN,
+			       "ext3: bad magic 0x%04x in the superblock (want 0xef53): not an "
+			       "ext2/ext3 filesystem", magic);
+	uint32_t rev = le32_to_cpu(sb->s_rev_level);
+	if (rev > EXT3_DYNAMIC_REV)
+		return err_set(-EOPNOTSUPP, "ext3: unknown superblock revision %u", rev);
+	uint32_t log = le32_to_cpu(sb->s_log_block_size);
+	if (log > 2)
+		return err_set(-EUCLEAN, "ext3: unsupported block size (s_log_block_size %u; "
+			       "nostall supports 1024, 2048, 4096)", log);
+	fs->g.block_size = 1024u << log;
+	fs->rev = rev;
+	uint32_t bs = fs->g.block_size;
+
+	fs->g.blocks_count = le32_to_cpu(sb->s_blocks_count);
+	fs->g.first_data_block = le32_to_cpu(sb->s_first_data_block);
+	fs->g.blocks_per_group = le32_to_cpu(sb->s_blocks_per_group);
+	fs->g.inodes_per_group = le32_to_cpu(sb->s_inodes_per_group);
+	fs->g.inodes_count = le32_to_cpu(sb->s_inodes_count);
+
+	if (fs->g.first_data_block != (bs == 1024 ? 1u : 0u))
+		return err_set(-EUCLEAN, "ext3: s_first_data_block %u impossible with %u-byte blocks",
+			       fs->g.first_data_block, bs);
+	if (fs->g.blocks_per_group == 0 || fs->g.blocks_per_group > 8 * bs ||
+	    fs->g.blocks_per_group % 8)
+		return err_set(-EUCLEAN, "ext3: bad blocks per group %u (block size %u)",
+			       fs->g.blocks_per_group, bs);
+	if (fs->g.blocks_count <= fs->g.first_data_block + 1)
+		return err_set(-EUCLEAN, "ext3: bad block count %u", fs->g.blocks_count);
+
+	if (rev == EXT3_GOOD_OLD_REV) {
+		fs->g.inode_size = EXT3_GOOD_OLD_INODE_SIZE;
+		fs->first_ino = EXT3_GOOD_OLD_FIRST_INO;
+		fs->compat = fs->incompat = fs->ro_compat = 0;
+	} else {
+		fs->g.inode_size = le16_to_cpu(sb->s_inode_size);
+		fs->first_ino = le32_to_cpu(sb->s_first_ino);
+		fs->compat = le32_to_cpu(sb->s_feature_compat);
+		fs->incompat = le32_to_cpu(sb->s_feature_incompat);
+		fs->ro_compat = le32_to_cpu(sb->s_feature_ro_compat);
+	}
+	uint32_t isz = fs->g.inode_size;
+	if (isz < EXT3_GOOD_OLD_INODE_SIZE || isz > bs || (isz & (isz - 1)))
+		return err_set(-EUCLEAN, "ext3: bad inode size %u (block size %u)", isz, bs);
+	fs->g.inodes_per_block = bs / isz;
+	if (fs->g.inodes_per_group == 0 || fs->g.inodes_per_group > 8 * bs ||
+	    fs->g.inodes_per_group % fs->g.inodes_per_block)
+		return err_set(-EUCLEAN, "ext3: bad inodes per group %u (block size %u, %u inodes "
+			       "per block)", fs->g.inodes_per_group, bs, fs->g.inodes_per_block);
+	fs->g.itable_blocks = fs->g.inodes_per_group / fs->g.inodes_per_block;
+
+	uint64_t groups = div_ceil_u64((uint64_t)fs->g.blocks_count - fs->g.first_data_block,
+				       fs->g.blocks_per_group);
+	if (groups == 0 || groups > (1u << 24))
+		return err_set(-EUCLEAN, "ext3: impossible group count %llu",
+			       (unsigned long long)groups);
+	fs->g.groups = (uint32_t)groups;
+	uint64_t dev_blocks = dev_bytes / bs;
+	if (fs->g.blocks_count > dev_blocks)
+		return err_set(-EUCLEAN,
+			       "ext3: filesystem has %u blocks but the device only %llu "
+			       "(truncated image?)", fs->g.blocks_count, (unsigned long long)dev_blocks);
+	if ((uint64_t)fs->g.inodes_per_group * groups != fs->g.inodes_count)
+		return err_set(-EUCLEAN, "ext3: inode count %u != %llu groups x %u inodes per group",
+			       fs->g.inodes_count, (unsigned long long)groups, fs->g.inodes_per_group);
+	if (fs->first_ino < EXT3_GOOD_OLD_FIRST_INO || fs->first_ino > fs->g.inodes_count)
+		return err_set(-EUCLEAN, "ext3: bad first inode %u", fs->first_ino);
+
+	fs->g.reserved_gdt_blocks = 0;
+	ext3_geom_derive(&fs->g); /* groups, descriptor blocks, apb (as checked above) */
+
+	/* features */
+	uint32_t unk_incompat = fs->incompat & ~(uint32_t)EXT3_FEATURE_INCOMPAT_SUPP;
+	if (unk_incompat) {
+		char names[160];
+		ext3_features_format(0, unk_incompat, 0, names, sizeof names);
+		return err_set(-EOPNOTSUPP,
+			       "ext3: unsupported incompat feature%s %s (0x%x): refusing to mount",
+			       (unk_incompat & (unk_incompat - 1)) ? "s" : "", names, unk_incompat);
+	}
+	uint32_t unk_ro = fs->ro_compat & ~(uint32_t)EXT3_FEATURE_RO_COMPAT_SUPP;
+	if (unk_ro) {
+		fs->unknown_ro_compat = true;
+		char names[160];
+		ext3_features_format(0, 0, unk_ro, names, sizeof names);
+		snprintf(fs->ro_reason, sizeof fs->ro_reason,
+			 "unknown ro_compat feature%s %s (0x%x): read-only",
+			 (unk_ro & (unk_ro - 1)) ? "s" : "", names, unk_ro);
+	}
+	fs->needs_recovery = (fs->incompat & EXT3_FEATURE_INCOMPAT_RECOVER) != 0;
+	fs->has_filetype = (fs->incompat & EXT3_FEATURE_INCOMPAT_FILETYPE) != 0;
+	fs->g.sparse_super = (fs->ro_compat & EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER) != 0;
+	fs->g.meta_bg = (fs->incompat & EXT3_FEATURE_INCOMPAT_META_BG) != 0;
+	fs->g.first_meta_bg = fs->g.meta_bg ? le32_to_cpu(sb->s_first_meta_bg) : 0;
+	/* Past the table, the classic copy would run into the groups' own
+	 * metadata (ext4 refuses it too; e2fsck repairs it). */
+	if (fs->g.first_meta_bg > fs->g.desc_blocks)
+		return err_set(-EUCLEAN, "ext3: first meta block group %u past the %u descriptor blocks",
+			       fs->g.first_meta_bg, fs->g.desc_blocks);
+	if (fs->needs_recovery && !(fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL))
+		return err_set(-EUCLEAN, "ext3: needs_recovery set but there is no journal");
+	if (rev >= EXT3_DYNAMIC_REV) {
+		uint32_t rsv = le16_to_cpu(sb->s_reserved_gdt_blocks);
+		if (rsv > fs->g.apb)
+			return err_set(-EUCLEAN, "ext3: %u reserved GDT blocks (at most %u)", rsv,
+				       fs->g.apb);
+		fs->g.reserved_gdt_blocks = rsv;
+	}
+	fs->overhead = ext3_geom_overhead(&fs->g);
+	uint32_t sflags = le32_to_cpu(sb->s_flags);
+	fs->unsigned_hash = (sflags & EXT3_FLAGS_UNSIGNED_HASH) != 0 &&
+			    !(sflags & EXT3_FLAGS_SIGNED_HASH);
+	for (int i = 0; i < 4; i++)
+		fs->hash_seed[i] = le32_to_cpu(sb->s_hash_seed[i]);
+	fs->def_hash_version = sb->s_def_hash_version;
+	return 0;
+}
+
+/* Read and check the group descriptors: the table that follows the
+ * superblock at fs->sb_block, and with meta_bg the metagroups' blocks. */
+int ext3_gdt_load(struct ext3_fs *fs)
+{
+	fs->gd = calloc(fs->g.groups, sizeof *fs->gd);
+	if (!fs->gd)
+		return err_set(-ENOMEM, "ext3: out of memory for %u group descriptors", fs->g.groups);
+	/* The classic table starts in the block after the one holding the
+	 * superblock; with meta_bg, later blocks live in their metagroups. */
+	for (uint32_t b = 0; b < fs->g.desc_blocks; b++) {
+		uint64_t blk = ext3_geom_desc_block(&fs->g, fs->sb_block, b);
+		if (blk >= fs->g.blocks_count)
+			return err_set(-EUCLEAN, "ext3: group descriptor block %u (at %llu) past the end",
+				       b, (unsigned long long)blk);
+		struct buffer_head *bh;
+		int rc = ext3_bread(fs, blk, "group descriptor", &bh);
+		if (rc)
+			return rc;
+		const struct ext3_group_desc *d = buf_data(bh);
+		for (uint32_t i = 0; i < fs->g.desc_per_block; i++) {
+			uint64_t g = (uint64_t)b * fs->g.desc_per_block + i;
+			if (g >= fs->g.groups)
+				break;
+			struct ext3_group_desc *o = &fs->gd[g];
+			o->bg_block_bitmap = le32_to_cpu(d[i].bg_block_bitmap);
+			o->bg_inode_bitmap = le32_to_cpu(d[i].bg_inode_bitmap);
+			o->bg_inode_table = le32_to_cpu(d[i].bg_inode_table);
+			o->bg_free_blocks_count = le16_to_cpu(d[i].bg_free_blocks_count);
+			o->bg_free_inodes_count = le16_to_cpu(d[i].bg_free_inodes_count);
+			o->bg_used_dirs_count = le16_to_cpu(d[i].bg_used_dirs_count);
+			o->bg_flags = le16_to_cpu(d[i].bg_flags);
+			o->bg_itable_unused = le16_to_cpu(d[i].bg_itable_unused);
+			o->bg_checksum = le16_to_cpu(d[i].bg_checksum);
+		}
+		buf_put(bh);
+	}
+	/* Every group's bitmaps and inode table inside the group. */
+	for (uint32_t g = 0; g < fs->g.groups; g++) {
+		const struct ext3_group_desc *d = &fs->gd[g];
+		uint64_t first = ext3_geom_group_first(&fs->g, g);
+		uint64_t last = first + ext3_geom_group_blocks(&fs->g, g) - 1;
+		if (d->bg_block_bitmap < first || d->bg_block_bitmap > last)
+			return err_set(-EUCLEAN, "ext3: group %u: block bitmap %u not in the group "
+				       "(%llu-%llu)", g, d->bg_block_bitmap,
+				       (unsigned long long)first, (unsigned long long)last);
+		if (d->bg_inode_bitmap < first || d->bg_inode_bitmap > last)
+			return err_set(-EUCLEAN, "ext3: group %u: inode bitmap %u not in the group "
+				       "(%llu-%llu)", g, d->bg_inode_bitmap,
+				       (unsigned long long)first, (unsigned long long)last);
+		if (d->bg_inode_table < first ||
+		    (uint64_t)d->bg_inode_table + fs->g.itable_blocks - 1 > last)
+			return err_set(-EUCLEAN, "ext3: group %u: inode table %u+%u not in the group "
+				       "(%llu-%llu)", g, d->bg_inode_table, fs->g.itable_blocks,
+				       (unsigned long long)first, (unsigned long long)last);
+		if (d->bg_free_blocks_count > fs->g.blocks_per_group ||
+		    d->bg_free_inodes_count > fs->g.inodes_per_group)
+			return err_set(-EUCLEAN, "ext3: group %u: free counts %u blocks / %u inodes "
+				       "exceed the group size", g, d->bg_free_blocks_count,
+				       d->bg_free_inodes_count);
+	}
+	return 0;
+}
+
+/* Read 1024 superblock bytes at byte offset `off` through the queue. */
+static int super_read_at(struct ext3_fs *fs, uint64_t off, uint64_t dev_bytes)
+{
+	if (off + EXT3_SUPERBLOCK_SIZE > dev_bytes)
+		return err_set(-EUCLEAN, "ext3: device too small (%llu bytes) for a superblock at "
+			       "byte %llu", (unsigned long long)dev_bytes, (unsigned long long)off);
+	int rc = blk_rw(fs->q, BLK_READ_SYNC, off, &fs->sb, EXT3_SUPERBLOCK_SIZE);
+	if (rc)
+		return err_wrap(rc, "ext3: reading the superblock at byte %llu",
+				     (unsigned long long)off);
+	return 0;
+}
+
+int ext3_super_load(struct ext3_fs *fs, uint64_t sb_block)
+{
+	struct dev_geometry geo;
+	dev_geometry_get(fs->dev, &geo);
+	int rc;
+	if (sb_block) {
+		/* A backup superblock: probe the block size. */
+		rc = -EUCLEAN;
+		for (uint32_t log = 0; log <= 2; log++) {
+			uint32_t bs = 1024u << log;
+			uint64_t off = sb_block * (uint64_t)bs;
+			if (off / bs != sb_block || off + EXT3_SUPERBLOCK_SIZE > geo.size_bytes)
+				continue;
+			if (super_read_at(fs, off, geo.size_bytes))
+				continue;
+			if (le16_to_cpu(fs->sb.s_magic) == EXT3_SUPER_MAGIC &&
+			    le32_to_cpu(fs->sb.s_log_block_size) == log) {
+				rc = 0;
+				break;
+			}
+		}
+		if (rc)
+			return err_set(-EUCLEAN, "ext3: no superblock at block %llu (tried 1, 2 and "
+				       "4 KiB blocks)", (unsigned long long)sb_block);
+	} else {
+		rc = super_read_at(fs, EXT3_SUPERBLOCK_OFFSET, geo.size_bytes);
+		if (rc)
+			return rc;
+	}
+	rc = super_check(fs, geo.size_bytes);
+	if (rc)
+		return rc;
+	if (!sb_block) {
+		fs->sb_block = fs->g.first_data_block; /* block 1 (1 KiB) or inside block 0 */
+		return 0;
+	}
+	fs->sb_block = (uint32_t)sb_block;
+	uint64_t rel = sb_block - fs->g.first_data_block;
+	if (sb_block < fs->g.first_data_block || rel % fs->g.blocks_per_group ||
+	    sb_block >= fs->g.blocks_count)
+		return err_set(-EUCLEAN, "ext3: block %llu is not the start of a group",
+			       (unsigned long long)sb_block);
+	return 0;
+}

@@ -1,0 +1,526 @@
+/* nostall bench fs: the front-end, each run's device and mount, and the
+ * output (docs/bench-fs.md; the workloads are in bench_fs_load.c).
+ *
+ * Every run (one workload in one data mode) opens the device afresh,
+ * measures its raw floor, makes a fresh filesystem with ext3_mkfs and mounts
+ * it read-write through nostall_mount_dev with data=MODE and the user's -o.
+ * Without --device the device is a file under /tmp, written with zeroes once
+ * so that neither the raw floors nor the filesystem pay the host
+ * filesystem's block allocation (a real disk has none), removed at the end.
+ *
+ * usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]]
+ *                         [--json] [--quick]
+ *        nostall bench fs --mount [--peers [--host-cache]] ... (bench_fs_mount.c;
+ *                         the workloads readback and manyfiles run there only)
+ */
+#include "bench_fs.h"
+#include "../common/cmds.h"
+
+#include "dev/dev.h"
+#include "extfs/core/ext3.h"
+#include "extfs/mkfs/mkfs.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FSB_DEFAULT_CACHE (64ull * FSB_MiB) /* the mount's cache= default */
+
+void fsb_field(struct fsb_run *r, const char *name, double v, int decimals)
+{
+	if (r->nf < FSB_MAX_FIELDS)
+		r->f[r->nf++] = (struct fsb_field){ name, v, decimals, false };
+}
+
+void fsb_field_json(struct fsb_run *r, const char *name, double v, int decimals)
+{
+	if (r->nf < FSB_MAX_FIELDS)
+		r->f[r->nf++] = (struct fsb_field){ name, v, decimals, true };
+}
+
+void fsb_progress(const struct fsb *b, const char *fmt, ...)
+{
+	(void)b;
+	char line[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\rbench fs: %-70.70s", line);
+	fflush(stderr);
+}
+
+static void progress_done(void)
+{
+	fprintf(stderr, "\r%82s\r", "");
+	fflush(stderr);
+}
+
+/* ------------------------------------------------------------ env */
+
+int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e)
+{
+	memset(e, 0, sizeof *e);
+	e->b = b;
+	snprintf(e->opts, sizeof e->opts, "data=%s%s%s", mode, b->user_opts ? "," : "",
+		 b->user_opts ? b->user_opts : "");
+	int rc = dev_open(b->spec, &e->dev);
+	return rc < 0 ? err_wrap(rc, "device %s: ", b->spec) : 0;
+}
+
+struct ext3_mkfs_params fsb_mkfs_params(const struct fsb *b)
+{
+	return (struct ext3_mkfs_params){ .size_bytes = b->sz.fs_bytes, .block_size = 4096 };
+}
+
+/* Not closing the device on failure: the caller's fsb_env_close does. */
+int fsb_env_fresh(struct fsb_env *e)
+{
+	struct ext3_mkfs_params p = fsb_mkfs_params(e->b);
+	int rc = ext3_mkfs(e->dev, &p);
+	if (rc < 0)
+		return err_wrap(rc, "mkfs on %s: ", e->b->spec);
+	rc = nostall_mount_dev(e->dev, e->opts, 0, &e->fs);
+	return rc < 0 ? err_wrap(rc, "mount -o %s: ", e->opts) : 0;
+}
+
+int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e)
+{
+	int rc = fsb_env_dev_open(b, mode, e);
+	if (!rc && (rc = fsb_env_fresh(e)) < 0)
+		fsb_env_close(e);
+	return rc;
+}
+
+int fsb_env_remount(struct fsb_env *e)
+{
+	int rc = nostall_umount(e->fs);
+	e->fs = NULL;
+	if (rc < 0)
+		return err_wrap(rc, "unmount: ");
+	rc = nostall_mount_dev(e->dev, e->opts, 0, &e->fs);
+	return rc < 0 ? err_wrap(rc, "remount -o %s: ", e->opts) : 0;
+}
+
+int fsb_env_unmount(struct fsb_env *e, int rc)
+{
+	if (!e->fs)
+		return rc;
+	int urc = nostall_umount(e->fs);
+	e->fs = NULL;
+	if (rc < 0)
+		return rc;
+	return urc < 0 ? err_wrap(urc, "unmount: ") : 0;
+}
+
+void fsb_env_close(struct fsb_env *e)
+{
+	if (e->fs)
+		nostall_umount(e->fs);
+	e->fs = NULL;
+	dev_close(e->dev);
+	e->dev = NULL;
+}
+
+/* ------------------------------------------------------------ sizes */
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Sizes for a run: full on file: (the default run of every workload takes
+ * about six minutes there, half of it fsync-under-stream's 600 samples per
+ * mode), smaller on a simulated disk, whose modelled time is real
+ * time (a 7200 rpm disk pays a revolution per synchronous write), tiny with
+ * --quick (shape checks). The streamed file is at least 4x the cache, so
+ * the memory bound is tested, unless the filesystem cannot hold it. */
+static void fsb_sizes_pick(struct fsb *b)
+{
+	struct fsb_sizes *s = &b->sz;
+	if (b->quick) {
+		*s = (struct fsb_sizes){ .jens_n = 20, .stream_bytes = 8 * FSB_MiB, .creates_n = 100,
+					 .creates_dirs = 2, .creates_bytes = 1024, .fus_idle = 3, .fus_seconds = 0.5,
+					 .fus_file_bytes = 4 * FSB_MiB, .fs_bytes = 128 * FSB_MiB, .reps = 2,
+					 .readback_bytes = 64 * FSB_MiB, .many_files = 20000 };
+	} else if (b->sim) {
+		*s = (struct fsb_sizes){ .jens_n = 200, .stream_bytes = 64 * FSB_MiB, .creates_n = 1000,
+					 .creates_dirs = 4, .creates_bytes = 1024, .fus_idle = 10, .fus_seconds = 30,
+					 .fus_file_bytes = 64 * FSB_MiB, .fs_bytes = 1024 * FSB_MiB, .reps = 3,
+					 .readback_bytes = 64 * FSB_MiB, .many_files = 20000 };
+	} else {
+		*s = (struct fsb_sizes){ .jens_n = 2000, .stream_bytes = 1024 * FSB_MiB, .creates_n = 10000,
+					 .creates_dirs = 10, .creates_bytes = 1024, .fus_idle = 20, .fus_seconds = 30,
+					 .fus_file_bytes = 512 * FSB_MiB, .fs_bytes = 2048 * FSB_MiB, .reps = 5,
+					 .readback_bytes = 1024 * FSB_MiB, .many_files = 200000 };
+	}
+	s->many_dirs = 40; /* issue 36: files of 100 bytes in 40 directories */
+	s->many_bytes = 100;
+	s->fs_bytes = min_u64(s->fs_bytes, b->dev_bytes) & ~(4096ull - 1);
+	if (!b->quick && s->stream_bytes < 4 * b->cache_bytes)
+		s->stream_bytes = 4 * b->cache_bytes;
+	uint64_t room = s->fs_bytes / 2; /* leaves the journal and metadata room */
+	s->stream_bytes = min_u64(s->stream_bytes, room) & ~(FSB_MiB - 1);
+	s->fus_file_bytes = min_u64(s->fus_file_bytes, room / 2) & ~(FSB_MiB - 1);
+	s->readback_bytes = min_u64(s->readback_bytes, room) & ~(FSB_MiB - 1);
+	/* a block and an inode each, in three quarters of the filesystem */
+	s->many_files = (unsigned)min_u64(s->many_files, s->fs_bytes / 4 * 3 / (4096 + 256));
+}
+
+/* The default device: a zero-filled file under /tmp (written, not sparse:
+ * see the file comment). Also bench repro's default file: device. */
+int fsb_tmpdev_make(char *path, size_t pathlen, uint64_t bytes)
+{
+	snprintf(path, pathlen, "/tmp/nostall-benchfs.XXXXXX");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return err_set(-errno, "mkstemp %s: %s", path, strerror(errno));
+	char *zero = calloc(1, FSB_MiB);
+	int rc = zero ? 0 : -ENOMEM;
+	for (uint64_t off = 0; !rc && off < bytes; off += FSB_MiB) {
+		if (pwrite(fd, zero, FSB_MiB, (off_t)off) != (ssize_t)FSB_MiB)
+			rc = err_set(-errno ? -errno : -EIO, "writing %s: %s", path, strerror(errno));
+	}
+	if (!rc && fdatasync(fd))
+		rc = err_set(-errno, "fdatasync %s: %s", path, strerror(errno));
+	free(zero);
+	close(fd);
+	if (rc)
+		unlink(path);
+	return rc;
+}
+
+/* ------------------------------------------------------------ output */
+
+static void print_value(const struct fsb_field *f, int width)
+{
+	if (isnan(f->value))
+		printf(" %*s", width, "n/a");
+	else
+		printf(" %*.*f", width, f->decimals, f->value);
+}
+
+static void print_runs(const struct fsb *b, struct fsb_run *runs, int n)
+{
+	if (!n)
+		return;
+	if (b->json) {
+		for (int i = 0; i < n; i++) {
+			struct fsb_run *r = &runs[i];
+			printf("{\"scenario\":\"%s\",\"device\":\"%s\",\"config\":\"%s\"", r->workload, b->spec, r->config);
+			for (int j = 0; j < r->nf; j++) {
+				if (isnan(r->f[j].value))
+					printf(",\"%s\":null", r->f[j].name);
+				else
+					printf(",\"%s\":%.*f", r->f[j].name, r->f[j].decimals, r->f[j].value);
+			}
+			printf("}\n");
+		}
+		fflush(stdout);
+		return;
+	}
+	printf("\n%s on %s\n", runs[0].workload, b->spec);
+	printf("  %-10s", "config");
+	for (int j = 0; j < runs[0].nf; j++)
+		if (!runs[0].f[j].json_only)
+			printf(" %*s", (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)), runs[0].f[j].name);
+	printf("\n");
+	for (int i = 0; i < n; i++) {
+		printf("  %-10s", runs[i].config);
+		for (int j = 0; j < runs[i].nf; j++)
+			if (!runs[i].f[j].json_only)
+				print_value(&runs[i].f[j], (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)));
+		printf("\n");
+	}
+	bool same = true;
+	for (int i = 1; i < n; i++)
+		same = same && !strcmp(runs[i].note, runs[0].note);
+	for (int i = 0; i < (same ? 1 : n); i++) {
+		if (runs[i].note[0])
+			printf(same ? "  (%s%s)\n" : "  (%s: %s)\n", same ? "" : runs[i].config, runs[i].note);
+	}
+	for (int i = 0; i < n; i++)
+		if (runs[i].extra[0])
+			printf("  (%s: %s)\n", runs[i].config, runs[i].extra);
+	fflush(stdout);
+}
+
+/* ------------------------------------------------------------ front-end */
+
+typedef int (*workload_fn)(struct fsb *b, const char *mode, struct fsb_run *r);
+
+static const struct workload {
+	const char *name;
+	workload_fn fn;
+	const char *help;
+} workloads[] = { /* in enum fsb_workload's order; fn NULL: --mount only */
+	{ "jens", fsb_jens, "open(O_APPEND)/write a line/fsync/close loop beside 2 write+flush per fsync" },
+	{ "stream", fsb_stream, "sequential write + fsync, remount, read back; beside raw device rates" },
+	{ "creates", fsb_creates, "small files: create, stat (cold), unlink" },
+	{ "fsync-under-stream", fsb_fsync_under_stream, "4 KiB append + fsync every 50 ms beside a streaming writer" },
+	{ "readback", NULL, "--mount: 1 GiB write + fsync, drop_caches, read back in the same mount, then fresh" },
+	{ "manyfiles", NULL, "--mount: 200,000 files of 100 B in 40 dirs, then find | wc -l; daemon peak RSS" },
+};
+#define NR_WORKLOADS (sizeof workloads / sizeof workloads[0])
+
+const char *fsb_workload_name(enum fsb_workload w)
+{
+	return workloads[w].name;
+}
+
+static void bench_fs_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--reps N]\n"
+		"                        [--json] [--quick]\n"
+		"       nostall bench fs --mount [--peers [--host-cache]] [--device file:PATH] [-o OPTS] [--workload ..]\n"
+		"                        [--json] [--quick]\n"
+		"  --device SPEC   device (default: a 2 GiB file under /tmp, removed after); its\n"
+		"                  contents are destroyed (mkfs per run)\n"
+		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
+		"                  (default: journal, ordered, writeback and guarded)\n"
+		"  --quick         tiny sizes (checks, not measurements)\n"
+		"  --seconds S     fsync-under-stream's measuring time (default 30; p99 is printed\n"
+		"                  from 100 samples on: until it has them, the run goes on, up\n"
+		"                  to 2.5 x S)\n"
+		"  --reps N        stream and jens: N repetitions, each beside its own raw floor,\n"
+		"                  fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
+		"                  2 with --quick)\n"
+		"  --mount         the workloads through `nostall mount` (FUSE), its default data\n"
+		"                  mode unless -o data=MODE; -o also takes the daemon's options\n"
+		"                  (docs/fuse.md, docs/bench-fs-mount.md)\n"
+		"  --peers         with --mount, as root: also kernel ext3 (loop device with direct\n"
+		"                  I/O, data=ordered and writeback) and fuse2fs on the same image\n"
+		"                  file, with the host's dirty budget set to the nostall daemon's\n"
+		"  --host-cache    with --peers: also kernel ext3 on a loop device through the\n"
+		"                  host's page cache, the host's own dirty settings (extra rows)\n"
+		"workloads:\n");
+	for (size_t i = 0; i < NR_WORKLOADS; i++)
+		fprintf(out, "  %-19s %s\n", workloads[i].name, workloads[i].help);
+}
+
+static int select_workloads(const char *only, bool mount, bool *selected)
+{
+	if (!only) {
+		for (size_t i = 0; i < NR_WORKLOADS; i++)
+			selected[i] = mount || workloads[i].fn;
+		return 0;
+	}
+	char *copy = strdup(only), *save = NULL;
+	if (!copy)
+		return -ENOMEM;
+	int rc = 0;
+	for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		for (i = 0; i < NR_WORKLOADS; i++)
+			if (!strcmp(workloads[i].name, t))
+				break;
+		if (i == NR_WORKLOADS) {
+			fprintf(stderr, "nostall bench fs: unknown workload '%s'\n", t);
+			rc = -EINVAL;
+		} else if (!mount && !workloads[i].fn) {
+			fprintf(stderr, "nostall bench fs: workload '%s' runs with --mount only\n", t);
+			rc = -EINVAL;
+		} else {
+			selected[i] = true;
+		}
+	}
+	free(copy);
+	return rc;
+}
+
+/* -o checked as a mount would; its data= (if any) and cache= picked out. */
+static int parse_user_opts(struct fsb *b, const char **modes, int *nmodes)
+{
+	struct ext3_mount_opts o;
+	ext3_mount_opts_init(&o);
+	int rc = ext3_mount_opts_parse(&o, b->user_opts);
+	if (rc < 0) {
+		ext3_mount_opts_release(&o);
+		return rc;
+	}
+	if (o.ro) {
+		ext3_mount_opts_release(&o);
+		return err_set(-EINVAL, "the benchmark writes: 'ro' makes no sense here");
+	}
+	b->cache_bytes = o.cache_bytes ? o.cache_bytes : FSB_DEFAULT_CACHE;
+	b->user_cache = o.cache_bytes != 0;
+	if (o.data_mode) {
+		modes[0] = ext3_data_mode_name(o.data_mode);
+		*nmodes = 1;
+	}
+	ext3_mount_opts_release(&o);
+	return 0;
+}
+
+static int run_workload(struct fsb *b, const struct workload *w, const char **modes, int nmodes)
+{
+	struct fsb_run runs[4];
+	for (int i = 0; i < nmodes; i++) {
+		struct fsb_run *r = &runs[i];
+		memset(r, 0, sizeof *r);
+		r->workload = w->name;
+		r->config = modes[i];
+		fsb_progress(b, "%s (data=%s)...", w->name, modes[i]);
+		err_clear();
+		int rc = w->fn(b, modes[i], r);
+		if (rc < 0) {
+			progress_done();
+			fprintf(stderr, "nostall bench fs: %s (data=%s) on %s failed: %s\n", w->name, modes[i], b->spec,
+				err_last(rc));
+			return rc;
+		}
+	}
+	progress_done();
+	print_runs(b, runs, nmodes);
+	return 0;
+}
+
+static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes, int nmodes)
+{
+	struct dev *d;
+	int rc = dev_open(b->spec, &d);
+	if (rc < 0) {
+		fprintf(stderr, "nostall bench fs: device '%s': %s\n", b->spec, err_last(rc));
+		return 1;
+	}
+	struct dev_geometry g;
+	dev_geometry_get(d, &g);
+	dev_close(d);
+	b->dev_bytes = g.size_bytes;
+	b->sim = !strncmp(b->spec, "sim:", 4) || strstr(b->spec, ":sim:");
+	fsb_sizes_pick(b);
+	if (b->seconds > 0)
+		b->sz.fus_seconds = b->seconds;
+	if (b->reps > 0)
+		b->sz.reps = b->reps;
+	if (b->sz.fs_bytes < 64 * FSB_MiB) {
+		fprintf(stderr, "nostall bench fs: device '%s' is too small (want at least 64 MiB)\n", b->spec);
+		return 1;
+	}
+	if (b->mount)
+		return fsb_mount_run(b, selected, b->spec + strlen("file:"));
+	if (!b->json && b->sim && !b->quick)
+		printf("simulated device: smaller sizes (fsyncs %u, stream %llu MiB, %u files, %.0f s under stream)\n",
+		       b->sz.jens_n, (unsigned long long)(b->sz.stream_bytes / FSB_MiB), b->sz.creates_n,
+		       b->sz.fus_seconds);
+	for (size_t i = 0; i < NR_WORKLOADS; i++) {
+		if (selected[i] && workloads[i].fn && run_workload(b, &workloads[i], modes, nmodes) < 0)
+			return 1;
+	}
+	return 0;
+}
+
+int bench_fs(int argc, char **argv)
+{
+	struct fsb b = { 0 };
+	const char *device = NULL, *only = NULL;
+	/* A fixed mmap threshold: glibc's dynamic one rises to the largest
+	 * buffer freed (4 MiB read windows), after which MiB-sized transient
+	 * buffers (writeback runs, merged requests) come from the heap and
+	 * fragment it around the caches' memory: the second and third data
+	 * modes of a run then peaked at 220-295 MiB instead of ~105 (cache=64M).
+	 * A long-lived library user (a FUSE daemon) wants the same setting. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	static const struct option longopts[] = {
+		{ "device", required_argument, NULL, 'd' }, { "workload", required_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },         { "mount", no_argument, NULL, 'm' },
+		{ "peers", no_argument, NULL, 'p' },        { "seconds", required_argument, NULL, 's' },
+		{ "reps", required_argument, NULL, 'r' },   { "host-cache", no_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
+	};
+	optind = 1;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "d:w:jqo:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': device = optarg; break;
+		case 'w': only = optarg; break;
+		case 'j': b.json = true; break;
+		case 'q': b.quick = true; break;
+		case 'o': b.user_opts = optarg; break;
+		case 'm': b.mount = true; break;
+		case 'p': b.peers = true; break;
+		case 'H': b.host_cache = true; break;
+		case 's': {
+			char *end;
+			b.seconds = strtod(optarg, &end);
+			if (*end || !(b.seconds > 0 && b.seconds <= 3600)) {
+				fprintf(stderr, "nostall bench fs: --seconds wants 0 < S <= 3600, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'r': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v < 1 || v > 99) {
+				fprintf(stderr, "nostall bench fs: --reps wants 1..99, not '%s'\n", optarg);
+				return 2;
+			}
+			b.reps = (unsigned)v;
+			break;
+		}
+		case 'h': bench_fs_usage(stdout); return 0;
+		default: bench_fs_usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "nostall bench fs: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	bool selected[NR_WORKLOADS] = { false };
+	if (select_workloads(only, b.mount, selected) < 0) {
+		bench_fs_usage(stderr);
+		return 2;
+	}
+	const char *modes[4] = { "journal", "ordered", "writeback", "guarded" };
+	int nmodes = 4;
+	if (b.peers && !b.mount) {
+		fprintf(stderr, "nostall bench fs: --peers needs --mount\n");
+		return 2;
+	}
+	if (b.host_cache && !b.peers) {
+		fprintf(stderr, "nostall bench fs: --host-cache needs --mount --peers\n");
+		return 2;
+	}
+	if (b.mount && device && strncmp(device, "file:", 5)) {
+		fprintf(stderr, "nostall bench fs: --mount needs a file: device (every system mounts the same image file)\n");
+		return 2;
+	}
+	/* --mount: -o goes to `nostall mount` (daemon options too), which checks it */
+	int rc = b.mount ? 0 : parse_user_opts(&b, modes, &nmodes);
+	if (b.mount)
+		b.cache_bytes = FSB_DEFAULT_CACHE;
+	if (rc < 0) {
+		fprintf(stderr, "nostall bench fs: -o %s: %s\n", b.user_opts, err_last(rc));
+		return 2;
+	}
+	char tmppath[64] = "", tmpspec[80];
+	if (device) {
+		b.spec = device;
+	} else {
+		uint64_t bytes = (b.quick ? 128 : 2048) * FSB_MiB;
+		fprintf(stderr, "bench fs: preparing a %llu MiB device file under /tmp...", (unsigned long long)(bytes / FSB_MiB));
+		rc = fsb_tmpdev_make(tmppath, sizeof tmppath, bytes);
+		progress_done();
+		if (rc < 0) {
+			fprintf(stderr, "nostall bench fs: %s\n", err_last(rc));
+			return 1;
+		}
+		snprintf(tmpspec, sizeof tmpspec, "file:%s", tmppath);
+		b.spec = tmpspec;
+	}
+	int ret = bench_fs_run(&b, selected, modes, nmodes);
+	if (tmppath[0])
+		unlink(tmppath);
+	return ret;
+}
