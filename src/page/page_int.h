@@ -218,6 +218,10 @@ void page_clear_dirty_locked(struct page_cache *pc, struct page *pg);
 struct page *page_detach_locked(struct page_cache *pc, struct page *pg);
 /* Recompute the limits after a tunable change. pc->lock held. */
 void page_limits_locked(struct page_cache *pc);
+/* The page buffers' arena (page_cache.c), set up and torn down with the
+ * cache (page_setup.c): reserved address space, resident as slots are used. */
+void page_arena_init(struct page_cache *pc);
+void page_arena_destroy(struct page_cache *pc);
 /* The I/O of one page read (READ_SYNC) into its data, the page locked by the
  * caller; waits. Returns 0 or -EIO. */
 int page_read_io(struct page_cache *pc, struct page *pg);
