@@ -11,6 +11,7 @@
  * blocks.
  */
 #include "test_jbd_env.h"
+#include "util/crc32c.h"
 
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -751,15 +752,59 @@ static void test_features_refused(void **state)
 	sb->s_feature_compat = cpu_to_be32(0x1);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
 	struct jbd_recovery_info info;
+	/* The v1 checksum with v3: contradictory, refused as corrupt. */
 	int rc = jbd_journal_check_dev(d, &loc, &info);
+	assert_int_equal(rc, -EUCLEAN);
+	assert_non_null(strstr(err_last(rc), "v1 and v2/v3"));
+	/* jbd2's 64bit and v3 checksums: recovery reads them, once the
+	 * superblock's own checksum holds. */
+	sb->s_feature_compat = 0;
+	sb->s_checksum_type = JBD_CRC32C_CHKSUM;
+	sb->s_checksum = 0;
+	sb->s_checksum = cpu_to_be32(crc32c(~0u, sb, sizeof *sb));
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
+	assert_int_equal(jbd_journal_check_dev(d, &loc, &info), 0);
+	/* ... but a journal that will be written refuses them by name. */
+	char path[] = "/tmp/nostall-jbd-feat.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	static unsigned char img[JSTART * BS + BS];
+	memset(img, 0, sizeof img);
+	memcpy(img + (size_t)JSTART * BS, sbb, BS);
+	assert_int_equal(write(fd, img, sizeof img), (ssize_t)sizeof img);
+	assert_int_equal(ftruncate(fd, 16 << 20), 0);
+	close(fd);
+	char spec[64];
+	snprintf(spec, sizeof spec, "file:%s", path);
+	struct jbd_stack_params p;
+	jbd_stack_params_default(&p);
+	p.loc = loc;
+	struct jbd_stack *s = NULL;
+	rc = jbd_stack_open(spec, &p, &s);
+	unlink(path);
 	assert_int_equal(rc, -EOPNOTSUPP);
 	const char *msg = err_last(rc);
 	assert_non_null(strstr(msg, "64bit"));
 	assert_non_null(strstr(msg, "checksum v3"));
+	assert_non_null(strstr(msg, "writing"));
 	/* The v1 checksum and async commit are supported (journal_checksum,
 	 * journal_async_commit): named only when unsupported. */
 	assert_null(strstr(msg, "checksum (v1)"));
 	assert_null(strstr(msg, "async_commit"));
+	/* A superblock checksum that does not hold. */
+	sb->s_checksum ^= cpu_to_be32(1);
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
+	assert_int_equal(jbd_journal_check_dev(d, &loc, &info), -EBADMSG);
+	/* fast_commit: refused by name even for recovery. */
+	sb->s_feature_incompat = cpu_to_be32(0x1 | 0x10 | 0x20);
+	sb->s_checksum = 0;
+	sb->s_checksum = cpu_to_be32(crc32c(~0u, sb, sizeof *sb));
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
+	rc = jbd_journal_check_dev(d, &loc, &info);
+	assert_int_equal(rc, -EOPNOTSUPP);
+	assert_non_null(strstr(err_last(rc), "fast_commit"));
+	sb->s_checksum_type = 0;
+	sb->s_checksum = 0;
 	sb->s_feature_incompat = cpu_to_be32(0x1 | 0x4);
 	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * 2, 2, sbb, 0), 0);
 	assert_int_equal(jbd_journal_check_dev(d, &loc, &info), 0);

@@ -382,6 +382,13 @@ enum {
 	JBD_RECOVER_DRY_RUN = 1u << 0, /* scan and count, write nothing */
 	JBD_RECOVER_RESET = 1u << 1,   /* afterwards mark the journal empty like
 					* e2fsck: s_start 0, s_sequence = end+1 */
+	/* With RESET: a journal found corrupt by its v2/v3 checksums
+	 * (-EBADMSG) is emptied as e2fsck empties it (s_start 0, s_sequence
+	 * kept), after what could be replayed was; info->discarded says so and
+	 * -EBADMSG is still returned (the caller marks the filesystem for a
+	 * full check). Without it the journal is left as found (the kernel:
+	 * the mount fails). */
+	JBD_RECOVER_DISCARD_BAD = 1u << 2,
 };
 
 struct jbd_recovery_info {
@@ -401,6 +408,11 @@ struct jbd_recovery_info {
 	 * stops before it (as jbd2 and e2fsck do; the caller marks the
 	 * filesystem as having errors). */
 	uint32_t checksums_verified;
+	/* v2/v3: logged blocks whose tag checksum failed (not written home;
+	 * recovery answers -EBADMSG after replaying the rest), and whether a
+	 * corrupt journal was emptied (JBD_RECOVER_DISCARD_BAD). */
+	uint64_t bad_blocks;
+	bool discarded;
 	bool torn_commit;
 	bool failed;
 	uint32_t failed_commit;

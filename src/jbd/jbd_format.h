@@ -45,14 +45,27 @@
  * in log order (revoke blocks are not covered); recovery compares it. */
 #define JBD_FEATURE_COMPAT_CHECKSUM 0x00000001
 #define JBD_FEATURE_INCOMPAT_REVOKE 0x00000001      /* revoke blocks may appear in the log */
-#define JBD_FEATURE_INCOMPAT_64BIT 0x00000002       /* jbd2: 64-bit block numbers (unsupported) */
+#define JBD_FEATURE_INCOMPAT_64BIT 0x00000002       /* jbd2: 64-bit block numbers (tags carry
+						     * t_blocknr_high, revoke records are 8 bytes) */
 /* jbd2: the commit block may reach the disk before the blocks it closes
  * (one flush after all of them instead of one before the commit block);
  * a commit whose checksum does not match ends the log (not an error). */
 #define JBD_FEATURE_INCOMPAT_ASYNC_COMMIT 0x00000004
+/* jbd2 v2/v3 checksums (crc32c, seeded with the crc32c of s_uuid): the
+ * superblock (s_checksum), each descriptor and revoke block (a 4-byte tail),
+ * each commit block (h_chksum[0]) and each logged block (its tag: 16 bits in
+ * v2, 32 in v3, whose tags are always 16 bytes). Never both, never with
+ * COMPAT_CHECKSUM. */
+#define JBD_FEATURE_INCOMPAT_CSUM_V2 0x00000008
+#define JBD_FEATURE_INCOMPAT_CSUM_V3 0x00000010
+#define JBD_FEATURE_INCOMPAT_FAST_COMMIT 0x00000020 /* fast-commit area after the log (refused) */
 #define JBD_KNOWN_COMPAT_FEATURES JBD_FEATURE_COMPAT_CHECKSUM
 #define JBD_KNOWN_INCOMPAT_FEATURES (JBD_FEATURE_INCOMPAT_REVOKE | JBD_FEATURE_INCOMPAT_ASYNC_COMMIT)
 #define JBD_KNOWN_ROCOMPAT_FEATURES 0u
+/* What recovery reads besides (the writing side does not write them yet). */
+#define JBD_RECOVERY_INCOMPAT_FEATURES \
+	(JBD_KNOWN_INCOMPAT_FEATURES | JBD_FEATURE_INCOMPAT_64BIT | JBD_FEATURE_INCOMPAT_CSUM_V2 | \
+	 JBD_FEATURE_INCOMPAT_CSUM_V3)
 
 /* Common header of every journal metadata block. */
 struct jbd_header {
@@ -86,8 +99,13 @@ struct jbd_superblock {
 	uint32_t s_dynsuper;          /* 0x044 block of a dynamic superblock copy (unused) */
 	uint32_t s_max_transaction;   /* 0x048 limit of journal blocks per transaction (0 = none) */
 	uint32_t s_max_trans_data;    /* 0x04C limit of data blocks per transaction (0 = none) */
-	uint32_t s_padding[44];       /* 0x050 jbd2: checksum type, fast-commit blocks, log head,
-				       * superblock checksum at 0x0FC; zero here */
+	uint8_t s_checksum_type;      /* 0x050 jbd2 v2/v3: JBD_CRC32C_CHKSUM */
+	uint8_t s_padding2[3];        /* 0x051 */
+	uint32_t s_num_fc_blks;       /* 0x054 jbd2 fast-commit blocks (unused here) */
+	uint32_t s_head;              /* 0x058 jbd2 log head (informational) */
+	uint32_t s_padding[40];       /* 0x05C */
+	uint32_t s_checksum;          /* 0x0FC jbd2 v2/v3: crc32c of these 1024 bytes with this
+				       * field zero, seed ~0 */
 	uint8_t s_users[JBD_USERS_SIZE]; /* 0x100 uuids of the sharing filesystems (external journals;
 					  * zero for an internal journal) */
 };
@@ -95,6 +113,7 @@ _Static_assert(sizeof(struct jbd_superblock) == 1024, "jbd superblock size");
 _Static_assert(offsetof(struct jbd_superblock, s_uuid) == 0x30, "jbd s_uuid");
 _Static_assert(offsetof(struct jbd_superblock, s_nr_users) == 0x40, "jbd s_nr_users");
 _Static_assert(offsetof(struct jbd_superblock, s_users) == 0x100, "jbd s_users");
+_Static_assert(offsetof(struct jbd_superblock, s_checksum) == 0xFC, "jbd s_checksum");
 
 /* ---- descriptor block: header, then tags until LAST_TAG; each tag is
  * followed by the 16-byte journal uuid unless it carries SAME_UUID (the first
@@ -115,6 +134,25 @@ struct jbd_block_tag {
 _Static_assert(sizeof(struct jbd_block_tag) == 8, "jbd block tag size");
 #define JBD_TAG_UUID_SIZE 16
 
+/* jbd2 tags. Without v3: be32 t_blocknr, be16 t_checksum (v2: the low 16
+ * bits of the block's crc32c), be16 t_flags, then be32 t_blocknr_high with
+ * 64BIT; the tag is 8 bytes, +2 with v2 (the historical layout keeps the
+ * checksum field and adds two bytes), +4 with 64BIT. With v3 every tag is
+ * struct jbd_block_tag3. Descriptor blocks of v2/v3 end in a
+ * struct jbd_block_tail (the tags stop before it). */
+struct jbd_block_tag3 {
+	uint32_t t_blocknr;      /* 0x0 */
+	uint32_t t_flags;        /* 0x4 JBD_FLAG_* */
+	uint32_t t_blocknr_high; /* 0x8 with 64BIT, else unused */
+	uint32_t t_checksum;     /* 0xC crc32c(seed, be32 tid, the logged block) */
+};
+_Static_assert(sizeof(struct jbd_block_tag3) == 16, "jbd2 tag3 size");
+
+struct jbd_block_tail {
+	uint32_t t_checksum; /* 0x0 crc32c(seed, the block with this field zero) */
+};
+_Static_assert(sizeof(struct jbd_block_tail) == 4, "jbd2 block tail size");
+
 /* ---- revoke block: header, byte count, then big-endian block numbers ---- */
 
 struct jbd_revoke_header {
@@ -130,6 +168,7 @@ _Static_assert(sizeof(struct jbd_revoke_header) == 16, "jbd revoke header size")
 
 #define JBD_CRC32_CHKSUM 1      /* h_chksum_type of a v1 checksum */
 #define JBD_CRC32_CHKSUM_SIZE 4 /* its h_chksum_size */
+#define JBD_CRC32C_CHKSUM 4     /* s_checksum_type of a v2/v3 journal */
 
 struct jbd_commit_block {
 	struct jbd_header h_header; /* 0x00 type JBD_COMMIT_BLOCK */

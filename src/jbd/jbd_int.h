@@ -45,7 +45,12 @@ int jbd_map_flush(struct jbd_map *m);
 int jbd_sb_read(struct dev *dev, const struct jbd_location *loc, void *buf);
 
 /* Validate a superblock buffer; fills the geometry fields of info. */
-int jbd_sb_check(const struct jbd_superblock *sb, unsigned bs, uint32_t avail, struct jbd_recovery_info *info);
+/* recovery_only: also accept the jbd2 features recovery reads but the
+ * writing side does not write (64BIT, CSUM_V2/V3). */
+int jbd_sb_check(const struct jbd_superblock *sb, unsigned bs, uint32_t avail, bool recovery_only,
+		 struct jbd_recovery_info *info);
+/* The v2/v3 superblock checksum of sb (what s_checksum must hold). */
+uint32_t jbd_sb_csum(const struct jbd_superblock *sb);
 /* SCAN/REVOKE/REPLAY over the map. */
 int jbd_recover_map(struct jbd_map *m, struct jbd_superblock *sb, unsigned flags, struct jbd_recovery_info *info);
 

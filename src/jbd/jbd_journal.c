@@ -383,7 +383,7 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 	jbd_map_free(&j->map);
 	struct jbd_recovery_info info = { 0 };
 	if (rc == 0)
-		rc = jbd_sb_check(j->sbbuf, j->bs, p->loc.nr_blocks, &info);
+		rc = jbd_sb_check(j->sbbuf, j->bs, p->loc.nr_blocks, false, &info);
 	if (rc == 0)
 		rc = jbd_map_build(&j->map, dev, p->q, &p->loc, info.maxlen);
 	if (rc < 0)

@@ -18,6 +18,7 @@
 #include "extfs/format/ext3_format.h"
 
 #include "dev/dev.h"
+#include "util/crc32c.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -43,6 +44,13 @@ static int sb_write(struct ext3_journal *e)
 {
 	/* Like e2fsck and the kernel, a superblock write records its time. */
 	e->sb.s_wtime = cpu_to_le32((uint32_t)time(NULL));
+	/* metadata_csum (ext4): the superblock's crc32c over its first 1020
+	 * bytes, in its last four. */
+	if (le32_to_cpu(e->sb.s_feature_ro_compat) & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM) {
+		uint8_t *raw = (uint8_t *)&e->sb;
+		uint32_t c = cpu_to_le32(crc32c(~0u, raw, sizeof e->sb - 4));
+		memcpy(raw + sizeof e->sb - 4, &c, 4);
+	}
 	int rc = dev_rw_sync(e->dev, DEV_OP_WRITE, EXT3_SUPERBLOCK_OFFSET / DEV_SECTOR_SIZE,
 			     sizeof e->sb / DEV_SECTOR_SIZE, &e->sb, 0);
 	return rc ? rc : dev_flush_sync(e->dev);
@@ -210,6 +218,21 @@ int ext3_journal_replay(struct ext3_journal *e, unsigned flags, struct jbd_recov
 	/* e2fsck runs its journal step whenever needs_recovery is set, even
 	 * on an empty log (which then only moves s_sequence on by one). */
 	rc = jbd_journal_recover_dev(e->dev, &loc, flags | JBD_RECOVER_RESET, info);
+	if (rc == -EBADMSG && info->discarded) {
+		/* A journal its checksums show corrupt, emptied as e2fsck does
+		 * (JBD_RECOVER_DISCARD_BAD): the filesystem is no longer known
+		 * valid, so the next check is a full one. */
+		if (did)
+			*did = true;
+		int rc2 = sb_read(e);
+		if (!rc2) {
+			e->sb.s_state = cpu_to_le16(le16_to_cpu(e->sb.s_state) & ~EXT3_VALID_FS);
+			uint32_t f = le32_to_cpu(e->sb.s_feature_incompat) & ~(uint32_t)EXT3_FEATURE_INCOMPAT_RECOVER;
+			e->sb.s_feature_incompat = cpu_to_le32(f);
+			rc2 = sb_write(e);
+		}
+		return rc2 < 0 ? rc2 : rc;
+	}
 	if (rc < 0 || (flags & JBD_RECOVER_DRY_RUN))
 		goto out;
 	if (did)

@@ -51,7 +51,10 @@ int ext3_journal_recover(struct dev *dev, unsigned flags, struct jbd_recovery_in
 			memset(info, 0, sizeof *info);
 		return rc;
 	}
-	rc = ext3_journal_replay(e, flags, info, did);
+	/* Outside a mount this is e2fsck's role: a journal its v2/v3 checksums
+	 * show corrupt is emptied and the filesystem left for a full check
+	 * (the mount, like the kernel's, fails instead). */
+	rc = ext3_journal_replay(e, flags | JBD_RECOVER_DISCARD_BAD, info, did);
 	ext3_journal_close(e);
 	return rc;
 }
