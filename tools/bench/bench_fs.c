@@ -396,7 +396,8 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 	dev_geometry_get(d, &g);
 	dev_close(d);
 	b->dev_bytes = g.size_bytes;
-	b->sim = !strncmp(b->spec, "sim:", 4) || strstr(b->spec, ":sim:");
+	struct dev_spec_info si;
+	b->sim = dev_spec_parse(b->spec, &si) == 0 && si.simulated;
 	fsb_sizes_pick(b);
 	if (b->seconds > 0)
 		b->sz.fus_seconds = b->seconds;
@@ -492,7 +493,8 @@ int bench_fs(int argc, char **argv)
 		fprintf(stderr, "nostall bench fs: --host-cache needs --mount --peers\n");
 		return 2;
 	}
-	if (b.mount && device && strncmp(device, "file:", 5)) {
+	struct dev_spec_info si;
+	if (b.mount && device && (dev_spec_parse(device, &si) < 0 || si.kind != DEV_KIND_FILE)) {
 		fprintf(stderr, "nostall bench fs: --mount needs a file: device (every system mounts the same image file)\n");
 		return 2;
 	}

@@ -354,7 +354,8 @@ static int device_prepare(struct rp_bench *b, char *tmppath, size_t n, char *spe
 	/* A 2009 desktop's page cache on a simulated disk: 2 GiB of RAM,
 	 * about 1 GiB of it cache, dirty_ratio 20 -> ~200 MiB dirty, which an
 	 * ordered commit writes out (the article's multi-second fsyncs). */
-	if (!strncmp(b->device, "sim:", 4) && !b->user_opts && !b->micro)
+	struct dev_spec_info si;
+	if (dev_spec_parse(b->device, &si) == 0 && si.simulated && !b->user_opts && !b->micro)
 		b->user_opts = RP_SIM_OPTS;
 	b->fs_bytes = (b->micro ? 64 : 1024) * RP_MiB;
 	if (strcmp(b->device, "file:"))
