@@ -276,13 +276,6 @@ const char *fsb_workload_name(enum fsb_workload w)
 	return workloads[w].name;
 }
 
-static void workloads_list(FILE *out)
-{
-	fprintf(out, "workloads:\n");
-	for (size_t i = 0; i < NR_WORKLOADS; i++)
-		fprintf(out, "  %-19s %s\n", workloads[i].name, workloads[i].help);
-}
-
 struct fs_args {
 	struct fsb b;
 	const char *device, *only; /* --device, --workload */
@@ -344,7 +337,7 @@ static const struct cliopt_cmd fs_cmd = {
 		 "       nostall bench fs --mount [--peers [--host-cache]] [--device file:PATH] [-o OPTS] [--workload ..]\n"
 		 "                        [--json] [--quick]\n",
 	.opts = fs_opts,
-	.more = workloads_list,
+	.list = CLIOPT_LIST("workloads:", workloads, 19),
 };
 
 static int select_workloads(const char *only, bool mount, bool *selected)

@@ -383,13 +383,6 @@ static int bench_scenario(struct bench *b, const struct scenario *s)
 	return 0;
 }
 
-static void scenarios_list(FILE *out)
-{
-	fprintf(out, "scenarios:\n");
-	for (size_t i = 0; i < NR_SCENARIOS; i++)
-		fprintf(out, "  %-12s %s\n", scenarios[i].name, scenarios[i].help);
-}
-
 struct blk_args {
 	struct bench b;
 	const char *only; /* --scenario */
@@ -422,7 +415,7 @@ static const struct cliopt_cmd blk_cmd = {
 		 "       nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME] [--json] (bench fs --help)\n"
 		 "       nostall bench repro [--device SPEC] [--quick] [--peers] [--out DIR] [--json] (bench repro --help)\n",
 	.opts = blk_opts,
-	.more = scenarios_list,
+	.list = CLIOPT_LIST("scenarios:", scenarios, 12),
 };
 
 static int bench_blk(int argc, char **argv)

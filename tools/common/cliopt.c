@@ -64,6 +64,15 @@ void cliopt_help(const struct cliopt_cmd *c, FILE *out)
 			t += len + (t[len] == '\n');
 		}
 	}
+	const struct cliopt_list *l = &c->list;
+	if (l->title)
+		fprintf(out, "%s\n", l->title);
+	for (size_t i = 0; l->title && i < l->n; i++) {
+		const char *e = (const char *)l->base + i * l->stride, *name, *help;
+		memcpy(&name, e + l->name_off, sizeof name);
+		memcpy(&help, e + l->help_off, sizeof help);
+		fprintf(out, "  %-*s %s\n", l->width, name, help);
+	}
 	if (c->more)
 		c->more(out);
 }

@@ -43,11 +43,25 @@ struct cliopt {
 	.kind = CLIOPT_STR, .off = offsetof(type, field) + 0 * _Generic(((type *)0)->field, const char *: 0)
 #define CLIOPT_CALL(f) .kind = CLIOPT_FN, .fn = (f)
 
+/* A list printed under the options (scenarios, workloads): n entries of
+ * an array of structs with `const char *name, *help` members. */
+struct cliopt_list {
+	const char *title;    /* "scenarios:" */
+	const void *base;
+	size_t n, stride, name_off, help_off;
+	int width;            /* of the name column */
+};
+#define CLIOPT_LIST(t, arr, w)                                                                            \
+	{ .title = (t), .base = (arr), .n = sizeof(arr) / sizeof((arr)[0]), .stride = sizeof((arr)[0]),    \
+	  .name_off = offsetof(__typeof__((arr)[0]), name), .help_off = offsetof(__typeof__((arr)[0]), help), \
+	  .width = (w) }
+
 struct cliopt_cmd {
 	const char *prog;     /* "nostall bench fs": the messages' prefix */
 	const char *usage;    /* the synopsis ("usage: ...\n"), printed before the options */
 	const struct cliopt *opts; /* ends with an entry without name and key */
-	/* printed after the options (lists of scenarios, workloads), or NULL */
+	struct cliopt_list list; /* printed after the options (title NULL: none) */
+	/* printed last, or NULL */
 	void (*more)(FILE *out);
 	int min_pos, max_pos; /* operands (non-options) allowed */
 };
@@ -56,7 +70,7 @@ struct cliopt_cmd {
  * (in order) at argv[*first_pos..argc); else the exit status to return (0
  * after --help). */
 int cliopt_parse(const struct cliopt_cmd *c, int argc, char **argv, void *ctx, int *first_pos);
-/* The synopsis, one line per listed option, then c->more. */
+/* The synopsis, one line per listed option, c->list, then c->more. */
 void cliopt_help(const struct cliopt_cmd *c, FILE *out);
 /* "PROG: MESSAGE" on stderr, for callbacks; returns 2. */
 int cliopt_say(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

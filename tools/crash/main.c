@@ -103,48 +103,58 @@ static const char *mount_opts_bad(const char *s)
 	}
 }
 
+/* A comma-separated list of names, or "all", into idx[] (at most max):
+ * each name's index by lookup (-1: unknown). */
+static int parse_names(const char *s, int (*lookup)(const char *), int max, int *idx, size_t *n,
+		       const char *what)
+{
+	char buf[256], msg[32];
+	snprintf(buf, sizeof buf, "%s", s);
+	*n = 0;
+	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+		if (!strcmp(t, "all")) {
+			for (int i = 0; i < max; i++)
+				idx[i] = i;
+			*n = (size_t)max;
+			return 0;
+		}
+		int i = lookup(t);
+		if (i < 0 || *n == (size_t)max) {
+			snprintf(msg, sizeof msg, "unknown %s", what);
+			return bad_line(msg, t);
+		}
+		idx[(*n)++] = i;
+	}
+	snprintf(msg, sizeof msg, "no %s", what);
+	return *n ? 0 : bad_line(msg, s);
+}
+
+static int mode_index(const char *name)
+{
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(name, all_modes[i]))
+			return i;
+	return -1;
+}
+
 static int parse_modes(void *ctx, const struct cliopt *opt, const char *s)
 {
 	struct opts *o = ctx;
-	char buf[128];
-	snprintf(buf, sizeof buf, "%s", s);
-	o->nmodes = 0;
-	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
-		size_t i = 0;
-		while (i < 4 && strcmp(t, all_modes[i]))
-			i++;
-		if (!strcmp(t, "all")) {
-			for (i = 0; i < 4; i++)
-				o->modes[i] = all_modes[i];
-			o->nmodes = 4;
-			return 0;
-		}
-		if (i == 4 || o->nmodes == 4)
-			return bad_line("unknown data mode", t);
-		o->modes[o->nmodes++] = all_modes[i];
-	}
-	return o->nmodes ? 0 : bad_line("no data mode", s);
+	int idx[4];
+	int rc = parse_names(s, mode_index, 4, idx, &o->nmodes, "data mode");
+	for (size_t i = 0; !rc && i < o->nmodes; i++)
+		o->modes[i] = all_modes[idx[i]];
+	return rc;
 }
 
 static int parse_wls(void *ctx, const struct cliopt *opt, const char *s)
 {
 	struct opts *o = ctx;
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", s);
-	o->nwls = 0;
-	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
-		if (!strcmp(t, "all")) {
-			for (int i = 0; i < WL_NR; i++)
-				o->wls[i] = (enum crash_wl)i;
-			o->nwls = WL_NR;
-			return 0;
-		}
-		int w = crash_wl_parse(t);
-		if (w < 0 || o->nwls == WL_NR)
-			return bad_line("unknown workload", t);
-		o->wls[o->nwls++] = (enum crash_wl)w;
-	}
-	return o->nwls ? 0 : bad_line("no workload", s);
+	int idx[WL_NR];
+	int rc = parse_names(s, crash_wl_parse, WL_NR, idx, &o->nwls, "workload");
+	for (size_t i = 0; !rc && i < o->nwls; i++)
+		o->wls[i] = (enum crash_wl)idx[i];
+	return rc;
 }
 
 static int parse_bss(void *ctx, const struct cliopt *opt, const char *s)
