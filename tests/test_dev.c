@@ -8,6 +8,7 @@
 #include "dev/dev.h"
 #include "dev/dev_impl.h"
 #include "util/err.h"
+#include "nostall/nostall.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -65,6 +66,92 @@ static void test_bad_specs(void **state)
 	expect_open_fails("fault:mem:1M,bogus=2", -EINVAL, "bogus");
 }
 
+
+/* The file a spec names, as a string (NULL: none). */
+static char *spec_file(const struct dev_spec_info *di)
+{
+	return di->file ? strndup(di->file, di->file_len) : NULL;
+}
+
+/* dev_spec_parse: kind, base under wrappers, the file named, in memory or
+ * simulated, without opening anything (the files need not exist). */
+static void test_spec_parse(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *spec;
+		enum dev_kind kind, base;
+		bool has_kind, plain, sim, mem;
+		const char *file;
+	} cases[] = {
+		{ "/img/a.img", DEV_KIND_PATH, DEV_KIND_PATH, false, true, false, false, "/img/a.img" },
+		{ "odd:name", DEV_KIND_PATH, DEV_KIND_PATH, false, true, false, false, "odd:name" },
+		{ "file:/x,direct=0,depth=4", DEV_KIND_FILE, DEV_KIND_FILE, true, true, false, false, "/x" },
+		{ "file:/a,b", DEV_KIND_FILE, DEV_KIND_FILE, true, true, false, false, "/a,b" },
+		{ "mem:64M", DEV_KIND_MEM, DEV_KIND_MEM, true, false, false, true, NULL },
+		{ "sim:hdd", DEV_KIND_SIM, DEV_KIND_SIM, true, false, true, true, NULL },
+		{ "sim:ssd,size=1G,file=/s.img,scale=0.1", DEV_KIND_SIM, DEV_KIND_SIM, true, false, true, false, "/s.img" },
+		{ "nbd:nbd+unix:///?socket=/s,conns=2", DEV_KIND_NBD, DEV_KIND_NBD, true, false, false, false, NULL },
+		{ "log:sim:hdd,scale=0.1,to=/tmp/x.log", DEV_KIND_LOG, DEV_KIND_SIM, true, false, true, true, NULL },
+		{ "fault:file:/f.img,op=read", DEV_KIND_FAULT, DEV_KIND_FILE, true, false, false, false, "/f.img" },
+		{ "fault:log:file:/g,direct=0,to=/l,op=flush", DEV_KIND_FAULT, DEV_KIND_FILE, true, false, false, false, "/g" },
+		{ "fault:fault:mem:1M,op=read,,op=write", DEV_KIND_FAULT, DEV_KIND_MEM, true, false, false, true, NULL },
+		{ "log:sim:hdd,file=/h,to=/l", DEV_KIND_LOG, DEV_KIND_SIM, true, false, true, false, "/h" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct dev_spec_info di;
+		assert_int_equal(dev_spec_parse(cases[i].spec, &di), 0);
+		assert_int_equal(di.kind, cases[i].kind);
+		assert_int_equal(di.base, cases[i].base);
+		assert_int_equal(di.has_kind, cases[i].has_kind);
+		assert_int_equal(di.plain_file, cases[i].plain);
+		assert_int_equal(di.simulated, cases[i].sim);
+		assert_int_equal(di.in_memory, cases[i].mem);
+		char *f = spec_file(&di);
+		if (cases[i].file)
+			assert_string_equal(f, cases[i].file);
+		else
+			assert_null(f);
+		free(f);
+		assert_int_equal(dev_spec_has_kind(cases[i].spec), cases[i].has_kind);
+	}
+	/* Malformed: one message naming the spec; kind still read. */
+	static const char *const bad[] = { "", "mem:", "log:,to=/x", "fault:nope:1,op=read", "log:mem", NULL };
+	for (size_t i = 0; bad[i]; i++) {
+		struct dev_spec_info di;
+		err_clear();
+		assert_int_equal(dev_spec_parse(bad[i], &di), -EINVAL);
+		assert_true(strlen(err_last(-EINVAL)) > 10);
+		if (*bad[i])
+			assert_true(di.has_kind);
+	}
+	assert_string_equal(dev_kind_name(DEV_KIND_PATH), "file");
+	assert_string_equal(dev_kind_name(DEV_KIND_NBD), "nbd");
+}
+
+/* The public face: nostall_dev_spec_info gives the same answers by name. */
+static void test_spec_info_public(void **state)
+{
+	(void)state;
+	struct nostall_dev_info di;
+	const char *spec = "fault:sim:hdd,size=64M,file=/d/i.img,op=write";
+	assert_int_equal(nostall_dev_spec_info(spec, &di), 0);
+	assert_string_equal(di.kind, "fault");
+	assert_string_equal(di.base_kind, "sim");
+	assert_true(di.has_kind && di.simulated && !di.in_memory && !di.plain_file);
+	assert_int_equal(di.file_len, strlen("/d/i.img"));
+	assert_memory_equal(di.file, "/d/i.img", di.file_len);
+	assert_ptr_equal(di.file, strstr(spec, "/d/i.img")); /* points into spec */
+	assert_int_equal(nostall_dev_spec_info("plain.img", &di), 0);
+	assert_string_equal(di.kind, "file");
+	assert_true(!di.has_kind && di.plain_file);
+	assert_int_equal(nostall_dev_spec_info("nbd:", &di), -EINVAL);
+	assert_true(di.has_kind);
+	assert_non_null(strstr(nostall_errmsg(-EINVAL), "missing arguments"));
+	/* the caller's own message, read back the same way */
+	assert_int_equal(nostall_errmsg_set(-ERANGE, "option %s too big", "x"), -ERANGE);
+	assert_string_equal(nostall_errmsg(-ERANGE), "option x too big");
+}
 
 static void test_split_spec(void **state)
 {
@@ -241,6 +328,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_spec),
+		cmocka_unit_test(test_spec_parse),
+		cmocka_unit_test(test_spec_info_public),
 		cmocka_unit_test(test_mem_rw),
 		cmocka_unit_test(test_mem_invalid_commands),
 		cmocka_unit_test(test_mem_concurrent),

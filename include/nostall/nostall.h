@@ -73,6 +73,11 @@ struct dev;          /* an open device (src/dev/dev.h), for nostall_mount_dev */
  * "ext3: unknown incompat feature 0x40 (extents)"), or strerror(-rc) if
  * none. Never NULL. The string is valid until the next call on this thread. */
 const char *nostall_errmsg(int rc);
+/* Record a message for this thread, as the library's failing calls do, and
+ * return rc: a program that checks its own input before calling the
+ * library (the FUSE daemon's mount options) reports both through one
+ * nostall_errmsg(). */
+int nostall_errmsg_set(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- mount ---- */
 
@@ -137,6 +142,35 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
  * mount is gone either way, the next mount replays the journal). NULL is a
  * no-op returning 0. */
 int nostall_umount(struct nostall_fs *fs);
+
+/* ---- device specs ---- */
+
+/* What a device spec is, read without opening it (the grammar and the list
+ * of kinds are the library's alone: docs/devices.md). The strings are
+ * static, except file, which points INTO spec. */
+struct nostall_dev_info {
+	const char *kind;      /* "file", "mem", "sim", "log", "fault" or "nbd";
+				* "file" for a bare path */
+	const char *base_kind; /* the kind under every log:/fault: wrapper */
+	int has_kind;          /* spec starts with KIND: (else a bare path, which
+				* nostall_mount opens as file:PATH) */
+	int plain_file;        /* a bare path or file:PATH, unwrapped: a file that
+				* may be created with a size (nostall mkfs IMG SIZE) */
+	int simulated;         /* a sim: device at the base (modelled timing) */
+	int in_memory;         /* the data lives in RAM only and is gone at close
+				* (mem:, sim: without file=) */
+	const char *file;      /* the file or block device the spec names (PATH,
+				* file:PATH, sim:...,file=PATH, under any wrapper):
+				* file_len bytes of spec, not NUL-terminated; NULL
+				* when none (mem:, nbd:) */
+	size_t file_len;
+};
+/* 0, or -EINVAL with a message (nostall_errmsg) for a malformed spec: empty,
+ * "KIND:" without arguments, a wrapper around nothing or around a string of
+ * no known kind. A string of no known kind is a bare path (kind "file",
+ * has_kind 0). On failure kind and has_kind are still filled. The kinds'
+ * own options are checked when the device is opened (nostall_mount). */
+int nostall_dev_spec_info(const char *spec, struct nostall_dev_info *out);
 
 /* ---- inode attributes ---- */
 

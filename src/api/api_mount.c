@@ -9,11 +9,39 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 const char *nostall_errmsg(int rc) { return err_last(rc); }
+
+int nostall_errmsg_set(int rc, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return err_set(rc, "%s", msg);
+}
+
+int nostall_dev_spec_info(const char *spec, struct nostall_dev_info *out)
+{
+	struct dev_spec_info di;
+	int rc = dev_spec_parse(spec, &di);
+	*out = (struct nostall_dev_info){
+		.kind = dev_kind_name(di.kind),
+		.base_kind = dev_kind_name(di.base),
+		.has_kind = di.has_kind,
+		.plain_file = di.plain_file,
+		.simulated = di.simulated,
+		.in_memory = di.in_memory,
+		.file = di.file,
+		.file_len = di.file_len,
+	};
+	return rc;
+}
 
 int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct nostall_fs **out)
 {

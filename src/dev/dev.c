@@ -110,30 +110,145 @@ int dev_split_spec(const char *args, const char *const *names, char **head, char
 	return 0;
 }
 
+/* The one list of kinds: every spec is read against it (dev_open,
+ * dev_spec_parse, dev_spec_has_kind). wrap_names: the wrapper's own option
+ * names (log:, fault:), NULL for the kinds that wrap nothing. */
 struct kind_entry {
 	const char *name;
+	enum dev_kind kind;
 	int (*open)(const char *args, struct dev **out);
+	const char *const *wrap_names;
 };
 
 static const struct kind_entry kinds[] = {
-	{ "file", dev_file_open },
-	{ "mem", dev_mem_open },
-	{ "sim", dev_sim_open },
-	{ "log", dev_log_open },
-	{ "fault", dev_fault_open },
-	{ "nbd", dev_nbd_open },
+	{ "file", DEV_KIND_FILE, dev_file_open, NULL },
+	{ "mem", DEV_KIND_MEM, dev_mem_open, NULL },
+	{ "sim", DEV_KIND_SIM, dev_sim_open, NULL },
+	{ "log", DEV_KIND_LOG, dev_log_open, dev_log_opt_names },
+	{ "fault", DEV_KIND_FAULT, dev_fault_open, dev_fault_opt_names },
+	{ "nbd", DEV_KIND_NBD, dev_nbd_open, NULL },
 };
+#define NR_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+/* The kind named by the word before s's first colon (all of s without
+ * one: "mem" is the kind mem, missing its arguments), or NULL; *klen = the
+ * word's length. */
+static const struct kind_entry *kind_of(const char *s, size_t *klen)
+{
+	const char *colon = strchr(s, ':');
+	*klen = colon ? (size_t)(colon - s) : strlen(s);
+	for (size_t i = 0; i < NR_KINDS; i++)
+		if (strlen(kinds[i].name) == *klen && memcmp(kinds[i].name, s, *klen) == 0)
+			return &kinds[i];
+	return NULL;
+}
 
 bool dev_spec_has_kind(const char *s)
 {
-	const char *colon = s ? strchr(s, ':') : NULL;
-	if (!colon)
-		return false;
-	size_t klen = (size_t)(colon - s);
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strlen(kinds[i].name) == klen && memcmp(kinds[i].name, s, klen) == 0)
-			return true;
-	return false;
+	size_t klen;
+	return s && strchr(s, ':') && kind_of(s, &klen);
+}
+
+const char *dev_kind_name(enum dev_kind k)
+{
+	for (size_t i = 0; i < NR_KINDS; i++)
+		if (kinds[i].kind == k)
+			return kinds[i].name;
+	return "file"; /* DEV_KIND_PATH: a bare path is opened as file:PATH */
+}
+
+/* The last "file=" item of a sim: spec's options (args = "MODEL,k=v,..."),
+ * as an offset and length into args; false when there is none. */
+static bool sim_file_opt(const char *args, size_t *off, size_t *len)
+{
+	bool found = false;
+	for (const char *p = strchr(args, ','); p; p = strchr(p, ',')) {
+		p++;
+		size_t n = strcspn(p, ",");
+		if (n > 5 && !strncmp(p, "file=", 5)) {
+			*off = (size_t)(p + 5 - args);
+			*len = n - 5;
+			found = true;
+		}
+		p += n;
+	}
+	return found;
+}
+
+/* Walk the spec at spec[off, off+len) (a wrapper's inner spec is a prefix
+ * of its arguments, so every level is a span of the caller's string) down
+ * to its base kind, filling what each level says. */
+static int spec_walk(const char *spec, size_t off, size_t len, unsigned depth, struct dev_spec_info *out)
+{
+	char *s = strndup(spec + off, len);
+	if (!s)
+		return err_set(-ENOMEM, "out of memory");
+	int rc = 0;
+	size_t klen;
+	const struct kind_entry *k = kind_of(s, &klen);
+	if (!*s)
+		rc = err_set(-EINVAL, "device spec '%s': empty inner spec", spec);
+	else if (!k)
+		rc = err_set(-EINVAL, "device spec '%s': unknown kind '%.*s' (use file, mem, sim, log, fault or nbd)",
+			     spec, (int)klen, s);
+	else if (!s[klen] || !s[klen + 1])
+		rc = err_set(-EINVAL, "device spec '%s': missing arguments after '%s:'", spec, k->name);
+	else if (depth > 16)
+		rc = err_set(-EINVAL, "device spec '%s': wrappers nested too deep", spec);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	const char *args = s + klen + 1;
+	size_t aoff = off + klen + 1; /* args' offset in spec */
+	out->base = k->kind;
+	if (k->wrap_names || k->kind == DEV_KIND_FILE) {
+		char *head, *opts;
+		rc = dev_split_spec(args, k->wrap_names ? k->wrap_names : dev_file_opt_names, &head, &opts);
+		if (rc)
+			rc = err_set(rc, "out of memory");
+		else if (k->wrap_names)
+			rc = spec_walk(spec, aoff, strlen(head), depth + 1, out);
+		else if (*head) {
+			out->file = spec + aoff;
+			out->file_len = strlen(head);
+			out->plain_file = depth == 0;
+		}
+		free(head);
+		free(opts);
+	} else if (k->kind == DEV_KIND_SIM) {
+		size_t foff = 0, flen = 0;
+		out->simulated = true;
+		out->in_memory = !sim_file_opt(args, &foff, &flen);
+		if (!out->in_memory) {
+			out->file = spec + aoff + foff;
+			out->file_len = flen;
+		}
+	} else if (k->kind == DEV_KIND_MEM) {
+		out->in_memory = true;
+	}
+	free(s);
+	return rc;
+}
+
+int dev_spec_parse(const char *spec, struct dev_spec_info *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!spec || !*spec)
+		return err_set(-EINVAL, "empty device spec (use file:, mem:, sim:, log:, fault: or nbd:)");
+	size_t klen;
+	const struct kind_entry *k = strchr(spec, ':') ? kind_of(spec, &klen) : NULL;
+	if (!k) {
+		/* a bare path: callers open it as file:PATH */
+		out->kind = out->base = DEV_KIND_PATH;
+		out->plain_file = true;
+		out->file = spec;
+		out->file_len = strlen(spec);
+		return 0;
+	}
+	out->kind = k->kind;
+	out->has_kind = true;
+	return spec_walk(spec, 0, strlen(spec), 0, out);
 }
 
 int dev_open(const char *spec, struct dev **out)
@@ -141,16 +256,13 @@ int dev_open(const char *spec, struct dev **out)
 	*out = NULL;
 	if (!spec || !*spec)
 		return err_set(-EINVAL, "empty device spec (use file:, mem:, sim:, log:, fault: or nbd:)");
-	const char *colon = strchr(spec, ':');
-	size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (strlen(kinds[i].name) != klen || memcmp(kinds[i].name, spec, klen) != 0)
-			continue;
-		if (!colon || !colon[1])
-			return err_set(-EINVAL, "device spec '%s': missing arguments after '%s:'", spec,
-				       kinds[i].name);
+	size_t klen;
+	const struct kind_entry *k = kind_of(spec, &klen);
+	if (k) {
+		if (!spec[klen] || !spec[klen + 1])
+			return err_set(-EINVAL, "device spec '%s': missing arguments after '%s:'", spec, k->name);
 		struct dev *d = NULL;
-		int rc = kinds[i].open(colon + 1, &d);
+		int rc = k->open(spec + klen + 1, &d);
 		if (rc)
 			return rc;
 		d->spec = strdup(spec);

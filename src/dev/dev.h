@@ -5,12 +5,13 @@
  * implements the same ops table (dev_impl.h, private to src/dev); users only
  * see this header.
  *
- * Spec strings (see docs/devices.md):
+ * Spec strings (see docs/devices.md; dev_spec_parse says what one is):
  *   file:PATH[,depth=N][,direct=0|1][,flush_every=SIZE][,inline_io=0|1]  file or block device, io_uring
  *   mem:SIZE                              RAM
  *   sim:hdd|ssd|ssd-nq[,size=..][,scale=..][,depth=..][,wcache=0|1][,file=PATH]
  *   log:OTHER,to=LOGFILE                  records writes/flushes/marks (dm-log-writes format)
  *   fault:OTHER,RULES                     injects errors
+ *   nbd:URI[,depth=N][,timeout=S][,conns=N]  an NBD export (libnbd)
  * For the wrapping kinds (log, fault) OTHER is itself a spec. The wrapper's own
  * options are taken from the RIGHT end: trailing comma-separated items whose
  * name is one of the wrapper's option names are the wrapper's, stopping at the
@@ -106,6 +107,43 @@ int dev_open(const char *spec, struct dev **out);
  * "nbd://..."): callers that take "an image path or a spec" use it, so the
  * list of kinds lives here only. */
 bool dev_spec_has_kind(const char *s);
+
+/* What a spec is, read without opening anything (dev_spec_parse): the one
+ * grammar and list of kinds is dev.c's, so callers ask here instead of
+ * matching text ("sim:", "file:"). The public face is nostall_dev_spec_info
+ * (include/nostall/nostall.h). */
+enum dev_kind {
+	DEV_KIND_PATH = 0, /* a bare path: callers open it as file:PATH */
+	DEV_KIND_FILE,
+	DEV_KIND_MEM,
+	DEV_KIND_SIM,
+	DEV_KIND_LOG,
+	DEV_KIND_FAULT,
+	DEV_KIND_NBD,
+};
+struct dev_spec_info {
+	enum dev_kind kind;  /* the outermost kind */
+	enum dev_kind base;  /* the kind under every log:/fault: wrapper */
+	bool has_kind;       /* the spec starts with KIND: (else a bare path) */
+	bool plain_file;     /* a bare path or file:PATH, unwrapped: a file that may
+			      * be created with a size (nostall mkfs IMAGE SIZE) */
+	bool simulated;      /* base is sim: (modelled timing) */
+	bool in_memory;      /* base keeps the data in RAM only, gone at close
+			      * (mem:, sim: without file=) */
+	const char *file;    /* the file or block device the spec names (PATH of a
+			      * bare path or file:PATH, sim:'s file=), under any
+			      * wrappers: points INTO spec, file_len bytes, not
+			      * NUL-terminated; NULL when none (mem:, nbd:) */
+	size_t file_len;
+};
+/* 0, or -EINVAL with err_set() for a malformed spec (empty; a wrapper's
+ * inner spec of no known kind or empty; "KIND:" without arguments). A
+ * string of no known kind is a bare path (kind DEV_KIND_PATH). On failure
+ * the fields read so far stay filled (kind, has_kind). The kinds' own
+ * options are not checked: dev_open does that. */
+int dev_spec_parse(const char *spec, struct dev_spec_info *out);
+/* "file", "mem", "sim", "log", "fault", "nbd" ("file" for DEV_KIND_PATH). */
+const char *dev_kind_name(enum dev_kind k);
 /* Waits for outstanding commands, then frees. NULL is a no-op. */
 void dev_close(struct dev *d);
 

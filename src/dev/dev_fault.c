@@ -256,11 +256,12 @@ static int fault_opt(void *ctx, const char *name, const char *value)
 	return err_set(-EINVAL, "fault: unknown option '%s' (op, sector, err, after, count, prob, seed)", name);
 }
 
+const char *const dev_fault_opt_names[] = { "op", "sector", "err", "after", "count", "prob", "seed", NULL };
+
 int dev_fault_open(const char *args, struct dev **out)
 {
-	static const char *const names[] = { "op", "sector", "err", "after", "count", "prob", "seed", NULL };
 	char *inner_spec, *optstr;
-	if (dev_split_spec(args, names, &inner_spec, &optstr))
+	if (dev_split_spec(args, dev_fault_opt_names, &inner_spec, &optstr))
 		return err_set(-ENOMEM, "out of memory");
 	struct fault_rule rule = { .ops = 0xfu, .err = FE_EIO, .prob = 1.0, .seed = 1 };
 	int rc = opts_parse(optstr, fault_opt, &rule);

@@ -89,6 +89,9 @@ struct dev_file_opts {
 	int inline_io;
 };
 extern const char *const dev_file_opt_names[]; /* NULL-terminated */
+/* The wrappers' own option names (their right-end rule, dev_split_spec). */
+extern const char *const dev_log_opt_names[];
+extern const char *const dev_fault_opt_names[];
 /* Defaults, then the "name=value,..." string (NULL: none). 0 or -EINVAL
  * with err_set() naming the option. */
 int dev_file_opts_parse(const char *optstr, struct dev_file_opts *o);

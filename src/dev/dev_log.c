@@ -327,11 +327,12 @@ static int log_opt(void *ctx, const char *name, const char *value)
 	return *to ? 0 : -ENOMEM;
 }
 
+const char *const dev_log_opt_names[] = { "to", NULL };
+
 int dev_log_open(const char *args, struct dev **out)
 {
-	static const char *const names[] = { "to", NULL };
 	char *inner_spec, *optstr, *to = NULL;
-	if (dev_split_spec(args, names, &inner_spec, &optstr))
+	if (dev_split_spec(args, dev_log_opt_names, &inner_spec, &optstr))
 		return err_set(-ENOMEM, "out of memory");
 	int rc = opts_parse(optstr, log_opt, &to);
 	free(optstr);

@@ -10,14 +10,26 @@ fails when
     longer cycles are caught by the first rule unless the folders are peers,
     so peers are also checked for any cycle), or
   - a folder under src/ is not listed in the order, or an include names a
-    file that does not exist.
+    file that does not exist, or
+  - a file of a public-only folder (the ```public-only block of
+    docs/architecture.md: tools/fs, tools/fuse, tools/common) includes a
+    header outside its own folder and the folders the block allows with a
+    "+" line (include/nostall, tools/common).
+Folder keys are full paths (tools/bench, tools/fuse, extfs/core, ...), so the
+"include each other" rule holds between tools' folders too.
 Prints one line per violation and exits 1, else prints a summary and exits 0.
+Usage: check_layers.py [--root DIR]  (default: the tree holding this script;
+tests/cli/check_layers_selftest.sh runs it on an edited copy).
 """
 import os
 import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if len(sys.argv) == 3 and sys.argv[1] == "--root":
+    ROOT = os.path.abspath(sys.argv[2])
+elif len(sys.argv) != 1:
+    sys.exit("usage: check_layers.py [--root DIR]")
 INC_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -32,6 +44,23 @@ def read_layers():
         for folder in line.split("#")[0].split():
             level[folder] = i
     return level
+
+
+def read_public_only():
+    """The ```public-only block: (folders that see only the public API, the
+    further folders they may include: "+FOLDER" lines)."""
+    doc = os.path.join(ROOT, "docs", "architecture.md")
+    m = re.search(r"```public-only\n(.*?)```", open(doc, encoding="utf-8").read(), re.S)
+    if not m:
+        sys.exit("check-layers: docs/architecture.md has no ```public-only block")
+    folders, allowed = set(), set()
+    for line in m.group(1).splitlines():
+        for word in line.split("#")[0].split():
+            if word.startswith("+"):
+                allowed.add(word[1:])
+            else:
+                folders.add(word)
+    return folders, allowed
 
 
 def folder_of(path):
@@ -63,6 +92,7 @@ def resolve(src, inc):
 
 def main():
     level = read_layers()
+    public_only, public_allowed = read_public_only()
     errors = []
     edges = {}
     files = []
@@ -87,6 +117,9 @@ def main():
                 errors.append(f"{rel}:{lineno}: #include \"{m.group(1)}\" names no file")
                 continue
             tf = folder_of(target)
+            if ff in public_only and tf != ff and tf not in public_allowed:
+                errors.append(f"{rel}:{lineno}: '{ff}' sees only the public API (docs/architecture.md, "
+                              f"public-only), but includes {os.path.relpath(target, ROOT)}")
             tk = layer_key(tf, level)
             if tk is None:
                 errors.append(f"{rel}:{lineno}: includes {os.path.relpath(target, ROOT)} from unlisted folder '{tf}'")

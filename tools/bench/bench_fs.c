@@ -14,6 +14,7 @@
  *                         the workloads readback and manyfiles run there only)
  */
 #include "bench_fs.h"
+#include "../common/cliopt.h"
 #include "../common/cmds.h"
 
 #include "dev/dev.h"
@@ -23,7 +24,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
@@ -276,36 +276,69 @@ const char *fsb_workload_name(enum fsb_workload w)
 	return workloads[w].name;
 }
 
-static void bench_fs_usage(FILE *out)
+struct fs_args {
+	struct fsb b;
+	const char *device, *only; /* --device, --workload */
+};
+
+static int fs_seconds(void *ctx, const struct cliopt *o, const char *arg)
 {
-	fprintf(out,
-		"usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--reps N]\n"
-		"                        [--json] [--quick]\n"
-		"       nostall bench fs --mount [--peers [--host-cache]] [--device file:PATH] [-o OPTS] [--workload ..]\n"
-		"                        [--json] [--quick]\n"
-		"  --device SPEC   device (default: a 2 GiB file under /tmp, removed after); its\n"
-		"                  contents are destroyed (mkfs per run)\n"
-		"  -o OPTS         mount options for every run; data=MODE runs that mode only\n"
-		"                  (default: journal, ordered, writeback and guarded)\n"
-		"  --quick         tiny sizes (checks, not measurements)\n"
-		"  --seconds S     fsync-under-stream's measuring time (default 30; p99 is printed\n"
-		"                  from 100 samples on: until it has them, the run goes on, up\n"
-		"                  to 2.5 x S)\n"
-		"  --reps N        stream and jens: N repetitions, each beside its own raw floor,\n"
-		"                  fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
-		"                  2 with --quick)\n"
-		"  --mount         the workloads through `nostall mount` (FUSE), its default data\n"
-		"                  mode unless -o data=MODE; -o also takes the daemon's options\n"
-		"                  (docs/fuse.md, docs/bench-fs-mount.md)\n"
-		"  --peers         with --mount, as root: also kernel ext3 (loop device with direct\n"
-		"                  I/O, data=ordered and writeback) and fuse2fs on the same image\n"
-		"                  file, with the host's dirty budget set to the nostall daemon's\n"
-		"  --host-cache    with --peers: also kernel ext3 on a loop device through the\n"
-		"                  host's page cache, the host's own dirty settings (extra rows)\n"
-		"workloads:\n");
-	for (size_t i = 0; i < NR_WORKLOADS; i++)
-		fprintf(out, "  %-19s %s\n", workloads[i].name, workloads[i].help);
+	struct fsb *b = &((struct fs_args *)ctx)->b;
+	char *end;
+	b->seconds = strtod(arg, &end);
+	if (*end || !(b->seconds > 0 && b->seconds <= 3600))
+		return cliopt_say("nostall bench fs", "--seconds wants 0 < S <= 3600, not '%s'", arg);
+	return 0;
 }
+
+static int fs_reps(void *ctx, const struct cliopt *o, const char *arg)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (*end || v < 1 || v > 99)
+		return cliopt_say("nostall bench fs", "--reps wants 1..99, not '%s'", arg);
+	((struct fs_args *)ctx)->b.reps = (unsigned)v;
+	return 0;
+}
+
+static const struct cliopt fs_opts[] = {
+	{ "device", 'd', "SPEC", "device (default: a 2 GiB file under /tmp, removed after); its\n"
+				 "contents are destroyed (mkfs per run)", CLIOPT_STR_AT(struct fs_args, device) },
+	{ NULL, 'o', "OPTS", "mount options for every run; data=MODE runs that mode only\n"
+			     "(default: journal, ordered, writeback and guarded)",
+	  CLIOPT_STR_AT(struct fs_args, b.user_opts) },
+	{ "workload", 'w', "NAME[,NAME..]", "the workloads to run (default: all, below)",
+	  CLIOPT_STR_AT(struct fs_args, only) },
+	{ "json", 'j', NULL, "one JSON object per run on stdout", CLIOPT_FLAG_AT(struct fs_args, b.json) },
+	{ "quick", 'q', NULL, "tiny sizes (checks, not measurements)", CLIOPT_FLAG_AT(struct fs_args, b.quick) },
+	{ "seconds", 0, "S", "fsync-under-stream's measuring time (default 30; p99 is printed\n"
+			     "from 100 samples on: until it has them, the run goes on, up\n"
+			     "to 2.5 x S)", CLIOPT_CALL(fs_seconds) },
+	{ "reps", 0, "N", "stream and jens: N repetitions, each beside its own raw floor,\n"
+			  "fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
+			  "2 with --quick)", CLIOPT_CALL(fs_reps) },
+	{ "mount", 0, NULL, "the workloads through `nostall mount` (FUSE), its default data\n"
+			    "mode unless -o data=MODE; -o also takes the daemon's options\n"
+			    "(docs/fuse.md, docs/bench-fs-mount.md)", CLIOPT_FLAG_AT(struct fs_args, b.mount) },
+	{ "peers", 0, NULL, "with --mount, as root: also kernel ext3 (loop device with direct\n"
+			    "I/O, data=ordered and writeback) and fuse2fs on the same image\n"
+			    "file, with the host's dirty budget set to the nostall daemon's",
+	  CLIOPT_FLAG_AT(struct fs_args, b.peers) },
+	{ "host-cache", 0, NULL, "with --peers: also kernel ext3 on a loop device through the\n"
+				 "host's page cache, the host's own dirty settings (extra rows)",
+	  CLIOPT_FLAG_AT(struct fs_args, b.host_cache) },
+	{ 0 },
+};
+
+static const struct cliopt_cmd fs_cmd = {
+	.prog = "nostall bench fs",
+	.usage = "usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--reps N]\n"
+		 "                        [--json] [--quick]\n"
+		 "       nostall bench fs --mount [--peers [--host-cache]] [--device file:PATH] [-o OPTS] [--workload ..]\n"
+		 "                        [--json] [--quick]\n",
+	.opts = fs_opts,
+	.list = CLIOPT_LIST("workloads:", workloads, 19),
+};
 
 static int select_workloads(const char *only, bool mount, bool *selected)
 {
@@ -396,7 +429,8 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 	dev_geometry_get(d, &g);
 	dev_close(d);
 	b->dev_bytes = g.size_bytes;
-	b->sim = !strncmp(b->spec, "sim:", 4) || strstr(b->spec, ":sim:");
+	struct dev_spec_info si;
+	b->sim = dev_spec_parse(b->spec, &si) == 0 && si.simulated;
 	fsb_sizes_pick(b);
 	if (b->seconds > 0)
 		b->sz.fus_seconds = b->seconds;
@@ -421,8 +455,6 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 
 int bench_fs(int argc, char **argv)
 {
-	struct fsb b = { 0 };
-	const char *device = NULL, *only = NULL;
 	/* A fixed mmap threshold: glibc's dynamic one rises to the largest
 	 * buffer freed (4 MiB read windows), after which MiB-sized transient
 	 * buffers (writeback runs, merged requests) come from the heap and
@@ -430,56 +462,15 @@ int bench_fs(int argc, char **argv)
 	 * modes of a run then peaked at 220-295 MiB instead of ~105 (cache=64M).
 	 * A long-lived library user (a FUSE daemon) wants the same setting. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	static const struct option longopts[] = {
-		{ "device", required_argument, NULL, 'd' }, { "workload", required_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },         { "mount", no_argument, NULL, 'm' },
-		{ "peers", no_argument, NULL, 'p' },        { "seconds", required_argument, NULL, 's' },
-		{ "reps", required_argument, NULL, 'r' },   { "host-cache", no_argument, NULL, 'H' },
-		{ NULL, 0, NULL, 0 },
-	};
-	optind = 1;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "d:w:jqo:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'd': device = optarg; break;
-		case 'w': only = optarg; break;
-		case 'j': b.json = true; break;
-		case 'q': b.quick = true; break;
-		case 'o': b.user_opts = optarg; break;
-		case 'm': b.mount = true; break;
-		case 'p': b.peers = true; break;
-		case 'H': b.host_cache = true; break;
-		case 's': {
-			char *end;
-			b.seconds = strtod(optarg, &end);
-			if (*end || !(b.seconds > 0 && b.seconds <= 3600)) {
-				fprintf(stderr, "nostall bench fs: --seconds wants 0 < S <= 3600, not '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'r': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || v < 1 || v > 99) {
-				fprintf(stderr, "nostall bench fs: --reps wants 1..99, not '%s'\n", optarg);
-				return 2;
-			}
-			b.reps = (unsigned)v;
-			break;
-		}
-		case 'h': bench_fs_usage(stdout); return 0;
-		default: bench_fs_usage(stderr); return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "nostall bench fs: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	struct fs_args a = { 0 };
+	int pos, st = cliopt_parse(&fs_cmd, argc, argv, &a, &pos);
+	if (st >= 0)
+		return st;
+	struct fsb b = a.b;
+	const char *device = a.device, *only = a.only;
 	bool selected[NR_WORKLOADS] = { false };
 	if (select_workloads(only, b.mount, selected) < 0) {
-		bench_fs_usage(stderr);
+		cliopt_help(&fs_cmd, stderr);
 		return 2;
 	}
 	const char *modes[4] = { "journal", "ordered", "writeback", "guarded" };
@@ -492,7 +483,8 @@ int bench_fs(int argc, char **argv)
 		fprintf(stderr, "nostall bench fs: --host-cache needs --mount --peers\n");
 		return 2;
 	}
-	if (b.mount && device && strncmp(device, "file:", 5)) {
+	struct dev_spec_info si;
+	if (b.mount && device && (dev_spec_parse(device, &si) < 0 || si.kind != DEV_KIND_FILE)) {
 		fprintf(stderr, "nostall bench fs: --mount needs a file: device (every system mounts the same image file)\n");
 		return 2;
 	}

@@ -22,6 +22,7 @@
  *
  * usage: nostall bench jbd [--device SPEC] [--seconds S] [--json] [-o OPTS]
  */
+#include "../common/cliopt.h"
 #include "../common/cmds.h"
 
 #include "blk/blk.h"
@@ -34,7 +35,6 @@
 #include "util/opts.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,50 +233,47 @@ static int split_opt(void *ctx, const char *name, const char *value)
 	return 0;
 }
 
-static void usage(FILE *out)
+struct jb_args {
+	struct jb b;
+	const char *opts; /* -o */
+};
+
+static int jb_seconds(void *ctx, const struct cliopt *o, const char *arg)
 {
-	fprintf(out, "usage: nostall bench jbd [--device SPEC] [--seconds S] [--json] [-o OPTS]\n"
-		     "  sync (fsync-like) journal commits every 50 ms beside a 1 MiB async write flood,\n"
-		     "  per era preset (2.6.29, 2.6.30-rc1, 2.6.30)\n"
-		     "  --device SPEC   default sim:hdd\n"
-		     "  --seconds S     minimum measurement time per preset (default 4); a run goes on\n"
-		     "                  until 100 commits, at most 3 times that\n"
-		     "  -o OPTS         journal options (commit=, barrier= (the presets' default: 0, 2009's\n"
-		     "                  ext3), journal_ioprio=) and queue tunables (barrier_mode=, ...)\n"
-		     "                  and queue/scheduler tunables\n");
+	struct jb *b = &((struct jb_args *)ctx)->b;
+	if (opts_parse_double(arg, &b->seconds) || b->seconds <= 0 || b->seconds > 3600)
+		return cliopt_say("nostall bench jbd", "--seconds '%s' must be a number in (0, 3600]", arg);
+	return 0;
 }
+
+static const struct cliopt jb_opts[] = {
+	{ "device", 'd', "SPEC", "default sim:hdd", CLIOPT_STR_AT(struct jb_args, b.device) },
+	{ "seconds", 't', "S", "minimum measurement time per preset (default 4); a run goes on\n"
+			       "until 100 commits, at most 3 times that", CLIOPT_CALL(jb_seconds) },
+	{ NULL, 'o', "OPTS", "journal options (commit=, barrier= (the presets' default: 0, 2009's\n"
+			     "ext3), journal_ioprio=) and queue/scheduler tunables (barrier_mode=, ...)",
+	  CLIOPT_STR_AT(struct jb_args, opts) },
+	{ "json", 'j', NULL, "one JSON object per preset on stdout", CLIOPT_FLAG_AT(struct jb_args, b.json) },
+	{ 0 },
+};
+
+static const struct cliopt_cmd jb_cmd = {
+	.prog = "nostall bench jbd",
+	.usage = "usage: nostall bench jbd [--device SPEC] [--seconds S] [--json] [-o OPTS]\n"
+		 "  sync (fsync-like) journal commits every 50 ms beside a 1 MiB async write flood,\n"
+		 "  per era preset (2.6.29, 2.6.30-rc1, 2.6.30)\n",
+	.opts = jb_opts,
+};
 
 int bench_jbd(int argc, char **argv)
 {
-	struct jb b = { .seconds = 4.0 };
-	jbd_config_default(&b.jcfg);
-	static const struct option longopts[] = {
-		{ "device", required_argument, NULL, 'd' }, { "json", no_argument, NULL, 'j' },
-		{ "seconds", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *opts = NULL;
-	optind = 1;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "d:jt:o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'd': b.device = optarg; break;
-		case 'j': b.json = true; break;
-		case 'o': opts = optarg; break;
-		case 't':
-			if (opts_parse_double(optarg, &b.seconds) || b.seconds <= 0 || b.seconds > 3600) {
-				fprintf(stderr, "nostall bench jbd: --seconds '%s' must be a number in (0, 3600]\n", optarg);
-				return 2;
-			}
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "nostall bench jbd: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	struct jb_args a = { .b = { .seconds = 4.0 } };
+	jbd_config_default(&a.b.jcfg);
+	int pos, st = cliopt_parse(&jb_cmd, argc, argv, &a, &pos);
+	if (st >= 0)
+		return st;
+	struct jb b = a.b;
+	const char *opts = a.opts;
 	if (opts) {
 		int rc = opts_parse(opts, split_opt, &b);
 		if (rc == 0 && b.qopts[0])

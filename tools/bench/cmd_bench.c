@@ -10,6 +10,7 @@
  * their output and the `nostall bench` front-end.
  */
 #include "bench_blk.h"
+#include "../common/cliopt.h"
 #include "../common/cmds.h"
 
 #include "util/clock.h"
@@ -17,7 +18,6 @@
 #include "util/opts.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,52 +383,49 @@ static int bench_scenario(struct bench *b, const struct scenario *s)
 	return 0;
 }
 
-static void bench_usage(FILE *out)
+struct blk_args {
+	struct bench b;
+	const char *only; /* --scenario */
+};
+
+static int blk_seconds(void *ctx, const struct cliopt *o, const char *arg)
 {
-	fprintf(out,
-		"usage: nostall bench blk|jbd [--device SPEC] [--scenario NAME[,NAME..]] [--seconds S] [--json] [-o OPTS]\n"
-		"       nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME] [--json] (bench fs --help)\n"
-		"       nostall bench repro [--device SPEC] [--quick] [--peers] [--out DIR] [--json] (bench repro --help)\n"
-		"  --device SPEC   device spec (default sim:hdd; ssd-plug defaults to sim:ssd-nq)\n"
-		"  --seconds S     minimum measurement time per run (default 4); latency runs go on\n"
-		"                  until 100 samples, at most twice that time\n"
-		"  -o OPTS         queue/scheduler tunables applied before each configuration\n"
-		"scenarios:\n");
-	for (size_t i = 0; i < NR_SCENARIOS; i++)
-		fprintf(out, "  %-12s %s\n", scenarios[i].name, scenarios[i].help);
+	struct bench *b = &((struct blk_args *)ctx)->b;
+	if (opts_parse_double(arg, &b->seconds) || b->seconds <= 0 || b->seconds > 3600)
+		return cliopt_say("nostall bench", "--seconds '%s' must be a number in (0, 3600]", arg);
+	return 0;
 }
+
+static const struct cliopt blk_opts[] = {
+	{ "device", 'd', "SPEC", "device spec (default sim:hdd; ssd-plug defaults to sim:ssd-nq)",
+	  CLIOPT_STR_AT(struct blk_args, b.device) },
+	{ "scenario", 's', "NAME[,NAME..]", "the scenarios to run (default: all, below)",
+	  CLIOPT_STR_AT(struct blk_args, only) },
+	{ "seconds", 't', "S", "minimum measurement time per run (default 4); latency runs go on\n"
+			       "until 100 samples, at most twice that time", CLIOPT_CALL(blk_seconds) },
+	{ NULL, 'o', "OPTS", "queue/scheduler tunables applied before each configuration",
+	  CLIOPT_STR_AT(struct blk_args, b.opts) },
+	{ "json", 'j', NULL, "one JSON object per run on stdout", CLIOPT_FLAG_AT(struct blk_args, b.json) },
+	{ 0 },
+};
+
+static const struct cliopt_cmd blk_cmd = {
+	.prog = "nostall bench blk",
+	.usage = "usage: nostall bench blk|jbd [--device SPEC] [--scenario NAME[,NAME..]] [--seconds S] [--json] [-o OPTS]\n"
+		 "       nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME] [--json] (bench fs --help)\n"
+		 "       nostall bench repro [--device SPEC] [--quick] [--peers] [--out DIR] [--json] (bench repro --help)\n",
+	.opts = blk_opts,
+	.list = CLIOPT_LIST("scenarios:", scenarios, 12),
+};
 
 static int bench_blk(int argc, char **argv)
 {
-	struct bench b = { .seconds = 4.0, .scale = 1.0, .cap_factor = 2.0 };
-	const char *only = NULL;
-	static const struct option longopts[] = {
-		{ "device", required_argument, NULL, 'd' }, { "scenario", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },         { "seconds", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
-	};
-	optind = 1;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "d:s:jt:o:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'd': b.device = optarg; break;
-		case 's': only = optarg; break;
-		case 'j': b.json = true; break;
-		case 'o': b.opts = optarg; break;
-		case 't':
-			if (opts_parse_double(optarg, &b.seconds) || b.seconds <= 0 || b.seconds > 3600) {
-				fprintf(stderr, "nostall bench: --seconds '%s' must be a number in (0, 3600]\n", optarg);
-				return 2;
-			}
-			break;
-		case 'h': bench_usage(stdout); return 0;
-		default: bench_usage(stderr); return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "nostall bench blk: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	struct blk_args a = { .b = { .seconds = 4.0, .scale = 1.0, .cap_factor = 2.0 } };
+	int pos, st = cliopt_parse(&blk_cmd, argc, argv, &a, &pos);
+	if (st >= 0)
+		return st;
+	struct bench b = a.b;
+	const char *only = a.only;
 	int rc = blk_opts_validate(b.opts);
 	if (rc) {
 		fprintf(stderr, "nostall bench: -o %s: %s\n", b.opts, err_last(rc));
@@ -444,7 +441,7 @@ static int bench_blk(int argc, char **argv)
 					break;
 			if (i == NR_SCENARIOS) {
 				fprintf(stderr, "nostall bench: unknown scenario '%s'\n", t);
-				bench_usage(stderr);
+				cliopt_help(&blk_cmd, stderr);
 				free(copy);
 				return 2;
 			}
@@ -482,7 +479,7 @@ static int bench_blk(int argc, char **argv)
 int cmd_bench(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		bench_usage(argc < 2 ? stderr : stdout);
+		cliopt_help(&blk_cmd, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "blk"))

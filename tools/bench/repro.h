@@ -220,6 +220,7 @@ struct rp_bench {
 	const char *device;
 	const char *out_dir;
 	const char *user_opts;    /* -o: added to every nostall run's mount */
+	const char *only;         /* --workload: the list as given, or NULL (all) */
 	bool quick, micro, peers, json;
 	bool kind_on[RP_NKINDS];
 	bool maxsec_on;

@@ -11,6 +11,7 @@
  * operation still in flight long after the run's end: timed out).
  */
 #include "repro.h"
+#include "../common/cliopt.h"
 #include "../common/cmds.h"
 
 #include "util/err.h"
@@ -19,42 +20,61 @@
 #include <string.h>
 #include <unistd.h>
 
-static void load_usage(FILE *out)
+static int load_param(void *ctx, const struct cliopt *o, const char *arg)
 {
-	fprintf(out, "usage: nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S] [--period S]\n"
-		     "                    [--stream-bytes B] [--reader-bytes B] [--tester-write B] [--files N] [--dirs N]\n"
-		     "                    [--min-samples N] [--max-seconds S]\n"
-		     "  --min-samples, --max-seconds: fsync-under-stream and fsync-tester measure past\n"
-		     "  --seconds until N fsyncs completed or S seconds of measuring, whichever first\n"
-		     "  --tester-write: fsync-tester's bytes per write; creates' and stats' file size\n"
-		     "  (default 1 KiB, at most 1 MiB)\n"
-		     "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime,\n"
+	if (rp_params_parse(ctx, o->name, arg) < 0)
+		return cliopt_say("nostall load", "bad option '--%s %s'", o->name, arg);
+	return 0;
+}
+
+static void load_more(FILE *out)
+{
+	fprintf(out, "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime,\n"
 		     "           stream-write, stream-read, creates, stats, unlinks (bench fs --mount's phases)\n"
 		     "output: bench repro's line protocol (docs/bench-repro.md)\n");
 }
 
+/* The names are rp_params_parse's (repro_load.c), which checks the values. */
+static const struct cliopt load_opts[] = {
+	{ "jens-n", 0, "N", "jens' open/append/fsync/close iterations", CLIOPT_CALL(load_param) },
+	{ "seconds", 0, "S", "the measuring time", CLIOPT_CALL(load_param) },
+	{ "warmup", 0, "S", "time before measuring", CLIOPT_CALL(load_param) },
+	{ "period", 0, "S", "the interval of periodic operations", CLIOPT_CALL(load_param) },
+	{ "stream-bytes", 0, "B", "the streamed file's size", CLIOPT_CALL(load_param) },
+	{ "reader-bytes", 0, "B", "atime's reader's file size", CLIOPT_CALL(load_param) },
+	{ "tester-write", 0, "B", "fsync-tester's bytes per write; creates' and stats' file size\n"
+				  "(default 1 KiB, at most 1 MiB)", CLIOPT_CALL(load_param) },
+	{ "files", 0, "N", "files of creates, stats, unlinks", CLIOPT_CALL(load_param) },
+	{ "dirs", 0, "N", "directories they are spread over", CLIOPT_CALL(load_param) },
+	{ "min-samples", 0, "N", "fsync-under-stream and fsync-tester measure past --seconds until\n"
+				 "N fsyncs completed ...", CLIOPT_CALL(load_param) },
+	{ "max-seconds", 0, "S", "... or S seconds of measuring, whichever first", CLIOPT_CALL(load_param) },
+	{ 0 },
+};
+
+static const struct cliopt_cmd load_cmd = {
+	.prog = "nostall load",
+	.usage = "usage: nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S] [--period S]\n"
+		 "                    [--stream-bytes B] [--reader-bytes B] [--tester-write B] [--files N] [--dirs N]\n"
+		 "                    [--min-samples N] [--max-seconds S]\n",
+	.opts = load_opts,
+	.more = load_more,
+	.min_pos = 2,
+	.max_pos = 2,
+};
+
 int cmd_load(int argc, char **argv)
 {
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		load_usage(stdout);
-		return 0;
-	}
-	if (argc < 3 || (argc - 3) % 2) {
-		load_usage(stderr);
-		return 2;
-	}
-	enum rp_kind k;
-	if (rp_kind_parse(argv[2], &k) < 0) {
-		fprintf(stderr, "nostall load: %s\n", err_last(-EINVAL));
-		return 2;
-	}
 	struct rp_params p;
 	rp_params_default(&p);
-	for (int i = 3; i < argc; i += 2) {
-		if (strncmp(argv[i], "--", 2) || rp_params_parse(&p, argv[i] + 2, argv[i + 1]) < 0) {
-			fprintf(stderr, "nostall load: bad option '%s %s'\n", argv[i], argv[i + 1]);
-			return 2;
-		}
+	int pos, st = cliopt_parse(&load_cmd, argc, argv, &p, &pos);
+	if (st >= 0)
+		return st;
+	const char *dir = argv[pos];
+	enum rp_kind k;
+	if (rp_kind_parse(argv[pos + 1], &k) < 0) {
+		fprintf(stderr, "nostall load: %s\n", err_last(-EINVAL));
+		return 2;
 	}
 	if (!p.period || !p.stream_bytes || (k == RP_ATIME && !p.reader_bytes) ||
 	    (k >= RP_CREATES && (!p.files || !p.dirs))) {
@@ -63,7 +83,7 @@ int cmd_load(int argc, char **argv)
 	}
 	struct rp_out *o = rp_out_new(STDOUT_FILENO);
 	struct rp_fs *fs = NULL;
-	int rc = o ? rp_fs_posix(argv[1], &fs) : -ENOMEM;
+	int rc = o ? rp_fs_posix(dir, &fs) : -ENOMEM;
 	if (!rc)
 		rc = rp_load_run(fs, k, &p, o);
 	if (rc == -ETIMEDOUT) {

@@ -16,6 +16,7 @@
  */
 #include "repro.h"
 #include "bench_fs.h"
+#include "../common/cliopt.h"
 #include "../common/cmds.h"
 
 #include "dev/dev.h"
@@ -24,7 +25,6 @@
 #include "util/err.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -271,23 +271,37 @@ static int workload_select(struct rp_bench *b, const char *name)
 	return -EINVAL;
 }
 
-static void usage(FILE *out)
+static void workloads_more(FILE *out)
 {
-	fprintf(out,
-		"usage: nostall bench repro [--device SPEC] [--quick] [--peers] [--out DIR] [--json]\n"
-		"                           [--workload NAME[,NAME..]] [--micro]\n"
-		"  --device SPEC   sim:hdd (default), sim:ssd, file:[PATH] (a temporary file under /tmp\n"
-		"                  when PATH is empty); the device's contents are destroyed\n"
-		"  --quick         the default run in about 4 minutes (make bench)\n"
-		"  --peers         also run the workloads on nostall over FUSE, the kernel's ext3 (loop\n"
-		"                  device, data=ordered and writeback, barrier=1) and fuse2fs (root)\n"
-		"  --out DIR       report.md, results.json, plots (default build/repro)\n"
-		"  --json          results.json on stdout too\n"
-		"  --workload L    a comma-separated list of: ");
+	fprintf(out, "workloads: ");
 	workloads_list(out);
-	fprintf(out, "\n"
-		"  --micro         tiny sizes: checks the output, measures nothing\n");
+	fprintf(out, "\n");
 }
+
+static const struct cliopt repro_opts[] = {
+	{ "device", 'd', "SPEC", "sim:hdd (default), sim:ssd, file:[PATH] (a temporary file under /tmp\n"
+				 "when PATH is empty); the device's contents are destroyed",
+	  CLIOPT_STR_AT(struct rp_bench, device) },
+	{ "quick", 'q', NULL, "the default run in about 4 minutes (make bench)", CLIOPT_FLAG_AT(struct rp_bench, quick) },
+	{ "peers", 'p', NULL, "also run the workloads on nostall over FUSE, the kernel's ext3 (loop\n"
+			      "device, data=ordered and writeback, barrier=1) and fuse2fs (root)",
+	  CLIOPT_FLAG_AT(struct rp_bench, peers) },
+	{ "out", 'o', "DIR", "report.md, results.json, plots (default build/repro)",
+	  CLIOPT_STR_AT(struct rp_bench, out_dir) },
+	{ "json", 'j', NULL, "results.json on stdout too", CLIOPT_FLAG_AT(struct rp_bench, json) },
+	{ "workload", 'w', "L", "a comma-separated list of the workloads below", CLIOPT_STR_AT(struct rp_bench, only) },
+	{ "micro", 'm', NULL, "tiny sizes: checks the output, measures nothing", CLIOPT_FLAG_AT(struct rp_bench, micro) },
+	{ "opts", 'O', "OPTS", "added to every nostall run's mount options", CLIOPT_STR_AT(struct rp_bench, user_opts) },
+	{ 0 },
+};
+
+static const struct cliopt_cmd repro_cmd = {
+	.prog = "nostall bench repro",
+	.usage = "usage: nostall bench repro [--device SPEC] [--quick] [--peers] [--out DIR] [--json]\n"
+		 "                           [--workload NAME[,NAME..]] [--micro] [--opts OPTS]\n",
+	.opts = repro_opts,
+	.more = workloads_more,
+};
 
 /* --workload L: a comma-separated list; every name must be a workload
  * (an empty name too is an error: "jens," selects nothing extra). */
@@ -354,7 +368,8 @@ static int device_prepare(struct rp_bench *b, char *tmppath, size_t n, char *spe
 	/* A 2009 desktop's page cache on a simulated disk: 2 GiB of RAM,
 	 * about 1 GiB of it cache, dirty_ratio 20 -> ~200 MiB dirty, which an
 	 * ordered commit writes out (the article's multi-second fsyncs). */
-	if (!strncmp(b->device, "sim:", 4) && !b->user_opts && !b->micro)
+	struct dev_spec_info si;
+	if (dev_spec_parse(b->device, &si) == 0 && si.simulated && !b->user_opts && !b->micro)
 		b->user_opts = RP_SIM_OPTS;
 	b->fs_bytes = (b->micro ? 64 : 1024) * RP_MiB;
 	if (strcmp(b->device, "file:"))
@@ -394,37 +409,11 @@ static int outputs_write(struct rp_bench *b)
 int bench_repro(int argc, char **argv)
 {
 	struct rp_bench b = { .device = "sim:hdd", .out_dir = "build/repro" };
-	const char *only = NULL;
-	static const struct option longopts[] = {
-		{ "device", required_argument, NULL, 'd' }, { "quick", no_argument, NULL, 'q' },
-		{ "peers", no_argument, NULL, 'p' },        { "out", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },         { "workload", required_argument, NULL, 'w' },
-		{ "micro", no_argument, NULL, 'm' },        { "help", no_argument, NULL, 'h' },
-		{ "opts", required_argument, NULL, 'O' },
-		{ NULL, 0, NULL, 0 },
-	};
-	optind = 1;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "d:qpo:jw:mhO:", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'd': b.device = optarg; break;
-		case 'q': b.quick = true; break;
-		case 'p': b.peers = true; break;
-		case 'o': b.out_dir = optarg; break;
-		case 'j': b.json = true; break;
-		case 'w': only = optarg; break;
-		case 'm': b.micro = true; break;
-		case 'O': b.user_opts = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "nostall bench repro: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	if (select_workloads(&b, only) < 0) {
-		usage(stderr);
+	int pos, st = cliopt_parse(&repro_cmd, argc, argv, &b, &pos);
+	if (st >= 0)
+		return st;
+	if (select_workloads(&b, b.only) < 0) {
+		cliopt_help(&repro_cmd, stderr);
 		return 2;
 	}
 	ssize_t sl = readlink("/proc/self/exe", b.self, sizeof b.self - 1);

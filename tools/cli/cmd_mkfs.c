@@ -3,8 +3,12 @@
  *   nostall mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]
  *                [-L label] [-U uuid] [-E root_owner=uid:gid,nodiscard] [-T time] IMAGE [SIZE]
  *
+ * IMAGE is a path or any device spec (nbd:URI, sim:hdd,file=PATH,
+ * fault:file:PATH,...: docs/devices.md); specs whose data lives in memory
+ * only (mem:, sim: without file=) are refused, the filesystem would vanish.
  * SIZE is in bytes with optional K/M/G/T suffix; it may be left out when IMAGE
- * exists (the whole file or device is used). A missing IMAGE is created as a
+ * exists (the whole file or device is used; a spec's device always exists,
+ * and a SIZE larger than it is an error). A missing IMAGE file is created as a
  * sparse file, and then blocks that are all zero are not written at all. An
  * existing regular file has its filesystem range punched out first (as
  * mke2fs discards): it then reads as zeroes and is written the same way;
@@ -32,6 +36,7 @@
 static const char mkfs_usage[] =
 	"usage: nostall mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]\n"
 	"                    [-L label] [-U uuid] [-E root_owner=uid:gid,nodiscard] [-T time] IMAGE [SIZE]\n"
+	"  IMAGE: a file, block device or device spec (nbd:URI, sim:hdd,file=PATH, ...)\n"
 	"  SIZE: bytes with optional K, M, G or T suffix (required when IMAGE does not exist)\n"
 	"  -T: all timestamps, seconds since the epoch; with -U the image is byte-reproducible\n";
 
@@ -62,10 +67,10 @@ static int mkfs_usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
-/* "nostall MESSAGE" on stderr; an image this run created is removed again.
- * Returns the exit status 1. */
+/* "nostall MESSAGE" on stderr; an image file this run created (path) is
+ * removed again. Returns the exit status 1. */
 __attribute__((format(printf, 3, 4)))
-static int mkfs_fail(const char *image, bool created, const char *fmt, ...)
+static int mkfs_fail(const char *path, bool created, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -74,7 +79,7 @@ static int mkfs_fail(const char *image, bool created, const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	if (created)
-		unlink(image);
+		unlink(path);
 	return 1;
 }
 
@@ -207,45 +212,72 @@ int cmd_mkfs(int argc, char **argv)
 	if (size_arg && size == 0)
 		return mkfs_usage_error("bad SIZE '%s'", size_arg);
 
-	struct stat st;
-	bool exists = stat(image, &st) == 0;
-	if (!exists && errno != ENOENT) {
-		fprintf(stderr, "nostall mkfs: %s: %s\n", image, strerror(errno));
-		return 1;
+	/* IMAGE: a path or any device spec (docs/devices.md). Only a plain
+	 * file (PATH, file:PATH) can be created or sized here; any other spec
+	 * names a device that already has its size (nbd:, sim:..,file=). */
+	struct dev_spec_info si;
+	int rc = dev_spec_parse(image, &si);
+	if (rc) {
+		fprintf(stderr, "nostall mkfs: %s\n", err_last(rc));
+		return 2;
 	}
-	if (!exists && !size_arg)
-		return mkfs_usage_error("'%s' does not exist: give a SIZE to create it", image);
-	if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		fprintf(stderr, "nostall mkfs: %s: not a regular file or block device\n", image);
-		return 1;
+	if (si.in_memory)
+		return mkfs_usage_error("'%s' keeps its data in memory only: the filesystem would be gone when "
+					"mkfs exits (use a file, sim:...,file=PATH or nbd:URI)", image);
+	char *path = si.plain_file ? strndup(si.file, si.file_len) : NULL;
+	if (si.plain_file && !path)
+		return mkfs_fail(NULL, false, "mkfs: out of memory");
+	struct stat st = { 0 };
+	bool exists = true;
+	if (path) {
+		exists = stat(path, &st) == 0;
+		if (!exists && errno != ENOENT) {
+			fprintf(stderr, "nostall mkfs: %s: %s\n", path, strerror(errno));
+			free(path);
+			return 1;
+		}
+		if (!exists && !size_arg) {
+			free(path);
+			return mkfs_usage_error("'%s' does not exist: give a SIZE to create it", image);
+		}
+		if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			fprintf(stderr, "nostall mkfs: %s: not a regular file or block device\n", path);
+			free(path);
+			return 1;
+		}
 	}
+	bool regular = path && S_ISREG(st.st_mode);
 
-	/* Validate the layout before touching anything. */
+	/* Validate the layout before touching anything (a device's size is
+	 * known once it is open: checked then, by the same computation). */
 	struct ext3_mkfs_layout lay;
-	uint64_t check_bytes = size ? size : (S_ISREG(st.st_mode) ? (uint64_t)st.st_size : UINT64_MAX);
-	if (size || S_ISREG(st.st_mode)) {
+	uint64_t check_bytes = size ? size : (uint64_t)st.st_size;
+	if (size || regular) {
 		struct ext3_mkfs_params probe = p;
 		probe.size_bytes = 0;
 		probe.uuid_set = true; /* no need for randomness here */
-		int rc = ext3_mkfs_layout_compute(&probe, check_bytes, &lay);
+		rc = ext3_mkfs_layout_compute(&probe, check_bytes, &lay);
 		if (rc) {
 			fprintf(stderr, "nostall %s\n", err_last(rc));
+			free(path);
 			return 1;
 		}
 	}
 
 	bool created = false;
 	if (!exists) {
-		int fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			fprintf(stderr, "nostall mkfs: cannot create %s: %s\n", image, strerror(errno));
+			fprintf(stderr, "nostall mkfs: cannot create %s: %s\n", path, strerror(errno));
+			free(path);
 			return 1;
 		}
 		if (ftruncate(fd, (off_t)size) < 0) {
-			fprintf(stderr, "nostall mkfs: cannot size %s to %llu bytes: %s\n", image,
+			fprintf(stderr, "nostall mkfs: cannot size %s to %llu bytes: %s\n", path,
 				(unsigned long long)size, strerror(errno));
 			close(fd);
-			unlink(image);
+			unlink(path);
+			free(path);
 			return 1;
 		}
 		close(fd);
@@ -255,27 +287,40 @@ int cmd_mkfs(int argc, char **argv)
 	p.assume_zeroed = created; /* holes of a fresh sparse file read as zeroes */
 
 	char *spec = NULL;
-	if (asprintf(&spec, "file:%s", image) < 0)
+	if (si.has_kind ? !(spec = strdup(image)) : asprintf(&spec, "file:%s", image) < 0)
 		spec = NULL;
-	if (!spec)
-		return mkfs_fail(image, created, "mkfs: out of memory");
+	if (!spec) {
+		rc = mkfs_fail(path, created, "mkfs: out of memory");
+		free(path);
+		return rc;
+	}
 	/* Extend an existing regular file that is smaller than SIZE. */
-	if (exists && S_ISREG(st.st_mode) && size > (uint64_t)st.st_size &&
-	    truncate(image, (off_t)size) < 0) {
-		fprintf(stderr, "nostall mkfs: cannot extend %s to %llu bytes: %s\n", image,
+	if (exists && regular && size > (uint64_t)st.st_size && truncate(path, (off_t)size) < 0) {
+		fprintf(stderr, "nostall mkfs: cannot extend %s to %llu bytes: %s\n", path,
 			(unsigned long long)size, strerror(errno));
 		free(spec);
+		free(path);
 		return 1;
 	}
 
 	struct dev *dev = NULL;
-	int rc = dev_open(spec, &dev);
+	rc = dev_open(spec, &dev);
 	free(spec);
-	if (rc)
-		return mkfs_fail(image, created, "mkfs: %s", err_last(rc));
+	if (rc) {
+		rc = mkfs_fail(path, created, "mkfs: %s", err_last(rc));
+		free(path);
+		return rc;
+	}
 	struct dev_geometry geo;
 	dev_geometry_get(dev, &geo);
 	uint64_t fs_bytes = size ? size : geo.size_bytes;
+	if (fs_bytes > geo.size_bytes) {
+		fprintf(stderr, "nostall mkfs: %s: SIZE %llu is larger than the device (%llu bytes)\n", image,
+			(unsigned long long)fs_bytes, (unsigned long long)geo.size_bytes);
+		dev_close(dev);
+		free(path);
+		return 1;
+	}
 	struct mkfs_progress_state prog = { .tty = isatty(STDERR_FILENO) == 1 };
 	if (!quiet && fs_bytes >= (1ull << 30)) {
 		p.progress = mkfs_cli_progress;
@@ -285,13 +330,16 @@ int cmd_mkfs(int argc, char **argv)
 	/* Not over an image in use (a mount of it, nostall's or the kernel's:
 	 * docs/devices.md "Image locks"), as mke2fs refuses a mounted device. */
 	rc = dev_lock(dev, DEV_LOCK_EXCL);
-	if (!rc && exists && S_ISREG(st.st_mode) && discard)
-		p.assume_zeroed = mkfs_punch(image, fs_bytes);
+	if (!rc && exists && regular && discard)
+		p.assume_zeroed = mkfs_punch(path, fs_bytes);
 	if (!rc)
 		rc = ext3_mkfs_with_layout(dev, &p, &lay);
 	dev_close(dev);
 	if (rc)
-		return mkfs_fail(image, created, "%s", err_last(rc));
+		rc = mkfs_fail(path, created, "%s", err_last(rc));
+	free(path);
+	if (rc)
+		return rc;
 	if (quiet)
 		return 0;
 

@@ -14,13 +14,13 @@
  */
 #include "crash.h"
 
+#include "../common/cliopt.h"
 #include "../common/cmds.h"
 #include "util/err.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -36,21 +36,6 @@
 static const bool crash_guarded_default = true;
 
 static const char *const all_modes[] = { "guarded", "journal", "ordered", "writeback" };
-
-static const char usage_text[] =
-	"usage: nostall crashtest [--mode M[,M]] [--workload W[,W]] [--states N] [--seed S]\n"
-	"                         [--block-size B[,B]] [-o OPTS] [--keep DIR] [--json] [--jobs N]\n"
-	"                         [--fsck-every N] [--quiet]\n"
-	"       nostall crashtest --replay DIR [--events] | --corpus DIR\n"
-	"  modes: guarded journal ordered writeback (default: all four, guarded,journal,ordered,writeback)\n"
-	"  workloads: append overwrite create rename-replace truncate-write dirs links htree random\n"
-	"             recovery eio-loop concurrent fsx fsstress (default: all of them; fsx and fsstress\n"
-	"             are long histories on an aged image)\n"
-	"  --states N      crash states per data mode (default 10000), split over workloads and block sizes\n"
-	"  --block-size B  1024, 2048 or 4096 (default 1024,4096)\n"
-	"  -o, --options OPTS  extra mount options of the recording mount (data=M,barrier=1,OPTS),\n"
-	"                  e.g. journal_async_commit; a mode that refuses them is an error (exit 2)\n"
-	"  --fsck-every N  e2fsck oracle on 1 in N states, and on every suspicious one (default 8; 1 all, 0 none)\n";
 
 static double now_s(void)
 {
@@ -75,9 +60,20 @@ struct opts {
 	bool json, quiet, events;
 };
 
+static const struct cliopt_cmd crash_cmd;
+
+/* The one line of a usage error: an option's callback returns it (the
+ * parser adds the help); bad_usage adds it itself. */
+static int bad_line(const char *msg, const char *arg)
+{
+	fprintf(stderr, "nostall crashtest: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+	return 2;
+}
+
 static int bad_usage(const char *msg, const char *arg)
 {
-	fprintf(stderr, "nostall crashtest: %s%s%s\n%s", msg, arg ? ": " : "", arg ? arg : "", usage_text);
+	bad_line(msg, arg);
+	cliopt_help(&crash_cmd, stderr);
 	return 2;
 }
 
@@ -107,60 +103,73 @@ static const char *mount_opts_bad(const char *s)
 	}
 }
 
-static int parse_modes(struct opts *o, const char *s)
+/* A comma-separated list of names, or "all", into idx[] (at most max):
+ * each name's index by lookup (-1: unknown). */
+static int parse_names(const char *s, int (*lookup)(const char *), int max, int *idx, size_t *n,
+		       const char *what)
 {
-	char buf[128];
+	char buf[256], msg[32];
 	snprintf(buf, sizeof buf, "%s", s);
-	o->nmodes = 0;
-	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
-		size_t i = 0;
-		while (i < 4 && strcmp(t, all_modes[i]))
-			i++;
-		if (!strcmp(t, "all")) {
-			for (i = 0; i < 4; i++)
-				o->modes[i] = all_modes[i];
-			o->nmodes = 4;
-			return 0;
-		}
-		if (i == 4 || o->nmodes == 4)
-			return bad_usage("unknown data mode", t);
-		o->modes[o->nmodes++] = all_modes[i];
-	}
-	return o->nmodes ? 0 : bad_usage("no data mode", s);
-}
-
-static int parse_wls(struct opts *o, const char *s)
-{
-	char buf[256];
-	snprintf(buf, sizeof buf, "%s", s);
-	o->nwls = 0;
+	*n = 0;
 	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
 		if (!strcmp(t, "all")) {
-			for (int i = 0; i < WL_NR; i++)
-				o->wls[i] = (enum crash_wl)i;
-			o->nwls = WL_NR;
+			for (int i = 0; i < max; i++)
+				idx[i] = i;
+			*n = (size_t)max;
 			return 0;
 		}
-		int w = crash_wl_parse(t);
-		if (w < 0 || o->nwls == WL_NR)
-			return bad_usage("unknown workload", t);
-		o->wls[o->nwls++] = (enum crash_wl)w;
+		int i = lookup(t);
+		if (i < 0 || *n == (size_t)max) {
+			snprintf(msg, sizeof msg, "unknown %s", what);
+			return bad_line(msg, t);
+		}
+		idx[(*n)++] = i;
 	}
-	return o->nwls ? 0 : bad_usage("no workload", s);
+	snprintf(msg, sizeof msg, "no %s", what);
+	return *n ? 0 : bad_line(msg, s);
 }
 
-static int parse_bss(struct opts *o, const char *s)
+static int mode_index(const char *name)
 {
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(name, all_modes[i]))
+			return i;
+	return -1;
+}
+
+static int parse_modes(void *ctx, const struct cliopt *opt, const char *s)
+{
+	struct opts *o = ctx;
+	int idx[4];
+	int rc = parse_names(s, mode_index, 4, idx, &o->nmodes, "data mode");
+	for (size_t i = 0; !rc && i < o->nmodes; i++)
+		o->modes[i] = all_modes[idx[i]];
+	return rc;
+}
+
+static int parse_wls(void *ctx, const struct cliopt *opt, const char *s)
+{
+	struct opts *o = ctx;
+	int idx[WL_NR];
+	int rc = parse_names(s, crash_wl_parse, WL_NR, idx, &o->nwls, "workload");
+	for (size_t i = 0; !rc && i < o->nwls; i++)
+		o->wls[i] = (enum crash_wl)idx[i];
+	return rc;
+}
+
+static int parse_bss(void *ctx, const struct cliopt *opt, const char *s)
+{
+	struct opts *o = ctx;
 	char buf[64];
 	snprintf(buf, sizeof buf, "%s", s);
 	o->nbss = 0;
 	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
 		unsigned long v = strtoul(t, NULL, 10);
 		if ((v != 1024 && v != 2048 && v != 4096) || o->nbss == 3)
-			return bad_usage("block size must be 1024, 2048 or 4096", t);
+			return bad_line("block size must be 1024, 2048 or 4096", t);
 		o->bss[o->nbss++] = (unsigned)v;
 	}
-	return o->nbss ? 0 : bad_usage("no block size", s);
+	return o->nbss ? 0 : bad_line("no block size", s);
 }
 
 static bool parse_num(const char *s, uint64_t *v)
@@ -171,24 +180,76 @@ static bool parse_num(const char *s, uint64_t *v)
 	return *s && !*end && !errno;
 }
 
+/* --states, --seed, --jobs, --fsck-every: a number within the option's
+ * bounds (states, jobs: not 0). */
+static int parse_count(void *ctx, const struct cliopt *opt, const char *arg)
+{
+	struct opts *o = ctx;
+	uint64_t v;
+	char what[32];
+	snprintf(what, sizeof what, "bad --%s", opt->name);
+	bool ok = parse_num(arg, &v);
+	if (!strcmp(opt->name, "states") && ok && v && v <= 100000000)
+		o->states = (unsigned)v;
+	else if (!strcmp(opt->name, "seed") && ok)
+		o->seed = v;
+	else if (!strcmp(opt->name, "jobs") && ok && v && v <= 64)
+		o->jobs = (unsigned)v;
+	else if (!strcmp(opt->name, "fsck-every") && ok && v <= 1000000)
+		o->fsck_every = (unsigned)v;
+	else
+		return bad_line(what, arg);
+	return 0;
+}
+
+static int parse_mount_opts(void *ctx, const struct cliopt *opt, const char *arg)
+{
+	const char *why = mount_opts_bad(arg);
+	if (why)
+		return bad_line(why, *arg ? arg : NULL);
+	((struct opts *)ctx)->mount_opts = arg;
+	return 0;
+}
+
+static const struct cliopt crash_opts[] = {
+	{ "mode", 0, "M[,M]", "guarded journal ordered writeback, or all (default: all four,\n"
+			      "guarded,journal,ordered,writeback)", CLIOPT_CALL(parse_modes) },
+	{ "workload", 0, "W[,W]", "append overwrite create rename-replace truncate-write dirs links htree\n"
+				  "random recovery eio-loop concurrent fsx fsstress, or all (default: all;\n"
+				  "fsx and fsstress are long histories on an aged image)", CLIOPT_CALL(parse_wls) },
+	{ "states", 0, "N", "crash states per data mode (default 10000), split over workloads and\n"
+			    "block sizes", CLIOPT_CALL(parse_count) },
+	{ "seed", 0, "S", "the random seed (default: from the time and pid)", CLIOPT_CALL(parse_count) },
+	{ "block-size", 0, "B[,B]", "1024, 2048 or 4096 (default 1024,4096)", CLIOPT_CALL(parse_bss) },
+	{ "options", 'o', "OPTS", "extra mount options of the recording mount (data=M,barrier=1,OPTS),\n"
+				  "e.g. journal_async_commit; a mode that refuses them is an error (exit 2)",
+	  CLIOPT_CALL(parse_mount_opts) },
+	{ "keep", 0, "DIR", "keep the states that fail a check in DIR", CLIOPT_STR_AT(struct opts, keep) },
+	{ "json", 0, NULL, "the summary as JSON", CLIOPT_FLAG_AT(struct opts, json) },
+	{ "jobs", 0, "N", "worker processes at once (default: the CPUs, at most 4)", CLIOPT_CALL(parse_count) },
+	{ "fsck-every", 0, "N", "e2fsck oracle on 1 in N states, and on every suspicious one\n"
+				"(default 8; 1 all, 0 none)", CLIOPT_CALL(parse_count) },
+	{ "quiet", 0, NULL, "no progress lines", CLIOPT_FLAG_AT(struct opts, quiet) },
+	{ "replay", 0, "DIR", "re-check one kept state", CLIOPT_STR_AT(struct opts, replay) },
+	{ "events", 0, NULL, "with --replay: the state's recorded events", CLIOPT_FLAG_AT(struct opts, events) },
+	{ "corpus", 0, "DIR", "run the regression cases (DIR/NAME.case)", CLIOPT_STR_AT(struct opts, corpus) },
+	{ 0 },
+};
+
+static const struct cliopt_cmd crash_cmd = {
+	.prog = "nostall crashtest",
+	.usage = "usage: nostall crashtest [--mode M[,M]] [--workload W[,W]] [--states N] [--seed S]\n"
+		 "                         [--block-size B[,B]] [-o OPTS] [--keep DIR] [--json] [--jobs N]\n"
+		 "                         [--fsck-every N] [--quiet]\n"
+		 "       nostall crashtest --replay DIR [--events] | --corpus DIR\n",
+	.opts = crash_opts,
+};
+
 static int parse_args(struct opts *o, int argc, char **argv)
 {
-	enum { O_MODE = 256, O_WL, O_STATES, O_SEED, O_BS, O_KEEP, O_JSON, O_JOBS, O_FSCK, O_REPLAY, O_CORPUS, O_QUIET, O_EVENTS };
-	const char *why;
-	static const struct option lo[] = {
-		{ "mode", required_argument, NULL, O_MODE },	     { "workload", required_argument, NULL, O_WL },
-		{ "states", required_argument, NULL, O_STATES },     { "seed", required_argument, NULL, O_SEED },
-		{ "block-size", required_argument, NULL, O_BS },     { "keep", required_argument, NULL, O_KEEP },
-		{ "json", no_argument, NULL, O_JSON },		     { "jobs", required_argument, NULL, O_JOBS },
-		{ "fsck-every", required_argument, NULL, O_FSCK },   { "replay", required_argument, NULL, O_REPLAY },
-		{ "corpus", required_argument, NULL, O_CORPUS },     { "quiet", no_argument, NULL, O_QUIET },
-		{ "events", no_argument, NULL, O_EVENTS },	     { "options", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },		     { NULL, 0, NULL, 0 },
-	};
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	*o = (struct opts){ .states = 10000, .fsck_every = 8, .jobs = cpus < 1 ? 1 : cpus > 4 ? 4 : (unsigned)cpus,
 			    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20), .mount_opts = "" };
-	int rc = 0;
 	for (size_t i = 0; i < 4; i++)
 		if (i > 0 || crash_guarded_default)
 			o->modes[o->nmodes++] = all_modes[i];
@@ -198,59 +259,16 @@ static int parse_args(struct opts *o, int argc, char **argv)
 		o->wls[o->nwls++] = (enum crash_wl)i;
 	o->bss[o->nbss++] = 1024;
 	o->bss[o->nbss++] = 4096;
-	optind = 1;
-	opterr = 0;
-	int c;
-	uint64_t v;
-	while (!rc && (c = getopt_long(argc, argv, "ho:", lo, NULL)) != -1) {
-		switch (c) {
-		case O_MODE: rc = parse_modes(o, optarg); break;
-		case O_WL: rc = parse_wls(o, optarg); break;
-		case O_BS: rc = parse_bss(o, optarg); break;
-		case O_STATES:
-			if (!parse_num(optarg, &v) || !v || v > 100000000)
-				return bad_usage("bad --states", optarg);
-			o->states = (unsigned)v;
-			break;
-		case O_SEED:
-			if (!parse_num(optarg, &v))
-				return bad_usage("bad --seed", optarg);
-			o->seed = v;
-			break;
-		case O_JOBS:
-			if (!parse_num(optarg, &v) || !v || v > 64)
-				return bad_usage("bad --jobs", optarg);
-			o->jobs = (unsigned)v;
-			break;
-		case O_FSCK:
-			if (!parse_num(optarg, &v) || v > 1000000)
-				return bad_usage("bad --fsck-every", optarg);
-			o->fsck_every = (unsigned)v;
-			break;
-		case 'o':
-			if ((why = mount_opts_bad(optarg)))
-				return bad_usage(why, *optarg ? optarg : NULL);
-			o->mount_opts = optarg;
-			break;
-		case O_KEEP: o->keep = optarg; break;
-		case O_REPLAY: o->replay = optarg; break;
-		case O_CORPUS: o->corpus = optarg; break;
-		case O_JSON: o->json = true; break;
-		case O_QUIET: o->quiet = true; break;
-		case O_EVENTS: o->events = true; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default: return bad_usage("unknown option or missing argument", argv[optind - 1]);
-		}
-	}
-	if (!rc && optind < argc)
-		return bad_usage("unexpected argument", argv[optind]);
+	int pos, rc = cliopt_parse(&crash_cmd, argc, argv, o, &pos);
+	if (rc >= 0)
+		return rc;
 	/* A kept state and a corpus case carry their own options: -o there
 	 * would be ignored or contradict them. */
-	if (!rc && *o->mount_opts && (o->replay || o->corpus))
+	if (*o->mount_opts && (o->replay || o->corpus))
 		return bad_usage(o->replay ? "-o with --replay (the kept state's job.txt has its options)"
 					   : "-o with --corpus (a case gives its own: options=OPTS)",
 				 o->mount_opts);
-	return rc ? rc : -1;
+	return -1;
 }
 
 /* ------------------------------------------------------------ workers */

@@ -2,9 +2,7 @@
  * unmount, error messages and exit statuses, formatting (common.h). */
 #include "common.h"
 
-#include "dev/dev.h"
-
-#include "util/array.h"
+#include "../common/tutil.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -157,9 +155,11 @@ static int parse_positional(struct cli_args *a, int rest, char **args)
 			return cli_usage_error(a, "missing IMAGE");
 		if (!*args[0])
 			return cli_usage_error(a, "empty IMAGE name");
-		/* IMAGE is a path, or any device spec (nbd:URI, mem:...). */
-		if (dev_spec_has_kind(args[0]) ? !(a->spec = strdup(args[0]))
-					       : asprintf(&a->spec, "file:%s", args[0]) < 0) {
+		/* IMAGE is a path, or any device spec (nbd:URI, mem:...): the
+		 * library says which (a malformed spec still names its kind). */
+		struct nostall_dev_info di;
+		nostall_dev_spec_info(args[0], &di);
+		if (di.has_kind ? !(a->spec = strdup(args[0])) : asprintf(&a->spec, "file:%s", args[0]) < 0) {
 			a->spec = NULL;
 			return cli_oom(a);
 		}
@@ -460,5 +460,5 @@ int cli_writev_all(int fd, const struct iovec *iov, int iovcnt)
 
 int cli_array_grow(void *v, size_t *cap, size_t n, size_t elem, size_t first)
 {
-	return array_grow(v, cap, n, elem, first);
+	return tool_array_grow(v, cap, n, elem, first);
 }

@@ -8,8 +8,8 @@
  * 1. */
 #include "../acl/acl.h"
 #include "../common/cmds.h"
+#include "../common/tutil.h"
 #include "common.h"
-#include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -47,8 +47,8 @@ static void put_progress(struct put_ctx *g, bool end)
 {
 	if (!g->tty)
 		return;
-	uint64_t now = clock_now_ns();
-	if (!end && (now - g->t0_ns < 1000 * NS_PER_MS || now - g->last_ns < 500 * NS_PER_MS))
+	uint64_t now = tool_now_ns();
+	if (!end && (now - g->t0_ns < 1000 * TOOL_NS_PER_MS || now - g->last_ns < 500 * TOOL_NS_PER_MS))
 		return;
 	if (end && !g->shown)
 		return;
@@ -342,7 +342,7 @@ static int put_run(struct cli_args *a, struct nostall_fs *fs)
 {
 	const char *host = a->pos[0];
 	struct put_ctx g = { .a = a, .fs = fs, .root = geteuid() == 0,
-			     .tty = a->progress || isatty(STDERR_FILENO) == 1, .t0_ns = clock_now_ns() };
+			     .tty = a->progress || isatty(STDERR_FILENO) == 1, .t0_ns = tool_now_ns() };
 	struct stat hs;
 	if ((a->flag['r'] ? lstat(host, &hs) : stat(host, &hs)) < 0) {
 		put_host_error(&g, host, NULL, -errno);

@@ -9,9 +9,7 @@
  * "ro" goes to both the library and the kernel mount. */
 #include "fuse_int.h"
 
-#include "dev/dev.h"
-#include "util/err.h"
-#include "util/opts.h"
+#include "../common/optstr.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,7 +29,7 @@ static int olist_add(struct olist *l, const char *name, const char *value)
 		size_t cap = need * 2;
 		char *s = realloc(l->s, cap);
 		if (!s)
-			return err_set(-ENOMEM, "out of memory");
+			return nostall_errmsg_set(-ENOMEM, "out of memory");
 		l->s = s;
 		l->cap = cap;
 	}
@@ -57,8 +55,8 @@ static bool name_in(const char *name, const char *const *list)
 
 static int timeout_parse(const char *name, const char *value, double *out)
 {
-	if (!value || opts_parse_double(value, out) < 0 || *out < 0)
-		return err_set(-EINVAL, "mount option %s needs a number of seconds >= 0", name);
+	if (!value || !optstr_double(value, out) || *out < 0)
+		return nostall_errmsg_set(-EINVAL, "mount option %s needs a number of seconds >= 0", name);
 	return 0;
 }
 
@@ -88,24 +86,24 @@ static int daemon_opt(struct parse_ctx *c, const char *name, const char *value, 
 		return timeout_parse(name, value, &o->negative_timeout);
 	else if (!strcmp(name, "threads")) {
 		uint64_t n;
-		if (!value || opts_parse_u64(value, &n) < 0 || n < 1 || n > 256)
-			return err_set(-EINVAL, "mount option threads needs a count 1..256");
+		if (!value || !optstr_u64(value, &n) || n < 1 || n > 256)
+			return nostall_errmsg_set(-EINVAL, "mount option threads needs a count 1..256");
 		o->threads = (unsigned)n;
 	} else if (!strcmp(name, "handoff_us")) {
 		uint64_t n;
-		if (!value || opts_parse_u64(value, &n) < 0 || n < 10 || n > 1000000)
-			return err_set(-EINVAL, "mount option handoff_us needs microseconds 10..1000000");
+		if (!value || !optstr_u64(value, &n) || n < 10 || n > 1000000)
+			return nostall_errmsg_set(-EINVAL, "mount option handoff_us needs microseconds 10..1000000");
 		o->handoff_us = (unsigned)n;
 	} else if (!strcmp(name, "readahead")) {
 		uint64_t n;
-		if (!value || opts_parse_size(value, &n) < 0 || n > (1ull << 30))
-			return err_set(-EINVAL, "mount option readahead needs a size 0..1G");
+		if (!value || !optstr_size(value, &n) || n > (1ull << 30))
+			return nostall_errmsg_set(-EINVAL, "mount option readahead needs a size 0..1G");
 		o->read_ahead = n;
 		o->read_ahead_set = true;
 	} else if (!strcmp(name, "spin_us")) {
 		uint64_t n;
-		if (!value || opts_parse_u64(value, &n) < 0 || n > 1000)
-			return err_set(-EINVAL, "mount option spin_us needs microseconds 0..1000");
+		if (!value || !optstr_u64(value, &n) || n > 1000)
+			return nostall_errmsg_set(-EINVAL, "mount option spin_us needs microseconds 0..1000");
 		o->spin_us = (unsigned)n;
 	} else
 		*done = false;
@@ -144,7 +142,7 @@ static int opt_cb(void *ctx, const char *name, const char *value)
 	if (!strcmp(name, "default_permissions") && !value)
 		return 0; /* always on */
 	if (!strcmp(name, "fsname") || !strcmp(name, "subtype"))
-		return err_set(-EINVAL, "mount option %s is set by nostall", name);
+		return nostall_errmsg_set(-EINVAL, "mount option %s is set by nostall", name);
 	if (!strcmp(name, "ro") && !value) {
 		c->o->ro = true;
 		c->o->mount_flags |= NOSTALL_MOUNT_RDONLY;
@@ -165,7 +163,7 @@ int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 				  .attr_timeout = 86400, .entry_timeout = 86400,
 				  .negative_timeout = 86400 };
 	struct parse_ctx c = { .o = o, .allow_other = -1 };
-	int rc = opts ? opts_parse(opts, opt_cb, &c) : 0;
+	int rc = optstr_each(opts, opt_cb, &c);
 	o->allow_other = c.allow_other < 0 ? owner_root : c.allow_other == 1;
 	/* The library's per-file reader behind FUSE: the kernel's readahead
 	 * sends READs on several daemon threads at once, which a ring sized
@@ -194,7 +192,7 @@ int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 		rc = olist_add(&c.fuse, "fsname", esc);
 	}
 	if (!rc && !c.lib.s && !(c.lib.s = calloc(1, 1)))
-		rc = err_set(-ENOMEM, "out of memory");
+		rc = nostall_errmsg_set(-ENOMEM, "out of memory");
 	o->lib = c.lib.s;
 	o->fuse = c.fuse.s;
 	if (rc)
@@ -224,26 +222,10 @@ static char *abs_path(const char *p, size_t len)
 
 char *nfuse_spec_image(const char *spec)
 {
-	static const char *const kinds[] = { "mem:", "sim:", "log:", "fault:", "nbd:", NULL };
-	if (!strncmp(spec, "file:", 5)) {
-		/* file:IMG,direct=0: the image is IMG (the options are the device's) */
-		char *p = dev_file_spec_path(spec + 5);
-		char *r = p ? abs_path(p, strlen(p)) : NULL;
-		free(p);
-		return r;
-	}
-	bool kind = false;
-	for (const char *const *k = kinds; *k; k++)
-		if (!strncmp(spec, *k, strlen(*k)))
-			kind = true;
-	if (!kind)
-		return abs_path(spec, strlen(spec));
-	/* a wrapper: the innermost file (fault:file:IMG,..., sim:...,file=IMG) */
-	const char *f = strstr(spec, "file:");
-	if (f)
-		return abs_path(f + 5, strcspn(f + 5, ","));
-	f = strstr(spec, "file=");
-	if (f)
-		return abs_path(f + 5, strcspn(f + 5, ","));
-	return NULL;
+	/* the file under any wrapper: IMG of file:IMG,direct=0, of
+	 * fault:file:IMG,op=read, of sim:hdd,file=IMG; a bare path itself */
+	struct nostall_dev_info di;
+	if (nostall_dev_spec_info(spec, &di) < 0 || !di.file)
+		return NULL;
+	return abs_path(di.file, di.file_len);
 }
