@@ -253,7 +253,8 @@ void ext3_data_shutdown(struct ext3_fs *fs);
  * back and drop its pages, release its jbd_inode. */
 void ext3_data_evict(struct ext3_inode *in);
 /* Start writeback of the inode's dirty data without waiting (rename over a
- * file in writeback/guarded mode: the 2.6.30 safeguard). 0 or -ENOMEM. */
+ * file when the data-mode table asks, replace_flush: the 2.6.30 safeguard;
+ * the inode cache's spared dirty victims). 0 or -ENOMEM. */
 int ext3_data_flush_start(struct ext3_inode *in);
 /* Record that h's transaction changes in (datasync: a change fdatasync must
  * commit too: size, block map); fsync commits the recorded transaction.
