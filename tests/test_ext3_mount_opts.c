@@ -20,6 +20,7 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static bool barrier_of(const char *opts)
@@ -171,6 +172,43 @@ static void test_era_data_mode(void **state)
 	assert_int_equal(mode_of(0, "preset=nostall"), EXT3_DATA_MODE_DEFAULT);
 }
 
+/* The mount chooses the mode's ops table where it resolves the mode
+ * (core/data_ops.h): its name is the mode's word, on read-write and
+ * read-only mounts alike; a mode no table serves is refused. */
+static void test_data_mode_table(void **state)
+{
+	(void)state;
+	static const char *const words[] = {"journal", "ordered", "writeback", "guarded"};
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+		for (unsigned flags = 0; flags <= EXT3_MOUNT_JOURNAL; flags += EXT3_MOUNT_JOURNAL) {
+			struct dev *d = fresh_fs(0);
+			char opts[32];
+			snprintf(opts, sizeof opts, "data=%s", words[i]);
+			struct ext3_mount_opts o;
+			ext3_mount_opts_init(&o);
+			assert_int_equal(ext3_mount_opts_parse(&o, opts), 0);
+			struct ext3_fs *fs = NULL;
+			int rc = ext3_fs_mount(d, &o, flags, &fs);
+			ext3_mount_opts_release(&o);
+			if (rc)
+				fail_msg("mount -o %s: %s", opts, err_last(rc));
+			assert_string_equal(ext3_fs_data_mode(fs), words[i]);
+			assert_string_equal(ext3_data_mode_name(ext3_fs_opts(fs)->data_mode), words[i]);
+			assert_int_equal(ext3_fs_unmount(fs), 0);
+			dev_close(d);
+		}
+	}
+	struct dev *d = fresh_fs(0);
+	struct ext3_mount_opts o;
+	ext3_mount_opts_init(&o);
+	o.data_mode = 99;
+	struct ext3_fs *fs = NULL;
+	assert_int_equal(ext3_fs_mount(d, &o, EXT3_MOUNT_JOURNAL, &fs), -EINVAL);
+	assert_null(fs);
+	ext3_mount_opts_release(&o);
+	dev_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_era_shadow_defaults),
 		cmocka_unit_test(test_era_fsync_in_commit),
 		cmocka_unit_test(test_era_data_mode),
+		cmocka_unit_test(test_data_mode_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

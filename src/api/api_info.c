@@ -116,7 +116,7 @@ int nostall_info(struct nostall_fs *fs, struct nostall_info *info)
 	info->unsigned_hash = ext3_fs_unsigned_hash(fs->e);
 	info->superblock_block = ext3_fs_sb_block(fs->e);
 	snprintf(info->data_mode, sizeof info->data_mode, "%s",
-		 ext3_data_mode_name(ext3_fs_opts(fs->e)->data_mode));
+		 ext3_fs_data_mode(fs->e));
 	return 0;
 }
 

@@ -131,6 +131,9 @@ int ext3_fs_unmount(struct ext3_fs *fs);
 
 /* The options in effect (data_mode resolved; blk_opts NULL). */
 const struct ext3_mount_opts *ext3_fs_opts(const struct ext3_fs *fs);
+/* The data mode in force, by name ("journal", "ordered", "writeback",
+ * "guarded"): its ops table's (core/data_ops.h). */
+const char *ext3_fs_data_mode(const struct ext3_fs *fs);
 /* The journal of an EXT3_MOUNT_JOURNAL mount, else NULL. */
 struct jbd_journal *ext3_fs_journal(struct ext3_fs *fs);
 /* Where the journal is (EXT3_MOUNT_JOURNAL mounts; valid while mounted).

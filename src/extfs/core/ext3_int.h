@@ -22,6 +22,7 @@ struct page_mapping;
 struct jbd_inode;
 struct ext3_balloc;
 struct ext3_data;
+struct ext3_data_ops;
 #include <stdatomic.h>
 
 #include "util/lockdep.h"
@@ -30,6 +31,9 @@ struct ext3_data;
 struct ext3_inode {
 	struct ext3_fs *fs;
 	uint32_t ino;               /* immutable */
+	/* The inode's own data-mode table (extfs/core/data_ops.h, ext3_dops);
+	 * NULL: the mount's (fs->dops), as every inode today. */
+	const struct ext3_data_ops *dops;
 	/* Inode cache linkage: protected by fs->icache.lock. */
 	unsigned refs;
 	struct ext3_inode *hnext;   /* hash chain */
@@ -123,6 +127,8 @@ struct ext3_fs {
 	char ro_reason[256];
 	struct ext3_group_desc *gd; /* [groups], host byte order */
 	struct ext3_mount_opts opts; /* in effect (data_mode resolved, blk_opts NULL) */
+	const struct ext3_data_ops *dops; /* the data mode's table, chosen with the mode
+					   * (super/mount.c; core/data_ops.h) */
 	struct ext3_journal *jmap;  /* EXT3_MOUNT_JOURNAL: the journal's block map */
 	struct jbd_journal *journal; /* EXT3_MOUNT_JOURNAL: the loaded journal */
 	struct ext3_icache icache;  /* internally locked */

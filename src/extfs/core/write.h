@@ -253,7 +253,8 @@ void ext3_data_shutdown(struct ext3_fs *fs);
  * back and drop its pages, release its jbd_inode. */
 void ext3_data_evict(struct ext3_inode *in);
 /* Start writeback of the inode's dirty data without waiting (rename over a
- * file in writeback/guarded mode: the 2.6.30 safeguard). 0 or -ENOMEM. */
+ * file when the data-mode table asks, replace_flush: the 2.6.30 safeguard;
+ * the inode cache's spared dirty victims). 0 or -ENOMEM. */
 int ext3_data_flush_start(struct ext3_inode *in);
 /* Record that h's transaction changes in (datasync: a change fdatasync must
  * commit too: size, block map); fsync commits the recorded transaction.
@@ -261,27 +262,7 @@ int ext3_data_flush_start(struct ext3_inode *in);
  * (datasync false) so every inode change is seen by fsync. */
 void ext3_inode_note_tid(struct jbd_handle *h, struct ext3_inode *in, bool datasync);
 
-/* data=guarded hooks that the inode room calls (truncate, the inode cache);
- * implemented in extfs/data/guarded.c. */
-/* Truncate (in->lock as writer, no handle), in two steps around the page
- * cache's truncate:
- * - begin: when the new size is past i_disksize, write and wait the pages in
- *   between and their completions; -EIO if an extent below the new size is
- *   still not done (failed data: the size would pass it);
- * - end: wait for the completions of the runs the page truncate waited for
- *   (they must meet the old extents, not new ones at the same index), then
- *   drop every extent at or past the new size. */
-int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size);
-void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size);
-
-/* Nothing of in's data is guarded (in->lock held): no extent pending or
- * failed, no truncated tail, not on the orphan list for guarded, and the
- * size on disk is the size in memory. Its dirty pages are then plain
- * overwrites, which fsync may order into its commit as writeback does. */
-bool ext3_guarded_settled(struct ext3_inode *in);
-/* Queue in for the logger again: the inode cache kept it (victim_spare)
- * after the logger, finding it being evicted, had left its size to the
- * eviction. */
-void ext3_guarded_requeue(struct ext3_inode *in);
+/* What differs between the data modes (truncate's and the inode cache's
+ * hooks included): extfs/core/data_ops.h. */
 
 #endif

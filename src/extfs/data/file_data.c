@@ -25,6 +25,9 @@
  *   filed only for hole fills and partial-block tails. fsync waits for this
  *   file's completions and logs its size, sync(2) for every file's, and an
  *   evicted inode's final size is logged before its mapping goes.
+ * - What differs between the modes is reached through the inode's data-mode
+ *   table (ext3_dops, core/data_ops.h): this file never asks which mode is
+ *   in force; the tables are defined beside their modes' code.
  *
  * Locking: in->mapping / in->jinode are set under in->lock as writer and
  * stay until eviction (no inode reference left) or unmount, so a holder of
@@ -34,7 +37,6 @@
  * start no handle.
  */
 #include "extfs/data/file_data.h"
-#include "extfs/data/guarded.h"
 #include "extfs/inode/inode_write.h"
 
 #include "blk/blk.h"
@@ -53,17 +55,27 @@ struct ext3_data {
 	size_t n, cap;
 	_Atomic uint64_t *written;  /* bit per inode: data changed this mount */
 	size_t words;
-	struct ext3_guarded *guard; /* data=guarded only */
+	/* The data mode's own state (data=guarded's; ext3_data_set_mode_state)
+	 * and the table that set it. Set at mount, read-only until unmount. */
+	void *mode_state;
+	const struct ext3_data_ops *mode_state_ops;
 };
 
-bool ext3_data_paged(const struct ext3_fs *fs)
+bool ext3_data_paged(const struct ext3_inode *in)
 {
-	return fs->opts.data_mode != EXT3_DATA_JOURNAL;
+	return !ext3_dops(in)->journal_data;
 }
 
-struct ext3_guarded *ext3_data_guard(const struct ext3_fs *fs)
+void ext3_data_set_mode_state(struct ext3_fs *fs, const struct ext3_data_ops *ops, void *state)
 {
-	return fs->data ? fs->data->guard : NULL;
+	fs->data->mode_state = state;
+	fs->data->mode_state_ops = state ? ops : NULL;
+}
+
+void *ext3_data_mode_state(const struct ext3_fs *fs, const struct ext3_data_ops *ops)
+{
+	struct ext3_data *d = fs->data;
+	return d && d->mode_state_ops == ops ? d->mode_state : NULL;
 }
 
 uint64_t ext3_data_max_size(const struct ext3_fs *fs)
@@ -97,8 +109,11 @@ int ext3_data_init(struct ext3_fs *fs)
 	int rc = page_cache_create(fs->q, fs->g.block_size, &pp, &fs->pcache);
 	if (!rc && no_periodic)
 		rc = page_cache_set(fs->pcache, "writeback_interval_ms", "0");
-	if (!rc && ext3_guarded_mode(fs))
-		rc = ext3_guarded_create(fs, &d->guard);
+	if (!rc && fs->dops->init) {
+		fs->data = d; /* the mode's init may keep its state there */
+		rc = fs->dops->init(fs);
+		fs->data = NULL;
+	}
 	if (rc && fs->pcache) {
 		page_cache_destroy(fs->pcache);
 		fs->pcache = NULL;
@@ -172,8 +187,10 @@ void ext3_data_shutdown(struct ext3_fs *fs)
 		}
 	}
 	free(v);
-	ext3_guarded_destroy(d->guard); /* after the last eviction */
-	d->guard = NULL;
+	if (fs->dops->shutdown)
+		fs->dops->shutdown(fs); /* after the last eviction */
+	d->mode_state = NULL;
+	d->mode_state_ops = NULL;
 	page_cache_destroy(fs->pcache);
 	fs->pcache = NULL;
 	pthread_mutex_destroy(&d->lock);
@@ -224,15 +241,18 @@ static int data_map(void *ctx, uint64_t index, bool create, uint64_t *phys, bool
 	if (!rc && (count == 0 || *phys == 0))
 		rc = err_set(-EIO, "ext3: inode %u: block %llu not mapped after allocation", in->ino,
 			     (unsigned long long)index);
-	if (!rc && *is_new)
-		rc = ext3_guarded_block_new(in, index);
+	const struct ext3_data_ops *ops = ext3_dops(in);
+	if (!rc && *is_new && ops->block_new)
+		rc = ops->block_new(in, index);
 	return rc;
 }
 
-/* io_done op (data=guarded): the page cache's worker, no lock held. */
+/* io_done op (tables with one: data=guarded): the page cache's worker, no
+ * lock held. */
 static void data_io_done(void *ctx, uint64_t first, uint64_t last, int err)
 {
-	ext3_guarded_io_done(ctx, first, last, err);
+	struct ext3_inode *in = ctx;
+	ext3_dops(in)->io_done(in, first, last, err);
 }
 
 /* Whole-page writes allocate a batch in one call (page.h map_range): one
@@ -252,14 +272,15 @@ static int data_map_range(void *ctx, uint64_t index, uint32_t max, uint64_t *phy
 	if (!rc && (*count == 0 || *phys == 0))
 		rc = err_set(-EIO, "ext3: inode %u: block %llu not mapped after allocation", in->ino,
 			     (unsigned long long)index);
-	for (uint32_t i = 0; !rc && is_new && i < *count; i++)
-		rc = ext3_guarded_block_new(in, index + i);
+	const struct ext3_data_ops *ops = ext3_dops(in);
+	for (uint32_t i = 0; !rc && is_new && ops->block_new && i < *count; i++)
+		rc = ops->block_new(in, index + i);
 	return rc;
 }
 
 static const struct page_mapping_ops data_ops = {.map = data_map, .map_range = data_map_range};
-static const struct page_mapping_ops guarded_ops = {.map = data_map, .io_done = data_io_done,
-						    .map_range = data_map_range};
+static const struct page_mapping_ops data_ops_io_done = {.map = data_map, .io_done = data_io_done,
+							 .map_range = data_map_range};
 
 int ext3_data_mapping(struct ext3_inode *in, struct page_mapping **out)
 {
@@ -268,7 +289,7 @@ int ext3_data_mapping(struct ext3_inode *in, struct page_mapping **out)
 		if (!fs->pcache)
 			return err_set(-EROFS, "ext3: no page cache (read-only mount)");
 		struct page_mapping *m;
-		int rc = page_mapping_create(fs->pcache, ext3_guarded_mode(fs) ? &guarded_ops : &data_ops,
+		int rc = page_mapping_create(fs->pcache, ext3_dops(in)->io_done ? &data_ops_io_done : &data_ops,
 					     in, &m);
 		if (rc)
 			return err_wrap(rc, "ext3: inode %u: page mapping", in->ino);
@@ -299,8 +320,9 @@ static int ordered_wait(void *ctx, uint32_t tid)
 	int rc = page_mapping_wait(in->mapping, 0, PAGE_INDEX_MAX);
 	/* Guarded: the mapping's error goes to its first waiter, which may
 	 * not be this commit; the extents keep every failure. */
-	if (!rc && ext3_guarded_mode(in->fs))
-		rc = ext3_guarded_data_check(in);
+	const struct ext3_data_ops *ops = ext3_dops(in);
+	if (!rc && ops->data_check)
+		rc = ops->data_check(in);
 	return rc;
 }
 
@@ -319,24 +341,14 @@ static int data_file_ordered_as(struct jbd_handle *h, struct ext3_inode *in, boo
 	return rc ? err_wrap(rc, "ext3: inode %u: ordering its data", in->ino) : 0;
 }
 
-static int data_file_ordered(struct jbd_handle *h, struct ext3_inode *in)
+int ext3_data_file_ordered(struct jbd_handle *h, struct ext3_inode *in)
 {
-	return data_file_ordered_as(h, in, false);
+	return in->mapping ? data_file_ordered_as(h, in, false) : 0;
 }
 
 int ext3_data_order_strict(struct jbd_handle *h, struct ext3_inode *in)
 {
 	return in->mapping ? data_file_ordered_as(h, in, true) : 0;
-}
-
-int ext3_data_order(struct jbd_handle *h, struct ext3_inode *in)
-{
-	int mode = in->fs->opts.data_mode;
-	if (mode != EXT3_DATA_ORDERED && mode != EXT3_DATA_GUARDED)
-		return 0;
-	if (!in->mapping)
-		return 0;
-	return data_file_ordered(h, in);
 }
 
 void ext3_inode_note_tid(struct jbd_handle *h, struct ext3_inode *in, bool datasync)
@@ -360,7 +372,9 @@ void ext3_data_evict(struct ext3_inode *in)
 	}
 	/* data=guarded: the size that data reached, logged before the state
 	 * goes (pages written above; the mapping still exists). */
-	ext3_guarded_evict(in);
+	const struct ext3_data_ops *ops = ext3_dops(in);
+	if (ops->evict)
+		ops->evict(in);
 	if (in->jinode) {
 		(void)jbd_inode_release(in->jinode);
 		in->jinode = NULL;
@@ -421,60 +435,64 @@ int ext3_data_commit(struct ext3_fs *fs, bool have, uint32_t tid)
 	return rc ? rc : data_cache_flush(fs);
 }
 
-/* fsync's data inside the commit it forces (ordered, writeback, guarded):
- * the inode's pages are filed as ordered data of the running transaction
- * `tid` (the one this inode last changed; guarded: any running one, as it
- * logs the size there: ext3_guarded_fsync_in_commit), in a sync handle.
- * The commit then writes them beside its log blocks and waits for them
- * before the commit block, whose flush covers them: one write round trip
- * less than writing and waiting first. Returns 1 when the commit is done
- * that way, 0 when the caller must take the plain way (the transaction
- * moved on; a data error would abort the journal where writeback mode must
- * not: data_err=abort; or the crash checker's broken build skips filed
- * data). Lock order as the write path: in->lock, then the handle; the
- * commit is waited for without in->lock (its data submit maps blocks under
- * it). in has a page mapping. */
+/* fsync's data inside the commit it forces (the tables' fsync_in_commit:
+ * ordered, writeback, guarded): the inode's pages are filed as ordered data
+ * of the running transaction (ordered, writeback: only while it is `tid`,
+ * the one this inode last changed; guarded: any running one, as it logs
+ * the size there), in a sync handle. The commit then writes them beside its
+ * log blocks and waits for them before the commit block, whose flush
+ * covers them: one write round trip less than writing and waiting first.
+ * The way is not taken (0: the caller writes and waits) when the mount
+ * says so (fsync_in_commit off, as 2.6.30) or the crash checker's broken
+ * build skips filed data; the tables refuse it when the transaction moved
+ * on, or (writeback) when a data error would abort the journal where the
+ * mode must not: data_err=abort. Lock order as the write path: in->lock,
+ * then the handle; the commit is waited for without in->lock (its data
+ * submit maps blocks under it). in has a page mapping. */
 static int fsync_data_in_commit(struct ext3_inode *in, uint32_t tid)
 {
+	const struct ext3_data_ops *ops = ext3_dops(in);
+	if (!ops->fsync_in_commit || !in->fs->opts.fsync_in_commit || jbd_debug_skip_ordered())
+		return 0;
+	return ops->fsync_in_commit(in, tid);
+}
+
+int ext3_data_fsync_filed(struct ext3_inode *in, uint32_t tid, int credits,
+			  int (*file)(struct jbd_handle *h, struct ext3_inode *in, uint32_t tid))
+{
 	struct ext3_fs *fs = in->fs;
-	int mode = fs->opts.data_mode;
-	if (mode != EXT3_DATA_ORDERED && mode != EXT3_DATA_WRITEBACK && mode != EXT3_DATA_GUARDED)
-		return 0;
-	if (!fs->opts.fsync_in_commit) /* as 2.6.30 (the era presets) */
-		return 0;
-	/* (Guarded aborts on a lost data write with data_err=abort anyway.) */
-	if ((mode == EXT3_DATA_WRITEBACK && fs->opts.data_err == EXT3_DATA_ERR_ABORT) || jbd_debug_skip_ordered())
-		return 0;
-	/* Guarded logs its size in the new handle, wherever the inode's last
-	 * change went (an earlier transaction commits first anyway). */
-	if (mode != EXT3_DATA_GUARDED && jbd_journal_running_tid(fs->journal) != tid)
-		return 0;
 	ext3_inode_wrlock(in);
 	struct jbd_handle *h = NULL;
-	int rc = ext3_journal_start(fs, mode == EXT3_DATA_GUARDED ? EXT3_GUARDED_CREDITS + EXT3_CRED_INODE : 1, &h);
+	int rc = ext3_journal_start(fs, credits, &h);
 	if (!h) {
 		ext3_inode_unlock(in);
 		return rc;
 	}
-	int filed = 0;
-	if (mode == EXT3_DATA_GUARDED && !ext3_guarded_settled(in)) {
-		/* Guarded data: its size moves in this handle, the data strict
-		 * ordered before the commit block (ext3_guarded_fsync_in_commit). */
-		rc = ext3_guarded_fsync_in_commit(h, in);
-		filed = rc == 1;
-		if (rc == 1)
-			rc = 0;
-	} else if (jbd_handle_tid(h) == tid || mode == EXT3_DATA_GUARDED) {
-		/* Only data whose size is on disk already (rewrites, and in
-		 * guarded appends inside allocated blocks). */
-		rc = data_file_ordered(h, in);
-		filed = !rc;
-	}
+	rc = file(h, in, tid);
+	int filed = rc == 1;
+	if (rc == 1)
+		rc = 0;
 	if (filed)
 		jbd_handle_set_sync(h, true);
 	ext3_inode_unlock(in);
 	int src = ext3_journal_stop(h);
 	return rc ? rc : src ? src : filed;
+}
+
+/* Only data whose size is on disk already: filed while tid still runs. */
+static int file_same_tid(struct jbd_handle *h, struct ext3_inode *in, uint32_t tid)
+{
+	if (jbd_handle_tid(h) != tid)
+		return 0;
+	int rc = ext3_data_file_ordered(h, in);
+	return rc ? rc : 1;
+}
+
+int ext3_data_fsync_same_tid(struct ext3_inode *in, uint32_t tid)
+{
+	if (jbd_journal_running_tid(in->fs->journal) != tid)
+		return 0;
+	return ext3_data_fsync_filed(in, tid, 1, file_same_tid);
 }
 
 int ext3_file_fsync(struct ext3_inode *in, bool datasync)
@@ -489,7 +507,8 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	uint32_t tid = datasync ? in->datasync_tid : in->sync_tid;
 	ext3_inode_unlock(in);
 	int rc = 0;
-	if (m && have && !dir && ext3_data_paged(fs)) {
+	const struct ext3_data_ops *ops = ext3_dops(in);
+	if (m && have && !dir && ext3_data_paged(in)) {
 		rc = fsync_data_in_commit(in, tid);
 		if (rc < 0)
 			return rc;
@@ -498,12 +517,13 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 			goto done;
 		}
 	}
-	if (m && ext3_data_paged(fs))
+	if (m && ext3_data_paged(in))
 		rc = page_mapping_sync(m, 0, PAGE_INDEX_MAX, blk_queue_sync_batch_op(fs->q));
-	if (m && ext3_guarded_mode(fs)) {
-		/* This file's completions only, then its size in a handle: the
-		 * commit below then covers it, and writes nobody's data. */
-		int grc = ext3_guarded_fsync(in);
+	if (m && ops->fsync_wait) {
+		/* Guarded: this file's completions only, then its size in a
+		 * handle: the commit below then covers it, and writes nobody's
+		 * data. */
+		int grc = ops->fsync_wait(in);
 		if (!rc)
 			rc = grc;
 		ext3_inode_rdlock(in);
@@ -561,7 +581,7 @@ int ext3_fs_sync(struct ext3_fs *fs)
 	free(ins);
 	free(v);
 	/* data=guarded: every size the written data allows, logged first. */
-	int grc = ext3_guarded_drain(fs);
+	int grc = fs->dops->sync ? fs->dops->sync(fs) : 0;
 	if (!rc)
 		rc = grc;
 	int crc = jbd_journal_force_commit(fs->journal);

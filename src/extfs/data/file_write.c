@@ -9,8 +9,10 @@
  * jbd_handle_current), i_size grows (size_set: the one place i_disksize
  * moves with it; data=guarded moves it in guarded.c instead), the inode is
  * written, and in data=ordered its jbd_inode is filed (data=guarded: the
- * orphan entry for new extents, ordering for hole fills only).
- * data=journal instead journals each block through the buffer cache.
+ * orphan entry for new extents, ordering for hole fills only): the inode's
+ * data-mode table's write_begin / write_order / write_end
+ * (core/data_ops.h). data=journal instead journals each block through the
+ * buffer cache: its table's write_chunk (data_journal.c).
  *
  * Reads: through the open file's ext3_fread (its readahead segments read
  * the disk directly; for a file whose data changed during this mount,
@@ -21,15 +23,12 @@
  * always through the buffer cache, where its journalled blocks are.
  */
 #include "extfs/data/file_data.h"
-#include "extfs/data/guarded.h"
 
-#include "buf/buf.h"
 #include "page/page.h"
 #include "util/err.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <string.h>
 #include <sys/uio.h>
 
 #define CHUNK_BLOCKS 64u
@@ -54,13 +53,13 @@ static int check_reg(struct ext3_inode *in, const char *what)
 }
 
 /* The only place i_size and i_disksize move together. data=guarded moves
- * i_disksize only over completed data (ext3_guarded_catch_up, called by the
- * same handle). Caller holds in->lock as writer and a handle that writes the
- * inode afterwards. */
-static void size_set(struct ext3_inode *in, uint64_t size)
+ * i_disksize only over completed data (its table's disksize_at_io: its
+ * catch_up, called by the same handle). Caller holds in->lock as writer and
+ * a handle that writes the inode afterwards. */
+void ext3_data_size_set(struct ext3_inode *in, uint64_t size)
 {
 	in->i_size = size;
-	if (!ext3_guarded_mode(in->fs))
+	if (!ext3_dops(in)->disksize_at_io)
 		in->i_disksize = size;
 	in->a.size = size;
 }
@@ -69,7 +68,7 @@ static void size_set(struct ext3_inode *in, uint64_t size)
  * execution is on (a plain setgid marks mandatory locking), as the kernel
  * does for writers without CAP_FSETID: the library runs as its caller and
  * has no capability notion. Caller holds in->lock as writer. */
-static void touch_mc(struct ext3_inode *in, bool data)
+void ext3_data_touch(struct ext3_inode *in, bool data)
 {
 	int64_t s;
 	uint32_t ns;
@@ -87,7 +86,7 @@ static void touch_mc(struct ext3_inode *in, bool data)
 }
 
 /* Write the inode in h and remember the transaction for fsync. */
-static int inode_commit(struct jbd_handle *h, struct ext3_inode *in, bool datasync)
+int ext3_data_inode_commit(struct jbd_handle *h, struct ext3_inode *in, bool datasync)
 {
 	int rc = ext3_mark_inode_dirty(h, in);
 	if (!rc)
@@ -105,14 +104,13 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 	struct ext3_fs *fs = in->fs;
 	uint32_t bs = fs->g.block_size;
 	uint64_t nblk = (off + len - 1) / bs - off / bs + 1;
-	bool guarded = ext3_guarded_mode(fs);
+	const struct ext3_data_ops *ops = ext3_dops(in);
 	struct jbd_handle *h;
-	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk) + (guarded ? EXT3_GUARDED_CREDITS : 0),
-				    &h);
+	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk) + ops->write_credits, &h);
 	if (rc)
 		return rc;
 	uint32_t blocks0 = in->a.blocks;
-	if (guarded && (rc = ext3_guarded_write_begin(in, off, len)) < 0) {
+	if (ops->write_begin && (rc = ops->write_begin(in, off, len)) < 0) {
 		(void)ext3_journal_stop(h);
 		return rc;
 	}
@@ -122,28 +120,28 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 		 * walks the page's buffers (journal_dirty_data) before it moves
 		 * i_size: a chunk whose data could not be ordered must not
 		 * grow the size over it. */
-		if (!guarded)
-			rc = ext3_data_order(h, in);
+		if (ops->write_order)
+			rc = ops->write_order(h, in);
 		bool grew = !rc && off + (uint64_t)n > in->i_size;
 		uint64_t size0 = in->i_size, disksize0 = in->i_disksize;
 		if (grew)
-			size_set(in, off + (uint64_t)n);
+			ext3_data_size_set(in, off + (uint64_t)n);
 		if (!rc && first)
-			touch_mc(in, !(flags & EXT3_WRITE_KEEP_SETID));
-		if (!rc && guarded) /* before the inode is written: it may move i_disksize */
-			rc = ext3_guarded_write_end(h, in);
+			ext3_data_touch(in, !(flags & EXT3_WRITE_KEEP_SETID));
+		if (!rc && ops->write_end) /* before the inode is written: it may move i_disksize */
+			rc = ops->write_end(h, in);
 		if (!rc)
-			rc = inode_commit(h, in, grew || in->a.blocks != blocks0);
+			rc = ext3_data_inode_commit(h, in, grew || in->a.blocks != blocks0);
 		if (rc && grew) {
 			/* Not reported as written: the size does not cover it
 			 * (the caller frees blocks past i_size). */
 			in->i_size = in->a.size = size0;
 			in->i_disksize = disksize0;
 		}
-	} else if (guarded) {
+	} else if (ops->write_end) {
 		/* Nothing written, but a block may have been allocated: its
 		 * extent needs the orphan entry all the same. */
-		(void)ext3_guarded_write_end(h, in);
+		(void)ops->write_end(h, in);
 	}
 	int src = ext3_journal_stop(h);
 	/* Throttled (dirty limit) only now, without the handle, as Linux's
@@ -167,115 +165,6 @@ static ssize_t write_chunk_paged(struct ext3_inode *in, struct page_mapping *m, 
 	if (rc < 0)
 		return rc;
 	return n;
-}
-
-/* One block of data=journal: the block's buffer is journaled in h. */
-static int write_block_journal(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk,
-			       unsigned from, const uint8_t *src, unsigned len)
-{
-	struct ext3_fs *fs = in->fs;
-	uint32_t bs = fs->g.block_size;
-	uint64_t phys;
-	uint32_t cnt = 0;
-	bool is_new = false;
-	int rc = ext3_get_blocks(h, in, lblk, 1, true, &phys, &cnt, &is_new);
-	if (rc)
-		return rc;
-	struct buffer_head *bh;
-	bool whole = from == 0 && len == bs;
-	bool keep_old = !is_new && !whole && lblk * bs < in->i_size;
-	if (is_new && whole) {
-		/* A new block written whole (a streaming write): no zeroing
-		 * first (issue 8: it cost as much as the copy). Access first,
-		 * then the contents and uptodate under the buffer lock, so
-		 * that a readahead of the block cannot land over them. */
-		bh = buf_get(fs->cache, phys, &rc);
-		if (!bh)
-			return err_set(rc ? rc : -ENOMEM, "ext3: data block %llu", (unsigned long long)phys);
-		rc = ext3_journal_get_create_access(h, bh);
-		if (!rc) {
-			buf_lock(bh);
-			memcpy(buf_data(bh), src, bs);
-			buf_set_uptodate(bh);
-			buf_unlock(bh);
-			rc = ext3_journal_dirty_metadata(h, bh);
-		}
-		buf_put(bh);
-		return rc;
-	}
-	if (keep_old) {
-		rc = ext3_bread(fs, phys, "data", &bh);
-		if (rc)
-			return rc;
-	} else {
-		bh = buf_get(fs->cache, phys, &rc);
-		if (!bh)
-			return err_set(rc ? rc : -ENOMEM, "ext3: data block %llu", (unsigned long long)phys);
-		/* Nothing of the old contents survives: no read. The buffer is
-		 * this file's block (we hold in->lock), so no reader races us. */
-		buf_lock(bh);
-		if (is_new || !buf_uptodate(bh)) {
-			memset(buf_data(bh), 0, bs);
-			buf_set_uptodate(bh);
-		}
-		buf_unlock(bh);
-	}
-	rc = is_new ? ext3_journal_get_create_access(h, bh) : ext3_journal_get_write_access(h, bh);
-	if (!rc) {
-		memcpy((uint8_t *)buf_data(bh) + from, src, len);
-		rc = ext3_journal_dirty_metadata(h, bh);
-	}
-	buf_put(bh);
-	return rc;
-}
-
-static ssize_t write_chunk_journal(struct ext3_inode *in, const uint8_t *buf, size_t len,
-				   uint64_t off, bool first, unsigned flags)
-{
-	struct ext3_fs *fs = in->fs;
-	uint32_t bs = fs->g.block_size;
-	uint64_t nblk = (off + len - 1) / bs - off / bs + 1;
-	struct jbd_handle *h;
-	int rc = ext3_journal_start(fs, ext3_credits_data(fs, nblk) + (int)nblk, &h);
-	if (rc)
-		return rc;
-	size_t done = 0;
-	while (done < len) {
-		uint64_t pos = off + done;
-		unsigned from = (unsigned)(pos % bs);
-		unsigned n = bs - from;
-		if (n > len - done)
-			n = (unsigned)(len - done);
-		rc = write_block_journal(h, in, pos / bs, from, buf + done, n);
-		if (rc)
-			break;
-		done += n;
-	}
-	int irc = 0;
-	if (done) {
-		bool grew = off + done > in->i_size;
-		uint64_t size0 = in->i_size, disksize0 = in->i_disksize;
-		if (grew)
-			size_set(in, off + done);
-		if (first)
-			touch_mc(in, !(flags & EXT3_WRITE_KEEP_SETID));
-		/* The data itself is in this transaction: fdatasync needs it. */
-		irc = inode_commit(h, in, true);
-		if (irc && grew) { /* not reported as written (below) */
-			in->i_size = in->a.size = size0;
-			in->i_disksize = disksize0;
-		}
-	}
-	int src = ext3_journal_stop(h);
-	/* As write_chunk_paged: a block that failed to journal ends the chunk
-	 * short (the blocks before it are in the transaction, as the pages
-	 * before a failed write_begin); a failed inode update or handle stop
-	 * is the chunk's error. */
-	if (irc || src)
-		return irc ? irc : src;
-	if (rc < 0 && !done)
-		return rc;
-	return (ssize_t)done;
 }
 
 ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint64_t off,
@@ -309,8 +198,9 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 		len = (size_t)(max - off);
 	if (len > (size_t)SSIZE_MAX)
 		len = (size_t)SSIZE_MAX & ~(size_t)(fs->g.block_size - 1);
+	const struct ext3_data_ops *ops = ext3_dops(in);
 	struct page_mapping *m = NULL;
-	if (len && ext3_data_paged(fs))
+	if (len && !ops->write_chunk)
 		rc = ext3_data_mapping(in, &m);
 	if (rc || !len) {
 		ext3_inode_unlock(in);
@@ -329,7 +219,7 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 		uint64_t lim = (pos / bs + CHUNK_BLOCKS) * bs - pos;
 		size_t chunk = len - done < lim ? len - done : (size_t)lim;
 		n = m ? write_chunk_paged(in, m, src + done, chunk, pos, done == 0, flags)
-		      : write_chunk_journal(in, src + done, chunk, pos, done == 0, flags);
+		      : ops->write_chunk(in, src + done, chunk, pos, done == 0, flags);
 		/* Out of space (the chunk's handle is stopped): blocks freed by
 		 * an uncommitted transaction come back after a commit. */
 		if (n == -ENOSPC && ext3_should_retry_alloc(fs, &retries))
@@ -365,48 +255,19 @@ void ext3_file_throttle(struct ext3_fs *fs)
 
 /* ------------------------------------------------------------- setsize */
 
-/* data=journal: zero the tail of the block holding the new end, through
- * the journal (the page cache does it in the other modes). */
-static int journal_zero_tail(struct ext3_inode *in, uint64_t size)
-{
-	struct ext3_fs *fs = in->fs;
-	uint32_t bs = fs->g.block_size;
-	if (size % bs == 0)
-		return 0;
-	uint64_t phys;
-	int rc = ext3_inode_bmap_locked(fs, in, size / bs, &phys);
-	if (rc || !phys)
-		return rc;
-	struct jbd_handle *h;
-	rc = ext3_journal_start(fs, 1, &h);
-	if (rc)
-		return rc;
-	struct buffer_head *bh;
-	rc = ext3_bread(fs, phys, "data", &bh);
-	if (!rc) {
-		rc = ext3_journal_get_write_access(h, bh);
-		if (!rc) {
-			memset((uint8_t *)buf_data(bh) + size % bs, 0, bs - size % bs);
-			rc = ext3_journal_dirty_metadata(h, bh);
-		}
-		buf_put(bh);
-	}
-	int src = ext3_journal_stop(h);
-	return rc ? rc : src;
-}
-
 /* Caller holds in->lock as writer. */
 static int setsize_locked(struct ext3_inode *in, uint64_t size)
 {
 	struct ext3_fs *fs = in->fs;
 	uint64_t old = in->i_size;
+	const struct ext3_data_ops *ops = ext3_dops(in);
 	int rc = 0;
 	ext3_data_mark_written(in);
 	if (size < old) {
 		/* ext3_truncate drops the pages (and zeroes the partial page);
 		 * data=journal's partial block is a journaled buffer instead. */
-		if (!ext3_data_paged(fs)) {
-			rc = journal_zero_tail(in, size);
+		if (ops->zero_tail) {
+			rc = ops->zero_tail(in, size);
 		} else if (size % fs->g.block_size) {
 			/* the partial block's tail is zeroed through the page
 			 * cache: the mapping must exist even if nothing was
@@ -424,19 +285,20 @@ static int setsize_locked(struct ext3_inode *in, uint64_t size)
 			in->trunc_flush = true;
 	}
 	struct jbd_handle *h;
-	rc = ext3_journal_start(fs, 1 + EXT3_GUARDED_CREDITS, &h);
+	rc = ext3_journal_start(fs, 1 + ops->write_credits, &h);
 	if (rc)
 		return rc;
 	if (size > old) {
-		size_set(in, size);
+		ext3_data_size_set(in, size);
 		/* data=guarded: the hole is safe, but not past pending data */
 		bool changed = false;
-		rc = ext3_guarded_catch_up(h, in, &changed);
+		if (ops->catch_up)
+			rc = ops->catch_up(h, in, &changed);
 	}
 	if (size != old)
-		touch_mc(in, false);
+		ext3_data_touch(in, false);
 	if (!rc)
-		rc = inode_commit(h, in, true);
+		rc = ext3_data_inode_commit(h, in, true);
 	int src = ext3_journal_stop(h);
 	return rc ? rc : src;
 }
@@ -486,14 +348,13 @@ int ext3_file_release(struct ext3_inode *in, unsigned flags)
 	if (!(flags & EXT3_OPEN_WRITE))
 		return 0;
 	struct ext3_fs *fs = in->fs;
-	int mode = fs->opts.data_mode;
 	int rc = 0;
 	ext3_inode_wrlock(in);
 	if (is_reg(in) && in->writers) {
 		if (--in->writers == 0) {
 			if (fs->writable)
 				ext3_rsv_discard(in);
-			if (in->trunc_flush && (mode == EXT3_DATA_WRITEBACK || mode == EXT3_DATA_GUARDED))
+			if (in->trunc_flush && ext3_dops_replace_flush(in))
 				rc = ext3_data_flush_start(in);
 			in->trunc_flush = false;
 		}
@@ -552,7 +413,7 @@ static void atime_update(struct ext3_inode *in)
 	if (atime_due(in, rule, s) && ext3_journal_start(fs, 1, &h) == 0) {
 		in->a.atime = s;
 		in->a.atime_ns = ns;
-		(void)inode_commit(h, in, false);
+		(void)ext3_data_inode_commit(h, in, false);
 		(void)ext3_journal_stop(h);
 	}
 	ext3_inode_unlock(in);
@@ -569,7 +430,7 @@ ssize_t ext3_file_read_sink(struct ext3_inode *in, struct ext3_fread *rd, void *
 		return n;
 	}
 	bool written = ext3_data_written(in);
-	if (written && ext3_data_paged(fs) && !in->mapping) {
+	if (written && ext3_data_paged(in) && !in->mapping) {
 		/* Written earlier, evicted since: a fresh mapping (writer lock). */
 		ext3_inode_unlock(in);
 		ext3_inode_wrlock(in);

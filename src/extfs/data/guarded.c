@@ -1,8 +1,11 @@
 /* data=guarded: i_disksize follows completed data I/O (guarded.h;
  * docs/write-guarded.md). Chris Mason's 2009 RFC for ext3, rebuilt on the
- * page cache's io_done hook. This file holds the hooks the write path calls
- * (block_new, write_begin/end, io_done, truncate, fsync, sync, evict), the
- * logger thread and the mount's state; the per-inode extents and their hash
+ * page cache's io_done hook. This file holds the mode's table
+ * (ext3_data_guarded_ops, core/data_ops.h, at the end) and the hooks it
+ * names, which the write path calls through it (block_new, write_begin/end,
+ * catch_up, io_done, truncate, fsync, sync, evict, the inode cache's
+ * settled/requeue), the logger thread and the mount's state (created by the
+ * table's init); the per-inode extents and their hash
  * are in guarded_ext.c (guarded_int.h). The target, from the extents:
  *
  *     i_disksize target = min(i_size, first range's start * block size)
@@ -39,6 +42,7 @@
  * is freed.
  */
 #include "extfs/data/guarded_int.h"
+#include "extfs/data/data_modes.h"
 #include "extfs/data/file_data.h"
 
 #include "blk/blk.h"
@@ -50,14 +54,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool ext3_guarded_mode(const struct ext3_fs *fs)
-{
-	return fs->opts.data_mode == EXT3_DATA_GUARDED;
-}
-
+/* The mount's guarded state: set by this table's init (guarded_init), so
+ * NULL on a read-only mount and on a mount of another mode (the test calls
+ * below may be made on any mount). */
 static struct ext3_guarded *guard_of(const struct ext3_fs *fs)
 {
-	return ext3_guarded_mode(fs) ? ext3_data_guard(fs) : NULL;
+	return ext3_data_mode_state(fs, &ext3_data_guarded_ops);
 }
 
 /* ------------------------------------------------------- the logger queue */
@@ -152,7 +154,12 @@ static int orphan_drop(struct ext3_guarded *g, struct jbd_handle *h, struct ext3
 	return 0;
 }
 
-int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *changed)
+/* Move i_disksize up to min(i_size, the first pending or failed extent) and
+ * take the inode off the orphan list once no extent is left (in->lock as
+ * writer, in h). The first move past a truncate's end inside a block orders
+ * the inode's data in h: the tail the truncate zeroed in the cache may not
+ * be on disk yet. *changed: the inode needs writing. */
+static int guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *changed)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -166,7 +173,7 @@ int ext3_guarded_catch_up(struct jbd_handle *h, struct ext3_inode *in, bool *cha
 		 * it on disk may be older than the zeroes the truncate put in
 		 * the cache. This commit writes that page first. */
 		if (tail_pending(g, gi) && in->mapping) {
-			rc = ext3_data_order(h, in);
+			rc = ext3_data_file_ordered(h, in);
 			if (rc)
 				return rc;
 			pthread_mutex_lock(&g->lock);
@@ -194,7 +201,7 @@ static int catch_up_logged(struct ext3_guarded *g, struct ext3_inode *in)
 	if (rc)
 		return rc;
 	bool changed = false;
-	rc = ext3_guarded_catch_up(h, in, &changed);
+	rc = guarded_catch_up(h, in, &changed);
 	if (!rc && changed) {
 		rc = ext3_mark_inode_dirty(h, in);
 		if (!rc) /* fdatasync must commit it too: it carries the size */
@@ -206,7 +213,10 @@ static int catch_up_logged(struct ext3_guarded *g, struct ext3_inode *in)
 
 /* ------------------------------------------------------------- writes */
 
-int ext3_guarded_block_new(struct ext3_inode *in, uint64_t index)
+/* The map op allocated the block of page `index` (caller: the writer, with
+ * in->lock as writer and the page locked). At or past i_disksize: a new
+ * extent; inside: a hole fill, ordered at the chunk's end. 0 or -ENOMEM. */
+static int guarded_block_new(struct ext3_inode *in, uint64_t index)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -228,7 +238,14 @@ int ext3_guarded_block_new(struct ext3_inode *in, uint64_t index)
 	return rc;
 }
 
-int ext3_guarded_write_begin(struct ext3_inode *in, uint64_t off, uint64_t len)
+/* Before a write of [off, off + len): when it ends past i_disksize and
+ * writes bytes past i_size inside the partial last block (a block that
+ * exists, so no extent covers its new bytes), this write's data is ordered
+ * (like a hole fill: the next guarded_write_end files the jbd_inode).
+ * Found by nostall crashtest (too_long on append and links). Rewrites of
+ * pages wholly below i_size need nothing: their blocks hold this file's
+ * older bytes. Caller holds in->lock as writer. 0 or -ENOMEM. */
+static int guarded_write_begin(struct ext3_inode *in, uint64_t off, uint64_t len)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g || !len || off + len <= in->i_disksize)
@@ -257,7 +274,11 @@ int ext3_guarded_write_begin(struct ext3_inode *in, uint64_t off, uint64_t len)
 	return rc;
 }
 
-int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in)
+/* End of a write chunk, in its handle, after i_size moved (in->lock as
+ * writer): the orphan entry for new extents, ordered data for a hole fill,
+ * then guarded_catch_up. Extra credits a chunk needs for it:
+ * EXT3_GUARDED_CREDITS (the table's write_credits). */
+static int guarded_write_end(struct jbd_handle *h, struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -284,16 +305,19 @@ int ext3_guarded_write_end(struct jbd_handle *h, struct ext3_inode *in)
 		}
 	}
 	if (!rc && hole)
-		rc = ext3_data_order(h, in);
+		rc = ext3_data_file_ordered(h, in);
 	bool changed = false;
 	if (!rc)
-		rc = ext3_guarded_catch_up(h, in, &changed);
+		rc = guarded_catch_up(h, in, &changed);
 	return rc;
 }
 
 /* ---------------------------------------------------------- completion */
 
-void ext3_guarded_io_done(struct ext3_inode *in, uint64_t first, uint64_t last, int err)
+/* The page cache's io_done for a guarded inode: pages [first, last] were
+ * written (err 0: their extents are done) or not (failed). Non-blocking
+ * apart from the leaf mutex; queues the inode for the logger. */
+static void guarded_io_done(struct ext3_inode *in, uint64_t first, uint64_t last, int err)
 {
 	struct ext3_fs *fs = in->fs;
 	struct ext3_guarded *g = guard_of(fs);
@@ -384,7 +408,15 @@ static int completions_wait(struct ext3_fs *fs)
 	return page_cache_flush_io_done(fs->pcache);
 }
 
-int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
+/* Truncate (in->lock as writer, no handle), in two steps around the page
+ * cache's truncate:
+ * - begin: when the new size is past i_disksize, write and wait the pages in
+ *   between and their completions; -EIO if an extent below the new size is
+ *   still not done (failed data: the size would pass it);
+ * - end: wait for the completions of the runs the page truncate waited for
+ *   (they must meet the old extents, not new ones at the same index), then
+ *   drop every extent at or past the new size. */
+static int guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	struct page_mapping *m = in->mapping;
@@ -418,7 +450,7 @@ int ext3_guarded_truncate_begin(struct ext3_inode *in, uint64_t new_size)
 	return 0;
 }
 
-void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
+static void guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	struct page_mapping *m = in->mapping;
@@ -441,7 +473,11 @@ void ext3_guarded_truncate_end(struct ext3_inode *in, uint64_t new_size)
 
 /* ------------------------------------------------- fsync, sync, evict */
 
-bool ext3_guarded_settled(struct ext3_inode *in)
+/* Nothing of in's data is guarded (in->lock held): no extent pending or
+ * failed, no truncated tail, not on the orphan list for guarded, and the
+ * size on disk is the size in memory. Its dirty pages are then plain
+ * overwrites, which fsync may order into its commit as writeback does. */
+static bool guarded_settled(struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -455,7 +491,10 @@ bool ext3_guarded_settled(struct ext3_inode *in)
 	return settled;
 }
 
-void ext3_guarded_requeue(struct ext3_inode *in)
+/* Queue in for the logger again: the inode cache kept it (victim_spare)
+ * after the logger, finding it being evicted, had left its size to the
+ * eviction. */
+static void guarded_requeue(struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -467,7 +506,10 @@ void ext3_guarded_requeue(struct ext3_inode *in)
 	pthread_mutex_unlock(&g->lock);
 }
 
-int ext3_guarded_fsync(struct ext3_inode *in)
+/* fsync's guarded step, after the file's pages were written and waited (no
+ * lock held): wait for their completions, then (in->lock, a handle) bring
+ * i_disksize up. -EIO while a failed extent lies below i_size. */
+static int guarded_fsync(struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -504,7 +546,19 @@ static bool any_failed(struct ext3_guarded *g, struct ext3_inode *in)
 	return failed;
 }
 
-int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
+/* fsync's way in one commit (fsync_data_in_commit in file_data.c; in->lock
+ * held as writer, h a handle the caller makes synchronous): the file's
+ * pages become strict ordered data of h's transaction (jbd_inode_file_strict)
+ * and i_disksize moves to i_size in that same handle, off the orphan list.
+ * The commit writes the pages and waits for them, and for every write of
+ * the file already under way, before its commit block; a failure there
+ * aborts the journal whatever data_err says (guarded_data_check), so
+ * the size never commits over data that is not on disk. Pending extents
+ * stay and complete as their runs do. One device round trip less than
+ * writing and waiting first (guarded_fsync). Returns 1 when done that
+ * way, 0 when the caller must take the plain way (a failed extent, which
+ * that way reports), or a negative errno. */
+static int guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -543,7 +597,10 @@ int ext3_guarded_fsync_in_commit(struct jbd_handle *h, struct ext3_inode *in)
 	return rc ? rc : 1;
 }
 
-int ext3_guarded_data_check(struct ext3_inode *in)
+/* The commit's wait op for in's ordered data (commit thread, no lock
+ * held), after its runs ended: their completions are marked; -EIO if any
+ * extent of in failed (data under a size a strict filing may have logged). */
+static int guarded_data_check(struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -599,7 +656,11 @@ static void evict_final(struct ext3_guarded *g, struct ext3_inode *in, struct gi
 	}
 }
 
-void ext3_guarded_evict(struct ext3_inode *in)
+/* Before an inode's mapping goes (ext3_data_evict; pages already written,
+ * no lock held): wait for its completions and the logger, log the final
+ * size (a live inode whose extents cannot complete - failed data - is
+ * truncated to i_disksize, as the next mount would) and forget its state. */
+static void guarded_evict(struct ext3_inode *in)
 {
 	struct ext3_guarded *g = guard_of(in->fs);
 	if (!g)
@@ -631,7 +692,9 @@ void ext3_guarded_evict(struct ext3_inode *in)
 
 /* ---------------------------------------------------------- the mount */
 
-int ext3_guarded_create(struct ext3_fs *fs, struct ext3_guarded **out)
+/* The mount's state and its logger thread (ext3_data_init, when guarded).
+ * Destroy after every inode has been evicted (ext3_data_shutdown). */
+static int guarded_create(struct ext3_fs *fs, struct ext3_guarded **out)
 {
 	struct ext3_guarded *g = calloc(1, sizeof *g);
 	if (!g)
@@ -658,7 +721,7 @@ int ext3_guarded_create(struct ext3_fs *fs, struct ext3_guarded **out)
 	return 0;
 }
 
-void ext3_guarded_destroy(struct ext3_guarded *g)
+static void guarded_destroy(struct ext3_guarded *g)
 {
 	if (!g)
 		return;
@@ -682,6 +745,72 @@ void ext3_guarded_destroy(struct ext3_guarded *g)
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
+
+/* ---------------------------------------------------------- the table */
+
+static int guarded_init(struct ext3_fs *fs)
+{
+	struct ext3_guarded *g = NULL;
+	int rc = guarded_create(fs, &g);
+	if (!rc)
+		ext3_data_set_mode_state(fs, &ext3_data_guarded_ops, g);
+	return rc;
+}
+
+static void guarded_shutdown(struct ext3_fs *fs)
+{
+	guarded_destroy(guard_of(fs));
+	ext3_data_set_mode_state(fs, &ext3_data_guarded_ops, NULL);
+}
+
+/* fsync's data inside the commit it forces (file_data.c,
+ * ext3_data_fsync_filed; in->lock as writer, h a handle): in whatever
+ * transaction runs, as the size is logged there. Unsettled data: its size
+ * moves in this handle, the data strict ordered before the commit block
+ * (guarded_fsync_in_commit). Settled: only data whose size is on disk
+ * already (rewrites, appends inside allocated blocks), filed as ordered
+ * data. */
+static int guarded_fsync_file(struct jbd_handle *h, struct ext3_inode *in, uint32_t tid)
+{
+	(void)tid; /* an earlier transaction commits first anyway */
+	if (!guarded_settled(in))
+		return guarded_fsync_in_commit(h, in);
+	int rc = ext3_data_file_ordered(h, in);
+	return rc ? rc : 1;
+}
+
+static int guarded_fsync_commit(struct ext3_inode *in, uint32_t tid)
+{
+	return ext3_data_fsync_filed(in, tid, EXT3_GUARDED_CREDITS + EXT3_CRED_INODE, guarded_fsync_file);
+}
+
+/* data=guarded's table (core/data_ops.h): i_disksize moves at I/O
+ * completion; no write_order (the jbd_inode is filed by write_end for hole
+ * fills and by catch_up for a truncated tail only). */
+const struct ext3_data_ops ext3_data_guarded_ops = {
+	.name = "guarded",
+	.disksize_at_io = true,
+	.replace_flush = true,
+	.write_credits = EXT3_GUARDED_CREDITS,
+	.init = guarded_init,
+	.shutdown = guarded_shutdown,
+	.sync = ext3_guarded_drain,
+	.write_begin = guarded_write_begin,
+	.write_end = guarded_write_end,
+	.catch_up = guarded_catch_up,
+	.block_new = guarded_block_new,
+	.io_done = guarded_io_done,
+	.data_check = guarded_data_check,
+	.fsync_in_commit = guarded_fsync_commit,
+	.fsync_wait = guarded_fsync,
+	.truncate_begin = guarded_truncate_begin,
+	.truncate_end = guarded_truncate_end,
+	.settled = guarded_settled,
+	.requeue = guarded_requeue,
+	.evict = guarded_evict,
+};
+
+/* ------------------------------------------------------------- tests */
 
 void ext3_guarded_stats(struct ext3_fs *fs, struct ext3_guarded_stats *out)
 {

@@ -1,7 +1,8 @@
 /* Private to data=guarded's two files: guarded_ext.c (the per-inode extent
- * state and the mount's hash of it) and guarded.c (the hooks the write path
- * calls, the logger thread, fsync, create/destroy). Nothing else includes
- * it: the rest of ext3 uses guarded.h. See docs/write-guarded.md.
+ * state and the mount's hash of it) and guarded.c (the mode's table and the
+ * hooks it names, the logger thread, fsync, create/destroy). Nothing else
+ * includes it: the rest of ext3 goes through the table (core/data_ops.h),
+ * the tests through guarded.h. See docs/write-guarded.md.
  *
  * Locking: g->lock (struct ext3_guarded) is the one mount-wide mutex of the
  * state, a leaf: it protects the hash, every range array, the logger queue,

@@ -19,6 +19,7 @@
 #include "extfs/dir/dir_int.h"
 #include "extfs/core/ext3_fsops.h"
 #include "extfs/core/write.h"
+#include "extfs/core/data_ops.h"
 
 #include "buf/buf.h"
 #include "util/err.h"
@@ -860,10 +861,10 @@ int ext3_rename(struct ext3_inode *olddir, const char *oldname, size_t oldlen,
 			if (!rc)
 				rc = rn_apply(&r);
 			/* 2.6.30: replacing a file in writeback/guarded mode starts the
-			 * new file's data on its way (the replace-via-rename idiom). */
-			int mode = fs->opts.data_mode;
+			 * new file's data on its way (the replace-via-rename idiom):
+			 * the mode's table says (replace_flush). */
 			if (!rc && r.t && !r.exchange && (r.s->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG &&
-			    (mode == EXT3_DATA_WRITEBACK || mode == EXT3_DATA_GUARDED))
+			    ext3_dops_replace_flush(r.s))
 				(void)ext3_data_flush_start(r.s);
 		}
 		lockset_unlock(&ls);

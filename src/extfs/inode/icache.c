@@ -35,6 +35,7 @@
  * An unreferenced inode also gives up its block-map cache (lru_push).
  */
 #include "extfs/inode/inode_write.h"
+#include "extfs/core/data_ops.h"
 #include "page/page.h"
 
 #include "util/err.h"
@@ -294,7 +295,7 @@ static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 {
 	ext3_inode_rdlock(v);
 	bool dirty = v->a.links && v->mapping && page_mapping_nr_dirty(v->mapping) > 0;
-	bool unsettled = v->a.links && !ext3_guarded_settled(v);
+	bool unsettled = v->a.links && !ext3_dops_settled(v);
 	ext3_inode_unlock(v);
 	if (!dirty && !unsettled)
 		return false;
@@ -314,7 +315,7 @@ static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 	 * the logger's own put spare the next dirty victim, and so on: the
 	 * logger spun through every dirty inode until the flusher caught up). */
 	if (unsettled && !dirty)
-		ext3_guarded_requeue(v);
+		ext3_dops_requeue(v);
 	return true;
 }
 

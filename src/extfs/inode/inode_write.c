@@ -17,6 +17,7 @@
  * changes.
  */
 #include "extfs/inode/inode_write.h"
+#include "extfs/core/data_ops.h"
 
 #include "buf/buf.h"
 #include "util/err.h"
@@ -334,8 +335,7 @@ bool ext3_inode_data_is_meta(const struct ext3_inode *in)
 	uint16_t t = in->a.mode & EXT3_S_IFMT;
 	if (t == EXT3_S_IFDIR || t == EXT3_S_IFLNK)
 		return true;
-	return in->fs->opts.data_mode == EXT3_DATA_JOURNAL ||
-	       (in->a.flags & EXT3_JOURNAL_DATA_FL);
+	return ext3_dops_journal_data(in) || (in->a.flags & EXT3_JOURNAL_DATA_FL);
 }
 
 /* Allocated but not yet linked runs (freed on failure). */

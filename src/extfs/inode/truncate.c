@@ -12,7 +12,8 @@
  * points at them; the pointer to an indirect block is cleared only when the
  * block itself is freed, so a crash never leaves a freed block pointed at.
  *
- * data=guarded (guarded.c): i_disksize may lag i_size over pending
+ * data=guarded (guarded.c, through the data-mode table's truncate_begin
+ * and _end: core/data_ops.h): i_disksize may lag i_size over pending
  * extents. Before the page cache drops pages, the data between i_disksize
  * and the new size is written and waited (the new size goes to disk with
  * the first transaction); after it, the extents past the new size are
@@ -26,6 +27,7 @@
  * Locking: the caller holds in->lock as writer and no handle.
  */
 #include "extfs/inode/inode_write.h"
+#include "extfs/core/data_ops.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
@@ -277,7 +279,7 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 		return err_set(-EFBIG, "ext3: inode %u: size %llu past the largest file", in->ino,
 			       (unsigned long long)new_size);
 	if (in->mapping) {
-		int prc = ext3_guarded_truncate_begin(in, new_size);
+		int prc = ext3_dops_truncate_begin(in, new_size);
 		if (prc)
 			return prc;
 	}
@@ -319,7 +321,7 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 			if (rc)
 				rc = err_wrap(rc, "ext3: inode %u: truncating the page cache", in->ino);
 			else
-				ext3_guarded_truncate_end(in, new_size);
+				ext3_dops_truncate_end(in, new_size);
 		}
 	}
 	if (!rc && map) {

@@ -31,6 +31,7 @@
  * returns, everything in struct ext3_fs set here is read-only.
  */
 #include "extfs/core/ext3_fsops.h"
+#include "extfs/data/data_modes.h"
 #include "extfs/inode/inode_write.h"
 
 #include "blk/blk.h"
@@ -45,6 +46,7 @@
 #include <time.h>
 
 const struct ext3_mount_opts *ext3_fs_opts(const struct ext3_fs *fs) { return &fs->opts; }
+const char *ext3_fs_data_mode(const struct ext3_fs *fs) { return fs->dops->name; }
 struct jbd_journal *ext3_fs_journal(struct ext3_fs *fs) { return fs->journal; }
 uint64_t ext3_fs_overhead(const struct ext3_fs *fs) { return fs->overhead; }
 
@@ -101,9 +103,24 @@ static int journal_has_revoke(struct ext3_fs *fs)
 	return r;
 }
 
+/* The mode's ops table (core/data_ops.h): the one place that maps a data
+ * mode to its behaviour. Everything else calls through fs->dops (or an
+ * inode's own table: in->dops, the room for a per-inode choice such as
+ * chattr +j, which nothing makes yet). */
+static const struct ext3_data_ops *data_ops_choose(int mode)
+{
+	switch (mode) {
+	case EXT3_DATA_JOURNAL: return &ext3_data_journal_ops;
+	case EXT3_DATA_ORDERED: return &ext3_data_ordered_ops;
+	case EXT3_DATA_WRITEBACK: return &ext3_data_writeback_ops;
+	case EXT3_DATA_GUARDED: return &ext3_data_guarded_ops;
+	default: return NULL;
+	}
+}
+
 /* The data mode: the option, else the superblock's default, else the era
  * preset's (o->era_data_mode), else the build's; a mode other than journal
- * needs the revoke feature. */
+ * needs the revoke feature. Chooses the mode's ops table once, here. */
 static int data_mode_resolve(struct ext3_fs *fs, const struct ext3_mount_opts *o, unsigned flags)
 {
 	int mode = o->data_mode;
@@ -134,6 +151,9 @@ static int data_mode_resolve(struct ext3_fs *fs, const struct ext3_mount_opts *o
 				       "before the commit; use data=journal or data=writeback)",
 			       ext3_data_mode_name(mode));
 	(void)flags;
+	fs->dops = data_ops_choose(mode);
+	if (!fs->dops)
+		return err_set(-EINVAL, "ext3: unknown data mode %d", mode);
 	fs->opts.data_mode = mode;
 	return 0;
 }
