@@ -256,6 +256,7 @@ _Static_assert(sizeof(struct ext3_group_desc) == EXT3_DESC_SIZE, "ext3 group des
 #define EXT3_JOURNAL_DATA_FL 0x00004000
 #define EXT3_DIRSYNC_FL 0x00010000
 #define EXT3_TOPDIR_FL 0x00020000
+#define EXT4_EXTENTS_FL 0x00080000 /* i_block holds an extent tree (ext4) */
 #define EXT3_FL_USER_VISIBLE 0x0003DFFFu    /* what FS_IOC_GETFLAGS shows */
 #define EXT3_FL_USER_MODIFIABLE 0x000380FFu /* what FS_IOC_SETFLAGS may change */
 
