@@ -166,13 +166,7 @@ bool ext3_fs_has_filetype(const struct ext3_fs *fs);
  * `what` in the message when past the end). `what` may be NULL. */
 int ext3_bread(struct ext3_fs *fs, uint64_t blk, const char *what, struct buffer_head **out);
 
-/* Feature names for reports; NULL for an unknown bit. which: 0 compat,
- * 1 incompat, 2 ro_compat. */
-const char *ext3_feature_name(int which, uint32_t bit);
-/* "has_journal ext_attr ..." for the three masks (unknown bits as
- * FEATURE_C12 / FEATURE_I40 / FEATURE_R400 like e2fsprogs). */
-void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
-			  size_t len);
+/* Feature names and what nostall does with each: extfs/format/features.h. */
 
 /* ---- inodes: the shared in-memory inode (icache.c, inode.c) ----
  *
