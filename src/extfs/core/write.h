@@ -184,6 +184,9 @@ int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, 
 /* Logical blocks a file may have on fs (the map's bound: the indirect
  * map's triple-indirect tree and i_blocks). */
 uint64_t ext3_max_blocks(const struct ext3_fs *fs);
+/* Blocks of the map (not data) that mapping n contiguous logical blocks
+ * may touch: the credits ext3_credits_data adds for them. */
+uint64_t ext3_bmap_credits(const struct ext3_fs *fs, uint64_t n);
 /* Free every block past new_size (data and indirect trees), in as many
  * transactions as it takes (the handle is restarted; the inode is on the
  * orphan list across the restarts so a crash finishes the job at the next

@@ -25,6 +25,12 @@ static uint64_t ext_max_blocks(const struct ext3_fs *fs)
 	return 0;
 }
 
+static uint64_t ext_map_credits(const struct ext3_fs *fs, uint64_t n)
+{
+	(void)fs, (void)n;
+	return 0;
+}
+
 static int ext_map_block(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
 			 uint64_t *physical)
 {
@@ -77,6 +83,7 @@ static int ext_truncate(struct ext3_bmap_trunc *t, uint64_t first)
 static const struct ext3_bmap_ops bmap_ext_refused_ops = {
 	.name = "extent (not supported)",
 	.max_blocks = ext_max_blocks,
+	.map_credits = ext_map_credits,
 	.map_block = ext_map_block,
 	.map_run = ext_map_run,
 	.map_guess = ext_map_guess,
@@ -104,6 +111,13 @@ uint64_t ext3_max_blocks(const struct ext3_fs *fs)
 	/* The files nostall creates: the indirect map's bound (an extent
 	 * filesystem will answer per inode). */
 	return ext3_bmap_ind_ops.max_blocks(fs);
+}
+
+uint64_t ext3_bmap_credits(const struct ext3_fs *fs, uint64_t n)
+{
+	/* Per filesystem, as ext3_max_blocks (an extent filesystem will take
+	 * the larger of its two maps', or ask per inode as ext4 does). */
+	return ext3_bmap_ind_ops.map_credits(fs, n);
 }
 
 int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,

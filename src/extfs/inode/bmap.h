@@ -66,6 +66,9 @@ struct ext3_bmap_ops {
 	const char *name;
 	/* Logical blocks a file of this kind may have on fs. */
 	uint64_t (*max_blocks)(const struct ext3_fs *fs);
+	/* Map blocks (not data) that mapping n contiguous logical blocks may
+	 * touch (journal credits; ext3_bmap_credits). */
+	uint64_t (*map_credits)(const struct ext3_fs *fs, uint64_t n);
 	/* One block: *physical, 0 for a hole (ext3_inode_bmap_locked). */
 	int (*map_block)(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
 			 uint64_t *physical);

@@ -2,7 +2,7 @@
  * implementation; allocation is bmap_ind_alloc.c, freeing bmap_ind_trunc.c):
  * i_block[0..11] map the first 12 blocks, i_block[12..14] are the roots of
  * the single, double and triple indirect trees of apb pointers per block.
- * See docs/ext3-read-path.md, "Block map". The caller holds in->lock (as
+ * See docs/ext3-read-path.md, "Inodes and the block map". The caller holds in->lock (as
  * reader at least); the inode's own map cache is under in->map_lock. */
 #include "extfs/inode/bmap_ind.h"
 
@@ -28,8 +28,20 @@ uint64_t ext3_ind_max_blocks(const struct ext3_fs *fs)
 	return tree < limit ? tree : limit;
 }
 
+/* ops->map_credits: at most ceil((n-1)/apb)+1 leaf blocks,
+ * ceil((n-1)/apb^2)+1 double-indirect level blocks and one triple-indirect
+ * block (3 for a single block, whatever the block size: 1 KiB blocks need
+ * all three levels soonest). */
+static uint64_t ind_map_credits(const struct ext3_fs *fs, uint64_t n)
+{
+	uint64_t apb = fs->g.apb;
+	if (n == 0)
+		return 0;
+	return (n - 1 + apb - 1) / apb + 1 + (n - 1 + apb * apb - 1) / (apb * apb) + 1 + 1;
+}
+
 int ext3_ind_block_to_path(const struct ext3_fs *fs, uint32_t ino, uint64_t lblk,
-		       uint32_t off[4], int *depth)
+			   uint32_t off[4], int *depth)
 {
 	uint64_t apb = fs->g.apb;
 	if (lblk >= ext3_ind_max_blocks(fs))
@@ -373,6 +385,7 @@ static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 const struct ext3_bmap_ops ext3_bmap_ind_ops = {
 	.name = "indirect",
 	.max_blocks = ext3_ind_max_blocks,
+	.map_credits = ind_map_credits,
 	.map_block = ind_map_block,
 	.map_run = ind_map_run,
 	.map_guess = ind_map_guess,

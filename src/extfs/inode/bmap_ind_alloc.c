@@ -214,8 +214,9 @@ static int splice_branch(struct jbd_handle *h, struct ext3_inode *in, struct bra
 	return ext3_journal_dirty_metadata(h, at->bh);
 }
 
+/* ops->get_blocks */
 int ext3_ind_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max,
-		    bool create, uint64_t *phys, uint32_t *count, bool *is_new)
+			bool create, uint64_t *phys, uint32_t *count, bool *is_new)
 {
 	struct ext3_fs *fs = in->fs;
 	*phys = 0;
