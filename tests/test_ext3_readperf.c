@@ -412,7 +412,8 @@ static void test_fast_path_taken(void **state)
 	ext3_fread_destroy(r);
 
 	/* the map cache: runs are those of bmap, across the leaf boundary */
-	struct ext3_map_cache *mc = calloc(1, sizeof *mc);
+	struct ext3_map_cache *mc = ext3_map_cache_new();
+	assert_non_null(mc);
 	uint64_t nblk = (BIG_SIZE + 4095) / 4096;
 	for (uint64_t l = 0; l < nblk;) {
 		uint64_t phys, cnt, p1;
@@ -426,7 +427,7 @@ static void test_fast_path_taken(void **state)
 	}
 	uint64_t phys, cnt;
 	assert_int_equal(ext3_inode_map_run(m.fs, m.in, mc, 1ull << 40, 1, &phys, &cnt), -EFBIG);
-	free(mc);
+	ext3_map_cache_free(mc);
 	free(b);
 	imount_close(&m);
 }

@@ -425,6 +425,31 @@ int nostall_group_info(struct nostall_fs *fs, uint32_t g, struct nostall_group_i
  * 1 incompat, 2 ro_compat. */
 const char *nostall_feature_name(int which, uint32_t bit);
 
+/* The on-disk features nostall knows, one table that the mount, mkfs,
+ * nostall_info's feature list and docs/ext3-format.md ("Features") read. */
+enum nostall_feature_support {
+	NOSTALL_FEATURE_RW = 0,      /* understood: mounted read-write */
+	NOSTALL_FEATURE_IGNORED = 1, /* compat, not used: read-write, left untouched */
+	NOSTALL_FEATURE_RO = 2,      /* not understood: read-only mounts only */
+	NOSTALL_FEATURE_REFUSE = 3,  /* not understood: the mount is refused */
+};
+struct nostall_feature {
+	const char *name;         /* e2fsprogs' name, as dumpe2fs prints it ("has_journal") */
+	int which;                /* 0 compat, 1 incompat, 2 ro_compat */
+	uint32_t bit;             /* its bit in the superblock's feature word */
+	int support;              /* enum nostall_feature_support */
+	const char *support_name; /* "read-write", "ignored", "read-only", "refused" */
+	int mkfs;                 /* 1: nostall's mkfs sets it */
+};
+/* Entry i (from 0; by which, then bit) of the table in *out: 0, or -ENOENT
+ * past the last entry. */
+int nostall_feature_get(unsigned i, struct nostall_feature *out);
+/* What nostall does with a filesystem that has (which, bit), bit a single
+ * bit: the table's level, or for a bit it lacks the rule of its kind
+ * (compat: ignored, incompat: refused, ro_compat: read-only). -EINVAL for a
+ * bad which or bit. */
+int nostall_feature_support(int which, uint32_t bit);
+
 /* ==== the write path (docs/api.md) ====
  *
  * A mount without NOSTALL_MOUNT_RDONLY (and without -o ro) is read-write:

@@ -2,6 +2,7 @@
  * group descriptors (include/nostall/nostall.h). */
 #include "api/api_int.h"
 
+#include "extfs/format/features.h"
 #include "extfs/format/uuid.h"
 #include "util/err.h"
 
@@ -44,6 +45,34 @@ const char *nostall_feature_name(int which, uint32_t bit)
 {
 	return ext3_feature_name(which, bit);
 }
+
+int nostall_feature_get(unsigned i, struct nostall_feature *out)
+{
+	const struct ext3_feature *f = ext3_feature_at(i);
+	if (!f)
+		return -ENOENT;
+	memset(out, 0, sizeof *out);
+	out->name = f->name;
+	out->which = f->kind;
+	out->bit = f->mask;
+	out->support = f->support; /* enum ext3_feature_support has the same values */
+	out->support_name = ext3_feature_support_name(f->support);
+	out->mkfs = f->mkfs;
+	return 0;
+}
+
+int nostall_feature_support(int which, uint32_t bit)
+{
+	if (which < 0 || which > 2 || !bit || (bit & (bit - 1)))
+		return err_set(-EINVAL, "feature: bad kind %d or bit 0x%x", which, bit);
+	return (int)ext3_feature_support_of(which, bit);
+}
+
+_Static_assert(NOSTALL_FEATURE_RW == (int)EXT3_FEATURE_RW &&
+		       NOSTALL_FEATURE_IGNORED == (int)EXT3_FEATURE_IGNORED &&
+		       NOSTALL_FEATURE_RO == (int)EXT3_FEATURE_RO &&
+		       NOSTALL_FEATURE_REFUSE == (int)EXT3_FEATURE_REFUSE,
+	       "the public support levels are the table's");
 
 static void str_copy(char *dst, const char *src, size_t n)
 {

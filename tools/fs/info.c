@@ -1,5 +1,7 @@
-/* nostall info [--device SPEC] [-o OPTS] IMAGE: the superblock in
- * `dumpe2fs -h` style, then one entry per block group (docs/cli.md). */
+/* nostall info [-F] [--device SPEC] [-o OPTS] IMAGE: the superblock in
+ * `dumpe2fs -h` style, then one entry per block group; with -F the table of
+ * on-disk features nostall knows (nostall_feature_get) and which of them the
+ * image has (docs/cli.md, docs/ext3-format.md "Features"). */
 #include "../common/cmds.h"
 #include "common.h"
 
@@ -18,6 +20,37 @@ static void print_time_field(const char *label, int64_t t)
 	printf("%-26s %s\n", label, buf);
 }
 
+/* -F: one line per feature of the table, then per bit of the image the
+ * table lacks: kind, bit, name, what nostall does, whether mkfs sets it,
+ * whether the image has it. */
+static int info_features(const struct nostall_info *in)
+{
+	static const char *const kinds[3] = { "compat", "incompat", "ro_compat" };
+	static const char *const support[4] = { "read-write", "ignored", "read-only", "refused" };
+	const uint32_t set[3] = { in->feature_compat, in->feature_incompat, in->feature_ro_compat };
+	uint32_t known[3] = { 0, 0, 0 };
+	printf("%-9s %-10s %-19s %-10s %-4s %s\n", "KIND", "BIT", "NAME", "NOSTALL", "MKFS", "IMAGE");
+	struct nostall_feature f;
+	for (unsigned i = 0; nostall_feature_get(i, &f) == 0; i++) {
+		known[f.which] |= f.bit;
+		printf("%-9s 0x%08" PRIx32 " %-19s %-10s %-4s %s\n", kinds[f.which], f.bit, f.name,
+		       f.support_name, f.mkfs ? "yes" : "no", (set[f.which] & f.bit) ? "set" : "-");
+	}
+	static const char letter[3] = { 'C', 'I', 'R' };
+	for (int w = 0; w < 3; w++)
+		for (int b = 0; b < 32; b++) {
+			uint32_t bit = 1u << b;
+			if (!(set[w] & bit) || (known[w] & bit))
+				continue;
+			char name[32];
+			snprintf(name, sizeof name, "FEATURE_%c%d", letter[w], b);
+			int s = nostall_feature_support(w, bit);
+			printf("%-9s 0x%08" PRIx32 " %-19s %-10s %-4s %s\n", kinds[w], bit, name,
+			       s >= 0 && s < 4 ? support[s] : "?", "no", "set");
+		}
+	return 0;
+}
+
 static int info_run(struct cli_args *a, struct nostall_fs *fs)
 {
 	struct nostall_info in;
@@ -29,6 +62,8 @@ static int info_run(struct cli_args *a, struct nostall_fs *fs)
 		fprintf(stderr, "nostall info: %s: %s\n", cli_what(a), nostall_errmsg(rc));
 		return 1;
 	}
+	if (a->flag['F'])
+		return info_features(&in);
 	static const char *const hash_names[] = { "legacy", "half_md4", "tea" };
 	printf("%-26s %s\n", "Filesystem volume name:", in.volume_name[0] ? in.volume_name : "<none>");
 	printf("%-26s %s\n", "Last mounted on:", in.last_mounted[0] ? in.last_mounted : "<not available>");
@@ -108,7 +143,7 @@ static int info_run(struct cli_args *a, struct nostall_fs *fs)
 }
 
 const struct cli_cmd cmd_info = {
-	.name = "info", .usage = "info [--device SPEC] [-o OPTS] IMAGE",
+	.name = "info", .usage = "info [-F] [--device SPEC] [-o OPTS] IMAGE", .flags = "F",
 	.min_pos = 0, .max_pos = 0, .mount_flags = NOSTALL_MOUNT_RDONLY,
 	.run = info_run,
 };

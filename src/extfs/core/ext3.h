@@ -169,13 +169,7 @@ bool ext3_fs_has_filetype(const struct ext3_fs *fs);
  * `what` in the message when past the end). `what` may be NULL. */
 int ext3_bread(struct ext3_fs *fs, uint64_t blk, const char *what, struct buffer_head **out);
 
-/* Feature names for reports; NULL for an unknown bit. which: 0 compat,
- * 1 incompat, 2 ro_compat. */
-const char *ext3_feature_name(int which, uint32_t bit);
-/* "has_journal ext_attr ..." for the three masks (unknown bits as
- * FEATURE_C12 / FEATURE_I40 / FEATURE_R400 like e2fsprogs). */
-void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
-			  size_t len);
+/* Feature names and what nostall does with each: extfs/format/features.h. */
 
 /* ---- inodes: the shared in-memory inode (icache.c, inode.c) ----
  *
@@ -284,22 +278,19 @@ int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, boo
 ssize_t ext3_inode_pread(struct ext3_fs *fs, struct ext3_inode *in, void *buf,
 			 size_t len, uint64_t off);
 
-/* A copy of the last leaf indirect block (the pointer block that maps data
- * blocks) used by ext3_inode_map_run, so that a sequential scan walks the
- * tree once per leaf (apb blocks) instead of once per block. Each inode has
- * one (under its map-cache mutex; allocated on the first mapping past the
- * direct blocks, freed when the inode's last reference goes); a caller may
- * pass its own. The copy is only valid while the block map cannot change: a
- * write path invalidates the inode's (ext3_inode_map_invalidate, ext3_int.h)
- * whenever it changes the inode's map. */
-struct ext3_map_cache {
-	bool valid;
-	uint32_t leaf_blk;          /* the pointer block copied */
-	uint64_t first;             /* logical block mapped by ptr[0] */
-	uint32_t n;                 /* pointers (apb) */
-	uint32_t ptr[EXT3_MAX_BLOCK_SIZE / 4]; /* host order */
-};
-void ext3_map_cache_reset(struct ext3_map_cache *mc);
+/* A map cache: what the inode's block map (src/extfs/inode/bmap.h) keeps
+ * of its last lookup, so that a sequential scan walks the map once per leaf
+ * (apb blocks of the indirect map) instead of once per block. Each inode
+ * has one (under its map-cache mutex; allocated on the first mapping that
+ * needs it, freed when the inode's last reference goes); a caller may pass
+ * its own to ext3_inode_map_run, owned by one user at a time. Only valid
+ * while the block map cannot change: a write path invalidates the inode's
+ * (ext3_inode_map_invalidate, ext3_int.h) whenever it changes the map; a
+ * caller's own must not outlive such a change. */
+struct ext3_map_cache;
+/* NULL when out of memory. */
+struct ext3_map_cache *ext3_map_cache_new(void);
+void ext3_map_cache_free(struct ext3_map_cache *mc);
 /* Map a run of logical blocks starting at `logical`, at most `max` (>= 1)
  * blocks long: *count blocks that are all a hole (*physical = 0) or all
  * mapped to consecutive physical blocks starting at *physical. Runs end at

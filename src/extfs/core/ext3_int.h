@@ -47,11 +47,12 @@ struct ext3_inode {
 	uint64_t i_size;            /* in-memory size: what reads see */
 	uint64_t i_disksize;        /* size in the on-disk inode; = i_size until data=guarded
 				     * moves it only at data I/O completion */
-	/* map_lock protects map, the inode's block-map cache (taken under lock):
-	 * allocated by the first mapping past the direct blocks (a sequential
-	 * reader of a file over 12 blocks), freed when the last reference goes
-	 * (icache.c), so an unreferenced cached inode costs no 4 KiB copy of a
-	 * pointer block. NULL: none (ext3_inode_map_run then walks the tree). */
+	/* map_lock protects map, the inode's block-map cache (taken under lock;
+	 * src/extfs/inode/bmap.h): allocated by the map when it first needs it
+	 * (the indirect map: a sequential reader past the 12 direct blocks),
+	 * freed when the inode goes unreferenced (icache.c), so an unreferenced
+	 * cached inode costs no 4 KiB copy of a pointer block. NULL: none (the
+	 * map then walks its metadata). */
 	pthread_mutex_t map_lock;
 	struct ext3_map_cache *map;
 	/* Dirty data blocks/pages not yet written (atomic; 0 today). */

@@ -60,6 +60,7 @@ static int sb_write(struct ext3_journal *e)
 static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 {
 	struct ext3_inode *in;
+	struct ext3_map_cache *mc = NULL;
 	int rc;
 	e->bs = ext3_fs_block_size(fs);
 	rc = ext3_iget(fs, EXT3_JOURNAL_INO, &in);
@@ -73,7 +74,7 @@ static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 			     EXT3_JOURNAL_INO, a.mode, (unsigned long long)a.size);
 		goto out;
 	}
-	if (a.flags & 0x80000u /* EXT4_EXTENTS_FL */) {
+	if (a.flags & EXT4_EXTENTS_FL) {
 		rc = err_set(-EOPNOTSUPP, "journal inode uses extents (ext4)");
 		goto out;
 	}
@@ -83,11 +84,14 @@ static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 		rc = -ENOMEM;
 		goto out;
 	}
-	struct ext3_map_cache mc;
-	ext3_map_cache_reset(&mc);
+	mc = ext3_map_cache_new();
+	if (!mc) {
+		rc = err_set(-ENOMEM, "out of memory");
+		goto out;
+	}
 	for (uint64_t l = 0; l < e->nblocks;) {
 		uint64_t phys, count;
-		rc = ext3_inode_map_run(fs, in, &mc, l, e->nblocks - l, &phys, &count);
+		rc = ext3_inode_map_run(fs, in, mc, l, e->nblocks - l, &phys, &count);
 		if (rc < 0)
 			goto out;
 		if (!phys) {
@@ -99,6 +103,7 @@ static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 		l += count;
 	}
 out:
+	ext3_map_cache_free(mc);
 	ext3_iput(in);
 	return rc;
 }

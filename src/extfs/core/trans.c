@@ -28,25 +28,14 @@ static _Thread_local int tl_depth;
 
 /* ---- credits ---- */
 
-/* Indirect blocks touched when n contiguous logical blocks are mapped: at
- * most ceil((n-1)/apb)+1 leaf blocks, ceil((n-1)/apb^2)+1 double-indirect
- * level blocks and one triple-indirect block (3 for a single block, whatever
- * the block size: 1 KiB blocks need all three levels soonest). */
-static uint64_t cred_indirect(const struct ext3_fs *fs, uint64_t n)
-{
-	uint64_t apb = fs->g.apb;
-	if (n == 0)
-		return 0;
-	return (n - 1 + apb - 1) / apb + 1 + (n - 1 + apb * apb - 1) / (apb * apb) + 1 + 1;
-}
-
-/* EXT3_CRED_DATA: n data blocks + their indirect blocks may land in as many
+/* EXT3_CRED_DATA: n data blocks + their map blocks (ext3_bmap_credits: the
+ * indirect blocks of the indirect map) may land in as many
  * groups as there are blocks (fragmented free space), each touching its
  * bitmap and, per descriptor block, the GDT; plus the inode and the
  * superblock. The data blocks themselves (data=journal) are the caller's. */
 int ext3_credits_data(const struct ext3_fs *fs, uint64_t nblocks)
 {
-	uint64_t ind = cred_indirect(fs, nblocks);
+	uint64_t ind = ext3_bmap_credits(fs, nblocks);
 	uint64_t blocks = nblocks + ind;
 	uint64_t groups = blocks < fs->g.groups ? blocks : fs->g.groups;
 	uint64_t gdt = groups < fs->g.desc_blocks ? groups : fs->g.desc_blocks;

@@ -169,7 +169,10 @@ int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in);
  * timestamps with their extra nanoseconds) into its inode-table block and
  * journal it. Caller holds in->lock as writer. */
 int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in);
-/* Map logical blocks [lblk, lblk + max) like ext3_inode_map_run; with create,
+/* The block map with allocation: dispatched per inode to its map kind
+ * (src/extfs/inode/bmap.h; today the indirect map of ext2/ext3).
+ *
+ * Map logical blocks [lblk, lblk + max) like ext3_inode_map_run; with create,
  * allocate the missing ones (and indirect blocks on the way, journaled,
  * zeroed), goal = the block before in the file, else near the inode.
  * *count blocks mapped contiguously from *phys; *is_new when they were just
@@ -178,6 +181,12 @@ int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in);
  * when create. */
 int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max,
 		    bool create, uint64_t *phys, uint32_t *count, bool *is_new);
+/* Logical blocks a file may have on fs (the map's bound: the indirect
+ * map's triple-indirect tree and i_blocks). */
+uint64_t ext3_max_blocks(const struct ext3_fs *fs);
+/* Blocks of the map (not data) that mapping n contiguous logical blocks
+ * may touch: the credits ext3_credits_data adds for them. */
+uint64_t ext3_bmap_credits(const struct ext3_fs *fs, uint64_t n);
 /* Free every block past new_size (data and indirect trees), in as many
  * transactions as it takes (the handle is restarted; the inode is on the
  * orphan list across the restarts so a crash finishes the job at the next

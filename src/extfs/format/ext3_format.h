@@ -87,9 +87,11 @@
 /* s_jnl_backup_type */
 #define EXT3_JNL_BACKUP_BLOCKS 1 /* s_jnl_blocks[0..14] = i_block, [15] size_high, [16] size */
 
-/* Feature sets. A kernel (or nostall) must refuse to mount a filesystem with
- * an unknown incompat feature and mount read-only one with an unknown
- * ro_compat feature; unknown compat features are ignored. */
+/* Feature bits (the ones nostall's code tests; the full list with names and
+ * what nostall does with each is features.c's table). A kernel (or nostall)
+ * must refuse to mount a filesystem with an unknown incompat feature and
+ * mount read-only one with an unknown ro_compat feature; unknown compat
+ * features are ignored. */
 #define EXT3_FEATURE_COMPAT_DIR_PREALLOC 0x0001
 #define EXT3_FEATURE_COMPAT_IMAGIC_INODES 0x0002
 #define EXT3_FEATURE_COMPAT_HAS_JOURNAL 0x0004
@@ -117,15 +119,7 @@
 #define EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE 0x0040
 #define EXT4_FEATURE_RO_COMPAT_METADATA_CSUM 0x0400
 
-/* What nostall's ext3 understands. */
-#define EXT3_FEATURE_COMPAT_SUPP                                                           \
-	(EXT3_FEATURE_COMPAT_DIR_PREALLOC | EXT3_FEATURE_COMPAT_HAS_JOURNAL |              \
-	 EXT3_FEATURE_COMPAT_EXT_ATTR | EXT3_FEATURE_COMPAT_RESIZE_INODE |                  \
-	 EXT3_FEATURE_COMPAT_DIR_INDEX)
-#define EXT3_FEATURE_INCOMPAT_SUPP                                                         \
-	(EXT3_FEATURE_INCOMPAT_FILETYPE | EXT3_FEATURE_INCOMPAT_RECOVER | EXT3_FEATURE_INCOMPAT_META_BG)
-#define EXT3_FEATURE_RO_COMPAT_SUPP                                                        \
-	(EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER | EXT3_FEATURE_RO_COMPAT_LARGE_FILE)
+/* What nostall does with each feature, and their names: features.h. */
 
 /* ---- superblock: 1024 bytes at byte 1024 of the device (block 1 with 1 KiB
  * blocks, inside block 0 otherwise); backups at the start of block groups. ---- */
@@ -256,6 +250,7 @@ _Static_assert(sizeof(struct ext3_group_desc) == EXT3_DESC_SIZE, "ext3 group des
 #define EXT3_JOURNAL_DATA_FL 0x00004000
 #define EXT3_DIRSYNC_FL 0x00010000
 #define EXT3_TOPDIR_FL 0x00020000
+#define EXT4_EXTENTS_FL 0x00080000 /* i_block holds an extent tree (ext4) */
 #define EXT3_FL_USER_VISIBLE 0x0003DFFFu    /* what FS_IOC_GETFLAGS shows */
 #define EXT3_FL_USER_MODIFIABLE 0x000380FFu /* what FS_IOC_SETFLAGS may change */
 

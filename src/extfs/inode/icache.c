@@ -36,6 +36,7 @@
  */
 #include "extfs/inode/inode_write.h"
 #include "extfs/core/data_ops.h"
+#include "extfs/inode/bmap.h"
 #include "page/page.h"
 
 #include "util/err.h"
@@ -72,7 +73,7 @@ static void inode_free(struct ext3_inode *in)
 {
 	pthread_rwlock_destroy(&in->lock);
 	pthread_mutex_destroy(&in->map_lock);
-	free(in->map);
+	ext3_inode_map_drop(in);
 	free(in);
 }
 
@@ -270,8 +271,7 @@ static void evicted_drop(struct ext3_icache *c, struct ext3_inode *in)
  * holds a reference, so nobody is under its map_lock. */
 static void lru_push(struct ext3_icache *c, struct ext3_inode *in)
 {
-	free(in->map);
-	in->map = NULL;
+	ext3_inode_map_drop(in);
 	in->lru_next = c->lru_head;
 	in->lru_prev = NULL;
 	if (c->lru_head)

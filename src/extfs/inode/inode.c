@@ -1,7 +1,7 @@
 /* ext3 inodes: reading and checking one from the inode table, the
- * accessors of the shared in-memory inode, the indirect block map, data
- * reads, device numbers. See docs/ext3-read-path.md, "Inodes" and "Block
- * map"; the cache of inodes is icache.c. Public functions take in->lock as
+ * accessors of the shared in-memory inode, data reads and SEEK_DATA/HOLE
+ * through the block map (bmap.h), device numbers. See
+ * docs/ext3-read-path.md, "Inodes"; the cache of inodes is icache.c. Public functions take in->lock as
  * reader (ext3.h, "inodes"); the _locked variants expect it held. */
 #include "extfs/core/ext3_int.h"
 
@@ -207,74 +207,6 @@ void ext3_inode_rdev(const struct ext3_inode_attr *a, uint32_t *major, uint32_t 
 	}
 }
 
-/* For logical >= EXT3_NDIR_BLOCKS: the tree that maps it (IND, DIND or
- * TIND: *levels 1..3, *root its block) and *l, the offset inside that
- * tree. -EFBIG past the triple indirect range. */
-static int map_indirect_root(const struct ext3_inode *in, uint64_t apb, uint64_t logical,
-			     uint64_t *l, uint32_t *root, int *levels)
-{
-	uint64_t off = logical - EXT3_NDIR_BLOCKS, span = apb;
-	for (int lv = 1; lv <= 3; lv++, span *= apb) {
-		if (off < span) {
-			*root = in->a.block[EXT3_NDIR_BLOCKS + lv - 1];
-			*levels = lv;
-			*l = off;
-			return 0;
-		}
-		off -= span;
-	}
-	return err_set(-EFBIG, "ext3: inode %u: logical block %llu beyond the triple indirect range",
-		       in->a.ino, (unsigned long long)logical);
-}
-
-int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
-		    uint64_t *physical)
-{
-	ext3_inode_rdlock(in);
-	int rc = ext3_inode_bmap_locked(fs, in, logical, physical);
-	ext3_inode_unlock(in);
-	return rc;
-}
-
-int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
-			   uint64_t *physical)
-{
-	*physical = 0;
-	uint64_t apb = fs->g.apb;
-	uint32_t root = 0;
-	int levels = 0;
-	uint64_t l = logical;
-	if (l < EXT3_NDIR_BLOCKS) {
-		root = in->a.block[l];
-		levels = 0;
-	} else {
-		int rc = map_indirect_root(in, apb, logical, &l, &root, &levels);
-		if (rc)
-			return rc;
-	}
-	uint32_t cur = root;
-	for (int lv = levels; lv > 0; lv--) {
-		if (cur == 0)
-			return 0;
-		uint64_t div = 1;
-		for (int k = 1; k < lv; k++)
-			div *= apb;
-		struct buffer_head *bh;
-		int rc = ext3_bread(fs, cur, "indirect", &bh);
-		if (rc)
-			return err_wrap(rc, "ext3: inode %u", in->a.ino);
-		const uint32_t *ptr = buf_data(bh);
-		cur = le32_to_cpu(ptr[(l / div) % apb]);
-		buf_put(bh);
-	}
-	if (cur && (cur >= fs->g.blocks_count || cur < fs->g.first_data_block))
-		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
-			       "outside the filesystem (%u blocks)", in->a.ino,
-			       (unsigned long long)logical, cur, fs->g.blocks_count);
-	*physical = cur;
-	return 0;
-}
-
 ssize_t ext3_inode_pread(struct ext3_fs *fs, struct ext3_inode *in, void *buf,
 			 size_t len, uint64_t off)
 {
@@ -322,266 +254,6 @@ ssize_t ext3_inode_pread_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 	return (ssize_t)done;
 }
 
-void ext3_map_cache_reset(struct ext3_map_cache *mc)
-{
-	mc->valid = false;
-}
-
-void ext3_inode_map_invalidate(struct ext3_inode *in)
-{
-	pthread_mutex_lock(&in->map_lock);
-	if (in->map)
-		ext3_map_cache_reset(in->map);
-	pthread_mutex_unlock(&in->map_lock);
-}
-
-/* The inode's own map cache for a mapping of `logical`, allocated on the
- * first use past the direct blocks (which the inode maps itself); NULL when
- * not needed or out of memory (map_run_locked then copies the leaf on its
- * stack). Caller holds map_lock. */
-static struct ext3_map_cache *inode_map(struct ext3_inode *in, uint64_t logical)
-{
-	if (!in->map && logical >= EXT3_NDIR_BLOCKS) {
-		in->map = malloc(sizeof *in->map);
-		if (in->map)
-			ext3_map_cache_reset(in->map);
-	}
-	return in->map;
-}
-
-/* Is pointer p (non-zero) a block inside the filesystem? */
-static bool map_ptr_ok(const struct ext3_fs *fs, uint32_t p)
-{
-	return p < fs->g.blocks_count && p >= fs->g.first_data_block;
-}
-
-/* Is pointer block `blk` cached and uptodate? If not, start reading it
- * without waiting. META, as 2.6.30 reads metadata: CFQ dispatches it before
- * the queue's data, which sorts before it by sector when it lies ahead of
- * the data already queued. */
-static bool leaf_start(struct ext3_fs *fs, uint32_t blk)
-{
-	struct buffer_head *bh = buf_get(ext3_fs_cache(fs), blk, NULL);
-	if (!bh)
-		return false;
-	bool ok = buf_uptodate(bh);
-	if (!ok)
-		buf_ll_rw_block(BLK_READ | BLK_REQ_META, 1, &bh);
-	buf_put(bh);
-	return ok;
-}
-
-int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
-			    uint64_t *next)
-{
-	uint64_t apb = fs->g.apb;
-	*next = logical + 1;
-	if (logical < EXT3_NDIR_BLOCKS) {
-		*next = EXT3_NDIR_BLOCKS; /* mapped by the inode itself */
-		return 0;
-	}
-	ext3_inode_rdlock(in);
-	uint64_t l = 0;
-	uint32_t cur = 0;
-	int levels = 0;
-	int rc = map_indirect_root(in, apb, logical, &l, &cur, &levels);
-	if (!rc) {
-		*next = logical - l % apb + apb; /* the leaf's span ends there */
-		uint64_t span = 1;
-		for (int k = 1; k < levels; k++)
-			span *= apb;
-		/* The levels above the leaf synchronously (one block per apb
-		 * leaves, cached after the first), the leaf asynchronously. */
-		for (int lv = levels; lv > 1 && cur && map_ptr_ok(fs, cur); lv--) {
-			struct buffer_head *bh;
-			rc = ext3_bread(fs, cur, "indirect", &bh);
-			if (rc) {
-				cur = 0;
-				break;
-			}
-			cur = le32_to_cpu(((const uint32_t *)buf_data(bh))[(l / span) % apb]);
-			span /= apb;
-			buf_put(bh);
-		}
-		if (cur && map_ptr_ok(fs, cur))
-			(void)leaf_start(fs, cur);
-	}
-	ext3_inode_unlock(in);
-	return rc;
-}
-
-/* map_run with in->lock held as reader and mc owned by the caller. With
- * `guess` non-NULL a leaf pointer block that is not cached is not waited for:
- * its read is started and *guess set to its block number (return 1, *count
- * = the blocks up to the leaf's end, at most max). */
-static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
-			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
-			  uint64_t *physical, uint64_t *count, uint32_t *guess);
-
-int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in,
-		       struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
-		       uint64_t *physical, uint64_t *count)
-{
-	ext3_inode_rdlock(in);
-	int rc;
-	if (mc) {
-		rc = map_run_locked(fs, in, mc, logical, max, physical, count, NULL);
-	} else {
-		pthread_mutex_lock(&in->map_lock);
-		rc = map_run_locked(fs, in, inode_map(in, logical), logical, max, physical, count,
-				    NULL);
-		pthread_mutex_unlock(&in->map_lock);
-	}
-	ext3_inode_unlock(in);
-	return rc;
-}
-
-/* Where the data of `logical` probably is, its leaf `leaf` not being in:
- * a file written sequentially continues right after the previous block
- * (prev: the caller's hint, else the map cache when it still holds the
- * previous leaf; 0 when unknown), skipping the leaf when the leaf sits there
- * (2.6.30's ext3 puts each leaf right before the data it maps; the ext4
- * driver mounting ext3 groups the leaves elsewhere). 0: no guess. Never the first block of a
- * group nor across a group's end (bitmaps and inode table come first). */
-static uint64_t map_guess_at(const struct ext3_fs *fs, uint32_t leaf, uint64_t idx, uint32_t prev,
-			     uint64_t *count)
-{
-	uint64_t p = (uint64_t)leaf + 1 + idx;
-	/* The leaf right after the previous data (with the double and triple
-	 * indirect blocks before it at their first leaf): the data follows
-	 * the leaf. */
-	if (prev)
-		p = leaf > prev && leaf - prev <= 3 ? (uint64_t)leaf + 1 : (uint64_t)prev + 1;
-	if (p <= fs->g.first_data_block || p >= fs->g.blocks_count)
-		return 0;
-	uint64_t g = (p - fs->g.first_data_block) / fs->g.blocks_per_group;
-	uint64_t gfirst = fs->g.first_data_block + g * fs->g.blocks_per_group;
-	uint64_t gend = gfirst + fs->g.blocks_per_group;
-	if (gend > fs->g.blocks_count)
-		gend = fs->g.blocks_count;
-	if (p == gfirst)
-		return 0;
-	if (p + *count > gend)
-		*count = gend - p;
-	return p;
-}
-
-int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
-			 uint64_t max, uint64_t prev_hint, uint64_t *physical, uint64_t *count)
-{
-	ext3_inode_rdlock(in);
-	pthread_mutex_lock(&in->map_lock);
-	struct ext3_map_cache *mc = inode_map(in, logical);
-	uint32_t prev = prev_hint < UINT32_MAX ? (uint32_t)prev_hint : 0;
-	/* the caller's hint wins over the cache, which the checks of earlier
-	 * segments move back */
-	if (!prev && logical > EXT3_NDIR_BLOCKS && mc && mc->valid && logical - 1 >= mc->first &&
-	    logical - 1 - mc->first < mc->n)
-		prev = mc->ptr[logical - 1 - mc->first];
-	else if (!prev && logical == EXT3_NDIR_BLOCKS)
-		prev = in->a.block[EXT3_NDIR_BLOCKS - 1];
-	uint32_t leaf = 0;
-	int rc = map_run_locked(fs, in, mc, logical, max, physical, count, &leaf);
-	if (rc == 1) {
-		uint64_t idx = (logical - EXT3_NDIR_BLOCKS) % fs->g.apb;
-		uint64_t p = map_guess_at(fs, leaf, idx, prev, count);
-		if (p)
-			*physical = p;
-		else /* no guess: wait for the leaf */
-			rc = map_run_locked(fs, in, mc, logical, max, physical, count, NULL);
-	}
-	pthread_mutex_unlock(&in->map_lock);
-	ext3_inode_unlock(in);
-	return rc;
-}
-
-static int map_run_locked(struct ext3_fs *fs, const struct ext3_inode *in,
-			  struct ext3_map_cache *mc, uint64_t logical, uint64_t max,
-			  uint64_t *physical, uint64_t *count, uint32_t *guess)
-{
-	*physical = 0;
-	*count = 0;
-	if (max == 0)
-		return 0;
-	uint64_t apb = fs->g.apb;
-	const uint32_t *ptrs; /* the pointer array that maps `logical` */
-	uint64_t first, n;    /* ... starting at logical block `first`, n pointers */
-	uint32_t leafcopy[EXT3_MAX_BLOCK_SIZE / 4];
-	if (logical < EXT3_NDIR_BLOCKS) {
-		ptrs = in->a.block;
-		first = 0;
-		n = EXT3_NDIR_BLOCKS;
-	} else if (mc && mc->valid && logical >= mc->first && logical - mc->first < mc->n) {
-		ptrs = mc->ptr;
-		first = mc->first;
-		n = mc->n;
-	} else {
-		/* Walk down to the leaf as ext3_inode_bmap does (same errors). */
-		uint64_t l = 0;
-		uint32_t cur = 0;
-		int levels = 0;
-		int mrc = map_indirect_root(in, apb, logical, &l, &cur, &levels);
-		if (mrc)
-			return mrc;
-		/* span: blocks mapped by the block `cur` at level lv. */
-		uint64_t span = 1;
-		for (int k = 0; k < levels; k++)
-			span *= apb;
-		for (int lv = levels; lv > 0; lv--) {
-			if (cur == 0) { /* a missing pointer block: all of its span is a hole */
-				uint64_t left = span - l % span;
-				*count = left < max ? left : max;
-				return 0;
-			}
-			if (lv == 1 && guess && map_ptr_ok(fs, cur) && !leaf_start(fs, cur)) {
-				uint64_t left = apb - l % apb;
-				*count = left < max ? left : max;
-				*guess = cur;
-				return 1;
-			}
-			struct buffer_head *bh;
-			int rc = ext3_bread(fs, cur, "indirect", &bh);
-			if (rc)
-				return err_wrap(rc, "ext3: inode %u", in->a.ino);
-			const uint32_t *p = buf_data(bh);
-			span /= apb;
-			if (lv > 1) {
-				cur = le32_to_cpu(p[(l / span) % apb]);
-			} else {
-				uint32_t *dst = mc ? mc->ptr : leafcopy;
-				for (uint64_t i = 0; i < apb; i++)
-					dst[i] = le32_to_cpu(p[i]);
-				if (mc) {
-					mc->valid = true;
-					mc->leaf_blk = cur;
-					mc->first = logical - l % apb;
-					mc->n = (uint32_t)apb;
-				}
-			}
-			buf_put(bh);
-		}
-		ptrs = mc ? mc->ptr : leafcopy;
-		first = logical - l % apb;
-		n = apb;
-	}
-	uint64_t i = logical - first;
-	uint32_t p0 = ptrs[i];
-	if (p0 && !map_ptr_ok(fs, p0))
-		return err_set(-EUCLEAN, "ext3: inode %u: logical block %llu maps to block %u "
-			       "outside the filesystem (%u blocks)", in->a.ino,
-			       (unsigned long long)logical, p0, fs->g.blocks_count);
-	uint64_t c = 1;
-	while (c < max && i + c < n) {
-		uint32_t p = ptrs[i + c];
-		if (p0 == 0 ? p != 0 : (p != p0 + c || !map_ptr_ok(fs, p)))
-			break;
-		c++;
-	}
-	*physical = p0;
-	*count = c;
-	return 0;
-}
-
 /* SEEK_DATA / SEEK_HOLE: runs of the block map, with a private map cache
  * (the inode's own belongs to sequential readers). A block is data when it
  * is allocated: ext3 allocates at write time (a dirty page always has its
@@ -595,10 +267,9 @@ int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, boo
 			       (unsigned long long)off, (unsigned long long)size);
 	uint64_t bs = fs->g.block_size;
 	uint64_t end = (size + bs - 1) / bs;
-	struct ext3_map_cache *mc = malloc(sizeof *mc);
+	struct ext3_map_cache *mc = ext3_map_cache_new();
 	if (!mc)
 		return err_set(-ENOMEM, "out of memory");
-	ext3_map_cache_reset(mc);
 	int rc = 0;
 	uint64_t b = off / bs;
 	for (;;) {
@@ -620,6 +291,6 @@ int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, boo
 		}
 		b += count ? count : 1;
 	}
-	free(mc);
+	ext3_map_cache_free(mc);
 	return rc;
 }

@@ -21,13 +21,6 @@ int ext3_inode_write_orphan_next(struct jbd_handle *h, struct ext3_inode *in);
 void ext3_icache_evict_all(struct ext3_fs *fs);
 /* Is inode ino marked in use in its group's inode bitmap? */
 int ext3_inode_bitmap_test(struct ext3_fs *fs, uint32_t ino, bool *in_use);
-/* The path to logical block lblk: off[0] indexes i_block (0..14), off[1..]
- * the indirect blocks below; *depth 1..4. -EFBIG past ext3_max_blocks. */
-int ext3_block_to_path(const struct ext3_fs *fs, uint32_t ino, uint64_t lblk, uint32_t off[4],
-		       int *depth);
-/* Logical blocks a file may have (the triple-indirect tree and i_blocks
- * bound). */
-uint64_t ext3_max_blocks(const struct ext3_fs *fs);
 /* Are the inode's data blocks journaled (directories, symlinks,
  * data=journal): freeing them forgets/revokes them. */
 bool ext3_inode_data_is_meta(const struct ext3_inode *in);

@@ -9,6 +9,7 @@
  */
 #include "extfs/mkfs/mkfs.h"
 #include "extfs/mkfs/mkfs_int.h"
+#include "extfs/format/features.h"
 
 #include "extfs/format/ext3_format.h"
 #include "dev/dev.h"
@@ -216,12 +217,10 @@ static void mkfs_fill_super(const struct ext3_mkfs_layout *l, const struct ext3_
 	sb->s_first_ino = cpu_to_le32(EXT3_FIRST_INO);
 	sb->s_inode_size = cpu_to_le16((uint16_t)l->inode_size);
 	sb->s_block_group_nr = cpu_to_le16((uint16_t)group);
-	sb->s_feature_compat =
-		cpu_to_le32(EXT3_FEATURE_COMPAT_HAS_JOURNAL | EXT3_FEATURE_COMPAT_EXT_ATTR |
-			    EXT3_FEATURE_COMPAT_RESIZE_INODE | EXT3_FEATURE_COMPAT_DIR_INDEX);
-	sb->s_feature_incompat = cpu_to_le32(EXT3_FEATURE_INCOMPAT_FILETYPE);
-	sb->s_feature_ro_compat =
-		cpu_to_le32(EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER | EXT3_FEATURE_RO_COMPAT_LARGE_FILE);
+	/* The table's mkfs column (format/features.h; mkfs_features_check). */
+	sb->s_feature_compat = cpu_to_le32(ext3_features_mkfs(EXT3_FEATURE_KIND_COMPAT));
+	sb->s_feature_incompat = cpu_to_le32(ext3_features_mkfs(EXT3_FEATURE_KIND_INCOMPAT));
+	sb->s_feature_ro_compat = cpu_to_le32(ext3_features_mkfs(EXT3_FEATURE_KIND_RO_COMPAT));
 	memcpy(sb->s_uuid, l->uuid, 16);
 	memcpy(sb->s_volume_name, p->label, strnlen(p->label, sizeof sb->s_volume_name));
 	sb->s_reserved_gdt_blocks = cpu_to_le16((uint16_t)l->reserved_gdt_blocks);
@@ -469,13 +468,42 @@ static int mkfs_write_inodes(struct mkfs_ctx *c, const struct ext3_disk_inode *j
 	return rc;
 }
 
+/* Every feature mkfs sets must be one nostall mounts read-write, and the
+ * layout written here must be the one those features describe: the ones
+ * this file writes the structures of (the journal, the resize inode's
+ * reserved GDT blocks, sparse superblock backups, directory entries with
+ * file types). The table and this file change together. */
+static int mkfs_features_check(void)
+{
+	static const uint32_t written[3] = {
+		EXT3_FEATURE_COMPAT_HAS_JOURNAL | EXT3_FEATURE_COMPAT_EXT_ATTR |
+			EXT3_FEATURE_COMPAT_RESIZE_INODE | EXT3_FEATURE_COMPAT_DIR_INDEX,
+		EXT3_FEATURE_INCOMPAT_FILETYPE,
+		EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER | EXT3_FEATURE_RO_COMPAT_LARGE_FILE,
+	};
+	const struct ext3_feature *f;
+	for (size_t i = 0; (f = ext3_feature_at(i)); i++)
+		if (f->mkfs && f->support != EXT3_FEATURE_RW)
+			return err_set(-EINVAL, "mkfs: feature %s would make a filesystem nostall mounts %s",
+				       f->name, ext3_feature_support_name(f->support));
+	for (int k = 0; k < 3; k++)
+		if (ext3_features_mkfs(k) != written[k])
+			return err_set(-EINVAL, "mkfs: the feature table's %s set 0x%x is not the layout "
+				       "mkfs writes (0x%x)", ext3_feature_kind_name(k),
+				       ext3_features_mkfs(k), written[k]);
+	return 0;
+}
+
 int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 			  struct ext3_mkfs_layout *layout_out)
 {
+	int rc = mkfs_features_check();
+	if (rc)
+		return rc;
 	struct dev_geometry geo;
 	dev_geometry_get(dev, &geo);
 	struct ext3_mkfs_layout lay;
-	int rc = ext3_mkfs_layout_compute(p, geo.size_bytes, &lay);
+	rc = ext3_mkfs_layout_compute(p, geo.size_bytes, &lay);
 	if (rc)
 		return rc;
 	const struct ext3_mkfs_layout *l = &lay;

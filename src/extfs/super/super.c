@@ -1,8 +1,9 @@
 /* ext3 superblock and group descriptors: reading and validation (the mount
- * checks, docs/ext3-read-path.md), feature names, the accessors of struct
- * ext3_fs. Uses only the core (ext3_bread, geom.c); mount.c calls it. */
+ * checks, docs/ext3-read-path.md, with the feature table of
+ * format/features.h), the accessors of struct ext3_fs. Uses only the core (ext3_bread, geom.c); mount.c calls it. */
 #include "extfs/core/ext3.h"
 #include "extfs/core/ext3_int.h"
+#include "extfs/format/features.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
@@ -14,60 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- feature names ---- */
-
-/* Names by bit position (compat, incompat, ro_compat), as e2fsprogs spells
- * them; NULL for a bit without a name. */
-static const char *const feature_names[3][32] = {
-	{"dir_prealloc", "imagic_inodes", "has_journal", "ext_attr", "resize_inode", "dir_index",
-	 "lazy_bg", NULL, NULL, "sparse_super2", "fast_commit", "stable_inodes", "orphan_file"},
-	{"compression", "filetype", "needs_recovery", "journal_dev", "meta_bg", NULL, "extent",
-	 "64bit", "mmp", "flex_bg", "ea_inode", NULL, "dirdata", "metadata_csum_seed", "large_dir",
-	 "inline_data", "encrypt", "casefold"},
-	{"sparse_super", "large_file", "btree_dir", "huge_file", "uninit_bg", "dir_nlink",
-	 "extra_isize", NULL, "quota", "bigalloc", "metadata_csum", "replica", "read-only",
-	 "project", NULL, "verity"},
-};
-
-const char *ext3_feature_name(int which, uint32_t bit)
-{
-	if (which < 0 || which > 2 || !bit || (bit & (bit - 1)))
-		return NULL;
-	return feature_names[which][__builtin_ctz(bit)];
-}
-
-/* Names of the bits of `mask`, space separated, appended to out. */
-static void features_append(int which, uint32_t mask, char *out, size_t len)
-{
-	static const char kind[3] = {'C', 'I', 'R'};
-	for (int b = 0; b < 32; b++) {
-		uint32_t bit = 1u << b;
-		if (!(mask & bit))
-			continue;
-		size_t used = strlen(out);
-		if (used + 1 >= len)
-			return;
-		const char *n = ext3_feature_name(which, bit);
-		char tmp[32];
-		if (!n) {
-			snprintf(tmp, sizeof tmp, "FEATURE_%c%u", kind[which], (unsigned)b);
-			n = tmp;
-		}
-		snprintf(out + used, len - used, "%s%s", used ? " " : "", n);
-	}
-}
-
-void ext3_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out,
-			  size_t len)
-{
-	if (!len)
-		return;
-	out[0] = '\0';
-	features_append(0, compat, out, len);
-	features_append(1, incompat, out, len);
-	features_append(2, ro_compat, out, len);
-}
 
 /* ---- accessors ---- */
 
@@ -186,7 +133,11 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	ext3_geom_derive(&fs->g); /* groups, descriptor blocks, apb (as checked above) */
 
 	/* features */
-	uint32_t unk_incompat = fs->incompat & ~(uint32_t)EXT3_FEATURE_INCOMPAT_SUPP;
+	/* The feature table (format/features.h): a refused incompat feature
+	 * refuses the mount, a read-only ro_compat one leaves it read-only
+	 * (compat features are read-write or ignored). */
+	uint32_t unk_incompat = ext3_features_with(EXT3_FEATURE_KIND_INCOMPAT, fs->incompat,
+						   EXT3_FEATURE_REFUSE);
 	if (unk_incompat) {
 		char names[160];
 		ext3_features_format(0, unk_incompat, 0, names, sizeof names);
@@ -194,7 +145,8 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 			       "ext3: unsupported incompat feature%s %s (0x%x): refusing to mount",
 			       (unk_incompat & (unk_incompat - 1)) ? "s" : "", names, unk_incompat);
 	}
-	uint32_t unk_ro = fs->ro_compat & ~(uint32_t)EXT3_FEATURE_RO_COMPAT_SUPP;
+	uint32_t unk_ro = ext3_features_with(EXT3_FEATURE_KIND_RO_COMPAT, fs->ro_compat,
+					     EXT3_FEATURE_RO);
 	if (unk_ro) {
 		fs->unknown_ro_compat = true;
 		char names[160];

@@ -1,0 +1,224 @@
+/* The block-map dispatchers (bmap.h): each picks the inode's map kind and
+ * calls its table. Today every inode maps through the indirect map; an
+ * extent-mapped inode (EXT4_EXTENTS_FL on a filesystem with the extent
+ * feature, which mount refuses today) gets a table that refuses, the point
+ * where the extent tree plugs in. Also the map-kind independent parts: the
+ * map cache's life, the truncate step's room in the handle. */
+#include "extfs/inode/bmap.h"
+
+#include "jbd/jbd.h"
+#include "util/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* ---- the refusing table of extent-mapped inodes ---- */
+
+static int ext_refuse(const struct ext3_inode *in)
+{
+	return err_set(-EOPNOTSUPP, "ext3: inode %u: extent-mapped files are not supported", in->ino);
+}
+
+static uint64_t ext_max_blocks(const struct ext3_fs *fs)
+{
+	(void)fs;
+	return 0;
+}
+
+static uint64_t ext_map_credits(const struct ext3_fs *fs, uint64_t n)
+{
+	(void)fs, (void)n;
+	return 0;
+}
+
+static int ext_map_block(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
+			 uint64_t *physical)
+{
+	(void)fs, (void)logical;
+	*physical = 0;
+	return ext_refuse(in);
+}
+
+static int ext_map_run(struct ext3_fs *fs, struct ext3_inode *in, struct ext3_map_cache *mc,
+		       uint64_t logical, uint64_t max, uint64_t *physical, uint64_t *count)
+{
+	(void)fs, (void)mc, (void)logical, (void)max;
+	*physical = 0;
+	*count = 0;
+	return ext_refuse(in);
+}
+
+static int ext_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical, uint64_t max,
+			 uint64_t prev_hint, uint64_t *physical, uint64_t *count)
+{
+	(void)prev_hint;
+	return ext_map_run(fs, in, NULL, logical, max, physical, count);
+}
+
+static int ext_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			    uint64_t *next)
+{
+	(void)fs;
+	*next = logical + 1;
+	return ext_refuse(in);
+}
+
+static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max,
+			  bool create, uint64_t *phys, uint32_t *count, bool *is_new)
+{
+	(void)h, (void)lblk, (void)max, (void)create;
+	*phys = 0;
+	*count = 0;
+	if (is_new)
+		*is_new = false;
+	return ext_refuse(in);
+}
+
+static int ext_truncate(struct ext3_bmap_trunc *t, uint64_t first)
+{
+	(void)first;
+	return ext_refuse(t->in);
+}
+
+static const struct ext3_bmap_ops bmap_ext_refused_ops = {
+	.name = "extent (not supported)",
+	.max_blocks = ext_max_blocks,
+	.map_credits = ext_map_credits,
+	.map_block = ext_map_block,
+	.map_run = ext_map_run,
+	.map_guess = ext_map_guess,
+	.map_prefetch = ext_map_prefetch,
+	.get_blocks = ext_get_blocks,
+	.truncate = ext_truncate,
+};
+
+/* ---- choosing the table ---- */
+
+const struct ext3_bmap_ops *ext3_bmap_ops_of(const struct ext3_inode *in)
+{
+	/* The flag alone does not make an extent inode: ext3 ignores it, and
+	 * so did nostall before this table (hostile images set it). */
+	if ((in->a.flags & EXT4_EXTENTS_FL) &&
+	    (le32_to_cpu(in->fs->sb.s_feature_incompat) & EXT4_FEATURE_INCOMPAT_EXTENTS))
+		return &bmap_ext_refused_ops;
+	return &ext3_bmap_ind_ops;
+}
+
+/* ---- the dispatchers ---- */
+
+uint64_t ext3_max_blocks(const struct ext3_fs *fs)
+{
+	/* The files nostall creates: the indirect map's bound (an extent
+	 * filesystem will answer per inode). */
+	return ext3_bmap_ind_ops.max_blocks(fs);
+}
+
+uint64_t ext3_bmap_credits(const struct ext3_fs *fs, uint64_t n)
+{
+	/* Per filesystem, as ext3_max_blocks (an extent filesystem will take
+	 * the larger of its two maps', or ask per inode as ext4 does). */
+	return ext3_bmap_ind_ops.map_credits(fs, n);
+}
+
+int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+		    uint64_t *physical)
+{
+	ext3_inode_rdlock(in);
+	int rc = ext3_bmap_ops_of(in)->map_block(fs, in, logical, physical);
+	ext3_inode_unlock(in);
+	return rc;
+}
+
+int ext3_inode_bmap_locked(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
+			   uint64_t *physical)
+{
+	return ext3_bmap_ops_of(in)->map_block(fs, in, logical, physical);
+}
+
+int ext3_inode_map_run(struct ext3_fs *fs, struct ext3_inode *in, struct ext3_map_cache *mc,
+		       uint64_t logical, uint64_t max, uint64_t *physical, uint64_t *count)
+{
+	ext3_inode_rdlock(in);
+	int rc = ext3_bmap_ops_of(in)->map_run(fs, in, mc, logical, max, physical, count);
+	ext3_inode_unlock(in);
+	return rc;
+}
+
+int ext3_inode_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			 uint64_t max, uint64_t prev_hint, uint64_t *physical, uint64_t *count)
+{
+	ext3_inode_rdlock(in);
+	int rc = ext3_bmap_ops_of(in)->map_guess(fs, in, logical, max, prev_hint, physical, count);
+	ext3_inode_unlock(in);
+	return rc;
+}
+
+int ext3_inode_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
+			    uint64_t *next)
+{
+	ext3_inode_rdlock(in);
+	int rc = ext3_bmap_ops_of(in)->map_prefetch(fs, in, logical, next);
+	ext3_inode_unlock(in);
+	return rc;
+}
+
+int ext3_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max,
+		    bool create, uint64_t *phys, uint32_t *count, bool *is_new)
+{
+	return ext3_bmap_ops_of(in)->get_blocks(h, in, lblk, max, create, phys, count, is_new);
+}
+
+int ext3_bmap_truncate(struct ext3_bmap_trunc *t, uint64_t first)
+{
+	return ext3_bmap_ops_of(t->in)->truncate(t, first);
+}
+
+/* ---- the map cache ---- */
+
+struct ext3_map_cache *ext3_map_cache_new(void)
+{
+	struct ext3_map_cache *mc = malloc(sizeof *mc);
+	if (mc)
+		mc->valid = false;
+	return mc;
+}
+
+void ext3_map_cache_free(struct ext3_map_cache *mc)
+{
+	free(mc);
+}
+
+void ext3_inode_map_invalidate(struct ext3_inode *in)
+{
+	pthread_mutex_lock(&in->map_lock);
+	if (in->map)
+		in->map->valid = false;
+	pthread_mutex_unlock(&in->map_lock);
+}
+
+void ext3_inode_map_drop(struct ext3_inode *in)
+{
+	free(in->map);
+	in->map = NULL;
+}
+
+/* ---- truncate steps ---- */
+
+int ext3_bmap_trunc_room(struct ext3_bmap_trunc *t)
+{
+	if (t->budget >= EXT3_BMAP_TRUNC_STEP_CREDITS)
+		return 0;
+	if (jbd_handle_extend(t->h, t->credits) == 0) {
+		t->budget += t->credits;
+		return 0;
+	}
+	/* The transaction ends here: the inode (i_blocks, the map) with it. */
+	int rc = ext3_mark_inode_dirty(t->h, t->in);
+	if (rc)
+		return rc;
+	rc = jbd_handle_restart(t->h, t->credits);
+	if (rc)
+		return err_wrap(rc, "ext3: inode %u: restarting the truncate", t->in->ino);
+	t->budget = t->credits;
+	return 0;
+}
