@@ -36,18 +36,24 @@ static void test_check_value(void **state)
 	assert_int_equal(crc32_be(0, "123456789", 9), crc_ref(0, (const uint8_t *)"123456789", 9));
 }
 
-static void test_random_buffers(void **state)
+/* Seeds rand() (time, or NOSTALL_SEED; printed) and fills buf. */
+static void random_fill(uint8_t *buf, size_t n)
 {
-	(void)state;
 	unsigned seed = (unsigned)time(NULL);
 	const char *env = getenv("NOSTALL_SEED");
 	if (env)
 		seed = (unsigned)strtoul(env, NULL, 0);
 	print_message("seed %u (NOSTALL_SEED)\n", seed);
 	srand(seed);
-	static uint8_t buf[4096 + 16];
-	for (size_t i = 0; i < sizeof buf; i++)
+	for (size_t i = 0; i < n; i++)
 		buf[i] = (uint8_t)rand();
+}
+
+static void test_random_buffers(void **state)
+{
+	(void)state;
+	static uint8_t buf[4096 + 16];
+	random_fill(buf, sizeof buf);
 	/* every length up to 64 at every offset 0..7 (the 8-byte steps and
 	 * their tails), then whole and odd-sized blocks */
 	for (size_t off = 0; off < 8; off++)
@@ -100,15 +106,8 @@ static void test_crc32c_check_value(void **state)
 static void test_crc32c_random(void **state)
 {
 	(void)state;
-	unsigned seed = (unsigned)time(NULL);
-	const char *env = getenv("NOSTALL_SEED");
-	if (env)
-		seed = (unsigned)strtoul(env, NULL, 0);
-	print_message("seed %u (NOSTALL_SEED)\n", seed);
-	srand(seed);
 	static uint8_t buf[4096 + 16];
-	for (size_t i = 0; i < sizeof buf; i++)
-		buf[i] = (uint8_t)rand();
+	random_fill(buf, sizeof buf);
 	for (size_t off = 0; off < 8; off++)
 		for (size_t len = 0; len <= 64; len++) {
 			uint32_t s = (uint32_t)rand() * 2654435761u;
