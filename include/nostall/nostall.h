@@ -79,6 +79,23 @@ const char *nostall_errmsg(int rc);
  * nostall_errmsg(). */
 int nostall_errmsg_set(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- option strings ---- */
+
+/* The "name=value,name,..." grammar of the library's own option strings
+ * (nostall_mount's opts), for programs that take more options in the same
+ * string (the FUSE daemon's -o): split s (NULL: nothing) at commas, no
+ * quoting, and call cb for each non-empty item (value NULL for a bare
+ * name); a negative return of cb stops the walk and is returned. */
+typedef int (*nostall_opt_cb)(void *ctx, const char *name, const char *value);
+int nostall_opts_each(const char *s, nostall_opt_cb cb, void *ctx);
+/* The values in them, as the library reads its own: a size ("16M", "4K",
+ * "2G"; binary multiples, optional "iB"/"B"), a plain unsigned number
+ * (decimal or 0x hex), a non-negative decimal fraction. 0, or -EINVAL /
+ * -ERANGE with a message (nostall_errmsg). */
+int nostall_parse_size(const char *s, uint64_t *out);
+int nostall_parse_u64(const char *s, uint64_t *out);
+int nostall_parse_double(const char *s, double *out);
+
 /* ---- mount ---- */
 
 /* Mount flags. */

@@ -7,6 +7,7 @@
 
 #include "dev/dev.h"
 #include "util/err.h"
+#include "util/opts.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -125,3 +126,25 @@ int nostall_umount(struct nostall_fs *fs)
 	return rc;
 }
 
+
+/* ---- option strings: util/opts.h behind the public names ---- */
+
+int nostall_opts_each(const char *s, nostall_opt_cb cb, void *ctx)
+{
+	return opts_parse(s, cb, ctx);
+}
+
+int nostall_parse_size(const char *s, uint64_t *out)
+{
+	return opts_parse_size(s, out);
+}
+
+int nostall_parse_u64(const char *s, uint64_t *out)
+{
+	return opts_parse_u64(s, out);
+}
+
+int nostall_parse_double(const char *s, double *out)
+{
+	return opts_parse_double(s, out);
+}

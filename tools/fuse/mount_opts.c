@@ -9,7 +9,6 @@
  * "ro" goes to both the library and the kernel mount. */
 #include "fuse_int.h"
 
-#include "../common/optstr.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,7 +54,7 @@ static bool name_in(const char *name, const char *const *list)
 
 static int timeout_parse(const char *name, const char *value, double *out)
 {
-	if (!value || !optstr_double(value, out) || *out < 0)
+	if (!value || nostall_parse_double(value, out) < 0 || *out < 0)
 		return nostall_errmsg_set(-EINVAL, "mount option %s needs a number of seconds >= 0", name);
 	return 0;
 }
@@ -86,23 +85,23 @@ static int daemon_opt(struct parse_ctx *c, const char *name, const char *value, 
 		return timeout_parse(name, value, &o->negative_timeout);
 	else if (!strcmp(name, "threads")) {
 		uint64_t n;
-		if (!value || !optstr_u64(value, &n) || n < 1 || n > 256)
+		if (!value || nostall_parse_u64(value, &n) < 0 || n < 1 || n > 256)
 			return nostall_errmsg_set(-EINVAL, "mount option threads needs a count 1..256");
 		o->threads = (unsigned)n;
 	} else if (!strcmp(name, "handoff_us")) {
 		uint64_t n;
-		if (!value || !optstr_u64(value, &n) || n < 10 || n > 1000000)
+		if (!value || nostall_parse_u64(value, &n) < 0 || n < 10 || n > 1000000)
 			return nostall_errmsg_set(-EINVAL, "mount option handoff_us needs microseconds 10..1000000");
 		o->handoff_us = (unsigned)n;
 	} else if (!strcmp(name, "readahead")) {
 		uint64_t n;
-		if (!value || !optstr_size(value, &n) || n > (1ull << 30))
+		if (!value || nostall_parse_size(value, &n) < 0 || n > (1ull << 30))
 			return nostall_errmsg_set(-EINVAL, "mount option readahead needs a size 0..1G");
 		o->read_ahead = n;
 		o->read_ahead_set = true;
 	} else if (!strcmp(name, "spin_us")) {
 		uint64_t n;
-		if (!value || !optstr_u64(value, &n) || n > 1000)
+		if (!value || nostall_parse_u64(value, &n) < 0 || n > 1000)
 			return nostall_errmsg_set(-EINVAL, "mount option spin_us needs microseconds 0..1000");
 		o->spin_us = (unsigned)n;
 	} else
@@ -163,7 +162,7 @@ int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 				  .attr_timeout = 86400, .entry_timeout = 86400,
 				  .negative_timeout = 86400 };
 	struct parse_ctx c = { .o = o, .allow_other = -1 };
-	int rc = optstr_each(opts, opt_cb, &c);
+	int rc = nostall_opts_each(opts, opt_cb, &c);
 	o->allow_other = c.allow_other < 0 ? owner_root : c.allow_other == 1;
 	/* The library's per-file reader behind FUSE: the kernel's readahead
 	 * sends READs on several daemon threads at once, which a ring sized
