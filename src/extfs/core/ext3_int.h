@@ -13,6 +13,7 @@
 #define NOSTALL_EXT3_EXT3_INT_H
 
 #include "extfs/core/ext3.h"
+#include "extfs/core/ext3_fsops.h"
 #include "extfs/format/geom.h"
 
 #include <pthread.h>
@@ -123,6 +124,9 @@ struct ext3_fs {
 	char ro_reason[256];
 	struct ext3_group_desc *gd; /* [groups], host byte order */
 	struct ext3_mount_opts opts; /* in effect (data_mode resolved, blk_opts NULL) */
+	/* the credentials of calls from threads without their own
+	 * (extfs/inode/cred.h); set by the API after mount */
+	struct ext3_creds cred_default;
 	struct ext3_journal *jmap;  /* EXT3_MOUNT_JOURNAL: the journal's block map */
 	struct jbd_journal *journal; /* EXT3_MOUNT_JOURNAL: the loaded journal */
 	struct ext3_icache icache;  /* internally locked */

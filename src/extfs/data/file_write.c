@@ -22,6 +22,7 @@
  */
 #include "extfs/data/file_data.h"
 #include "extfs/data/guarded.h"
+#include "extfs/inode/cred.h"
 
 #include "buf/buf.h"
 #include "page/page.h"
@@ -34,10 +35,6 @@
 
 #define CHUNK_BLOCKS 64u
 #define ATIME_SLACK_S (24 * 60 * 60) /* relatime: at least daily */
-
-#define MODE_SUID 04000u
-#define MODE_SGID 02000u
-#define MODE_XGRP 00010u
 
 static bool is_reg(const struct ext3_inode *in)
 {
@@ -66,9 +63,9 @@ static void size_set(struct ext3_inode *in, uint64_t size)
 }
 
 /* mtime/ctime now; a data change drops setuid, and setgid when group
- * execution is on (a plain setgid marks mandatory locking), as the kernel
- * does for writers without CAP_FSETID: the library runs as its caller and
- * has no capability notion. Caller holds in->lock as writer. */
+ * execution is on, unless the writer holds CAP_FSETID (cred.h,
+ * ext3_creds_kill_suid: the kernel's should_remove_suid). Caller holds
+ * in->lock as writer. */
 static void touch_mc(struct ext3_inode *in, bool data)
 {
 	int64_t s;
@@ -76,14 +73,8 @@ static void touch_mc(struct ext3_inode *in, bool data)
 	ext3_now(&s, &ns);
 	in->a.mtime = in->a.ctime = s;
 	in->a.mtime_ns = in->a.ctime_ns = ns;
-	if (data) {
-		uint16_t m = in->a.mode;
-		if (m & MODE_SUID)
-			m &= (uint16_t)~MODE_SUID;
-		if ((m & (MODE_SGID | MODE_XGRP)) == (MODE_SGID | MODE_XGRP))
-			m &= (uint16_t)~MODE_SGID;
-		in->a.mode = m;
-	}
+	if (data)
+		in->a.mode = ext3_creds_kill_suid(ext3_cred_current(in->fs), in->a.mode, in->a.gid);
 }
 
 /* Write the inode in h and remember the transaction for fsync. */
