@@ -210,6 +210,8 @@ int api_new_begin(struct nostall_fs *fs, const struct api_parent *p, uint16_t *m
 			ext3_iput(in);
 			return err_set(-EEXIST, "%.*s: file exists", (int)p->len, p->name);
 		}
+		rc = err_set(-EACCES, "%.*s: cannot create in inode %u: permission denied",
+			     (int)p->len, p->name, ext3_inode_ino(p->dir));
 	}
 	if (rc)
 		return rc;
