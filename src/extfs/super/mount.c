@@ -31,6 +31,7 @@
  * returns, everything in struct ext3_fs set here is read-only.
  */
 #include "extfs/core/ext3_fsops.h"
+#include "extfs/inode/cred.h"
 #include "extfs/inode/inode_write.h"
 
 #include "blk/blk.h"
@@ -177,6 +178,10 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 	fs->dev = dev;
 	fs->opts = *o;
 	fs->opts.blk_opts = NULL;
+	/* Calls from threads without credentials, until the API sets the
+	 * mount's default: root's, unchecked (ext3's own callers, tests) */
+	ext3_creds_root(&fs->cred_default);
+	fs->cred_default.noperm = true;
 	int rc = ext3_icache_init(fs);
 	if (!rc)
 		rc = blk_queue_create(dev, o->blk_opts, &fs->q);
