@@ -180,7 +180,11 @@ int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 	if (!rc && o->allow_other)
 		rc = olist_add(&c.fuse, "allow_other", NULL);
 	/* fakeroot: every requester is root inside the image, so the kernel
-	 * must not check access against the owners it stores */
+	 * must not check access against the owners it stores; FUSE_POSIX_ACL
+	 * would turn default_permissions on in the kernel (the library still
+	 * stores and inherits ACLs) */
+	if (o->fakeroot)
+		o->acl = false;
 	if (!rc && !o->fakeroot)
 		rc = olist_add(&c.fuse, "default_permissions", NULL);
 	if (!rc)
