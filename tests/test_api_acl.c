@@ -266,6 +266,14 @@ static void test_mode_checks(void **state)
 	assert_int_equal(nostall_chmod(fs, "/pub/s", 0, 04755), 0);
 	assert_int_equal(nostall_truncate(fs, "/pub/s", 0), 0);
 	assert_int_equal(mode_of(fs, "/pub/s"), 0755); /* truncate: the same */
+	assert_int_equal(nostall_chmod(fs, "/pub/s", 0, 04755), 0);
+	assert_int_equal(nostall_open(fs, "/pub/s", NOSTALL_O_WRONLY, &f), 0);
+	assert_int_equal(nostall_ftruncate(f, 1), 0);
+	assert_int_equal(mode_of(fs, "/pub/s"), 0755); /* ftruncate */
+	nostall_close(f);
+	assert_int_equal(nostall_chmod(fs, "/pub/s", 0, 04755), 0);
+	assert_int_equal(try_open(fs, "/pub/s", NOSTALL_O_WRONLY | NOSTALL_O_TRUNC), 0);
+	assert_int_equal(mode_of(fs, "/pub/s"), 0755); /* O_TRUNC */
 	assert_int_equal(nostall_unlink(fs, "/pub/s"), 0);
 	/* with CAP_FSETID (root) a write keeps them */
 	as_root();

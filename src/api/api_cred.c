@@ -163,6 +163,20 @@ int api_may_chown(struct nostall_fs *fs, struct ext3_inode *in, uint32_t uid, ui
 		       (int)gid, c->uid);
 }
 
+int api_kill_suid(struct nostall_fs *fs, struct ext3_inode *in)
+{
+	const struct ext3_creds *c = ext3_cred_current(fs->e);
+	if (c->noperm)
+		return 0;
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	uint16_t m = ext3_creds_kill_suid(c, a.mode, a.gid);
+	if (m == a.mode)
+		return 0;
+	struct ext3_setattr sa = { .valid = EXT3_SET_MODE, .mode = (uint16_t)(m & 07777) };
+	return ext3_setattr(in, &sa);
+}
+
 static int access_of(struct nostall_fs *fs, struct ext3_inode *in, int mode)
 {
 	if (mode & ~7)

@@ -80,8 +80,12 @@ int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, b
 		} else if (!rc && trunc) {
 			rc = ext3_file_setsize(in, 0); /* O_RDONLY|O_TRUNC truncates too */
 		}
+		if (!rc && trunc)
+			rc = api_kill_suid(fs, in);
 	}
 	if (rc) {
+		if (f->writer)
+			(void)ext3_file_release(in, EXT3_OPEN_WRITE);
 		ext3_fread_destroy(f->rd);
 		ext3_iput(in);
 		free(f);

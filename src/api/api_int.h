@@ -154,6 +154,10 @@ bool api_capable(struct nostall_fs *fs, uint64_t cap);
 /* chown's rule ((uint32_t)-1 = unchanged): CAP_CHOWN, or the owner keeping
  * itself and choosing one of its groups; -EPERM otherwise. */
 int api_may_chown(struct nostall_fs *fs, struct ext3_inode *in, uint32_t uid, uint32_t gid);
+/* After a truncate by an open handle (ftruncate, O_TRUNC): drop set-id
+ * bits as a write does (do_truncate's should_remove_suid), unless the
+ * caller holds CAP_FSETID or made the checks itself (NOPERM). */
+int api_kill_suid(struct nostall_fs *fs, struct ext3_inode *in);
 /* A new inode in p->dir: checks may_create (write and search on the
  * directory, -EEXIST first for an existing name; CAP_MKNOD for a device),
  * then sets the owner (cr), the mode (umask, or the directory's default
