@@ -102,6 +102,11 @@ int api_may_change_names(struct nostall_fs *fs, struct ext3_inode *dir)
 	return ext3_permission(dir, EXT3_MAY_WRITE | EXT3_MAY_EXEC);
 }
 
+bool api_checks_on(struct nostall_fs *fs)
+{
+	return !ext3_cred_current(fs->e)->noperm;
+}
+
 int api_may_delete(struct nostall_fs *fs, struct ext3_inode *dir, struct ext3_inode *victim)
 {
 	int rc = api_may_change_names(fs, dir);

@@ -141,6 +141,9 @@ int api_parent_lookup(struct nostall_fs *fs, const struct api_parent *p, struct 
 
 /* May the current caller add or remove names in dir (write and search)? */
 int api_may_change_names(struct nostall_fs *fs, struct ext3_inode *dir);
+/* Does the current caller want access checks (not NOSTALL_CRED_NOPERM)?
+ * Callers skip the lookups the checks would need otherwise. */
+bool api_checks_on(struct nostall_fs *fs);
 /* may_delete: api_may_change_names and the sticky directory's rule
  * (-EPERM unless the owner of victim or dir, or CAP_FOWNER). */
 int api_may_delete(struct nostall_fs *fs, struct ext3_inode *dir, struct ext3_inode *victim);
