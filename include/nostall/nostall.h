@@ -510,9 +510,9 @@ void nostall_cred_reset(void); /* back to the mount's default, no xattrs */
 /* Extended attributes that every inode this thread creates from now on
  * (nostall_create*, nostall_mknod*, nostall_mkdir*, O_CREAT opens; not
  * symlinks) gets inside the transaction that creates it, so that no crash
- * leaves the inode without them: what ext3 does with a directory's default
- * POSIX ACL (a FUSE daemon passes the inherited system.posix_acl_access /
- * _default values in ext3's format). One that cannot be set fails the
+ * leaves the inode without them, after the ACLs the library inherits from
+ * the directory's default ACL (values are stored as given: an ACL name
+ * here takes ext3's on-disk format). One that cannot be set fails the
  * creation with its error, and nothing is created. At most
  * NOSTALL_CREATE_XATTRS_MAX (-EINVAL beyond); the array is copied but the
  * names and values it points to must stay valid until the next call or
@@ -590,7 +590,7 @@ int nostall_rmdir(struct nostall_fs *fs, const char *path);
 /* RENAME_WHITEOUT: the old name stays, as a whiteout (a character device
  * 0:0 with mode 0, owned by the caller's credentials: overlayfs's mark of a
  * removed lower file), made in the rename's transaction. Not with EXCHANGE
- * (-EINVAL). Linux asks for CAP_MKNOD; the library checks no permission. */
+ * (-EINVAL). Needs CAP_MKNOD (-EPERM), as Linux. */
 #define NOSTALL_RENAME_WHITEOUT 0x4u
 int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags);
 int nostall_truncate(struct nostall_fs *fs, const char *path, uint64_t size);
@@ -609,8 +609,8 @@ int nostall_utimens(struct nostall_fs *fs, const char *path, unsigned flags,
  * nothing for the inode's type are dropped (directory-only ones on files;
  * all but nodump and noatime on special files). Changing the
  * journal-data flag (+j) is -EOPNOTSUPP: the mount's data= mode applies
- * to every file. ctime becomes now. Like every call here it checks no
- * permission: Linux lets the owner (or CAP_FOWNER) change flags, and only
+ * to every file. ctime becomes now. As Linux, only the owner (or
+ * CAP_FOWNER) changes flags (-EPERM), and only
  * CAP_LINUX_IMMUTABLE change immutable and append-only.
  * What the flags do: immutable (i): no open for writing, write, truncate,
  * attribute or xattr change, link, unlink or rename (-EPERM); append-only

@@ -367,6 +367,8 @@ static int rename_sides(struct nostall_fs *fs, const struct rn_side *from, const
 	int rc = rename_flags_check(flags);
 	if (!rc)
 		rc = api_check_rw(fs, "rename");
+	if (!rc && (flags & NOSTALL_RENAME_WHITEOUT) && !api_capable(fs, NOSTALL_CAP_MKNOD))
+		rc = err_set(-EPERM, "rename: a whiteout needs CAP_MKNOD");
 	struct api_parent a, b;
 	if (!rc)
 		rc = rn_side_get(fs, from, &a);
