@@ -496,6 +496,10 @@ int nostall_cred_use(const struct nostall_cred *c);
 void nostall_cred_self(struct nostall_cred *c, uint32_t *groups, unsigned max);
 /* The mount's default for threads without their own (copied). */
 int nostall_cred_default(struct nostall_fs *fs, const struct nostall_cred *c);
+/* The umask of the mount's default credentials (0 unless set): a program
+ * that creates as its process would (the CLI) gives its own, and asks for
+ * 0666 / 0777; a directory's default ACL replaces it, as in Linux. */
+void nostall_cred_umask(struct nostall_fs *fs, uint32_t umask);
 /* access(2)/faccessat(2) with the current credentials: mode R_OK (4),
  * W_OK (2), X_OK (1) or F_OK (0); -EACCES, -EROFS for W_OK on a read-only
  * mount. flags: NOSTALL_NOFOLLOW. */

@@ -54,6 +54,13 @@ int nostall_cred_default(struct nostall_fs *fs, const struct nostall_cred *c)
 	return rc;
 }
 
+void nostall_cred_umask(struct nostall_fs *fs, uint32_t umask)
+{
+	struct ext3_creds e = *ext3_fs_cred_default(fs->e);
+	e.umask = umask & 0777;
+	ext3_fs_cred_default_set(fs->e, &e);
+}
+
 void nostall_cred_self(struct nostall_cred *c, uint32_t *groups, unsigned max)
 {
 	struct ext3_creds e;

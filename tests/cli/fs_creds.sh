@@ -12,7 +12,11 @@
 #      --clear-groups; the image file is that user's);
 #   3. the modes must agree, case by case; both images stay e2fsck -fn
 #      clean.
-# Also: the unprivileged user is refused (EACCES) where root is not.
+# Also: the unprivileged user is refused (EACCES) where root is not; files
+# whose POSIX ACLs the kernel set (deny, named user, named group, mask) are
+# read by that user through nostall exactly when the kernel lets it; a file
+# nostall creates in a directory with a default ACL gets the ACL and mode
+# the kernel gives its own.
 # Needs root, setpriv and loop mounts: exits 77 with the reason otherwise.
 set -u
 . "$(dirname "$0")/../lib/kmount.sh"
@@ -153,7 +157,55 @@ else
 	case $out in *"Operation not permitted"*) ;; *) fail "chmod refusal: $out" ;; esac
 fi
 
-for i in "$img" "$kimg"; do
+# ---- POSIX ACLs: the kernel sets them, nostall and the kernel judge ----
+if command -v setfacl >/dev/null 2>&1 && command -v getfacl >/dev/null 2>&1; then
+	aimg=$tmp/acl.img
+	ns mkfs -q "$aimg" 8M
+	kmount -o loop -t ext3 "$aimg" "$mnt" || fail "kernel mount of the ACL image"
+	mounted=$mnt
+	chmod 755 "$mnt"
+	for f in deny grant group mask; do echo secret >"$mnt/$f"; chmod 640 "$mnt/$f"; done
+	chown 0:4242 "$mnt/group"
+	setfacl -m u:1000:rw "$mnt/deny"         # names another user: 65534 is other (---)
+	setfacl -m u:$U:r "$mnt/grant"           # names the user
+	setfacl -m g:$U:r "$mnt/group"           # names the user's group
+	setfacl -m u:$U:rw "$mnt/mask" && chmod 600 "$mnt/mask" # the mask takes the group bits: ---
+	mkdir "$mnt/d" && setfacl -d -m u:$U:rwx,g::rx,o::- "$mnt/d" && touch "$mnt/d/bykernel"
+	declare -A kread
+	for f in deny grant group mask; do
+		if asuser cat "$mnt/$f" >/dev/null 2>&1; then kread[$f]=yes; else kread[$f]=no; fi
+	done
+	umount "$mnt"
+	mounted=""
+	chown $U "$aimg" # the user's image (a read mount opens it for writing too)
+	for f in deny grant group mask; do
+		if asuser "$NOSTALL" cat "$aimg" "/$f" >/dev/null 2>&1; then n=yes; else n=no; fi
+		if [ "$n" != "${kread[$f]}" ]; then
+			fail "ACL /$f: the user reads through nostall: $n, through the kernel: ${kread[$f]}"
+		else
+			echo "ok: ACL /$f: read by $U: $n (as the kernel)"
+		fi
+	done
+	# a new file in a directory with a default ACL, made by nostall (umask
+	# 022, mode 0666 asked): the kernel must show the ACL its own got
+	chown 0 "$aimg"
+	printf 'x' | "$NOSTALL" write "$aimg" /d/bynostall 0 || fail "nostall write in /d"
+	kmount -o loop,ro -t ext3 "$aimg" "$mnt" || fail "kernel mount of the ACL image (2)"
+	mounted=$mnt
+	a=$(cd "$mnt/d" && getfacl -n -p bykernel 2>&1 | sed 1d)
+	b=$(cd "$mnt/d" && getfacl -n -p bynostall 2>&1 | sed 1d)
+	[ "$a" = "$b" ] || fail "inherited ACL: kernel's file: $a; nostall's: $b"
+	[ "$(stat -c %a "$mnt/d/bynostall")" = "$(stat -c %a "$mnt/d/bykernel")" ] ||
+		fail "inherited mode: $(stat -c %a "$mnt/d/bynostall") against the kernel's $(stat -c %a "$mnt/d/bykernel")"
+	umount "$mnt"
+	mounted=""
+	kimg_acl=$aimg
+else
+	echo "note: setfacl/getfacl not installed: the ACL part is not run"
+	kimg_acl=""
+fi
+
+for i in "$img" "$kimg" $kimg_acl; do
 	if ! out=$(e2fsck -fn "$i" 2>&1); then
 		fail "e2fsck -fn $(basename "$i"): $(echo "$out" | head -5)"
 	fi

@@ -33,10 +33,12 @@ static bool is_dir(struct nostall_fs *fs, const char *path)
 }
 
 /* mkdir -p: every missing component, with u+wx for the parents (like
- * mkdir(1)); an existing directory is fine. */
+ * mkdir(1): 0777 less the umask, plus u+wx, given as it is); an existing
+ * directory is fine. umask: the last one's. */
 static int mkdir_parents(struct cli_args *a, struct nostall_fs *fs, const char *path, uint32_t mode,
-			 uint32_t pmode)
+			 uint32_t umask)
 {
+	uint32_t pmode = (0777 & ~cli_umask()) | 0300;
 	char *p = strdup(path);
 	if (!p)
 		return cli_oom(a);
@@ -50,6 +52,7 @@ static int mkdir_parents(struct cli_args *a, struct nostall_fs *fs, const char *
 		char c = *e;
 		*e = '\0';
 		bool last = !c || !e[strspn(e + 1, "/") + 1];
+		nostall_cred_umask(fs, last ? umask : 0);
 		rc = nostall_mkdir(fs, p, last ? mode : pmode);
 		if (rc == -EEXIST && is_dir(fs, p))
 			rc = 0;
@@ -63,13 +66,19 @@ static int mkdir_parents(struct cli_args *a, struct nostall_fs *fs, const char *
 
 static int mkdir_run(struct cli_args *a, struct nostall_fs *fs)
 {
-	uint32_t mode = 0777 & ~cli_umask();
-	if (a->flag['m'])
+	/* the umask is the library's (cli_main; a default ACL replaces it);
+	 * -m MODE is taken as it is, as mkdir(1) does */
+	uint32_t mode = 0777, umask = cli_umask();
+	if (a->flag['m']) {
 		cli_parse_mode(a->arg['m'], &mode);
+		umask = 0;
+	}
+	nostall_cred_umask(fs, umask);
 	int ret = 0;
 	for (int k = 0; k < a->npos; k++) {
 		if (a->flag['p']) {
-			ret |= mkdir_parents(a, fs, a->pos[k], mode, (0777 & ~cli_umask()) | 0300);
+			ret |= mkdir_parents(a, fs, a->pos[k], mode, umask);
+			nostall_cred_umask(fs, umask);
 			continue;
 		}
 		int rc = nostall_mkdir(fs, a->pos[k], mode);
@@ -301,10 +310,12 @@ static int mknod_check(struct cli_args *a)
 
 static int mknod_run(struct cli_args *a, struct nostall_fs *fs)
 {
-	uint32_t mode = 0666 & ~cli_umask(), type;
+	uint32_t mode = 0666, type; /* less the umask (the library's), or -m as it is */
 	uint64_t rdev;
-	if (a->flag['m'])
+	if (a->flag['m']) {
 		cli_parse_mode(a->arg['m'], &mode);
+		nostall_cred_umask(fs, 0);
+	}
 	(void)mknod_parse(a, &type, &rdev);
 	int rc = nostall_mknod(fs, a->pos[0], type | mode, rdev);
 	return rc ? cli_fs_error(a, a->pos[0], rc) : 0;

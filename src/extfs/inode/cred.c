@@ -53,6 +53,11 @@ void ext3_fs_cred_default_set(struct ext3_fs *fs, const struct ext3_creds *c)
 	fs->cred_default = *c;
 }
 
+const struct ext3_creds *ext3_fs_cred_default(const struct ext3_fs *fs)
+{
+	return &fs->cred_default;
+}
+
 const struct ext3_creds *ext3_cred_current(const struct ext3_fs *fs)
 {
 	return tl_cred.set ? &tl_cred.c : &fs->cred_default;

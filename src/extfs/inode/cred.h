@@ -45,6 +45,8 @@ void ext3_creds_root(struct ext3_creds *c);
 void ext3_cred_use(const struct ext3_creds *c);
 /* The mount's default (copied; the mount keeps it until unmount). */
 void ext3_fs_cred_default_set(struct ext3_fs *fs, const struct ext3_creds *c);
+/* The mount's default as it is now. */
+const struct ext3_creds *ext3_fs_cred_default(const struct ext3_fs *fs);
 /* The credentials in force for a call on fs (never NULL; valid until the
  * thread's next ext3_cred_use). */
 const struct ext3_creds *ext3_cred_current(const struct ext3_fs *fs);
