@@ -286,6 +286,27 @@ static void test_mode_checks(void **state)
 	/* chown drops them for everyone */
 	assert_int_equal(nostall_chown(fs, "/pub/r", 0, 5, 5), 0);
 	assert_int_equal(mode_of(fs, "/pub/r"), 0755);
+	/* search permission on every directory a path passes, ACLs included */
+	assert_int_equal(nostall_mkdir(fs, "/closed", 0700), 0);
+	mkfile(fs, "/closed/f", 0644);
+	as_user(1001, 1001, NULL, 0);
+	assert_int_equal(try_open(fs, "/closed/f", NOSTALL_O_RDONLY), -EACCES);
+	struct nostall_stat sst;
+	assert_int_equal(nostall_stat(fs, "/closed/f", 0, &sst), -EACCES);
+	assert_int_equal(nostall_create(fs, "/closed/f", NOSTALL_O_RDONLY | NOSTALL_O_CREAT, 0644, &f),
+			 -EACCES);
+	assert_int_equal(nostall_mkdir(fs, "/closed/f", 0755), -EACCES); /* not -EEXIST */
+	as_root();
+	const struct ent x1001[] = { { USER_OBJ, 7, 0 }, { USER, 1, 1001 }, { GROUP_OBJ, 0, 0 },
+				     { MASK, 1, 0 },     { OTHER, 0, 0 } };
+	unsigned char v[64];
+	assert_int_equal(nostall_setxattr(fs, "/closed", 0, ACL_ACCESS, v, acl_encode(x1001, 5, v), 0),
+			 0);
+	as_user(1001, 1001, NULL, 0);
+	assert_int_equal(try_open(fs, "/closed/f", NOSTALL_O_RDONLY), 0);
+	as_user(1002, 1002, NULL, 0);
+	assert_int_equal(try_open(fs, "/closed/f", NOSTALL_O_RDONLY), -EACCES);
+	as_root();
 	/* NOPERM credentials: the caller made the checks */
 	struct nostall_cred trusted = { .uid = 1001, .gid = 1001, .flags = NOSTALL_CRED_NOPERM };
 	assert_int_equal(nostall_cred_use(&trusted), 0);

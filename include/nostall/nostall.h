@@ -412,8 +412,9 @@ const char *nostall_feature_name(int which, uint32_t bit);
  * and removing names (write and search on the directory), nostall_access,
  * owner checks for chmod, chown, utimens and setting ACLs (CAP_FOWNER
  * passes them), CAP_CHOWN to give a file away, CAP_MKNOD for device
- * nodes; -EACCES or -EPERM otherwise. Path walks do not check search
- * permission on the directories they pass (nostall's, not Linux's). It
+ * nodes, search permission on every directory a path walk passes (not
+ * the *_at and *_ino calls: their caller resolved the name); -EACCES or
+ * -EPERM otherwise. It
  * applies the set-id rules with the caller's capabilities: a data write
  * or truncate drops setuid (and setgid where Linux does) unless the caller
  * holds CAP_FSETID; chown drops them for everyone; chmod by a caller

@@ -229,8 +229,14 @@ int api_new_begin(struct nostall_fs *fs, const struct api_parent *p, uint16_t *m
 		  struct api_new *n)
 {
 	memset(n, 0, sizeof *n);
-	int rc = api_may_change_names(fs, p->dir);
-	if (rc == -EACCES) { /* an existing name is -EEXIST first (may_create) */
+	/* search first (the lookup of the name needs it), then an existing
+	 * name is -EEXIST before write permission is asked (may_create) */
+	int rc = ext3_permission(p->dir, EXT3_MAY_EXEC);
+	if (!rc)
+		rc = api_may_change_names(fs, p->dir);
+	else
+		return rc;
+	if (rc == -EACCES) {
 		struct ext3_inode *in;
 		if (api_parent_lookup(fs, p, &in) == 0) {
 			ext3_iput(in);

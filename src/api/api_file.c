@@ -131,7 +131,10 @@ static int open_last(struct nostall_fs *fs, struct api_parent *p, char **path, u
 		return err_set(-EISDIR, "%s: O_CREAT of a directory", p->kind == API_LAST_ROOT ? "/" :
 				p->kind == API_LAST_DOT ? "." : "..");
 	struct ext3_inode *in = NULL;
-	int rc = api_parent_lookup(fs, p, &in);
+	/* the last name's lookup needs search permission on its directory */
+	int rc = p->kind == API_LAST_NAME ? ext3_permission(p->dir, EXT3_MAY_EXEC) : 0;
+	if (!rc)
+		rc = api_parent_lookup(fs, p, &in);
 	if (rc == -ENOENT && p->kind == API_LAST_NAME) {
 		if (p->slash)
 			return err_set(-EISDIR, "%.*s/: cannot create a file with a trailing slash",

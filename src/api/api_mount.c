@@ -50,6 +50,7 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 	else
 		ext3_creds_of_process(&cr);
 	ext3_fs_cred_default_set(fs->e, &cr);
+	ext3_acl_path_checks_on(fs->e);
 	api_lookup_init(fs);
 	pthread_mutex_init(&fs->fd_lock, NULL);
 	fs->file_readahead = ext3_fs_opts(fs->e)->file_readahead;

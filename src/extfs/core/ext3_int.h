@@ -127,6 +127,9 @@ struct ext3_fs {
 	/* the credentials of calls from threads without their own
 	 * (extfs/inode/cred.h); set by the API after mount */
 	struct ext3_creds cred_default;
+	/* search permission on each directory a path walk passes
+	 * (ext3_path_lookup): the API's check (xattr/acl.c), NULL = none */
+	int (*may_search)(struct ext3_inode *dir);
 	struct ext3_journal *jmap;  /* EXT3_MOUNT_JOURNAL: the journal's block map */
 	struct jbd_journal *journal; /* EXT3_MOUNT_JOURNAL: the loaded journal */
 	struct ext3_icache icache;  /* internally locked */

@@ -81,6 +81,10 @@ int ext3_acl_get(struct ext3_inode *in, bool dflt, struct ext3_acl **out);
 #define EXT3_MAY_WRITE 2u
 #define EXT3_MAY_READ 4u
 int ext3_permission(struct ext3_inode *in, unsigned mask);
+/* ext3_permission(dir, EXT3_MAY_EXEC): the path walk's check
+ * (ext3_acl_path_checks_on installs it on fs). */
+int ext3_may_search(struct ext3_inode *dir);
+void ext3_acl_path_checks_on(struct ext3_fs *fs);
 
 /* After a chmod of in: the access ACL's owner, mask (or group) and other
  * entries take the new mode's bits (ext3_acl_chmod). No ACL: nothing. */

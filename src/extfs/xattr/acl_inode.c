@@ -148,6 +148,16 @@ int ext3_permission(struct ext3_inode *in, unsigned mask)
 	return err_set(-EACCES, "inode %u: permission denied (uid %u)", at.ino, c->uid);
 }
 
+int ext3_may_search(struct ext3_inode *dir)
+{
+	return ext3_permission(dir, EXT3_MAY_EXEC);
+}
+
+void ext3_acl_path_checks_on(struct ext3_fs *fs)
+{
+	fs->may_search = ext3_may_search;
+}
+
 /* ---- chmod ---- */
 
 int ext3_acl_chmod(struct ext3_inode *in)
