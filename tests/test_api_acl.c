@@ -304,9 +304,13 @@ static void test_mode_checks(void **state)
 			 0);
 	as_user(1001, 1001, NULL, 0);
 	assert_int_equal(try_open(fs, "/closed/f", NOSTALL_O_RDONLY), 0);
+	struct nostall_dir *dir;
+	assert_int_equal(nostall_opendir(fs, "/closed", &dir), -EACCES); /* x without r */
 	as_user(1002, 1002, NULL, 0);
 	assert_int_equal(try_open(fs, "/closed/f", NOSTALL_O_RDONLY), -EACCES);
 	as_root();
+	assert_int_equal(nostall_opendir(fs, "/closed", &dir), 0);
+	nostall_closedir(dir);
 	/* NOPERM credentials: the caller made the checks */
 	struct nostall_cred trusted = { .uid = 1001, .gid = 1001, .flags = NOSTALL_CRED_NOPERM };
 	assert_int_equal(nostall_cred_use(&trusted), 0);
