@@ -129,14 +129,19 @@ int ext3_permission(struct ext3_inode *in, unsigned mask)
 	const struct ext3_creds *c = ext3_cred_current(in->fs);
 	if (c->noperm)
 		return 0;
+	/* A capability that grants whatever the bits say: not worth reading
+	 * the inode's attributes or its ACL for (the kernel's order, bits
+	 * first, gives the same answer). Every path component comes here. */
+	if (ext3_creds_capable(c, EXT3_CAP_DAC_OVERRIDE)) {
+		if (!(mask & EXT3_MAY_EXEC))
+			return 0;
+		uint16_t m = ext3_inode_mode(in);
+		if ((m & EXT3_S_IFMT) == EXT3_S_IFDIR || (m & 0111))
+			return 0;
+	}
 	struct ext3_inode_attr at;
 	ext3_inode_attr_get(in, &at);
 	bool dir = (at.mode & EXT3_S_IFMT) == EXT3_S_IFDIR;
-	bool override = ext3_creds_capable(c, EXT3_CAP_DAC_OVERRIDE);
-	/* A capability that grants whatever the bits say: not worth reading
-	 * the ACL for (the kernel's order, bits first, gives the same answer). */
-	if (override && (dir || !(mask & EXT3_MAY_EXEC) || (at.mode & 0111)))
-		return 0;
 	int rc = mode_permission(in, &at, c, mask);
 	if (rc != -EACCES)
 		return rc;
