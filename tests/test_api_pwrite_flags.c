@@ -142,9 +142,10 @@ static unsigned write_mode(struct nostall_file *f, const char *c, uint64_t off, 
 	return sb.mode & 07777;
 }
 
-/* Set-id bits: cleared by a plain write (ext3's rule for a writer without
- * CAP_FSETID; the library has no capability notion), kept with
- * NOSTALL_PWRITE_KEEP_SETID (the FUSE kernel applied the rule already). */
+/* Set-id bits: cleared by a plain write from a writer without CAP_FSETID
+ * (ext3's rule, with the caller's credentials: nostall_cred_use), kept by
+ * one with it (root here) and with NOSTALL_PWRITE_KEEP_SETID (the FUSE
+ * kernel applied the rule already). */
 static void test_keep_setid(void **state)
 {
 	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
@@ -154,7 +155,12 @@ static void test_keep_setid(void **state)
 	assert_int_equal(write_mode(f, "a", 0, NOSTALL_PWRITE_KEEP_SETID), 06755);
 	assert_int_equal(write_mode(f, "b", 1, NOSTALL_PWRITE_KEEP_SETID | NOSTALL_PWRITE_NOTHROTTLE),
 			 06755);
+	if (geteuid() == 0) /* the mount's default: the process's credentials */
+		assert_int_equal(write_mode(f, "c", 2, 0), 06755);
+	struct nostall_cred user = { .uid = 1000, .gid = 1000 };
+	assert_int_equal(nostall_cred_use(&user), 0);
 	assert_int_equal(write_mode(f, "c", 2, 0), 0755);
+	assert_int_equal(nostall_cred_use(NULL), 0);
 	char r[3];
 	assert_int_equal(nostall_pread(f, r, 3, 0), 3);
 	assert_memory_equal(r, "abc", 3);

@@ -345,9 +345,11 @@ ssize_t nostall_readlink_ino(struct nostall_fs *fs, uint64_t ino, char *buf, siz
 /* ---- extended attributes ---- */
 
 /* Names carry their namespace prefix: "user.", "trusted.", "security.",
- * "system.posix_acl_access", "system.posix_acl_default" (ACL values are
- * returned in the on-disk ext3 ACL format, not converted to the xattr ACL
- * format). In-inode attributes (256-byte inodes) come first, then the
+ * "system.posix_acl_access", "system.posix_acl_default" (ACL values in
+ * the xattr ACL format of Linux's getxattr(2)/setxattr(2), version 2, as
+ * getfacl and setfacl use; stored in ext3's on-disk format. Setting an
+ * access ACL sets the mode's permission bits from it, and one the mode
+ * says in full is not stored; only the owner or CAP_FOWNER sets ACLs). In-inode attributes (256-byte inodes) come first, then the
  * attribute block. flags: NOSTALL_NOFOLLOW (act on a symlink itself).
  *
  * getxattr: size 0 returns the value's length; a too small buffer fails with
@@ -475,16 +477,30 @@ int nostall_feature_support(int which, uint32_t bit);
  * empties the journal and clears needs_recovery. Orphans left by an unclean
  * stop (open-unlinked files, cut-short truncates) are cleaned at mount.
  *
- * Credentials: new inodes get the calling thread's credentials
- * (nostall_cred_set; default the process's euid/egid); a setgid parent
+ * Credentials: every call acts for a caller (struct nostall_cred below):
+ * the calling thread's (nostall_cred_use, or the older nostall_cred_set),
+ * else the mount's default, which is the mounting process's credentials as
+ * they were at mount (euid, egid, groups, effective capabilities), or
+ * root's with -o fakeroot. New inodes are the caller's; a setgid parent
  * directory passes on its group (and its setgid bit to subdirectories).
- * The library itself checks no permissions (a FUSE daemon asks the kernel
- * to: default_permissions); it does enforce ext3's rules (name length, link
- * count, directory emptiness, read-only mounts) and the VFS's (a directory
- * into its own subtree, user.* xattrs only on files and directories). The
- * block allocator sees them: the reserved blocks (s_r_blocks_count) are
- * kept for uid 0, s_def_resuid and members of s_def_resgid, as Linux keeps
- * them; other callers get -ENOSPC when only reserved blocks are left.
+ * The library checks permissions as Linux's VFS does with POSIX ACLs on:
+ * opening for reading or writing (not a file the open created), creating
+ * and removing names (write and search on the directory), nostall_access,
+ * owner checks for chmod, chown, utimens and setting ACLs (CAP_FOWNER
+ * passes them), CAP_CHOWN to give a file away, CAP_MKNOD for device
+ * nodes, search permission on every directory a path walk passes (not
+ * the *_at and *_ino calls: their caller resolved the name); -EACCES or
+ * -EPERM otherwise. It
+ * applies the set-id rules with the caller's capabilities: a data write
+ * or truncate drops setuid (and setgid where Linux does) unless the caller
+ * holds CAP_FSETID; chown drops them for everyone; chmod by a caller
+ * outside the file's group drops setgid unless CAP_FSETID. It enforces
+ * ext3's rules too (name length, link count, directory emptiness,
+ * read-only mounts) and the VFS's (a directory into its own subtree, user.*
+ * xattrs only on files and directories). The block allocator keeps the
+ * reserved blocks (s_r_blocks_count) for callers with CAP_SYS_RESOURCE,
+ * s_def_resuid and members of s_def_resgid, as Linux keeps them; other
+ * callers get -ENOSPC when only reserved blocks are left.
  *
  * Path calls resolve every component but the last (following symlinks), then
  * act on the last name in that directory; "/" or an empty last component,
@@ -516,17 +532,68 @@ int nostall_feature_support(int which, uint32_t bit);
 /* Host open(2) flags (O_WRONLY|O_CREAT|...) to NOSTALL_O_* (unknown bits ignored). */
 unsigned nostall_oflags_from_posix(int oflags);
 
-/* Credentials of the calling thread for inodes it creates (thread-local).
- * groups may be NULL; they are kept for permission checks the library does
- * not make yet. */
+/* ---- credentials (who is asking; see "Credentials" above) ---- */
+
+/* Capabilities the library consults (Linux's numbers: 1 << CAP_*, so a
+ * capget(2) or /proc/PID/status CapEff mask can be given as it is). */
+#define NOSTALL_CAP_CHOWN (1ull << 0)
+#define NOSTALL_CAP_DAC_OVERRIDE (1ull << 1)
+#define NOSTALL_CAP_DAC_READ_SEARCH (1ull << 2)
+#define NOSTALL_CAP_FOWNER (1ull << 3)
+#define NOSTALL_CAP_FSETID (1ull << 4)
+#define NOSTALL_CAP_LINUX_IMMUTABLE (1ull << 9)
+#define NOSTALL_CAP_SYS_RESOURCE (1ull << 24)
+#define NOSTALL_CAP_MKNOD (1ull << 27)
+#define NOSTALL_CAP_ALL                                                                    \
+	(NOSTALL_CAP_CHOWN | NOSTALL_CAP_DAC_OVERRIDE | NOSTALL_CAP_DAC_READ_SEARCH |        \
+	 NOSTALL_CAP_FOWNER | NOSTALL_CAP_FSETID | NOSTALL_CAP_LINUX_IMMUTABLE |             \
+	 NOSTALL_CAP_SYS_RESOURCE | NOSTALL_CAP_MKNOD)
+/* NOSTALL_CRED_NOPERM: the caller has made the access checks (a FUSE
+ * daemon under default_permissions: the kernel made them): the library's
+ * answer "may it?" is yes, and the chmod and truncate set-id rules are
+ * left to the caller; owners, capabilities (CAP_FSETID on write, reserved
+ * blocks) and the umask still apply. */
+#define NOSTALL_CRED_NOPERM 0x1u
+#define NOSTALL_CRED_GROUPS_MAX 64u
+struct nostall_cred {
+	uint32_t uid, gid;       /* the filesystem uid and gid (fsuid, fsgid) */
+	const uint32_t *groups;  /* supplementary groups (copied; at most
+				  * NOSTALL_CRED_GROUPS_MAX are kept), may be NULL */
+	unsigned ngroups;
+	uint64_t caps;           /* NOSTALL_CAP_* */
+	uint32_t umask;          /* taken from new inodes' modes unless their
+				  * directory has a default ACL (which replaces it) */
+	unsigned flags;          /* NOSTALL_CRED_* */
+};
+/* The calling thread's credentials for every call from now on (copied);
+ * NULL: the mount's default again. -EINVAL for unknown flags. */
+int nostall_cred_use(const struct nostall_cred *c);
+/* The calling process's own credentials (euid, egid, getgroups(2), the
+ * effective capabilities from capget(2)), groups copied into groups[max]. */
+void nostall_cred_self(struct nostall_cred *c, uint32_t *groups, unsigned max);
+/* The mount's default for threads without their own (copied). */
+int nostall_cred_default(struct nostall_fs *fs, const struct nostall_cred *c);
+/* The umask of the mount's default credentials (0 unless set): a program
+ * that creates as its process would (the CLI) gives its own, and asks for
+ * 0666 / 0777; a directory's default ACL replaces it, as in Linux. */
+void nostall_cred_umask(struct nostall_fs *fs, uint32_t umask);
+/* access(2)/faccessat(2) with the current credentials: mode R_OK (4),
+ * W_OK (2), X_OK (1) or F_OK (0); -EACCES, -EROFS for W_OK on a read-only
+ * mount. flags: NOSTALL_NOFOLLOW. */
+int nostall_access(struct nostall_fs *fs, const char *path, unsigned flags, int mode);
+int nostall_access_ino(struct nostall_fs *fs, uint64_t ino, int mode);
+
+/* The older interface: the calling thread's uid, gid and groups (thread-
+ * local) as a caller with NOSTALL_CRED_NOPERM, every capability for uid 0
+ * and none for others, no umask. */
 void nostall_cred_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups);
-void nostall_cred_reset(void); /* back to the process's euid/egid, no xattrs */
+void nostall_cred_reset(void); /* back to the mount's default, no xattrs */
 /* Extended attributes that every inode this thread creates from now on
  * (nostall_create*, nostall_mknod*, nostall_mkdir*, O_CREAT opens; not
  * symlinks) gets inside the transaction that creates it, so that no crash
- * leaves the inode without them: what ext3 does with a directory's default
- * POSIX ACL (a FUSE daemon passes the inherited system.posix_acl_access /
- * _default values in ext3's format). One that cannot be set fails the
+ * leaves the inode without them, after the ACLs the library inherits from
+ * the directory's default ACL (values are stored as given: an ACL name
+ * here takes ext3's on-disk format). One that cannot be set fails the
  * creation with its error, and nothing is created. At most
  * NOSTALL_CREATE_XATTRS_MAX (-EINVAL beyond); the array is copied but the
  * names and values it points to must stay valid until the next call or
@@ -604,7 +671,7 @@ int nostall_rmdir(struct nostall_fs *fs, const char *path);
 /* RENAME_WHITEOUT: the old name stays, as a whiteout (a character device
  * 0:0 with mode 0, owned by the caller's credentials: overlayfs's mark of a
  * removed lower file), made in the rename's transaction. Not with EXCHANGE
- * (-EINVAL). Linux asks for CAP_MKNOD; the library checks no permission. */
+ * (-EINVAL). Needs CAP_MKNOD (-EPERM), as Linux. */
 #define NOSTALL_RENAME_WHITEOUT 0x4u
 int nostall_rename(struct nostall_fs *fs, const char *from, const char *to, unsigned flags);
 int nostall_truncate(struct nostall_fs *fs, const char *path, uint64_t size);
@@ -623,8 +690,8 @@ int nostall_utimens(struct nostall_fs *fs, const char *path, unsigned flags,
  * nothing for the inode's type are dropped (directory-only ones on files;
  * all but nodump and noatime on special files). Changing the
  * journal-data flag (+j) is -EOPNOTSUPP: the mount's data= mode applies
- * to every file. ctime becomes now. Like every call here it checks no
- * permission: Linux lets the owner (or CAP_FOWNER) change flags, and only
+ * to every file. ctime becomes now. As Linux, only the owner (or
+ * CAP_FOWNER) changes flags (-EPERM), and only
  * CAP_LINUX_IMMUTABLE change immutable and append-only.
  * What the flags do: immutable (i): no open for writing, write, truncate,
  * attribute or xattr change, link, unlink or rename (-EPERM); append-only

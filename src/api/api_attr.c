@@ -68,6 +68,28 @@ static int size_check(struct ext3_inode *in)
  * change. */
 #define API_SET_OWNER 0x80000000u
 
+/* setattr_prepare's permission rules with the current credentials. */
+static int setattr_may(struct nostall_fs *fs, struct ext3_inode *in, const struct ext3_setattr *sa)
+{
+	int rc = 0;
+	if (sa->valid & EXT3_SET_SIZE)
+		rc = ext3_permission(in, EXT3_MAY_WRITE);
+	if (!rc && (sa->valid & (EXT3_SET_UID | EXT3_SET_GID)))
+		rc = api_may_chown(fs, in, (sa->valid & EXT3_SET_UID) ? sa->uid : (uint32_t)-1,
+				   (sa->valid & EXT3_SET_GID) ? sa->gid : (uint32_t)-1);
+	bool times = sa->valid & (EXT3_SET_ATIME | EXT3_SET_MTIME);
+	bool owner_needed = (sa->valid & (EXT3_SET_MODE | EXT3_SET_CTIME)) ||
+			    (times && !(sa->valid & EXT3_SET_TIMES_NOW));
+	if (!rc && (owner_needed || times) && !api_owner_or_capable(fs, in)) {
+		/* times set to now: the owner, or anyone who may write */
+		if (owner_needed)
+			rc = err_set(-EPERM, "inode %u: not the owner", ext3_inode_ino(in));
+		else
+			rc = ext3_permission(in, EXT3_MAY_WRITE);
+	}
+	return rc;
+}
+
 static int setattr_fn(struct nostall_fs *fs, struct ext3_inode *in, const void *ctx)
 {
 	struct ext3_setattr sa = *(const struct ext3_setattr *)ctx;
@@ -76,6 +98,9 @@ static int setattr_fn(struct nostall_fs *fs, struct ext3_inode *in, const void *
 		if (rc)
 			return rc;
 	}
+	int rc = setattr_may(fs, in, &sa);
+	if (rc)
+		return rc;
 	if (sa.valid & (API_SET_OWNER | EXT3_SET_UID | EXT3_SET_GID)) {
 		struct ext3_inode_attr a;
 		ext3_inode_attr_get(in, &a);
@@ -85,7 +110,12 @@ static int setattr_fn(struct nostall_fs *fs, struct ext3_inode *in, const void *
 			sa.gid = a.gid;
 		sa.valid = (sa.valid & ~API_SET_OWNER) | EXT3_SET_UID | EXT3_SET_GID;
 	}
-	return ext3_setattr(in, &sa);
+	rc = ext3_setattr(in, &sa);
+	/* chmod rewrites the access ACL's owner, mask and other entries
+	 * (ext3_acl_chmod, after the mode as in Linux's ext3_setattr) */
+	if (!rc && (sa.valid & EXT3_SET_MODE))
+		rc = ext3_acl_chmod(in);
+	return rc;
 }
 
 int nostall_chmod(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t mode)
@@ -188,7 +218,18 @@ int nostall_setattr_ino(struct nostall_fs *fs, uint64_t ino, const struct nostal
 
 static int setflags_fn(struct nostall_fs *fs, struct ext3_inode *in, const void *ctx)
 {
-	return ext3_setflags(in, *(const uint32_t *)ctx);
+	uint32_t v = *(const uint32_t *)ctx;
+	/* the owner or CAP_FOWNER; immutable and append-only change only with
+	 * CAP_LINUX_IMMUTABLE (ext3_ioctl) */
+	if (!api_owner_or_capable(fs, in))
+		return err_set(-EPERM, "setflags: inode %u: not the owner", ext3_inode_ino(in));
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(in, &a);
+	if (((v ^ a.flags) & (NOSTALL_FL_IMMUTABLE | NOSTALL_FL_APPEND)) &&
+	    !api_capable(fs, NOSTALL_CAP_LINUX_IMMUTABLE))
+		return err_set(-EPERM, "setflags: inode %u: immutable/append-only need CAP_LINUX_IMMUTABLE",
+			       ext3_inode_ino(in));
+	return ext3_setflags(in, v);
 }
 
 int nostall_setflags(struct nostall_fs *fs, const char *path, unsigned flags, uint32_t iflags)
@@ -251,7 +292,12 @@ static int xattr_fn(struct nostall_fs *fs, struct ext3_inode *in, const void *ct
 {
 	const struct xattr_op *x = ctx;
 	int rc = api_xattr_ns_check(in, x->name, true);
-	return rc ? rc : ext3_xattr_change(in, x->name, x->value, x->size, x->flags);
+	if (rc)
+		return rc;
+	if (ext3_acl_xattr_name(x->name)) /* the VFS format, the mode kept in step */
+		return ext3_acl_xattr_set(in, !strcmp(x->name, EXT3_ACL_DEFAULT), x->value, x->size,
+					  x->flags);
+	return ext3_xattr_change(in, x->name, x->value, x->size, x->flags);
 }
 
 static int xflags_of(unsigned xflags, unsigned *out)

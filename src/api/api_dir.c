@@ -76,6 +76,8 @@ int nostall_opendir_ino(struct nostall_fs *fs, uint64_t dir_ino, struct nostall_
 	int rc = api_inode_get(fs, dir_ino, &d->in);
 	if (!rc && (ext3_inode_mode(d->in) & EXT3_S_IFMT) != EXT3_S_IFDIR)
 		rc = err_set(-ENOTDIR, "inode %llu is not a directory", (unsigned long long)dir_ino);
+	if (!rc) /* opendir is an open for reading */
+		rc = ext3_permission(d->in, EXT3_MAY_READ);
 	if (!rc) {
 		d->fs = fs;
 		pthread_mutex_init(&d->lock, NULL);

@@ -11,13 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Internal open flag: open(2) rules (nostall_fd_open). */
+/* Internal open flags: open(2) rules (nostall_fd_open); the open created
+ * the file (no access check: may_open is not asked for a new file). */
 #define API_O_POSIX 0x80000000u
+#define API_O_CREATED 0x40000000u
 
 #define API_O_ALL                                                                                \
 	(NOSTALL_O_NOFOLLOW | NOSTALL_O_WRONLY | NOSTALL_O_RDWR | NOSTALL_O_CREAT |              \
 	 NOSTALL_O_EXCL | NOSTALL_O_TRUNC | NOSTALL_O_APPEND | NOSTALL_O_SYNC | NOSTALL_O_DSYNC | \
-	 NOSTALL_O_DIRECTORY | NOSTALL_O_NOATIME | API_O_POSIX)
+	 NOSTALL_O_DIRECTORY | NOSTALL_O_NOATIME | API_O_POSIX | API_O_CREATED)
 
 /* Which handles a type allows (before anything is set up). */
 static int file_type_check(struct ext3_inode *in, unsigned flags, bool trunc)
@@ -52,6 +54,8 @@ int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, b
 	int rc = file_type_check(in, flags, trunc);
 	if (!rc && (w || trunc))
 		rc = api_check_rw(fs, "open for writing");
+	if (!rc && !(flags & API_O_CREATED))
+		rc = api_may_open(in, flags, trunc);
 	/* may_open's rules for chattr +i / +a (after the type checks) */
 	if (!rc && (w || trunc))
 		rc = ext3_may_write(in, (flags & NOSTALL_O_APPEND) && !trunc);
@@ -65,7 +69,7 @@ int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, b
 	f->fs = fs;
 	f->in = in;
 	f->mode = ext3_inode_mode(in);
-	f->flags = flags & ~API_O_POSIX;
+	f->flags = flags & ~(API_O_POSIX | API_O_CREATED);
 	f->can_read = !(flags & NOSTALL_O_WRONLY);
 	f->can_write = w;
 	if ((f->mode & EXT3_S_IFMT) == EXT3_S_IFREG) {
@@ -76,8 +80,12 @@ int api_file_new(struct nostall_fs *fs, struct ext3_inode *in, unsigned flags, b
 		} else if (!rc && trunc) {
 			rc = ext3_file_setsize(in, 0); /* O_RDONLY|O_TRUNC truncates too */
 		}
+		if (!rc && trunc)
+			rc = api_kill_suid(fs, in);
 	}
 	if (rc) {
+		if (f->writer)
+			(void)ext3_file_release(in, EXT3_OPEN_WRITE);
 		ext3_fread_destroy(f->rd);
 		ext3_iput(in);
 		free(f);
@@ -123,20 +131,25 @@ static int open_last(struct nostall_fs *fs, struct api_parent *p, char **path, u
 		return err_set(-EISDIR, "%s: O_CREAT of a directory", p->kind == API_LAST_ROOT ? "/" :
 				p->kind == API_LAST_DOT ? "." : "..");
 	struct ext3_inode *in = NULL;
-	int rc = api_parent_lookup(fs, p, &in);
+	/* the last name's lookup needs search permission on its directory */
+	int rc = p->kind == API_LAST_NAME ? ext3_permission(p->dir, EXT3_MAY_EXEC) : 0;
+	if (!rc)
+		rc = api_parent_lookup(fs, p, &in);
 	if (rc == -ENOENT && p->kind == API_LAST_NAME) {
 		if (p->slash)
 			return err_set(-EISDIR, "%.*s/: cannot create a file with a trailing slash",
 				       (int)p->len, p->name);
 		if ((rc = api_check_rw(fs, "create")))
 			return rc;
-		struct ext3_cred cr;
-		api_cred(&cr);
-		rc = ext3_create(p->dir, p->name, p->len, (uint16_t)(EXT3_S_IFREG | (mode & 07777)), 0,
-				 &cr, &in);
+		uint16_t m = (uint16_t)(EXT3_S_IFREG | (mode & 07777));
+		struct api_new n;
+		rc = api_new_begin(fs, p, &m, &n);
+		if (!rc)
+			rc = ext3_create(p->dir, p->name, p->len, m, 0, &n.cr, &in);
+		api_new_end(&n);
 		if (rc == -EEXIST && !excl)
 			return 1; /* created by someone else meanwhile: look again */
-		return rc ? rc : api_file_new(fs, in, flags, false, out);
+		return rc ? rc : api_file_new(fs, in, flags | API_O_CREATED, false, out);
 	}
 	if (rc)
 		return rc;
@@ -248,13 +261,18 @@ static int create_first(struct nostall_fs *fs, struct api_parent *p, unsigned fl
 {
 	if (p->kind != API_LAST_NAME || p->slash || api_check_rw(fs, "create"))
 		return 1;
-	struct ext3_cred cr;
-	api_cred(&cr);
+	uint16_t m = (uint16_t)(EXT3_S_IFREG | (mode & 07777));
+	struct api_new n;
 	struct ext3_inode *in = NULL;
-	int rc = ext3_create(p->dir, p->name, p->len, (uint16_t)(EXT3_S_IFREG | (mode & 07777)), 0, &cr,
-			     &in);
+	int rc = api_new_begin(fs, p, &m, &n);
+	if (rc) {
+		api_new_end(&n);
+		return 1; /* the ordinary path gives the refusal in its order */
+	}
+	rc = ext3_create(p->dir, p->name, p->len, m, 0, &n.cr, &in);
+	api_new_end(&n);
 	if (!rc)
-		return api_file_new(fs, in, flags, false, out);
+		return api_file_new(fs, in, flags | API_O_CREATED, false, out);
 	if (rc == -ENOSPC || rc == -EDQUOT || (rc == -EEXIST && (flags & NOSTALL_O_EXCL)))
 		return rc;
 	return 1;

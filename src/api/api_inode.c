@@ -121,7 +121,9 @@ static ssize_t inode_op(struct nostall_fs *fs, uint64_t ino, enum inode_op_kind 
 	case OP_READLINK: rc = ext3_symlink_read(fs->e, in, buf, size); break;
 	case OP_GETXATTR:
 		rc = api_xattr_ns_check(in, name, false);
-		if (!rc)
+		if (!rc && ext3_acl_xattr_name(name)) /* given in the VFS format */
+			rc = ext3_acl_xattr_get(in, !strcmp(name, EXT3_ACL_DEFAULT), buf, size);
+		else if (!rc)
 			rc = ext3_xattr_get(fs->e, in, name, buf, size);
 		break;
 	case OP_LISTXATTR: rc = ext3_xattr_list(fs->e, in, buf, size); break;

@@ -20,6 +20,7 @@
 
 #include "extfs/core/ext3.h"
 #include "extfs/core/ext3_fsops.h"
+#include "extfs/xattr/acl.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -108,8 +109,6 @@ static inline uint16_t api_type(struct ext3_inode *in)
 
 /* -EROFS with a message unless the mount is read-write. */
 int api_check_rw(struct nostall_fs *fs, const char *what);
-/* The calling thread's credentials (nostall_cred_set). */
-void api_cred(struct ext3_cred *cr);
 
 /* The parent of a path's last component: what the creating and removing
  * calls start with. */
@@ -137,6 +136,44 @@ int api_at_parent(struct nostall_fs *fs, uint64_t dir_ino, const char *name,
 		  struct api_parent *p);
 /* Look the last name up in p->dir: 0 and *out referenced, or -ENOENT. */
 int api_parent_lookup(struct nostall_fs *fs, const struct api_parent *p, struct ext3_inode **out);
+
+/* ---- credentials and the VFS's permission checks (api_cred.c) ---- */
+
+/* May the current caller add or remove names in dir (write and search)? */
+int api_may_change_names(struct nostall_fs *fs, struct ext3_inode *dir);
+/* Does the current caller want access checks (not NOSTALL_CRED_NOPERM)?
+ * Callers skip the lookups the checks would need otherwise. */
+bool api_checks_on(struct nostall_fs *fs);
+/* may_delete: api_may_change_names and the sticky directory's rule
+ * (-EPERM unless the owner of victim or dir, or CAP_FOWNER). */
+int api_may_delete(struct nostall_fs *fs, struct ext3_inode *dir, struct ext3_inode *victim);
+/* may_open: read and/or write access as flags (NOSTALL_O_*) and trunc ask. */
+int api_may_open(struct ext3_inode *in, unsigned flags, bool trunc);
+/* inode_owner_or_capable (chmod, utimes, flags, ACLs). */
+bool api_owner_or_capable(struct nostall_fs *fs, struct ext3_inode *in);
+/* Does the current caller hold every capability in cap (NOSTALL_CAP_*)?
+ * true for NOSTALL_CRED_NOPERM credentials. */
+bool api_capable(struct nostall_fs *fs, uint64_t cap);
+/* chown's rule ((uint32_t)-1 = unchanged): CAP_CHOWN, or the owner keeping
+ * itself and choosing one of its groups; -EPERM otherwise. */
+int api_may_chown(struct nostall_fs *fs, struct ext3_inode *in, uint32_t uid, uint32_t gid);
+/* After a truncate by an open handle (ftruncate, O_TRUNC): drop set-id
+ * bits as a write does (do_truncate's should_remove_suid), unless the
+ * caller holds CAP_FSETID or made the checks itself (NOPERM). */
+int api_kill_suid(struct nostall_fs *fs, struct ext3_inode *in);
+/* A new inode in p->dir: checks may_create (write and search on the
+ * directory, -EEXIST first for an existing name; CAP_MKNOD for a device),
+ * then sets the owner (cr), the mode (umask, or the directory's default
+ * ACL, which also gives the ACL xattrs) and adds the thread's
+ * nostall_cred_set_xattrs. api_new_end after the creation. */
+struct api_new {
+	struct ext3_cred cr;
+	struct ext3_acl_new acl;
+	struct ext3_xattr_init x[2 + NOSTALL_CREATE_XATTRS_MAX];
+};
+int api_new_begin(struct nostall_fs *fs, const struct api_parent *p, uint16_t *mode,
+		  struct api_new *n);
+void api_new_end(struct api_new *n);
 
 /* ---- files (api_file.c, api_io.c) ---- */
 

@@ -176,7 +176,8 @@ int nostall_ftruncate(struct nostall_file *f, uint64_t size)
 {
 	if (!f->can_write || (f->mode & EXT3_S_IFMT) != EXT3_S_IFREG)
 		return err_set(-EINVAL, "ftruncate: not a regular file open for writing");
-	return ext3_file_setsize(f->in, size);
+	int rc = ext3_file_setsize(f->in, size);
+	return rc ? rc : api_kill_suid(f->fs, f->in);
 }
 
 int nostall_fsync(struct nostall_file *f, int datasync)

@@ -6,6 +6,7 @@
 #include "api/api_int.h"
 
 #include "dev/dev.h"
+#include "extfs/inode/cred.h"
 #include "util/err.h"
 #include "util/opts.h"
 
@@ -70,6 +71,15 @@ int nostall_mount_dev(struct dev *dev, const char *opts, unsigned flags, struct 
 	}
 	fs->dev = dev;
 	fs->rw = rw;
+	/* the credentials of calls made without their own (nostall_cred_use):
+	 * the mounting process's as they are now, or root's with -o fakeroot */
+	struct ext3_creds cr;
+	if (ext3_fs_opts(fs->e)->fakeroot)
+		ext3_creds_root(&cr);
+	else
+		ext3_creds_of_process(&cr);
+	ext3_fs_cred_default_set(fs->e, &cr);
+	ext3_acl_path_checks_on(fs->e);
 	api_lookup_init(fs);
 	pthread_mutex_init(&fs->fd_lock, NULL);
 	fs->file_readahead = ext3_fs_opts(fs->e)->file_readahead;

@@ -49,16 +49,21 @@ static int mk_check(struct mk *m)
 	return 0;
 }
 
-static int mk_in(struct api_parent *p, const struct mk *m, struct ext3_inode **out)
+static int mk_in(struct nostall_fs *fs, struct api_parent *p, const struct mk *m,
+		 struct ext3_inode **out)
 {
-	struct ext3_cred cr;
-	api_cred(&cr);
-	switch (m->kind) {
-	case MK_DIR: return ext3_mkdir(p->dir, p->name, p->len, (uint16_t)m->mode, &cr, out);
-	case MK_SYMLINK: return ext3_symlink(p->dir, p->name, p->len, m->target, &cr, out);
-	case MK_NODE: break;
+	uint16_t mode = m->kind == MK_SYMLINK ? (uint16_t)(EXT3_S_IFLNK | 0777) : (uint16_t)m->mode;
+	struct api_new n;
+	int rc = api_new_begin(fs, p, &mode, &n);
+	if (!rc) {
+		switch (m->kind) {
+		case MK_DIR: rc = ext3_mkdir(p->dir, p->name, p->len, mode, &n.cr, out); break;
+		case MK_SYMLINK: rc = ext3_symlink(p->dir, p->name, p->len, m->target, &n.cr, out); break;
+		case MK_NODE: rc = ext3_create(p->dir, p->name, p->len, mode, m->rdev, &n.cr, out); break;
+		}
 	}
-	return ext3_create(p->dir, p->name, p->len, (uint16_t)m->mode, m->rdev, &cr, out);
+	api_new_end(&n);
+	return rc;
 }
 
 static const char *mk_what(const struct mk *m)
@@ -96,7 +101,7 @@ static int mk_path(struct nostall_fs *fs, const char *path, struct mk *m)
 	struct ext3_inode *in = NULL;
 	rc = mk_name_check(fs, &p, m->kind == MK_DIR);
 	if (!rc)
-		rc = mk_in(&p, m, &in);
+		rc = mk_in(fs, &p, m, &in);
 	ext3_iput(in);
 	api_parent_put(&p);
 	return rc;
@@ -126,7 +131,7 @@ static int mk_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, stru
 	struct ext3_inode *in = NULL;
 	rc = mk_name_check(fs, &p, true);
 	if (!rc)
-		rc = mk_in(&p, m, &in);
+		rc = mk_in(fs, &p, m, &in);
 	api_parent_put(&p);
 	return rc ? rc : at_done(fs, in, st);
 }
@@ -182,7 +187,8 @@ static int link_in(struct nostall_fs *fs, struct ext3_inode *in, struct api_pare
 		return rc;
 	if (api_type(in) == EXT3_S_IFDIR)
 		return err_set(-EPERM, "link: inode %u is a directory", ext3_inode_ino(in));
-	return ext3_link(in, p->dir, p->name, p->len);
+	rc = api_may_change_names(fs, p->dir);
+	return rc ? rc : ext3_link(in, p->dir, p->name, p->len);
 }
 
 int nostall_link(struct nostall_fs *fs, const char *oldpath, const char *newpath)
@@ -227,7 +233,7 @@ int nostall_link_at(struct nostall_fs *fs, uint64_t ino, uint64_t dir_ino, const
 
 /* ---- removing ---- */
 
-static int rm_in(struct api_parent *p, bool dir)
+static int rm_in(struct nostall_fs *fs, struct api_parent *p, bool dir)
 {
 	static const char *const what[] = { "unlink", "rmdir" };
 	switch (p->kind) {
@@ -240,7 +246,17 @@ static int rm_in(struct api_parent *p, bool dir)
 		return dir ? err_set(-ENOTEMPTY, "rmdir: '..'") : err_set(-EISDIR, "unlink: '..'");
 	case API_LAST_NAME: break;
 	}
-	int rc = dir ? ext3_rmdir(p->dir, p->name, p->len) : ext3_unlink(p->dir, p->name, p->len);
+	int rc;
+	if (api_checks_on(fs)) { /* may_delete needs the victim (sticky directories) */
+		struct ext3_inode *victim = NULL;
+		rc = api_parent_lookup(fs, p, &victim);
+		if (!rc)
+			rc = api_may_delete(fs, p->dir, victim);
+		ext3_iput(victim);
+		if (rc && rc != -ENOENT)
+			return rc;
+	}
+	rc = dir ? ext3_rmdir(p->dir, p->name, p->len) : ext3_unlink(p->dir, p->name, p->len);
 	if (rc == -ENOENT)
 		err_set(rc, "%s: %.*s: no such file or directory", what[dir], (int)p->len, p->name);
 	return rc;
@@ -254,7 +270,7 @@ static int rm_path(struct nostall_fs *fs, const char *path, bool dir)
 		rc = api_parent_get(fs, path, &p);
 	if (rc)
 		return rc;
-	rc = rm_in(&p, dir);
+	rc = rm_in(fs, &p, dir);
 	api_parent_put(&p);
 	return rc;
 }
@@ -267,7 +283,7 @@ static int rm_at(struct nostall_fs *fs, uint64_t dir_ino, const char *name, bool
 		rc = api_at_parent(fs, dir_ino, name, &p);
 	if (rc)
 		return rc;
-	rc = rm_in(&p, dir);
+	rc = rm_in(fs, &p, dir);
 	api_parent_put(&p);
 	return rc;
 }
@@ -317,9 +333,19 @@ static int rename_in(struct nostall_fs *fs, struct api_parent *a, struct api_par
 	int rc = api_parent_name_check(a);
 	if (!rc)
 		rc = api_parent_lookup(fs, a, &src);
+	bool checks = api_checks_on(fs);
+	if (!rc && checks)
+		rc = api_may_delete(fs, a->dir, src);
 	ext3_iput(src);
 	if (!rc)
 		rc = api_parent_name_check(b);
+	struct ext3_inode *dst = NULL;
+	if (!rc && checks && api_parent_lookup(fs, b, &dst) == 0) {
+		rc = api_may_delete(fs, b->dir, dst);
+		ext3_iput(dst);
+	} else if (!rc && checks) {
+		rc = api_may_change_names(fs, b->dir);
+	}
 	return rc ? rc : ext3_rename(a->dir, a->name, a->len, b->dir, b->name, b->len, flags);
 }
 
@@ -341,6 +367,8 @@ static int rename_sides(struct nostall_fs *fs, const struct rn_side *from, const
 	int rc = rename_flags_check(flags);
 	if (!rc)
 		rc = api_check_rw(fs, "rename");
+	if (!rc && (flags & NOSTALL_RENAME_WHITEOUT) && !api_capable(fs, NOSTALL_CAP_MKNOD))
+		rc = err_set(-EPERM, "rename: a whiteout needs CAP_MKNOD");
 	struct api_parent a, b;
 	if (!rc)
 		rc = rn_side_get(fs, from, &a);

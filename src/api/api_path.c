@@ -1,5 +1,5 @@
-/* Public API, the write side's common part: the read-write check, the
- * calling thread's credentials, host open flags, and the parent walk that
+/* Public API, the write side's common part: the read-write check, host
+ * open flags, and the parent walk that
  * every creating and removing call starts with (docs/api.md). */
 #include "api/api_int.h"
 
@@ -16,47 +16,6 @@ int api_check_rw(struct nostall_fs *fs, const char *what)
 	if (fs->rw)
 		return 0;
 	return err_set(-EROFS, "%s: the filesystem is mounted read-only", what);
-}
-
-/* ---- credentials: thread-local, unset = the process's euid/egid ----
- * Kept by ext3 (balloc.c), whose allocator needs them too (reserved
- * blocks). */
-
-void nostall_cred_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups)
-{
-	ext3_cred_thread_set(uid, gid, groups, ngroups);
-}
-
-/* The xattrs new inodes of this thread get (nostall_cred_set_xattrs). The
- * strings and values stay the caller's; only the pointers are kept. */
-static _Thread_local struct ext3_xattr_init tl_xattrs[NOSTALL_CREATE_XATTRS_MAX];
-static _Thread_local unsigned tl_nxattrs;
-
-int nostall_cred_set_xattrs(const struct nostall_xattr_init *x, unsigned n)
-{
-	if (n > NOSTALL_CREATE_XATTRS_MAX || (n && !x))
-		return err_set(-EINVAL, "new-inode xattrs: %u given, at most %u", n,
-			       NOSTALL_CREATE_XATTRS_MAX);
-	for (unsigned i = 0; i < n; i++) {
-		if (!x[i].name || (x[i].size && !x[i].value))
-			return err_set(-EINVAL, "new-inode xattr %u: no name or no value", i);
-		tl_xattrs[i] = (struct ext3_xattr_init){ x[i].name, x[i].value, x[i].size };
-	}
-	tl_nxattrs = n;
-	return 0;
-}
-
-void nostall_cred_reset(void)
-{
-	ext3_cred_thread_reset();
-	tl_nxattrs = 0;
-}
-
-void api_cred(struct ext3_cred *cr)
-{
-	ext3_cred_thread_get(cr);
-	cr->xattrs = tl_nxattrs ? tl_xattrs : NULL;
-	cr->nxattrs = tl_nxattrs;
 }
 
 unsigned nostall_oflags_from_posix(int oflags)

@@ -31,6 +31,7 @@ static const struct {
 	{ "rmdir", NULL, NULL, &cmd_rmdir },
 	{ "mv", NULL, NULL, &cmd_mv },
 	{ "ln", NULL, NULL, &cmd_ln },
+	{ "mknod", NULL, NULL, &cmd_mknod },
 	{ "truncate", NULL, NULL, &cmd_truncate },
 	{ "chmod", NULL, NULL, &cmd_chmod },
 	{ "chown", NULL, NULL, &cmd_chown },

@@ -35,6 +35,7 @@ extern const struct cli_cmd cmd_rm;       /* nostall rm IMAGE PATH... */
 extern const struct cli_cmd cmd_rmdir;    /* nostall rmdir IMAGE PATH... */
 extern const struct cli_cmd cmd_mv;       /* nostall mv IMAGE FROM TO */
 extern const struct cli_cmd cmd_ln;       /* nostall ln IMAGE TARGET LINKPATH */
+extern const struct cli_cmd cmd_mknod;    /* nostall mknod IMAGE PATH TYPE [MAJOR MINOR] */
 extern const struct cli_cmd cmd_truncate; /* nostall truncate IMAGE PATH SIZE */
 extern const struct cli_cmd cmd_chmod;    /* nostall chmod IMAGE MODE PATH */
 extern const struct cli_cmd cmd_chown;    /* nostall chown IMAGE UID[:GID] PATH */

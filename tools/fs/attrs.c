@@ -102,11 +102,12 @@ const struct cli_cmd cmd_chown = {
 	.min_pos = 2, .max_pos = 2, .check = chown_check, .run = chown_run,
 };
 
-/* Open PATH for writing, creating a regular file (0666 & ~umask) if it is
- * missing; never truncates. */
+/* Open PATH for writing, creating a regular file (0666 less the umask,
+ * which the library applies unless the directory has a default ACL) if it
+ * is missing; never truncates. */
 static int open_create(struct nostall_fs *fs, const char *path, struct nostall_file **f)
 {
-	return nostall_create(fs, path, NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0666 & ~cli_umask(), f);
+	return nostall_create(fs, path, NOSTALL_O_WRONLY | NOSTALL_O_CREAT, 0666, f);
 }
 
 static int touch_run(struct cli_args *a, struct nostall_fs *fs)

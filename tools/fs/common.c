@@ -247,6 +247,7 @@ int cli_main(const struct cli_cmd *c, int argc, char **argv)
 		free(a.spec);
 		return rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 	}
+	nostall_cred_umask(fs, cli_umask()); /* the library applies it: not under a default ACL */
 	ex = c->run(&a, fs);
 	rc = nostall_umount(fs);
 	if (rc) {

@@ -1,6 +1,5 @@
 /* nostall get, the host side: file contents with holes preserved, and
  * owner, mode, extended attributes (ext3 ACLs converted) and times. */
-#include "../acl/acl.h"
 #include "get.h"
 
 #include <errno.h>
@@ -170,20 +169,7 @@ static void copy_xattrs(struct get_ctx *g, uint64_t ino, const char *hpath, cons
 			free(v);
 			continue;
 		}
-		const unsigned char *val = v;
-		void *conv = NULL;
-		if (acl_xattr_name(name)) {
-			ssize_t c = acl_convert(v, (size_t)vlen, false, &conv);
-			if (c < 0) {
-				fprintf(stderr, "nostall get: %s: %s: %s, not copied\n", path, name,
-					c == -ENOMEM ? "out of memory" : "malformed ext3 ACL");
-				g->ret = 1;
-				free(v);
-				continue;
-			}
-			val = conv;
-			vlen = c;
-		}
+		const unsigned char *val = v; /* ACLs: the library gives the VFS form */
 		if (lsetxattr(hpath, name, val, (size_t)vlen, 0) < 0) {
 			int e = errno;
 			int ns = ns_index(name);
@@ -194,7 +180,6 @@ static void copy_xattrs(struct get_ctx *g, uint64_t ino, const char *hpath, cons
 					strerror(e), " (further failures in this namespace not shown)");
 			}
 		}
-		free(conv);
 		free(v);
 	}
 	free(list);

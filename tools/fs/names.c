@@ -4,6 +4,7 @@
  *   nostall rmdir IMAGE PATH...
  *   nostall mv IMAGE FROM TO
  *   nostall ln [-s] IMAGE TARGET LINKPATH
+ *   nostall mknod [-m MODE] IMAGE PATH b|c|u|p [MAJOR MINOR]
  * Each failure prints one line naming the path and the errno text; the
  * other PATHs are still done and the status is 1. */
 #include "../common/cmds.h"
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 /* ---- mkdir ---- */
 
@@ -31,10 +33,12 @@ static bool is_dir(struct nostall_fs *fs, const char *path)
 }
 
 /* mkdir -p: every missing component, with u+wx for the parents (like
- * mkdir(1)); an existing directory is fine. */
+ * mkdir(1): 0777 less the umask, plus u+wx, given as it is); an existing
+ * directory is fine. umask: the last one's. */
 static int mkdir_parents(struct cli_args *a, struct nostall_fs *fs, const char *path, uint32_t mode,
-			 uint32_t pmode)
+			 uint32_t umask)
 {
+	uint32_t pmode = (0777 & ~cli_umask()) | 0300;
 	char *p = strdup(path);
 	if (!p)
 		return cli_oom(a);
@@ -48,6 +52,7 @@ static int mkdir_parents(struct cli_args *a, struct nostall_fs *fs, const char *
 		char c = *e;
 		*e = '\0';
 		bool last = !c || !e[strspn(e + 1, "/") + 1];
+		nostall_cred_umask(fs, last ? umask : 0);
 		rc = nostall_mkdir(fs, p, last ? mode : pmode);
 		if (rc == -EEXIST && is_dir(fs, p))
 			rc = 0;
@@ -61,13 +66,19 @@ static int mkdir_parents(struct cli_args *a, struct nostall_fs *fs, const char *
 
 static int mkdir_run(struct cli_args *a, struct nostall_fs *fs)
 {
-	uint32_t mode = 0777 & ~cli_umask();
-	if (a->flag['m'])
+	/* the umask is the library's (cli_main; a default ACL replaces it);
+	 * -m MODE is taken as it is, as mkdir(1) does */
+	uint32_t mode = 0777, umask = cli_umask();
+	if (a->flag['m']) {
 		cli_parse_mode(a->arg['m'], &mode);
+		umask = 0;
+	}
+	nostall_cred_umask(fs, umask);
 	int ret = 0;
 	for (int k = 0; k < a->npos; k++) {
 		if (a->flag['p']) {
-			ret |= mkdir_parents(a, fs, a->pos[k], mode, (0777 & ~cli_umask()) | 0300);
+			ret |= mkdir_parents(a, fs, a->pos[k], mode, umask);
+			nostall_cred_umask(fs, umask);
 			continue;
 		}
 		int rc = nostall_mkdir(fs, a->pos[k], mode);
@@ -262,4 +273,55 @@ static int ln_run(struct cli_args *a, struct nostall_fs *fs)
 const struct cli_cmd cmd_ln = {
 	.name = "ln", .usage = "ln [-s] [-o OPTS] IMAGE TARGET LINKPATH",
 	.flags = "s", .min_pos = 2, .max_pos = 2, .run = ln_run,
+};
+
+/* ---- mknod, as mknod(1): b (block), c or u (character), p (fifo) ---- */
+
+static int mknod_parse(struct cli_args *a, uint32_t *type, uint64_t *rdev)
+{
+	const char *t = a->pos[1];
+	bool dev = !strcmp(t, "b") || !strcmp(t, "c") || !strcmp(t, "u");
+	if (!dev && strcmp(t, "p"))
+		return cli_arg_error(a, t, "invalid type (b, c, u or p)");
+	if (dev != (a->npos == 4))
+		return cli_usage_error(a, dev ? "a device needs MAJOR and MINOR" :
+					      "a fifo takes no MAJOR and MINOR");
+	*type = t[0] == 'b' ? S_IFBLK : t[0] == 'p' ? S_IFIFO : S_IFCHR;
+	*rdev = 0;
+	if (dev) {
+		char *e1, *e2;
+		unsigned long ma = strtoul(a->pos[2], &e1, 0), mi = strtoul(a->pos[3], &e2, 0);
+		if (*e1 || *e2 || !*a->pos[2] || !*a->pos[3] || ma > 0xfff || mi > 0xfffff)
+			return cli_arg_error(a, *e1 || !*a->pos[2] || ma > 0xfff ? a->pos[2] : a->pos[3],
+					     "invalid device number");
+		*rdev = makedev((unsigned)ma, (unsigned)mi);
+	}
+	return -1;
+}
+
+static int mknod_check(struct cli_args *a)
+{
+	uint32_t m, type;
+	uint64_t rdev;
+	if (a->flag['m'] && !cli_parse_mode(a->arg['m'], &m))
+		return cli_arg_error(a, a->arg['m'], "invalid mode (octal, 0 to 7777)");
+	return mknod_parse(a, &type, &rdev);
+}
+
+static int mknod_run(struct cli_args *a, struct nostall_fs *fs)
+{
+	uint32_t mode = 0666, type; /* less the umask (the library's), or -m as it is */
+	uint64_t rdev;
+	if (a->flag['m']) {
+		cli_parse_mode(a->arg['m'], &mode);
+		nostall_cred_umask(fs, 0);
+	}
+	(void)mknod_parse(a, &type, &rdev);
+	int rc = nostall_mknod(fs, a->pos[0], type | mode, rdev);
+	return rc ? cli_fs_error(a, a->pos[0], rc) : 0;
+}
+
+const struct cli_cmd cmd_mknod = {
+	.name = "mknod", .usage = "mknod [-m MODE] [-o OPTS] IMAGE PATH b|c|u|p [MAJOR MINOR]",
+	.flags = "m:", .min_pos = 2, .max_pos = 4, .check = mknod_check, .run = mknod_run,
 };

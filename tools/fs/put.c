@@ -6,7 +6,6 @@
  * within the copy, then owner (as root), mode, extended attributes (POSIX
  * ACLs converted to ext3's on-disk form) and atime/mtime. A failing entry is reported and skipped; the status is then
  * 1. */
-#include "../acl/acl.h"
 #include "../common/cmds.h"
 #include "../common/tutil.h"
 #include "common.h"
@@ -180,7 +179,8 @@ static void put_xattrs(struct put_ctx *g, const char *host, const char *path)
 	}
 	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1) {
 		const char *name = list + i;
-		bool acl = acl_xattr_name(name);
+		bool acl = !strcmp(name, "system.posix_acl_access") ||
+			   !strcmp(name, "system.posix_acl_default");
 		if (!acl && !strncmp(name, "system.", 7)) { /* NFSv4 ACLs and the like: not ext3's */
 			if (!g->warned_system) {
 				progress_break(g);
@@ -195,20 +195,9 @@ static void put_xattrs(struct put_ctx *g, const char *host, const char *path)
 			put_host_error(g, host, name, -errno);
 			continue;
 		}
-		/* POSIX ACLs: the host gives the VFS form, ext3 stores its own
-		 * (the kernel's ext3 and the FUSE mount read that one). */
-		void *conv = NULL;
-		const void *val = g->buf;
-		if (acl) {
-			len = acl_convert(g->buf, (size_t)len, true, &conv);
-			if (len < 0) {
-				put_host_error(g, host, name, (int)len);
-				continue;
-			}
-			val = conv;
-		}
-		int rc = nostall_setxattr(g->fs, path, NOSTALL_NOFOLLOW, name, val, (size_t)len, 0);
-		free(conv);
+		/* POSIX ACLs: the host's VFS form is the library's too (it
+		 * stores ext3's own and keeps the mode in step). */
+		int rc = nostall_setxattr(g->fs, path, NOSTALL_NOFOLLOW, name, g->buf, (size_t)len, 0);
 		if (rc)
 			put_fs_error(g, path, rc);
 	}

@@ -54,6 +54,8 @@ struct nfuse_opts {
 	bool allow_other;
 	bool debug;
 	bool close_flush;       /* close(2) sends FLUSH (off: FOPEN_NOFLUSH, ops_file.c) */
+	bool fakeroot;          /* every requester is root inside the image (no
+				 * default_permissions; docs/fuse.md "Credentials") */
 	double attr_timeout, entry_timeout, negative_timeout;
 	unsigned threads;       /* the session loop's thread limit */
 	unsigned handoff_us;    /* a request running this long hands the reader role on (loop.c) */
@@ -116,8 +118,16 @@ void nfuse_entry_fill(struct nfuse *nf, const struct nostall_stat *st, struct fu
 /* Reply to a request that took one lookup reference (lookup, mknod, ...);
  * the reference is dropped again when the kernel did not get the reply. */
 void nfuse_reply_entry_ref(fuse_req_t req, const struct nostall_stat *st);
-/* The caller's credentials for the inodes this request creates. */
+/* The requester's credentials for this thread's library calls
+ * (nostall_cred_use; docs/fuse.md, "Credentials"): its uid, gid and umask,
+ * every capability for uid 0 and none for others (the kernel does not send
+ * them), NOSTALL_CRED_NOPERM (the kernel checked access:
+ * default_permissions); with -o fakeroot root's, whoever asks. _groups
+ * reads the supplementary groups too (a /proc read): where the library
+ * decides on group membership (the setgid bit after an ACL change). Undo
+ * with nostall_cred_reset(). */
 void nfuse_cred_from_req(fuse_req_t req);
+void nfuse_cred_from_req_groups(fuse_req_t req);
 /* -ENAMETOOLONG for a name over 255 bytes (the kernel's FUSE layer lets
  * names of up to 1024 bytes through). */
 int nfuse_name_check(const char *name);
@@ -128,22 +138,6 @@ void nfuse_handle_del(struct nfuse *nf, struct nfuse_fh *h);
 /* Close every handle left (teardown after a signal: the kernel did not
  * release them). */
 void nfuse_handles_close_all(struct nfuse *nf);
-
-/* ACLs on new inodes (ops_xattr.c): the parent's default ACL, or the
- * caller's umask when it has none. *mode is the mode asked for (type +
- * permissions); on return it is the mode to create with. *acl is set when
- * the new inode needs ACLs (nfuse_acl_arm), else NULL. */
-struct nfuse_newacl;
-int nfuse_acl_prepare(fuse_req_t req, uint64_t parent, uint32_t *mode, struct nfuse_newacl **acl);
-/* Hand the inherited ACLs (directories also get the default ACL) to the
- * library as this thread's new-inode xattrs (nostall_cred_set_xattrs): the
- * create that follows stores them in its own transaction, as ext3 does.
- * NULL: none. nostall_cred_reset() disarms; acl must live until then. */
-int nfuse_acl_arm(struct nfuse_newacl *acl);
-void nfuse_acl_free(struct nfuse_newacl *acl);
-/* chmod: the access ACL follows the new mode (its mask, or the group
- * entry when there is no mask, and the owner and other entries). */
-int nfuse_acl_chmod(struct nfuse *nf, uint64_t ino, uint32_t mode);
 
 /* The session loop (loop.c): leader/followers, up to max_threads, the
  * reader role handed on when a request has run handoff_us or waits for the

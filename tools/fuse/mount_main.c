@@ -240,6 +240,18 @@ static int daemon_run(const struct mount_args *a, int ready_fd)
 	else
 		nostall_lookup_refs_live(nf.fs, 1); /* fstat & co. after unlink */
 	if (!rc) {
+		/* requests without their own credentials (nfuse_cred_from_req):
+		 * the kernel checked them; the daemon's own capabilities, or
+		 * root's with -o fakeroot (docs/fuse.md, "Credentials") */
+		uint32_t groups[NOSTALL_CRED_GROUPS_MAX];
+		struct nostall_cred cr;
+		nostall_cred_self(&cr, groups, NOSTALL_CRED_GROUPS_MAX);
+		if (nf.o.fakeroot)
+			cr = (struct nostall_cred){ .caps = NOSTALL_CAP_ALL };
+		cr.flags = NOSTALL_CRED_NOPERM;
+		rc = nostall_cred_default(nf.fs, &cr);
+	}
+	if (!rc) {
 		rc = session_run(&nf, a);
 		int urc = nostall_umount(nf.fs);
 		if (urc) {

@@ -75,6 +75,8 @@ static int daemon_opt(struct parse_ctx *c, const char *name, const char *value, 
 		o->debug = true;
 	else if (!strcmp(name, "close_flush") && !value)
 		o->close_flush = true;
+	else if (!strcmp(name, "fakeroot") && !value)
+		o->fakeroot = true;
 	else if (!strcmp(name, "noclose_flush") && !value)
 		o->close_flush = false;
 	else if (!strcmp(name, "attr_timeout"))
@@ -174,7 +176,13 @@ int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 		rc = olist_add(&c.lib, "file_readahead", NFUSE_FILE_READAHEAD_DEFAULT);
 	if (!rc && o->allow_other)
 		rc = olist_add(&c.fuse, "allow_other", NULL);
-	if (!rc)
+	/* fakeroot: every requester is root inside the image, so the kernel
+	 * must not check access against the owners it stores; FUSE_POSIX_ACL
+	 * would turn default_permissions on in the kernel (the library still
+	 * stores and inherits ACLs) */
+	if (o->fakeroot)
+		o->acl = false;
+	if (!rc && !o->fakeroot)
 		rc = olist_add(&c.fuse, "default_permissions", NULL);
 	if (!rc)
 		rc = olist_add(&c.fuse, "subtype", "nostall");

@@ -167,11 +167,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct nfuse *nf = nfuse_of(req);
 	uint64_t dir = nfuse_to_ext3(parent);
-	struct nfuse_newacl *acl = NULL;
 	uint32_t m = S_IFREG | (mode & 07777);
 	int rc = nfuse_name_check(name);
-	if (!rc)
-		rc = nfuse_acl_prepare(req, dir, &m, &acl);
 	if (rc) {
 		nfuse_reply_rc(req, rc);
 		return;
@@ -180,14 +177,11 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct nostall_stat st;
 	struct nostall_file *f = NULL;
 	nfuse_cred_from_req(req);
-	/* The inherited ACLs go into the creating transaction; a file that
-	 * exists already (made meanwhile through another handle) is opened as
-	 * it is, without them. */
-	rc = nfuse_acl_arm(acl);
-	if (!rc)
-		rc = nostall_create_at(nf->fs, dir, name, fl, m & 07777, &st, &f);
+	/* The library applies the umask or inherits the default ACL, in the
+	 * creating transaction; a file that exists already (made meanwhile
+	 * through another handle) is opened as it is. */
+	rc = nostall_create_at(nf->fs, dir, name, fl, m & 07777, &st, &f);
 	nostall_cred_reset();
-	nfuse_acl_free(acl);
 	if (rc)
 		nfuse_reply_rc(req, rc);
 	else

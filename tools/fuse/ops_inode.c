@@ -57,15 +57,38 @@ void nfuse_reply_entry_ref(fuse_req_t req, const struct nostall_stat *st)
 		nostall_forget(nf->fs, st->ino, 1);
 }
 
-void nfuse_cred_from_req(fuse_req_t req)
+static void cred_from_req(fuse_req_t req, bool with_groups)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	/* Supplementary groups are not needed here: the kernel checked
-	 * permissions, and a new inode's group is the caller's fsgid or the
-	 * setgid directory's. They are read (fuse_req_getgroups, a /proc read)
-	 * only where the daemon itself decides on group membership: the setgid
-	 * bit after an ACL change (ops_xattr.c). */
-	nostall_cred_set(c->uid, c->gid, NULL, 0);
+	struct nostall_cred cr = { .uid = c->uid, .gid = c->gid, .umask = c->umask,
+				   .caps = c->uid == 0 ? NOSTALL_CAP_ALL : 0,
+				   .flags = NOSTALL_CRED_NOPERM };
+	if (nfuse_of(req)->o.fakeroot) {
+		cr.uid = cr.gid = 0;
+		cr.caps = NOSTALL_CAP_ALL;
+	}
+	/* Supplementary groups are not needed for most requests: the kernel
+	 * checked permissions, and a new inode's group is the caller's fsgid
+	 * or the setgid directory's. */
+	gid_t g[NOSTALL_CRED_GROUPS_MAX];
+	uint32_t groups[NOSTALL_CRED_GROUPS_MAX];
+	if (with_groups && !nfuse_of(req)->o.fakeroot) {
+		int n = fuse_req_getgroups(req, NOSTALL_CRED_GROUPS_MAX, g);
+		for (int i = 0; i < n && i < (int)NOSTALL_CRED_GROUPS_MAX; i++)
+			groups[cr.ngroups++] = (uint32_t)g[i];
+		cr.groups = groups;
+	}
+	(void)nostall_cred_use(&cr);
+}
+
+void nfuse_cred_from_req(fuse_req_t req)
+{
+	cred_from_req(req, false);
+}
+
+void nfuse_cred_from_req_groups(fuse_req_t req)
+{
+	cred_from_req(req, true);
 }
 
 int nfuse_name_check(const char *name)
@@ -184,13 +207,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	 * drops the bits in the library; no flag comes with it.) */
 	if (nf->killpriv_v2 && (to_set & FUSE_SET_ATTR_KILL_SUID) && !(sa.valid & NOSTALL_SET_MODE))
 		rc = nfuse_setid_kill(req, e3);
+	/* a chmod rewrites the access ACL in the library */
 	if (!rc)
 		rc = nostall_setattr_ino(nf->fs, e3, &sa, &st);
-	if (!rc && (sa.valid & NOSTALL_SET_MODE) && nf->o.acl) {
-		rc = nfuse_acl_chmod(nf, e3, st.mode);
-		if (!rc)
-			rc = nostall_stat_ino(nf->fs, e3, &st);
-	}
 	if (rc)
 		nfuse_reply_rc(req, rc);
 	else
@@ -209,31 +228,25 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
-/* mknod, mkdir: the umask or the parent's default ACL, then the entry. */
+/* mknod, mkdir: the library applies the requester's umask or the
+ * parent's default ACL (set in the creating transaction, as ext3 does). */
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct nfuse *nf = nfuse_of(req);
 	uint64_t dir = nfuse_to_ext3(parent);
-	struct nfuse_newacl *acl = NULL;
 	uint32_t m = mode;
 	int rc = nfuse_name_check(name);
-	if (!rc)
-		rc = nfuse_acl_prepare(req, dir, &m, &acl);
 	if (rc) {
 		nfuse_reply_rc(req, rc);
 		return;
 	}
 	nfuse_cred_from_req(req);
 	struct nostall_stat st;
-	/* the inherited ACLs are set in the creating transaction (ext3 fails
-	 * the whole creation when its ACL cannot be set, and so do we) */
-	rc = nfuse_acl_arm(acl);
-	if (!rc && S_ISDIR(m))
+	if (S_ISDIR(m))
 		rc = nostall_mkdir_at(nf->fs, dir, name, m, &st);
-	else if (!rc)
+	else
 		rc = nostall_mknod_at(nf->fs, dir, name, m, rdev, &st);
 	nostall_cred_reset();
-	nfuse_acl_free(acl);
 	if (rc)
 		nfuse_reply_rc(req, rc);
 	else

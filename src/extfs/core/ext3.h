@@ -66,6 +66,8 @@ enum { EXT3_ATIME_RELATIME = 1, EXT3_ATIME_NOATIME = 2, EXT3_ATIME_STRICT = 3 };
 struct ext3_mount_opts {
 	bool ro;                    /* "ro" (the caller decides what it means) */
 	bool noload;                /* ignore the journal (no replay) */
+	bool fakeroot;              /* calls without their own credentials act as root
+				     * (uid 0, gid 0, every capability: extfs/inode/cred.h) */
 	uint64_t sb_block;          /* 0 = primary superblock; else a backup's block number */
 	size_t cache_bytes;         /* 0 = buffer cache default */
 	int readahead_blocks;       /* buffer cache readahead; -1 = default */

@@ -37,15 +37,26 @@ struct ext3_cred {
 	unsigned nxattrs;
 };
 
-/* The calling thread's credentials as the block allocator sees them
- * (balloc.c): the reserved blocks (s_r_blocks_count) are kept for uid 0,
- * s_def_resuid and members of s_def_resgid (when not 0), as 2.6.30's
- * ext3_has_free_blocks keeps them; others get -ENOSPC there. Thread-local;
- * unset (or after reset): the process's euid, egid and groups. */
+/* Who is asking (extfs/inode/cred.h: how it is chosen and read). */
+#define EXT3_CRED_NGROUPS_MAX 64
+struct ext3_creds {
+	uint32_t uid, gid;  /* the fsuid and fsgid */
+	uint64_t caps;      /* 1 << EXT3_CAP_* */
+	uint32_t umask;     /* applied to new inodes without a default ACL */
+	bool noperm;        /* the caller made the access checks (FUSE
+			     * default_permissions): ext3_permission says yes */
+	unsigned ngroups;   /* supplementary groups (at most EXT3_CRED_NGROUPS_MAX) */
+	uint32_t groups[EXT3_CRED_NGROUPS_MAX];
+};
+
+/* The older credentials interface (nostall_cred_set), kept in cred.c:
+ * set = this thread's uid, gid and groups from now on, root's
+ * capabilities for uid 0, no access checks (the caller's own); reset =
+ * the mount's default again (extfs/inode/cred.h has the full set). */
 void ext3_cred_thread_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups);
 void ext3_cred_thread_reset(void);
-/* The calling thread's uid and gid (for new inodes); no xattrs. */
-void ext3_cred_thread_get(struct ext3_cred *cr);
+/* The current credentials' uid and gid (for new inodes); no xattrs. */
+void ext3_cred_thread_get(const struct ext3_fs *fs, struct ext3_cred *cr);
 
 /* ---- names (namei.c) ----
  * dir must be a directory (-ENOTDIR). New inodes: *out gets a reference

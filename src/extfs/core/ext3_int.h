@@ -13,6 +13,7 @@
 #define NOSTALL_EXT3_EXT3_INT_H
 
 #include "extfs/core/ext3.h"
+#include "extfs/core/ext3_fsops.h"
 #include "extfs/format/geom.h"
 
 #include <pthread.h>
@@ -130,6 +131,12 @@ struct ext3_fs {
 	struct ext3_mount_opts opts; /* in effect (data_mode resolved, blk_opts NULL) */
 	const struct ext3_data_ops *dops; /* the data mode's table, chosen with the mode
 					   * (super/mount.c; core/data_ops.h) */
+	/* the credentials of calls from threads without their own
+	 * (extfs/inode/cred.h); set by the API after mount */
+	struct ext3_creds cred_default;
+	/* search permission on each directory a path walk passes
+	 * (ext3_path_lookup): the API's check (xattr/acl.c), NULL = none */
+	int (*may_search)(struct ext3_inode *dir);
 	struct ext3_journal *jmap;  /* EXT3_MOUNT_JOURNAL: the journal's block map */
 	struct jbd_journal *journal; /* EXT3_MOUNT_JOURNAL: the loaded journal */
 	struct ext3_icache icache;  /* internally locked */

@@ -23,6 +23,7 @@
  * always through the buffer cache, where its journalled blocks are.
  */
 #include "extfs/data/file_data.h"
+#include "extfs/inode/cred.h"
 
 #include "page/page.h"
 #include "util/err.h"
@@ -33,10 +34,6 @@
 
 #define CHUNK_BLOCKS 64u
 #define ATIME_SLACK_S (24 * 60 * 60) /* relatime: at least daily */
-
-#define MODE_SUID 04000u
-#define MODE_SGID 02000u
-#define MODE_XGRP 00010u
 
 static bool is_reg(const struct ext3_inode *in)
 {
@@ -65,9 +62,9 @@ void ext3_data_size_set(struct ext3_inode *in, uint64_t size)
 }
 
 /* mtime/ctime now; a data change drops setuid, and setgid when group
- * execution is on (a plain setgid marks mandatory locking), as the kernel
- * does for writers without CAP_FSETID: the library runs as its caller and
- * has no capability notion. Caller holds in->lock as writer. */
+ * execution is on, unless the writer holds CAP_FSETID (cred.h,
+ * ext3_creds_kill_suid: the kernel's should_remove_suid). Caller holds
+ * in->lock as writer. */
 void ext3_data_touch(struct ext3_inode *in, bool data)
 {
 	int64_t s;
@@ -75,14 +72,8 @@ void ext3_data_touch(struct ext3_inode *in, bool data)
 	ext3_now(&s, &ns);
 	in->a.mtime = in->a.ctime = s;
 	in->a.mtime_ns = in->a.ctime_ns = ns;
-	if (data) {
-		uint16_t m = in->a.mode;
-		if (m & MODE_SUID)
-			m &= (uint16_t)~MODE_SUID;
-		if ((m & (MODE_SGID | MODE_XGRP)) == (MODE_SGID | MODE_XGRP))
-			m &= (uint16_t)~MODE_SGID;
-		in->a.mode = m;
-	}
+	if (data)
+		in->a.mode = ext3_creds_kill_suid(ext3_cred_current(in->fs), in->a.mode, in->a.gid);
 }
 
 /* Write the inode in h and remember the transaction for fsync. */

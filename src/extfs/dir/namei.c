@@ -727,7 +727,7 @@ static void dir_links(struct ext3_inode *d, int delta)
 static int rn_whiteout_new(struct jbd_handle *h, struct rn *r)
 {
 	struct ext3_cred cr;
-	ext3_cred_thread_get(&cr);
+	ext3_cred_thread_get(r->od->fs, &cr);
 	uint32_t gid = (r->od->a.mode & 02000) ? r->od->a.gid : cr.gid;
 	int rc = ext3_new_inode(h, r->od, EXT3_S_IFCHR, cr.uid, gid, &r->wh);
 	if (rc)

@@ -116,6 +116,9 @@ int ext3_path_lookup(struct ext3_fs *fs, const char *path, bool follow, uint32_t
 				     EXT3_NAME_LEN);
 			goto out;
 		}
+		/* may_lookup: search permission on every directory passed */
+		if (fs->may_search && (rc = fs->may_search(cur)))
+			goto out;
 		if (clen == 1 && comp[0] == '.')
 			continue;
 		uint32_t cino;

@@ -8,6 +8,7 @@
  * handles itself), so a truncate's restarted handles never nest in ours. */
 #include "extfs/core/ext3_fsops.h"
 #include "extfs/core/write.h"
+#include "extfs/inode/cred.h"
 
 #include "util/err.h"
 
@@ -95,20 +96,31 @@ int ext3_setflags(struct ext3_inode *in, uint32_t flags)
 static void attr_apply(struct ext3_inode *in, const struct ext3_setattr *sa)
 {
 	struct ext3_inode_attr *a = &in->a;
+	const struct ext3_creds *c = ext3_cred_current(in->fs);
 	if (sa->valid & EXT3_SET_MODE)
 		a->mode = (uint16_t)((a->mode & EXT3_S_IFMT) | (sa->mode & 07777));
 	if ((sa->valid & EXT3_SET_UID) && sa->uid != ATTR_KEEP)
 		a->uid = sa->uid;
 	if ((sa->valid & EXT3_SET_GID) && sa->gid != ATTR_KEEP)
 		a->gid = sa->gid;
+	/* chmod by a caller outside the file's group drops setgid unless it
+	 * holds CAP_FSETID (setattr_copy); the older credentials interface
+	 * (noperm: its callers apply the rules) is left alone. */
+	if ((sa->valid & EXT3_SET_MODE) && (a->mode & 02000u) && !c->noperm &&
+	    !ext3_creds_in_group(c, a->gid) && !ext3_creds_capable(c, EXT3_CAP_FSETID))
+		a->mode &= (uint16_t)~02000u;
 	/* chown(2) of a non-directory drops setuid, and setgid when the group
-	 * may execute (setgid without group-exec is mandatory locking). Linux
-	 * does it for chown(-1, -1) as well. */
+	 * may execute (setgid without group-exec is mandatory locking), for
+	 * every caller; Linux does it for chown(-1, -1) as well. */
 	if ((sa->valid & (EXT3_SET_UID | EXT3_SET_GID)) && (a->mode & EXT3_S_IFMT) != EXT3_S_IFDIR) {
 		a->mode &= (uint16_t)~04000u;
 		if (a->mode & 00010)
 			a->mode &= (uint16_t)~02000u;
 	}
+	/* truncate(2) drops them as a write does (do_truncate's
+	 * should_remove_suid), unless CAP_FSETID */
+	if ((sa->valid & EXT3_SET_SIZE) && !(sa->valid & EXT3_SET_MODE) && !c->noperm)
+		a->mode = ext3_creds_kill_suid(c, a->mode, a->gid);
 	if (sa->valid & EXT3_SET_ATIME) {
 		a->atime = sa->atime;
 		a->atime_ns = sa->atime_ns;

@@ -25,6 +25,7 @@
  */
 #include "extfs/core/ext3_fsops.h"
 #include "extfs/core/write.h"
+#include "extfs/inode/cred.h"
 
 #include "buf/buf.h"
 #include "util/err.h"
@@ -358,78 +359,24 @@ static uint32_t alloc_with_window(struct grp *g, struct ext3_inode *in, uint64_t
 
 /* ---- reserved blocks and the caller's credentials ---- */
 
-/* The calling thread's credentials (ext3_cred_thread_set; the API's
- * nostall_cred_set); unset: the process's. */
-#define CRED_NGROUPS_MAX 64
-static _Thread_local struct {
-	bool set;
-	uint32_t uid, gid;
-	unsigned ngroups;
-	uint32_t groups[CRED_NGROUPS_MAX];
-} tl_cred;
-
-void ext3_cred_thread_set(uint32_t uid, uint32_t gid, const uint32_t *groups, unsigned ngroups)
-{
-	tl_cred.set = true;
-	tl_cred.uid = uid;
-	tl_cred.gid = gid;
-	tl_cred.ngroups = groups ? (ngroups < CRED_NGROUPS_MAX ? ngroups : CRED_NGROUPS_MAX) : 0;
-	if (tl_cred.ngroups)
-		memcpy(tl_cred.groups, groups, tl_cred.ngroups * sizeof *groups);
-}
-
-void ext3_cred_thread_reset(void)
-{
-	tl_cred.set = false;
-	tl_cred.ngroups = 0;
-}
-
-void ext3_cred_thread_get(struct ext3_cred *cr)
-{
-	cr->uid = tl_cred.set ? tl_cred.uid : (uint32_t)geteuid();
-	cr->gid = tl_cred.set ? tl_cred.gid : (uint32_t)getegid();
-	cr->xattrs = NULL;
-	cr->nxattrs = 0;
-}
-
-/* Is gid the caller's group or one of its supplementary groups? */
-static bool cred_in_group(uint32_t gid)
-{
-	if (tl_cred.set) {
-		if (tl_cred.gid == gid)
-			return true;
-		for (unsigned i = 0; i < tl_cred.ngroups; i++)
-			if (tl_cred.groups[i] == gid)
-				return true;
-		return false;
-	}
-	if ((uint32_t)getegid() == gid)
-		return true;
-	gid_t g[CRED_NGROUPS_MAX];
-	int n = getgroups(CRED_NGROUPS_MAX, g);
-	for (int i = 0; i < n; i++)
-		if ((uint32_t)g[i] == gid)
-			return true;
-	return false;
-}
-
 /* May the caller use the reserved blocks? 2.6.30's ext3_has_free_blocks
- * rule: CAP_SYS_RESOURCE (uid 0 here), the uid s_def_resuid, or a member of
- * the group s_def_resgid when that is not 0. */
+ * rule: CAP_SYS_RESOURCE, the uid s_def_resuid, or a member of the group
+ * s_def_resgid when that is not 0. */
 static bool cred_may_use_reserved(const struct ext3_fs *fs)
 {
-	uint32_t uid = tl_cred.set ? tl_cred.uid : (uint32_t)geteuid();
+	const struct ext3_creds *c = ext3_cred_current(fs);
 	uint32_t resgid = le16_to_cpu(fs->sb.s_def_resgid);
-	return uid == 0 || uid == le16_to_cpu(fs->sb.s_def_resuid) ||
-	       (resgid != 0 && cred_in_group(resgid));
+	return ext3_creds_capable(c, EXT3_CAP_SYS_RESOURCE) ||
+	       c->uid == le16_to_cpu(fs->sb.s_def_resuid) ||
+	       (resgid != 0 && ext3_creds_in_group(c, resgid));
 }
 
 /* Blocks the caller may still allocate, as far as a request for `want`
  * can tell: the free count, less the reserved blocks (s_r_blocks_count)
  * unless it may use them. The caller's credentials are looked at only when
- * the reserve decides (fewer than want blocks free outside it): without
- * credentials set for the thread they cost a system call, once per
- * allocation - 8 % of the CPU of a data=journal stream on a VM whose
+ * the reserve decides (fewer than want blocks free outside it). They are
+ * never a system call here (the mount's default is read at mount): one per
+ * allocation was 8 % of the CPU of a data=journal stream on a VM whose
  * system calls are slow. */
 static uint64_t blocks_available(struct ext3_fs *fs, uint64_t want)
 {

@@ -32,6 +32,7 @@
  */
 #include "extfs/core/ext3_fsops.h"
 #include "extfs/data/data_modes.h"
+#include "extfs/inode/cred.h"
 #include "extfs/inode/inode_write.h"
 
 #include "blk/blk.h"
@@ -197,6 +198,10 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 	fs->dev = dev;
 	fs->opts = *o;
 	fs->opts.blk_opts = NULL;
+	/* Calls from threads without credentials, until the API sets the
+	 * mount's default: root's, unchecked (ext3's own callers, tests) */
+	ext3_creds_root(&fs->cred_default);
+	fs->cred_default.noperm = true;
 	int rc = ext3_icache_init(fs);
 	if (!rc)
 		rc = blk_queue_create(dev, o->blk_opts, &fs->q);

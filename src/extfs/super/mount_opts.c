@@ -1,7 +1,8 @@
 /* ext3 mount options, with Linux's names (docs/ext3-read-path.md, "Mount
  * options"). Pure parsing and validation: nothing here touches a device.
  *
- * Read side (acted on today): ro, noload, sb=, cache=, readahead=,
+ * Read side (acted on today): ro, noload, fakeroot (the API's default
+ * credentials: root's), sb=, cache=, readahead=,
  * file_readahead=, dirty_ratio=, dirty_background_ratio=, dirty_min= (the
  * page cache's dirty limits), dirty_expire_centisecs=,
  * dirty_writeback_centisecs= (its flusher's ages) and every block-queue tunable or era preset
@@ -233,11 +234,13 @@ static int mount_opt_cb(void *ctx, const char *name, const char *value)
 {
 	struct opts_ctx *c = ctx;
 	struct ext3_mount_opts *o = c->o;
-	if (!strcmp(name, "ro") || !strcmp(name, "noload")) {
+	if (!strcmp(name, "ro") || !strcmp(name, "noload") || !strcmp(name, "fakeroot")) {
 		if (value)
 			return err_set(-EINVAL, "mount option %s takes no value", name);
 		if (name[0] == 'r')
 			o->ro = true;
+		else if (name[0] == 'f')
+			o->fakeroot = true;
 		else
 			o->noload = true;
 		return 0;

@@ -1,4 +1,5 @@
-/* POSIX ACLs in the two formats the tools sit between (acl.h).
+/* POSIX ACLs: their two formats and the mode rules (acl.h); the inode
+ * side (reading, checking, inheriting) is acl_inode.c.
  *
  *   VFS xattr (what the kernel sends and expects, getfacl's view):
  *     le32 version 2, then 8-byte entries: le16 tag, le16 perm, le32 id
@@ -8,7 +9,7 @@
  *     USER and GROUP.
  * Both are converted to one array of entries; the mode rules (create with
  * a default ACL, chmod, setting an access ACL) work on that array. */
-#include "acl.h"
+#include "extfs/xattr/acl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,57 +40,57 @@ static void put16(unsigned char *p, uint16_t v)
 
 static bool has_id(uint16_t tag)
 {
-	return tag == ACL_TAG_USER || tag == ACL_TAG_GROUP;
+	return tag == EXT3_ACL_USER || tag == EXT3_ACL_GROUP;
 }
 
-static struct acl *acl_alloc(size_t n)
+static struct ext3_acl *ext3_acl_alloc(size_t n)
 {
-	return calloc(1, sizeof(struct acl) + n * sizeof(struct acl_entry));
+	return calloc(1, sizeof(struct ext3_acl) + n * sizeof(struct ext3_acl_entry));
 }
 
-void acl_free(struct acl *a)
+void ext3_acl_free(struct ext3_acl *a)
 {
 	free(a);
 }
 
-int acl_from_vfs(const void *buf, size_t n, struct acl **out)
+int ext3_acl_from_vfs(const void *buf, size_t n, struct ext3_acl **out)
 {
 	const unsigned char *p = buf;
 	*out = NULL;
 	if (n < 4 || (n - 4) % 8 || le32(p) != VFS_VERSION)
 		return -EINVAL;
 	size_t cnt = (n - 4) / 8;
-	struct acl *a = acl_alloc(cnt);
+	struct ext3_acl *a = ext3_acl_alloc(cnt);
 	if (!a)
 		return -ENOMEM;
 	for (size_t i = 0; i < cnt; i++) {
 		const unsigned char *q = p + 4 + 8 * i;
 		a->e[i].tag = le16(q);
 		a->e[i].perm = le16(q + 2);
-		a->e[i].id = has_id(a->e[i].tag) ? le32(q + 4) : ACL_UNDEFINED_ID;
+		a->e[i].id = has_id(a->e[i].tag) ? le32(q + 4) : EXT3_ACL_UNDEFINED_ID;
 	}
 	a->n = cnt;
 	*out = a;
 	return 0;
 }
 
-int acl_from_ext3(const void *buf, size_t n, struct acl **out)
+int ext3_acl_from_disk(const void *buf, size_t n, struct ext3_acl **out)
 {
 	const unsigned char *p = buf;
 	*out = NULL;
 	if (n < 4 || le32(p) != EXT3_VERSION)
 		return -EUCLEAN;
-	struct acl *a = acl_alloc((n - 4) / 4);
+	struct ext3_acl *a = ext3_acl_alloc((n - 4) / 4);
 	if (!a)
 		return -ENOMEM;
 	for (size_t at = 4; at < n;) {
 		if (n - at < 4)
 			goto bad;
 		uint16_t tag = le16(p + at);
-		struct acl_entry *e = &a->e[a->n++];
+		struct ext3_acl_entry *e = &a->e[a->n++];
 		e->tag = tag;
 		e->perm = le16(p + at + 2);
-		e->id = ACL_UNDEFINED_ID;
+		e->id = EXT3_ACL_UNDEFINED_ID;
 		if (has_id(tag)) {
 			if (n - at < 8)
 				goto bad;
@@ -102,16 +103,16 @@ int acl_from_ext3(const void *buf, size_t n, struct acl **out)
 	*out = a;
 	return 0;
 bad:
-	acl_free(a);
+	ext3_acl_free(a);
 	return -EUCLEAN;
 }
 
-size_t acl_vfs_size(const struct acl *a)
+size_t ext3_acl_vfs_size(const struct ext3_acl *a)
 {
 	return 4 + 8 * a->n;
 }
 
-void acl_to_vfs(const struct acl *a, void *buf)
+void ext3_acl_to_vfs(const struct ext3_acl *a, void *buf)
 {
 	unsigned char *p = buf;
 	put32(p, VFS_VERSION);
@@ -119,11 +120,11 @@ void acl_to_vfs(const struct acl *a, void *buf)
 		unsigned char *q = p + 4 + 8 * i;
 		put16(q, a->e[i].tag);
 		put16(q + 2, a->e[i].perm);
-		put32(q + 4, has_id(a->e[i].tag) ? a->e[i].id : ACL_UNDEFINED_ID);
+		put32(q + 4, has_id(a->e[i].tag) ? a->e[i].id : EXT3_ACL_UNDEFINED_ID);
 	}
 }
 
-size_t acl_ext3_size(const struct acl *a)
+size_t ext3_acl_disk_size(const struct ext3_acl *a)
 {
 	size_t n = 4;
 	for (size_t i = 0; i < a->n; i++)
@@ -131,7 +132,7 @@ size_t acl_ext3_size(const struct acl *a)
 	return n;
 }
 
-void acl_to_ext3(const struct acl *a, void *buf)
+void ext3_acl_to_disk(const struct ext3_acl *a, void *buf)
 {
 	unsigned char *p = buf;
 	put32(p, EXT3_VERSION);
@@ -148,7 +149,7 @@ void acl_to_ext3(const struct acl *a, void *buf)
 	}
 }
 
-int acl_valid(const struct acl *a)
+int ext3_acl_valid(const struct ext3_acl *a)
 {
 	/* one USER_OBJ, GROUP_OBJ, OTHER; MASK needed with named entries;
 	 * entries in tag order, named ones by increasing id, no duplicates */
@@ -156,18 +157,18 @@ int acl_valid(const struct acl *a)
 	uint16_t last_tag = 0;
 	uint32_t last_id = 0;
 	for (size_t i = 0; i < a->n; i++) {
-		const struct acl_entry *e = &a->e[i];
+		const struct ext3_acl_entry *e = &a->e[i];
 		if (e->perm & ~7u)
 			return -EINVAL;
 		if (e->tag < last_tag)
 			return -EINVAL;
 		switch (e->tag) {
-		case ACL_TAG_USER_OBJ: case ACL_TAG_GROUP_OBJ: case ACL_TAG_MASK: case ACL_TAG_OTHER:
+		case EXT3_ACL_USER_OBJ: case EXT3_ACL_GROUP_OBJ: case EXT3_ACL_MASK: case EXT3_ACL_OTHER:
 			if (seen & e->tag)
 				return -EINVAL;
 			seen |= e->tag;
 			break;
-		case ACL_TAG_USER: case ACL_TAG_GROUP:
+		case EXT3_ACL_USER: case EXT3_ACL_GROUP:
 			if (e->tag == last_tag && e->id <= last_id)
 				return -EINVAL;
 			last_id = e->id;
@@ -178,13 +179,13 @@ int acl_valid(const struct acl *a)
 		}
 		last_tag = e->tag;
 	}
-	unsigned need = ACL_TAG_USER_OBJ | ACL_TAG_GROUP_OBJ | ACL_TAG_OTHER;
-	if ((seen & need) != need || (named && !(seen & ACL_TAG_MASK)))
+	unsigned need = EXT3_ACL_USER_OBJ | EXT3_ACL_GROUP_OBJ | EXT3_ACL_OTHER;
+	if ((seen & need) != need || (named && !(seen & EXT3_ACL_MASK)))
 		return -EINVAL;
 	return 0;
 }
 
-static struct acl_entry *find(struct acl *a, uint16_t tag)
+static struct ext3_acl_entry *find(struct ext3_acl *a, uint16_t tag)
 {
 	for (size_t i = 0; i < a->n; i++)
 		if (a->e[i].tag == tag)
@@ -192,48 +193,48 @@ static struct acl_entry *find(struct acl *a, uint16_t tag)
 	return NULL;
 }
 
-bool acl_mode_of(const struct acl *ca, uint32_t *mode)
+bool ext3_acl_mode_of(const struct ext3_acl *ca, uint32_t *mode)
 {
-	struct acl *a = (struct acl *)ca;
-	struct acl_entry *u = find(a, ACL_TAG_USER_OBJ), *g = find(a, ACL_TAG_GROUP_OBJ);
-	struct acl_entry *m = find(a, ACL_TAG_MASK), *o = find(a, ACL_TAG_OTHER);
-	bool equiv = !m && !find(a, ACL_TAG_USER) && !find(a, ACL_TAG_GROUP);
-	struct acl_entry *gm = m ? m : g;
+	struct ext3_acl *a = (struct ext3_acl *)ca;
+	struct ext3_acl_entry *u = find(a, EXT3_ACL_USER_OBJ), *g = find(a, EXT3_ACL_GROUP_OBJ);
+	struct ext3_acl_entry *m = find(a, EXT3_ACL_MASK), *o = find(a, EXT3_ACL_OTHER);
+	bool equiv = !m && !find(a, EXT3_ACL_USER) && !find(a, EXT3_ACL_GROUP);
+	struct ext3_acl_entry *gm = m ? m : g;
 	uint32_t perms = (uint32_t)(u ? u->perm : 0) << 6 | (uint32_t)(gm ? gm->perm : 0) << 3 |
 			 (uint32_t)(o ? o->perm : 0);
 	*mode = (*mode & ~0777u) | perms;
 	return equiv;
 }
 
-bool acl_create_masq(struct acl *a, uint32_t *mode)
+bool ext3_acl_create_masq(struct ext3_acl *a, uint32_t *mode)
 {
 	uint32_t m = *mode;
 	bool not_equiv = false;
-	struct acl_entry *group = NULL, *mask = NULL;
+	struct ext3_acl_entry *group = NULL, *mask = NULL;
 	for (size_t i = 0; i < a->n; i++) {
-		struct acl_entry *e = &a->e[i];
+		struct ext3_acl_entry *e = &a->e[i];
 		switch (e->tag) {
-		case ACL_TAG_USER_OBJ:
+		case EXT3_ACL_USER_OBJ:
 			e->perm &= (m >> 6) & 7;
 			m &= ((uint32_t)e->perm << 6) | ~0700u;
 			break;
-		case ACL_TAG_USER: case ACL_TAG_GROUP:
+		case EXT3_ACL_USER: case EXT3_ACL_GROUP:
 			not_equiv = true;
 			break;
-		case ACL_TAG_GROUP_OBJ:
+		case EXT3_ACL_GROUP_OBJ:
 			group = e;
 			break;
-		case ACL_TAG_OTHER:
+		case EXT3_ACL_OTHER:
 			e->perm &= m & 7;
 			m &= e->perm | ~0007u;
 			break;
-		case ACL_TAG_MASK:
+		case EXT3_ACL_MASK:
 			mask = e;
 			not_equiv = true;
 			break;
 		}
 	}
-	struct acl_entry *g = mask ? mask : group;
+	struct ext3_acl_entry *g = mask ? mask : group;
 	if (g) {
 		g->perm &= (m >> 3) & 7;
 		m &= ((uint32_t)g->perm << 3) | ~0070u;
@@ -242,53 +243,29 @@ bool acl_create_masq(struct acl *a, uint32_t *mode)
 	return not_equiv;
 }
 
-void acl_chmod_masq(struct acl *a, uint32_t mode)
+void ext3_acl_chmod_masq(struct ext3_acl *a, uint32_t mode)
 {
-	struct acl_entry *mask = find(a, ACL_TAG_MASK);
+	struct ext3_acl_entry *mask = find(a, EXT3_ACL_MASK);
 	for (size_t i = 0; i < a->n; i++) {
-		struct acl_entry *e = &a->e[i];
-		if (e->tag == ACL_TAG_USER_OBJ)
+		struct ext3_acl_entry *e = &a->e[i];
+		if (e->tag == EXT3_ACL_USER_OBJ)
 			e->perm = (mode >> 6) & 7;
-		else if (e->tag == ACL_TAG_OTHER)
+		else if (e->tag == EXT3_ACL_OTHER)
 			e->perm = mode & 7;
-		else if (e->tag == (mask ? ACL_TAG_MASK : ACL_TAG_GROUP_OBJ))
+		else if (e->tag == (mask ? EXT3_ACL_MASK : EXT3_ACL_GROUP_OBJ))
 			e->perm = (mode >> 3) & 7;
 	}
 }
 
-struct acl *acl_dup(const struct acl *a)
+struct ext3_acl *ext3_acl_dup(const struct ext3_acl *a)
 {
-	struct acl *d = acl_alloc(a->n);
+	struct ext3_acl *d = ext3_acl_alloc(a->n);
 	if (d)
 		memcpy(d, a, sizeof *a + a->n * sizeof a->e[0]);
 	return d;
 }
 
-bool acl_xattr_name(const char *name)
+bool ext3_acl_xattr_name(const char *name)
 {
 	return !strcmp(name, "system.posix_acl_access") || !strcmp(name, "system.posix_acl_default");
-}
-
-ssize_t acl_convert(const void *in, size_t n, bool to_ext3, void **out)
-{
-	*out = NULL;
-	struct acl *a = NULL;
-	int rc = to_ext3 ? acl_from_vfs(in, n, &a) : acl_from_ext3(in, n, &a);
-	if (!rc && to_ext3)
-		rc = acl_valid(a);
-	if (rc) {
-		acl_free(a);
-		return rc;
-	}
-	size_t len = to_ext3 ? acl_ext3_size(a) : acl_vfs_size(a);
-	void *buf = malloc(len);
-	if (buf) {
-		if (to_ext3)
-			acl_to_ext3(a, buf);
-		else
-			acl_to_vfs(a, buf);
-	}
-	acl_free(a);
-	*out = buf;
-	return buf ? (ssize_t)len : -ENOMEM;
 }
