@@ -289,8 +289,9 @@ static void lru_push(struct ext3_icache *c, struct ext3_inode *in)
  * max_unused small files. Its writeback is started instead and it goes
  * back to the LRU's young end; the dirty-data limit, not max_unused, then
  * bounds such inodes, as the kernel's inode reclaim passes over inodes
- * with dirty pages. Returns true when spared (the inode is unreferenced
- * again and findable). */
+ * with dirty pages. Returns true when spared (our reference is dropped:
+ * the inode is findable, unreferenced on the LRU unless someone took it
+ * meanwhile). */
 static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 {
 	ext3_inode_rdlock(v);
@@ -301,10 +302,12 @@ static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 		return false;
 	if (dirty)
 		(void)ext3_data_flush_start(v); /* errors: reported by the next fsync or eviction */
+	/* Findable again, still with our reference: once unreferenced on the
+	 * LRU another thread's put may evict and free it, so the requeue below
+	 * must come first. */
 	pthread_mutex_lock(&c->lock);
 	v->freeing = false;
-	v->refs = 0;
-	lru_push(c, v);
+	v->refs = 1;
 	c->evictions--; /* counted when it was picked */
 	c->spared++;
 	pthread_cond_broadcast(&c->freed);
@@ -316,6 +319,10 @@ static bool victim_spare(struct ext3_icache *c, struct ext3_inode *v)
 	 * logger spun through every dirty inode until the flusher caught up). */
 	if (unsettled && !dirty)
 		ext3_dops_requeue(v);
+	pthread_mutex_lock(&c->lock);
+	if (--v->refs == 0)
+		lru_push(c, v);
+	pthread_mutex_unlock(&c->lock);
 	return true;
 }
 
