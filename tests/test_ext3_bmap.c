@@ -3,7 +3,7 @@
  * is allocated with it; the inode's own map cache forgets a leaf the
  * allocation changed; ext3_bmap_truncate frees a range and i_blocks with
  * it; an inode flagged EXT4_EXTENTS_FL maps through the indirect map unless
- * the filesystem has the extent feature, then through a table that refuses.
+ * the filesystem has the extent feature, then through the extent table.
  *
  * Oracles: e2fsck -fn (clean after our unmount), debugfs (the file, bmap).
  */
@@ -169,15 +169,18 @@ static void bmap_interface(unsigned bs)
 	assert_int_equal(in->a.blocks, 0);
 
 	/* The extent flag alone changes nothing (ext3 ignores it); with the
-	 * extent feature the inode maps through the refusing table. */
+	 * extent feature the inode maps through the extent table, which finds
+	 * no tree header in this indirect map (corrupt) and allocates nothing
+	 * (extent files are read-only for now). */
 	ext3_inode_wrlock(in);
 	in->a.flags |= EXT4_EXTENTS_FL;
 	assert_ptr_equal(ext3_bmap_ops_of(in), &ext3_bmap_ind_ops);
 	uint32_t incompat = fs->sb.s_feature_incompat;
 	fs->sb.s_feature_incompat |= cpu_to_le32(EXT4_FEATURE_INCOMPAT_EXTENTS);
-	assert_ptr_not_equal(ext3_bmap_ops_of(in), &ext3_bmap_ind_ops);
-	assert_int_equal(ext3_inode_bmap_locked(fs, in, 0, &p), -EOPNOTSUPP);
-	assert_int_equal(ext3_get_blocks(NULL, in, 0, 1, false, &gp, &gc, &nw), -EOPNOTSUPP);
+	assert_ptr_equal(ext3_bmap_ops_of(in), &ext3_bmap_ext_ops);
+	assert_int_equal(ext3_inode_bmap_locked(fs, in, 0, &p), -EUCLEAN);
+	assert_int_equal(ext3_get_blocks(NULL, in, 0, 1, false, &gp, &gc, &nw), -EUCLEAN);
+	assert_int_equal(ext3_get_blocks(NULL, in, 0, 1, true, &gp, &gc, &nw), -EROFS);
 	fs->sb.s_feature_incompat = incompat;
 	in->a.flags &= ~(uint32_t)EXT4_EXTENTS_FL;
 	ext3_inode_unlock(in);

@@ -77,7 +77,7 @@ static void test_hostile_super(void **state)
 		{0x58, 2, 64, -EUCLEAN, "inode size"},
 		{0x54, 4, 3, -EUCLEAN, "first inode"},
 		{0x4C, 4, 7, -EOPNOTSUPP, "revision"},
-		{0x60, 4, 0x2 | 0x40, -EOPNOTSUPP, "extent"},
+		{0x60, 4, 0x2 | 0x80, -EOPNOTSUPP, "64bit"},
 		{0x60, 4, 0x2 | 0x80000000u, -EOPNOTSUPP, "FEATURE_I31"},
 		{0x60, 4, 0x2 | 0x200, -EOPNOTSUPP, "flex_bg"},
 		{0xCE, 2, 5000, -EUCLEAN, "reserved GDT"},

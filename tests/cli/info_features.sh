@@ -121,8 +121,15 @@ set_bit "$tmp/r.img" 1 9
 if "$NOSTALL" info "$tmp/r.img" >/dev/null 2>"$tmp/err"; then
 	fail "an image with extent 64bit flex_bg mounted"
 fi
-grep -q "unsupported incompat features extent 64bit flex_bg (0x2c0): refusing to mount" "$tmp/err" ||
+grep -q "unsupported incompat features 64bit flex_bg (0x280): refusing to mount" "$tmp/err" ||
 	fail "refusal message: $(cat "$tmp/err")"
+# an incompat feature read but not written (extent): read-only
+cp "$img" "$tmp/e.img"
+set_bit "$tmp/e.img" 1 6
+"$NOSTALL" info "$tmp/e.img" >/dev/null 2>"$tmp/err" || fail "extent: read-only info failed: $(cat "$tmp/err")"
+"$NOSTALL" mkdir "$tmp/e.img" /x >/dev/null 2>"$tmp/err" && fail "extent: a read-write command succeeded"
+grep -q "incompat feature extent (0x40) read but not written yet: read-only (mount with -o ro)" "$tmp/err" ||
+	fail "extent read-only message: $(cat "$tmp/err")"
 cp "$img" "$tmp/u.img"
 set_bit "$tmp/u.img" 1 31
 "$NOSTALL" info "$tmp/u.img" >/dev/null 2>"$tmp/err" && fail "an unknown incompat bit mounted"

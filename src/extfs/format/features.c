@@ -34,7 +34,7 @@ static const struct ext3_feature features[] = {
 	{"needs_recovery", I, RW, false, 1u << 2},
 	{"journal_dev", I, NO, false, 1u << 3},
 	{"meta_bg", I, RW, false, 1u << 4},
-	{"extent", I, NO, false, 1u << 6},
+	{"extent", I, RO, false, 1u << 6},
 	{"64bit", I, NO, false, 1u << 7},
 	{"mmp", I, NO, false, 1u << 8},
 	{"flex_bg", I, NO, false, 1u << 9},

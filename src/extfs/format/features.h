@@ -25,7 +25,8 @@ enum ext3_feature_kind {
 enum ext3_feature_support {
 	EXT3_FEATURE_RW,      /* understood: read-write */
 	EXT3_FEATURE_IGNORED, /* compat, not used by nostall: read-write, the feature untouched */
-	EXT3_FEATURE_RO,      /* not understood, safe to read: read-only mounts only */
+	EXT3_FEATURE_RO,      /* read-only mounts only: a ro_compat feature not understood,
+			       * or an incompat one read but not written yet (extent) */
 	EXT3_FEATURE_REFUSE,  /* not understood: the mount is refused */
 };
 

@@ -1,8 +1,8 @@
 /* The block-map dispatchers (bmap.h): each picks the inode's map kind and
  * calls its table. Today every inode maps through the indirect map; an
  * extent-mapped inode (EXT4_EXTENTS_FL on a filesystem with the extent
- * feature, which mount refuses today) gets a table that refuses, the point
- * where the extent tree plugs in. Also the map-kind independent parts: the
+ * feature) gets the extent tree's (bmap_ext.c; read-only for now: such a
+ * filesystem mounts read-only). Also the map-kind independent parts: the
  * map cache's life, the truncate step's room in the handle. */
 #include "extfs/inode/bmap.h"
 
@@ -12,86 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* ---- the refusing table of extent-mapped inodes ---- */
-
-static int ext_refuse(const struct ext3_inode *in)
-{
-	return err_set(-EOPNOTSUPP, "ext3: inode %u: extent-mapped files are not supported", in->ino);
-}
-
-static uint64_t ext_max_blocks(const struct ext3_fs *fs)
-{
-	(void)fs;
-	return 0;
-}
-
-static uint64_t ext_map_credits(const struct ext3_fs *fs, uint64_t n)
-{
-	(void)fs, (void)n;
-	return 0;
-}
-
-static int ext_map_block(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical,
-			 uint64_t *physical)
-{
-	(void)fs, (void)logical;
-	*physical = 0;
-	return ext_refuse(in);
-}
-
-static int ext_map_run(struct ext3_fs *fs, struct ext3_inode *in, struct ext3_map_cache *mc,
-		       uint64_t logical, uint64_t max, uint64_t *physical, uint64_t *count)
-{
-	(void)fs, (void)mc, (void)logical, (void)max;
-	*physical = 0;
-	*count = 0;
-	return ext_refuse(in);
-}
-
-static int ext_map_guess(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical, uint64_t max,
-			 uint64_t prev_hint, uint64_t *physical, uint64_t *count)
-{
-	(void)prev_hint;
-	return ext_map_run(fs, in, NULL, logical, max, physical, count);
-}
-
-static int ext_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,
-			    uint64_t *next)
-{
-	(void)fs;
-	*next = logical + 1;
-	return ext_refuse(in);
-}
-
-static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max,
-			  bool create, uint64_t *phys, uint32_t *count, bool *is_new)
-{
-	(void)h, (void)lblk, (void)max, (void)create;
-	*phys = 0;
-	*count = 0;
-	if (is_new)
-		*is_new = false;
-	return ext_refuse(in);
-}
-
-static int ext_truncate(struct ext3_bmap_trunc *t, uint64_t first)
-{
-	(void)first;
-	return ext_refuse(t->in);
-}
-
-static const struct ext3_bmap_ops bmap_ext_refused_ops = {
-	.name = "extent (not supported)",
-	.max_blocks = ext_max_blocks,
-	.map_credits = ext_map_credits,
-	.map_block = ext_map_block,
-	.map_run = ext_map_run,
-	.map_guess = ext_map_guess,
-	.map_prefetch = ext_map_prefetch,
-	.get_blocks = ext_get_blocks,
-	.truncate = ext_truncate,
-};
-
 /* ---- choosing the table ---- */
 
 const struct ext3_bmap_ops *ext3_bmap_ops_of(const struct ext3_inode *in)
@@ -100,7 +20,7 @@ const struct ext3_bmap_ops *ext3_bmap_ops_of(const struct ext3_inode *in)
 	 * so did nostall before this table (hostile images set it). */
 	if ((in->a.flags & EXT4_EXTENTS_FL) &&
 	    (le32_to_cpu(in->fs->sb.s_feature_incompat) & EXT4_FEATURE_INCOMPAT_EXTENTS))
-		return &bmap_ext_refused_ops;
+		return &ext3_bmap_ext_ops;
 	return &ext3_bmap_ind_ops;
 }
 

@@ -92,6 +92,7 @@ struct ext3_bmap_ops {
 
 /* The indirect map (bmap_ind.c). */
 extern const struct ext3_bmap_ops ext3_bmap_ind_ops;
+extern const struct ext3_bmap_ops ext3_bmap_ext_ops; /* bmap_ext.c: lookups only */
 
 /* The table for in (in->a.flags read: the caller holds in->lock, or owns
  * the inode). */

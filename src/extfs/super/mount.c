@@ -397,8 +397,8 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned fla
 	if ((flags & EXT3_MOUNT_JOURNAL) && fs->unknown_ro_compat) {
 		/* as Linux: unknown ro_compat features refuse a writable mount
 		 * before anything is written */
+		rc = err_set(-EROFS, "ext3: %s (mount with -o ro)", fs->ro_reason);
 		fs_free(fs);
-		rc = err_set(-EROFS, "ext3: unknown ro_compat features: mount read-only (-o ro)");
 		goto unlock;
 	}
 	if (flags & EXT3_MOUNT_JOURNAL) {

@@ -145,15 +145,31 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 			       "ext3: unsupported incompat feature%s %s (0x%x): refusing to mount",
 			       (unk_incompat & (unk_incompat - 1)) ? "s" : "", names, unk_incompat);
 	}
+	/* An incompat feature nostall reads but does not write yet (extent)
+	 * makes the mount read-only, as an unknown ro_compat one does; the
+	 * reason names both kinds. */
+	uint32_t ro_incompat = ext3_features_with(EXT3_FEATURE_KIND_INCOMPAT, fs->incompat, EXT3_FEATURE_RO);
 	uint32_t unk_ro = ext3_features_with(EXT3_FEATURE_KIND_RO_COMPAT, fs->ro_compat,
 					     EXT3_FEATURE_RO);
-	if (unk_ro) {
+	if (ro_incompat || unk_ro) {
 		fs->unknown_ro_compat = true;
+		size_t n = 0;
 		char names[160];
-		ext3_features_format(0, 0, unk_ro, names, sizeof names);
-		snprintf(fs->ro_reason, sizeof fs->ro_reason,
-			 "unknown ro_compat feature%s %s (0x%x): read-only",
-			 (unk_ro & (unk_ro - 1)) ? "s" : "", names, unk_ro);
+		fs->ro_reason[0] = 0;
+		if (ro_incompat) {
+			ext3_features_format(0, ro_incompat, 0, names, sizeof names);
+			n += (size_t)snprintf(fs->ro_reason, sizeof fs->ro_reason,
+					      "incompat feature%s %s (0x%x) read but not written yet",
+					      (ro_incompat & (ro_incompat - 1)) ? "s" : "", names, ro_incompat);
+		}
+		if (unk_ro && n < sizeof fs->ro_reason) {
+			ext3_features_format(0, 0, unk_ro, names, sizeof names);
+			n += (size_t)snprintf(fs->ro_reason + n, sizeof fs->ro_reason - n,
+					      "%sunknown ro_compat feature%s %s (0x%x)", n ? ", " : "",
+					      (unk_ro & (unk_ro - 1)) ? "s" : "", names, unk_ro);
+		}
+		if (n < sizeof fs->ro_reason)
+			snprintf(fs->ro_reason + n, sizeof fs->ro_reason - n, ": read-only");
 	}
 	fs->needs_recovery = (fs->incompat & EXT3_FEATURE_INCOMPAT_RECOVER) != 0;
 	fs->has_filetype = (fs->incompat & EXT3_FEATURE_INCOMPAT_FILETYPE) != 0;

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Extent-mapped files (ext4's extent feature) read by nostall as the kernel
+# and mke2fs wrote them (issue 38, first step; docs/ext4-extents.md):
+#  - mkfs.ext4 -d (without 64bit and flex_bg, which nostall does not mount
+#    yet) fills an image from a directory: small, empty, 1 MiB, sparse
+#    files, a symlink, a subdirectory; every file reads back byte for byte;
+#  - as root, the kernel writes a file of 3,000 separate extents (an index
+#    tree of depth 1 and more), a preallocated file (unwritten extents, read
+#    as zeros) and one partly written after fallocate; nostall reads each as
+#    the kernel does;
+#  - the mount is read-only: a writing command fails, naming the feature,
+#    and the image stays clean (e2fsck -fn).
+set -eu
+. "$(dirname "$0")/../lib/kmount.sh"
+: "${NOSTALL:?path to the nostall binary}"
+export PATH="$PATH:/sbin:/usr/sbin"
+command -v mkfs.ext4 >/dev/null && command -v e2fsck >/dev/null || {
+	echo "FAIL: e2fsprogs not installed"; exit 1; }
+tmp=$(mktemp -d /tmp/nostall-e4r.XXXXXX)
+mnt=$tmp/m
+cleanup() {
+	mountpoint -q "$mnt" 2>/dev/null && umount "$mnt"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+src=$tmp/src
+mkdir -p "$src/d/e"
+head -c 1048577 /dev/urandom >"$src/big"
+echo hello >"$src/small"
+: >"$src/empty"
+ln -s small "$src/link"
+truncate -s 10M "$src/sparse"
+dd if=/dev/urandom of="$src/sparse" bs=4k seek=1000 count=3 conv=notrunc status=none
+head -c 70000 /dev/urandom >"$src/d/e/f"
+
+img=$tmp/e4.img
+mkfs.ext4 -q -F -O ^64bit,^flex_bg -d "$src" "$img" 64M
+dumpe2fs -h "$img" 2>/dev/null | grep -q "^Filesystem features:.* extent" || fail "mkfs.ext4 made no extent image"
+for f in big small empty sparse d/e/f; do
+	"$NOSTALL" cat "$img" "/$f" >"$tmp/out" 2>"$tmp/err" || { fail "cat /$f: $(cat "$tmp/err")"; continue; }
+	cmp -s "$tmp/out" "$src/$f" || fail "/$f differs from what mkfs.ext4 -d wrote"
+done
+"$NOSTALL" ls "$img" /d/e | grep -qx f || fail "ls /d/e"
+[ "$("$NOSTALL" stat "$img" /link 2>/dev/null | grep -c "symbolic link")" -ge 1 ] || fail "stat /link is not a symlink"
+
+# read-only: a writing command fails, naming the feature
+if "$NOSTALL" mkdir "$img" /x >/dev/null 2>"$tmp/err"; then
+	fail "mkdir on an extent image succeeded"
+fi
+grep -q "extent" "$tmp/err" || fail "the read-only refusal does not name extent: $(cat "$tmp/err")"
+e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { cat "$tmp/fsck"; fail "e2fsck -fn after reading"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: kernel-written extent trees need root (loop mount)" >&2
+else
+	img2=$tmp/k.img
+	mkfs.ext4 -q -F -O ^64bit,^flex_bg "$img2" 64M
+	mkdir -p "$mnt"
+	kmount -o loop "$img2" "$mnt"
+	# every other block: 3,000 extents, more than the inode's four
+	python3 - "$mnt/frag" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(3000):
+    os.pwrite(fd, bytes([(i * 7 + k) & 0xff for k in range(4096)]), i * 8192)
+    if i % 100 == 0:
+        os.fsync(fd)
+os.close(fd)
+PY
+	fallocate -l 1M "$mnt/prealloc"
+	fallocate -l 1M "$mnt/partial"
+	printf 'written' | dd of="$mnt/partial" bs=1 seek=300000 conv=notrunc status=none
+	sync
+	for f in frag prealloc partial; do cp "$mnt/$f" "$tmp/k.$f"; done
+	umount "$mnt"
+	debugfs -R "ex /frag" "$img2" 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+\/$/ { if ($1 + 0 > d) d = $1 + 0 } END { exit !(d >= 1) }' ||
+		fail "the kernel's /frag has no index level (want a tree of depth >= 1)"
+	for f in frag prealloc partial; do
+		"$NOSTALL" cat "$img2" "/$f" >"$tmp/out" 2>"$tmp/err" || { fail "cat /$f: $(cat "$tmp/err")"; continue; }
+		cmp -s "$tmp/out" "$tmp/k.$f" || fail "/$f differs from what the kernel wrote"
+	done
+	e2fsck -fn "$img2" >"$tmp/fsck" 2>&1 || { cat "$tmp/fsck"; fail "e2fsck -fn of the kernel's image"; }
+fi
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails failure(s)"
+	exit 1
+fi
+echo "ext4_extent_read: ok"
