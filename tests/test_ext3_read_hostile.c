@@ -77,9 +77,10 @@ static void test_hostile_super(void **state)
 		{0x58, 2, 64, -EUCLEAN, "inode size"},
 		{0x54, 4, 3, -EUCLEAN, "first inode"},
 		{0x4C, 4, 7, -EOPNOTSUPP, "revision"},
-		{0x60, 4, 0x2 | 0x80, -EOPNOTSUPP, "64bit"},
+		{0x60, 4, 0x2 | 0x8000, -EOPNOTSUPP, "inline_data"},
+		{0x60, 4, 0x2 | 0x80, -EUCLEAN, "descriptor size"}, /* 64bit, s_desc_size 0 */
 		{0x60, 4, 0x2 | 0x80000000u, -EOPNOTSUPP, "FEATURE_I31"},
-		{0x60, 4, 0x2 | 0x200, -EOPNOTSUPP, "flex_bg"},
+		{0x60, 4, 0x2 | 0x100, -EOPNOTSUPP, "mmp"},
 		{0xCE, 2, 5000, -EUCLEAN, "reserved GDT"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Extent-mapped files (ext4's extent feature) read by nostall as the kernel
-# and mke2fs wrote them (issue 38, first step; docs/ext4-extents.md):
-#  - mkfs.ext4 -d (without 64bit and flex_bg, which nostall does not mount
-#    yet) fills an image from a directory: small, empty, 1 MiB, sparse
-#    files, a symlink, a subdirectory; every file reads back byte for byte;
+# ext4 images read by nostall as the kernel and mke2fs wrote them (issue 38,
+# first steps; docs/ext4-extents.md): extent-mapped files, 64bit group
+# descriptors, flex_bg placement.
+#  - mkfs.ext4 -d fills images from a directory (small, empty, 1 MiB, sparse
+#    files, a symlink, a subdirectory), with Debian's default features
+#    (64bit, flex_bg, metadata_csum, ...) and without 64bit and flex_bg, at
+#    1 KiB and 4 KiB blocks; every file reads back byte for byte;
 #  - as root, the kernel writes a file of 3,000 separate extents (an index
 #    tree of depth 1 and more), a preallocated file (unwritten extents, read
 #    as zeros) and one partly written after fallocate; nostall reads each as
@@ -36,28 +38,41 @@ truncate -s 10M "$src/sparse"
 dd if=/dev/urandom of="$src/sparse" bs=4k seek=1000 count=3 conv=notrunc status=none
 head -c 70000 /dev/urandom >"$src/d/e/f"
 
-img=$tmp/e4.img
-mkfs.ext4 -q -F -O ^64bit,^flex_bg -d "$src" "$img" 64M
-dumpe2fs -h "$img" 2>/dev/null | grep -q "^Filesystem features:.* extent" || fail "mkfs.ext4 made no extent image"
-for f in big small empty sparse d/e/f; do
-	"$NOSTALL" cat "$img" "/$f" >"$tmp/out" 2>"$tmp/err" || { fail "cat /$f: $(cat "$tmp/err")"; continue; }
-	cmp -s "$tmp/out" "$src/$f" || fail "/$f differs from what mkfs.ext4 -d wrote"
+for feat in default "^64bit,^flex_bg"; do
+	for bs in 1024 4096; do
+		name="$feat/$bs"
+		img=$tmp/e4.img
+		rm -f "$img"
+		if [ "$feat" = default ]; then
+			mkfs.ext4 -q -F -b "$bs" -d "$src" "$img" 300M
+		else
+			mkfs.ext4 -q -F -b "$bs" -O "$feat" -d "$src" "$img" 300M
+		fi
+		dumpe2fs -h "$img" 2>/dev/null | grep -q "^Filesystem features:.* extent" || fail "$name: mkfs.ext4 made no extent image"
+		for f in big small empty sparse d/e/f; do
+			"$NOSTALL" cat "$img" "/$f" >"$tmp/out" 2>"$tmp/err" || { fail "$name: cat /$f: $(cat "$tmp/err")"; continue; }
+			cmp -s "$tmp/out" "$src/$f" || fail "$name: /$f differs from what mkfs.ext4 -d wrote"
+		done
+		"$NOSTALL" ls "$img" /d/e | grep -qx f || fail "$name: ls /d/e"
+		[ "$("$NOSTALL" stat "$img" /link 2>/dev/null | grep -c "symbolic link")" -ge 1 ] || fail "$name: stat /link is not a symlink"
+		# the descriptors as dumpe2fs reads them: free blocks and inodes
+		want=$(dumpe2fs -h "$img" 2>/dev/null | awk -F: '/^Free blocks:/ { gsub(/ /, "", $2); print $2 }')
+		got=$("$NOSTALL" info "$img" | awk -F: '/^Free blocks:/ { gsub(/ /, "", $2); print $2 }')
+		[ "$want" = "$got" ] || fail "$name: free blocks $got, dumpe2fs says $want"
+		# read-only: a writing command fails, naming the feature
+		if "$NOSTALL" mkdir "$img" /x >/dev/null 2>"$tmp/err"; then
+			fail "$name: mkdir on an extent image succeeded"
+		fi
+		grep -q "extent" "$tmp/err" || fail "$name: the read-only refusal does not name extent: $(cat "$tmp/err")"
+		e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { cat "$tmp/fsck"; fail "$name: e2fsck -fn after reading"; }
+	done
 done
-"$NOSTALL" ls "$img" /d/e | grep -qx f || fail "ls /d/e"
-[ "$("$NOSTALL" stat "$img" /link 2>/dev/null | grep -c "symbolic link")" -ge 1 ] || fail "stat /link is not a symlink"
-
-# read-only: a writing command fails, naming the feature
-if "$NOSTALL" mkdir "$img" /x >/dev/null 2>"$tmp/err"; then
-	fail "mkdir on an extent image succeeded"
-fi
-grep -q "extent" "$tmp/err" || fail "the read-only refusal does not name extent: $(cat "$tmp/err")"
-e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { cat "$tmp/fsck"; fail "e2fsck -fn after reading"; }
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "SKIP: kernel-written extent trees need root (loop mount)" >&2
 else
 	img2=$tmp/k.img
-	mkfs.ext4 -q -F -O ^64bit,^flex_bg "$img2" 64M
+	mkfs.ext4 -q -F "$img2" 300M
 	mkdir -p "$mnt"
 	kmount -o loop "$img2" "$mnt"
 	# every other block: 3,000 extents, more than the inode's four

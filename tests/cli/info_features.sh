@@ -115,13 +115,12 @@ fi
 # ---- 4. the mount follows the table ----
 # refused: each named, unknown bits as FEATURE_I<n>
 cp "$img" "$tmp/r.img"
-set_bit "$tmp/r.img" 1 6
-set_bit "$tmp/r.img" 1 7
-set_bit "$tmp/r.img" 1 9
+set_bit "$tmp/r.img" 1 8
+set_bit "$tmp/r.img" 1 15
 if "$NOSTALL" info "$tmp/r.img" >/dev/null 2>"$tmp/err"; then
-	fail "an image with extent 64bit flex_bg mounted"
+	fail "an image with mmp inline_data mounted"
 fi
-grep -q "unsupported incompat features 64bit flex_bg (0x280): refusing to mount" "$tmp/err" ||
+grep -q "unsupported incompat features mmp inline_data (0x8100): refusing to mount" "$tmp/err" ||
 	fail "refusal message: $(cat "$tmp/err")"
 # an incompat feature read but not written (extent): read-only
 cp "$img" "$tmp/e.img"

@@ -222,6 +222,27 @@ struct ext3_group_desc {
 };
 _Static_assert(sizeof(struct ext3_group_desc) == EXT3_DESC_SIZE, "ext3 group descriptor size");
 
+/* ext4 64bit: s_desc_size-byte descriptors (64 and up) continue with the
+ * high halves. nostall reads them (and refuses a filesystem that needs
+ * them: more than 2^32 blocks). */
+#define EXT4_DESC_SIZE_64BIT 64
+#define EXT4_MAX_DESC_SIZE 1024
+struct ext4_group_desc_hi {
+	uint32_t bg_block_bitmap_hi;        /* 0x20 */
+	uint32_t bg_inode_bitmap_hi;        /* 0x24 */
+	uint32_t bg_inode_table_hi;         /* 0x28 */
+	uint16_t bg_free_blocks_count_hi;   /* 0x2C */
+	uint16_t bg_free_inodes_count_hi;   /* 0x2E */
+	uint16_t bg_used_dirs_count_hi;     /* 0x30 */
+	uint16_t bg_itable_unused_hi;       /* 0x32 */
+	uint32_t bg_exclude_bitmap_hi;      /* 0x34 */
+	uint16_t bg_block_bitmap_csum_hi;   /* 0x38 metadata_csum */
+	uint16_t bg_inode_bitmap_csum_hi;   /* 0x3A metadata_csum */
+	uint32_t bg_reserved;               /* 0x3C */
+};
+_Static_assert(EXT3_DESC_SIZE + sizeof(struct ext4_group_desc_hi) == EXT4_DESC_SIZE_64BIT,
+	       "ext4 64-bit group descriptor size");
+
 /* ---- inode: s_inode_size bytes each in the inode tables. The first 128 bytes
  * are struct ext3_disk_inode; 256-byte inodes continue with the large fields, of
  * which the first i_extra_isize bytes are in use and the rest may hold

@@ -9,7 +9,9 @@ void ext3_geom_derive(struct ext3_geom *g)
 {
 	g->groups = (uint32_t)div_ceil((uint64_t)g->blocks_count - g->first_data_block,
 				       g->blocks_per_group);
-	g->desc_per_block = g->block_size / EXT3_DESC_SIZE;
+	if (!g->desc_size)
+		g->desc_size = EXT3_DESC_SIZE;
+	g->desc_per_block = g->block_size / g->desc_size;
 	g->desc_blocks = (uint32_t)div_ceil(g->groups, g->desc_per_block);
 	g->inodes_per_block = g->block_size / g->inode_size;
 	g->itable_blocks = (uint32_t)div_ceil((uint64_t)g->inodes_per_group * g->inode_size,

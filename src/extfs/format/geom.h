@@ -27,6 +27,8 @@ struct ext3_geom {
 	uint32_t inodes_per_block;
 	uint32_t itable_blocks;      /* inode table blocks per group */
 	uint32_t groups;
+	uint32_t desc_size;          /* bytes per group descriptor: 32, or s_desc_size
+				      * with 64bit (0 at derive: 32) */
 	uint32_t desc_per_block;
 	uint32_t desc_blocks;        /* GDT blocks per copy */
 	uint32_t reserved_gdt_blocks;

@@ -129,6 +129,21 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	if (fs->first_ino < EXT3_GOOD_OLD_FIRST_INO || fs->first_ino > fs->g.inodes_count)
 		return err_set(-EUCLEAN, "ext3: bad first inode %u", fs->first_ino);
 
+	/* 64bit (ext4): descriptors of s_desc_size bytes with the high halves
+	 * of every block number and count. nostall's block numbers are 32
+	 * bits: a filesystem past 2^32 blocks is refused by name. */
+	fs->g.desc_size = EXT3_DESC_SIZE;
+	if (fs->incompat & EXT4_FEATURE_INCOMPAT_64BIT) {
+		uint32_t ds = le16_to_cpu(sb->s_desc_size);
+		if (ds < EXT4_DESC_SIZE_64BIT || ds > EXT4_MAX_DESC_SIZE || ds > bs || (ds & (ds - 1)))
+			return err_set(-EUCLEAN, "ext4: bad group descriptor size %u", ds);
+		if (le32_to_cpu(sb->s_blocks_count_hi) || le32_to_cpu(sb->s_r_blocks_count_hi) ||
+		    le32_to_cpu(sb->s_free_blocks_count_hi))
+			return err_set(-EOPNOTSUPP, "ext4: more than 2^32 blocks (blocks_count_hi %u): "
+						    "not supported",
+				       le32_to_cpu(sb->s_blocks_count_hi));
+		fs->g.desc_size = ds;
+	}
 	fs->g.reserved_gdt_blocks = 0;
 	ext3_geom_derive(&fs->g); /* groups, descriptor blocks, apb (as checked above) */
 
@@ -218,29 +233,54 @@ int ext3_gdt_load(struct ext3_fs *fs)
 		int rc = ext3_bread(fs, blk, "group descriptor", &bh);
 		if (rc)
 			return rc;
-		const struct ext3_group_desc *d = buf_data(bh);
+		const uint8_t *raw = buf_data(bh);
 		for (uint32_t i = 0; i < fs->g.desc_per_block; i++) {
 			uint64_t g = (uint64_t)b * fs->g.desc_per_block + i;
 			if (g >= fs->g.groups)
 				break;
+			const struct ext3_group_desc *d = (const void *)(raw + (size_t)i * fs->g.desc_size);
 			struct ext3_group_desc *o = &fs->gd[g];
-			o->bg_block_bitmap = le32_to_cpu(d[i].bg_block_bitmap);
-			o->bg_inode_bitmap = le32_to_cpu(d[i].bg_inode_bitmap);
-			o->bg_inode_table = le32_to_cpu(d[i].bg_inode_table);
-			o->bg_free_blocks_count = le16_to_cpu(d[i].bg_free_blocks_count);
-			o->bg_free_inodes_count = le16_to_cpu(d[i].bg_free_inodes_count);
-			o->bg_used_dirs_count = le16_to_cpu(d[i].bg_used_dirs_count);
-			o->bg_flags = le16_to_cpu(d[i].bg_flags);
-			o->bg_itable_unused = le16_to_cpu(d[i].bg_itable_unused);
-			o->bg_checksum = le16_to_cpu(d[i].bg_checksum);
+			o->bg_block_bitmap = le32_to_cpu(d->bg_block_bitmap);
+			o->bg_inode_bitmap = le32_to_cpu(d->bg_inode_bitmap);
+			o->bg_inode_table = le32_to_cpu(d->bg_inode_table);
+			o->bg_free_blocks_count = le16_to_cpu(d->bg_free_blocks_count);
+			o->bg_free_inodes_count = le16_to_cpu(d->bg_free_inodes_count);
+			o->bg_used_dirs_count = le16_to_cpu(d->bg_used_dirs_count);
+			o->bg_flags = le16_to_cpu(d->bg_flags);
+			o->bg_itable_unused = le16_to_cpu(d->bg_itable_unused);
+			o->bg_checksum = le16_to_cpu(d->bg_checksum);
+			if (fs->g.desc_size >= EXT4_DESC_SIZE_64BIT) {
+				const struct ext4_group_desc_hi *hi = (const void *)(d + 1);
+				if (hi->bg_block_bitmap_hi || hi->bg_inode_bitmap_hi || hi->bg_inode_table_hi ||
+				    hi->bg_free_blocks_count_hi || hi->bg_free_inodes_count_hi ||
+				    hi->bg_used_dirs_count_hi || hi->bg_itable_unused_hi) {
+					buf_put(bh);
+					return err_set(-EUCLEAN, "ext4: group %llu: a descriptor's high half "
+								 "is set on a filesystem of %u blocks",
+						       (unsigned long long)g, fs->g.blocks_count);
+				}
+			}
 		}
 		buf_put(bh);
 	}
-	/* Every group's bitmaps and inode table inside the group. */
+	/* Every group's bitmaps and inode table inside the group; with
+	 * flex_bg (ext4) anywhere in the filesystem (a flex group's metadata
+	 * is packed in its first group), clear of the superblock and the
+	 * primary descriptor table, as the kernel's ext4_check_descriptors. */
+	bool flex = fs->incompat & EXT4_FEATURE_INCOMPAT_FLEX_BG;
+	uint64_t gdt_first = fs->sb_block, gdt_last = fs->sb_block + fs->g.desc_blocks;
 	for (uint32_t g = 0; g < fs->g.groups; g++) {
 		const struct ext3_group_desc *d = &fs->gd[g];
-		uint64_t first = ext3_geom_group_first(&fs->g, g);
-		uint64_t last = first + ext3_geom_group_blocks(&fs->g, g) - 1;
+		uint64_t first = flex ? fs->g.first_data_block : ext3_geom_group_first(&fs->g, g);
+		uint64_t last = flex ? (uint64_t)fs->g.blocks_count - 1
+				     : first + ext3_geom_group_blocks(&fs->g, g) - 1;
+		if (flex && ((d->bg_block_bitmap >= gdt_first && d->bg_block_bitmap <= gdt_last) ||
+			     (d->bg_inode_bitmap >= gdt_first && d->bg_inode_bitmap <= gdt_last) ||
+			     (d->bg_inode_table <= gdt_last &&
+			      (uint64_t)d->bg_inode_table + fs->g.itable_blocks > gdt_first)))
+			return err_set(-EUCLEAN, "ext4: group %u: bitmaps or inode table overlap the "
+						 "superblock or the group descriptors (blocks %llu-%llu)",
+				       g, (unsigned long long)gdt_first, (unsigned long long)gdt_last);
 		if (d->bg_block_bitmap < first || d->bg_block_bitmap > last)
 			return err_set(-EUCLEAN, "ext3: group %u: block bitmap %u not in the group "
 				       "(%llu-%llu)", g, d->bg_block_bitmap,
