@@ -11,7 +11,12 @@
 #    as zeros) and one partly written after fallocate; nostall reads each as
 #    the kernel does;
 #  - the mount is read-only: a writing command fails, naming the feature,
-#    and the image stays clean (e2fsck -fn).
+#    and the image stays clean (e2fsck -fn);
+#  - metadata_csum is verified: an inode changed behind its checksum reads
+#    as -EBADMSG naming it (the kernel's EFSBADCRC), and e2fsck agrees it is
+#    bad; a superblock whose checksum fails does not mount; a group
+#    descriptor whose checksum fails is reported and the read-only mount
+#    goes on (the kernel's ext4_check_descriptors).
 set -eu
 . "$(dirname "$0")/../lib/kmount.sh"
 : "${NOSTALL:?path to the nostall binary}"
@@ -68,6 +73,39 @@ for feat in default "^64bit,^flex_bg"; do
 	done
 done
 
+# ---- metadata_csum ----
+flipbyte() { # file offset
+	python3 - "$1" "$2" <<'PY'
+import sys
+f, off = sys.argv[1], int(sys.argv[2])
+with open(f, "r+b") as o:
+    o.seek(off); b = o.read(1); o.seek(off); o.write(bytes([b[0] ^ 0x01]))
+PY
+}
+img=$tmp/c.img
+mkfs.ext4 -q -F -b 4096 -d "$src" "$img" 300M
+loc=$(debugfs -R "imap /big" "$img" 2>/dev/null | awk '/located at block/ { gsub(",", "", $4); print $4, $6 }')
+set -- $loc
+[ $# -eq 2 ] || fail "debugfs imap /big: '$loc'"
+ino=$(debugfs -R "stat /big" "$img" 2>/dev/null | awk '/^Inode:/ { print $2; exit }')
+cp "$img" "$tmp/ci.img"
+flipbyte "$tmp/ci.img" $(( $1 * 4096 + $2 + 0x2 )) # i_uid
+if "$NOSTALL" cat "$tmp/ci.img" /big >/dev/null 2>"$tmp/err"; then
+	fail "an inode changed behind its checksum was read"
+fi
+grep -q "inode $ino: checksum mismatch" "$tmp/err" || fail "inode checksum message: $(cat "$tmp/err")"
+"$NOSTALL" cat "$tmp/ci.img" /small >/dev/null 2>&1 || fail "another file of that image no longer reads"
+e2fsck -fn "$tmp/ci.img" >"$tmp/fsck" 2>&1 && fail "e2fsck finds the changed inode clean"
+grep -qi "checksum" "$tmp/fsck" || fail "e2fsck does not name a checksum: $(tail -3 "$tmp/fsck")"
+cp "$img" "$tmp/cs.img"
+flipbyte "$tmp/cs.img" $(( 1024 + 0x78 )) # s_volume_name
+"$NOSTALL" ls "$tmp/cs.img" / >/dev/null 2>"$tmp/err" && fail "a superblock failing its checksum mounted"
+grep -q "superblock checksum mismatch" "$tmp/err" || fail "superblock checksum message: $(cat "$tmp/err")"
+cp "$img" "$tmp/cg.img"
+flipbyte "$tmp/cg.img" $(( 4096 + 0x0C )) # group 0's free blocks count
+"$NOSTALL" cat "$tmp/cg.img" /small >"$tmp/out" 2>"$tmp/err" || fail "a descriptor checksum failure stopped a read-only mount: $(cat "$tmp/err")"
+grep -q "group 0: descriptor checksum mismatch" "$tmp/err" || fail "descriptor checksum warning: $(cat "$tmp/err")"
+
 if [ "$(id -u)" -ne 0 ]; then
 	echo "SKIP: kernel-written extent trees need root (loop mount)" >&2
 else
@@ -98,6 +136,19 @@ PY
 		cmp -s "$tmp/out" "$tmp/k.$f" || fail "/$f differs from what the kernel wrote"
 	done
 	e2fsck -fn "$img2" >"$tmp/fsck" 2>&1 || { cat "$tmp/fsck"; fail "e2fsck -fn of the kernel's image"; }
+	# an extent tree block changed behind its checksum (metadata_csum tail)
+	kbs=$(dumpe2fs -h "$img2" 2>/dev/null | awk -F: '/^Block size:/ { gsub(/ /, "", $2); print $2 }')
+	etb=$(debugfs -R "stat /frag" "$img2" 2>/dev/null | grep -o "(ETB[0-9]*):[0-9]*" | tail -1 | cut -d: -f2)
+	if [ -n "$etb" ] && [ -n "$kbs" ]; then
+		cp "$img2" "$tmp/ke.img"
+		flipbyte "$tmp/ke.img" $(( etb * kbs + 20 ))
+		if "$NOSTALL" cat "$tmp/ke.img" /frag >/dev/null 2>"$tmp/err"; then
+			fail "a changed extent tree block was read"
+		fi
+		grep -q "extent tree block $etb: checksum mismatch" "$tmp/err" || fail "extent block checksum message: $(cat "$tmp/err")"
+	else
+		fail "no extent tree block found for /frag (bs '$kbs', etb '$etb')"
+	fi
 fi
 
 if [ "$fails" -ne 0 ]; then

@@ -122,6 +122,7 @@ struct ext3_fs {
 	bool needs_recovery;
 	bool unknown_ro_compat;
 	bool has_filetype;
+	uint32_t csum_seed;         /* metadata_csum: crc32c seed (core/csum.c) */
 	bool unsigned_hash;
 	bool noload;
 	uint32_t hash_seed[4];

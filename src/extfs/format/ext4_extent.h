@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EXT4_EXTENTS_FL 0x00080000u /* i_flags: i_block holds an extent tree */
+/* EXT4_EXTENTS_FL (i_flags 0x80000: i_block holds an extent tree): ext3_format.h. */
 #define EXT4_EXT_MAGIC 0xF30A
 #define EXT4_EXT_MAX_DEPTH 5
 #define EXT4_EXT_INIT_MAX_LEN 32768u     /* ee_len of an initialized extent: 1..32768 */

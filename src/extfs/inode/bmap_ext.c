@@ -6,6 +6,7 @@
  * extent filesystem mount read-only, so get_blocks with create and
  * truncate are never reached on a writable mount and answer -EROFS if
  * they are. */
+#include "extfs/core/csum.h"
 #include "extfs/inode/bmap.h"
 #include "extfs/inode/extent.h"
 
@@ -16,15 +17,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct tree_ctx {
+	struct ext3_fs *fs;
+	uint32_t ino, gen;
+};
+
+/* A tree block through the buffer cache, its metadata_csum tail checked
+ * (-EBADMSG, as the kernel's EFSBADCRC). */
 static int tree_read(void *ctx, uint64_t pblk, void *buf)
 {
-	struct ext3_fs *fs = ctx;
+	struct tree_ctx *t = ctx;
 	struct buffer_head *bh;
-	int rc = ext3_bread(fs, pblk, "extent tree", &bh);
+	int rc = ext3_bread(t->fs, pblk, "extent tree", &bh);
 	if (rc < 0)
 		return rc;
-	memcpy(buf, buf_data(bh), ext3_fs_block_size(fs));
+	memcpy(buf, buf_data(bh), ext3_fs_block_size(t->fs));
 	buf_put(bh);
+	if (!ext4_extent_block_csum_ok(t->fs, t->ino, t->gen, buf))
+		return err_set(-EBADMSG, "checksum mismatch (metadata_csum)");
 	return 0;
 }
 
@@ -42,7 +52,8 @@ static int ext_lookup(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t 
 	uint32_t root[EXT3_N_BLOCKS];
 	for (int i = 0; i < EXT3_N_BLOCKS; i++)
 		root[i] = cpu_to_le32(in->a.block[i]); /* the tree is little-endian bytes */
-	struct ext4_ext_source src = { tree_read, fs, ext3_fs_block_size(fs), ext3_fs_blocks_count(fs), in->ino };
+	struct tree_ctx tc = { fs, in->ino, in->a.generation };
+	struct ext4_ext_source src = { tree_read, &tc, ext3_fs_block_size(fs), ext3_fs_blocks_count(fs), in->ino };
 	void *scratch = malloc(src.block_size);
 	if (!scratch)
 		return -ENOMEM;

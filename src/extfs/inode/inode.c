@@ -3,6 +3,7 @@
  * through the block map (bmap.h), device numbers. See
  * docs/ext3-read-path.md, "Inodes"; the cache of inodes is icache.c. Public functions take in->lock as
  * reader (ext3.h, "inodes"); the _locked variants expect it held. */
+#include "extfs/core/csum.h"
 #include "extfs/core/ext3_int.h"
 
 #include "blk/blk.h"
@@ -117,6 +118,9 @@ int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out)
 	memcpy(out->raw, raw, fs->g.inode_size);
 	buf_put(bh);
 	raw = out->raw;
+	/* metadata_csum: what the kernel's iget answers (EFSBADCRC). */
+	if (!ext4_inode_csum_ok(fs, ino, raw))
+		return err_set(-EBADMSG, "ext4: inode %u: checksum mismatch", ino);
 	out->raw_size = (uint16_t)fs->g.inode_size;
 
 	const struct ext3_disk_inode *di = (const struct ext3_disk_inode *)raw;

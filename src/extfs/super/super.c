@@ -1,6 +1,7 @@
 /* ext3 superblock and group descriptors: reading and validation (the mount
  * checks, docs/ext3-read-path.md, with the feature table of
  * format/features.h), the accessors of struct ext3_fs. Uses only the core (ext3_bread, geom.c); mount.c calls it. */
+#include "extfs/core/csum.h"
 #include "extfs/core/ext3.h"
 #include "extfs/core/ext3_int.h"
 #include "extfs/format/features.h"
@@ -186,6 +187,11 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 		if (n < sizeof fs->ro_reason)
 			snprintf(fs->ro_reason + n, sizeof fs->ro_reason - n, ": read-only");
 	}
+	/* metadata_csum: the superblock's own checksum and the seed of all
+	 * others (core/csum.c). */
+	int crc = ext4_csum_init(fs);
+	if (crc < 0)
+		return crc;
 	fs->needs_recovery = (fs->incompat & EXT3_FEATURE_INCOMPAT_RECOVER) != 0;
 	fs->has_filetype = (fs->incompat & EXT3_FEATURE_INCOMPAT_FILETYPE) != 0;
 	fs->g.sparse_super = (fs->ro_compat & EXT3_FEATURE_RO_COMPAT_SPARSE_SUPER) != 0;
@@ -240,6 +246,19 @@ int ext3_gdt_load(struct ext3_fs *fs)
 				break;
 			const struct ext3_group_desc *d = (const void *)(raw + (size_t)i * fs->g.desc_size);
 			struct ext3_group_desc *o = &fs->gd[g];
+			/* metadata_csum / gdt_csum: as the kernel's
+			 * ext4_check_descriptors, a mismatch refuses a writable
+			 * mount and is only reported on a read-only one. */
+			if (!ext4_gd_csum_ok(fs, (uint32_t)g, d)) {
+				if (!fs->unknown_ro_compat) {
+					buf_put(bh);
+					return err_set(-EBADMSG, "ext4: group %llu: descriptor checksum mismatch",
+						       (unsigned long long)g);
+				}
+				fprintf(stderr, "nostall: ext4: group %llu: descriptor checksum mismatch "
+						"(read-only mount goes on)\n",
+					(unsigned long long)g);
+			}
 			o->bg_block_bitmap = le32_to_cpu(d->bg_block_bitmap);
 			o->bg_inode_bitmap = le32_to_cpu(d->bg_inode_bitmap);
 			o->bg_inode_table = le32_to_cpu(d->bg_inode_table);

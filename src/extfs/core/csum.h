@@ -1,0 +1,31 @@
+/* ext4 metadata checksums (metadata_csum, and gdt_csum's crc16 for
+ * uninit_bg), as the kernel computes them (docs/ext4-csum.md). The seed is
+ * s_checksum_seed with metadata_csum_seed, else the crc32c of the uuid;
+ * per-inode objects chain the inode number and generation on top of it.
+ * Each _ok function answers true when the object's stored checksum holds,
+ * or when the filesystem has no such checksum. */
+#ifndef NOSTALL_EXTFS_CSUM_H
+#define NOSTALL_EXTFS_CSUM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+struct ext3_fs;
+
+/* At mount, after the superblock is read: the seed and which checksums
+ * the filesystem carries. -EBADMSG (with a message) when the superblock's
+ * own checksum fails, -EUCLEAN for an unknown checksum type. */
+int ext4_csum_init(struct ext3_fs *fs);
+bool ext4_has_metadata_csum(const struct ext3_fs *fs);
+
+/* Group descriptor g as on disk (desc_size bytes). */
+bool ext4_gd_csum_ok(const struct ext3_fs *fs, uint32_t g, const void *desc);
+/* An inode as on disk (inode_size bytes). An all-zero inode (never used,
+ * lazily initialised tables) has no checksum to hold. */
+bool ext4_inode_csum_ok(const struct ext3_fs *fs, uint32_t ino, const void *raw);
+/* An extent tree block of inode ino (generation gen): the tail after
+ * eh_max entries. */
+bool ext4_extent_block_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block);
+
+#endif
