@@ -56,7 +56,8 @@ static int sb_write(struct ext3_journal *e)
 	return rc ? rc : dev_flush_sync(e->dev);
 }
 
-/* Map every block of inode 8 through the read path of a mounted fs. */
+/* Map every block of inode 8 through the read path of a mounted fs (its
+ * block map: indirect, or an extent tree on ext4). */
 static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 {
 	struct ext3_inode *in;
@@ -72,10 +73,6 @@ static int journal_map(struct ext3_journal *e, struct ext3_fs *fs)
 	    a.size / e->bs > UINT32_MAX) {
 		rc = err_set(-EUCLEAN, "journal inode %u is not a valid journal (mode 0%o, size %llu)",
 			     EXT3_JOURNAL_INO, a.mode, (unsigned long long)a.size);
-		goto out;
-	}
-	if (a.flags & EXT4_EXTENTS_FL) {
-		rc = err_set(-EOPNOTSUPP, "journal inode uses extents (ext4)");
 		goto out;
 	}
 	e->nblocks = (uint32_t)(a.size / e->bs);
