@@ -129,3 +129,40 @@ bool ext4_extent_block_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t 
 		return false;
 	return le32_at(b + tail) == crc32c(inode_seed(fs, ino, gen), b, tail);
 }
+
+bool ext4_dir_is_dx_block(const uint8_t *b, unsigned bs)
+{
+	unsigned rl = le16_at(b + 4);
+	if (rl == bs)
+		return true;
+	return rl == 12 && le16_at(b + 12 + 4) == bs - 12;
+}
+
+bool ext4_dirblock_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block)
+{
+	if (!ext4_has_metadata_csum(fs))
+		return true;
+	const uint8_t *b = block;
+	size_t bs = fs->g.block_size;
+	const uint8_t *tail = b + bs - 12;
+	/* struct ext4_dir_entry_tail: inode 0, rec_len 12, name_len 0, type 0xDE */
+	if (le32_at(tail) != 0 || le16_at(tail + 4) != 12 || tail[6] != 0 || tail[7] != 0xDE)
+		return false;
+	return le32_at(tail + 8) == crc32c(inode_seed(fs, ino, gen), b, bs - 12);
+}
+
+bool ext4_dx_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block, unsigned count_off)
+{
+	if (!ext4_has_metadata_csum(fs))
+		return true;
+	const uint8_t *b = block;
+	unsigned limit = le16_at(b + count_off), count = le16_at(b + count_off + 2);
+	size_t tail = count_off + (size_t)limit * 8;
+	if (tail + 8 > fs->g.block_size || count > limit)
+		return false;
+	uint32_t c = crc32c(inode_seed(fs, ino, gen), b, count_off + (size_t)count * 8);
+	static const uint8_t zero4[4];
+	c = crc32c(c, b + tail, 4); /* dt_reserved */
+	c = crc32c(c, zero4, 4);    /* dt_checksum taken as zero */
+	return le32_at(b + tail + 4) == c;
+}

@@ -28,4 +28,13 @@ bool ext4_inode_csum_ok(const struct ext3_fs *fs, uint32_t ino, const void *raw)
  * eh_max entries. */
 bool ext4_extent_block_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block);
 
+/* Directory blocks (dir/): does b look like an htree block (a node's
+ * single empty entry, or a root's "." and ".." of 12 and bs - 12 bytes), the
+ * kernel's is_dx_block; a leaf's checksum (the 12-byte tail entry, whose
+ * absence is a mismatch, as the kernel's); an htree block's (dx_tail after
+ * limit entries of the count/limit array at byte count_off). */
+bool ext4_dir_is_dx_block(const uint8_t *b, unsigned bs);
+bool ext4_dirblock_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block);
+bool ext4_dx_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block, unsigned count_off);
+
 #endif

@@ -2,6 +2,7 @@
  * lookup and the three directory hashes (legacy, half-MD4, TEA; signed and
  * unsigned char variants). Written from the ext4 disk-layout documentation;
  * see docs/ext3-read-path.md, "Directories". */
+#include "extfs/core/csum.h"
 #include "extfs/dir/dir_int.h"
 
 #include "buf/buf.h"
@@ -329,10 +330,13 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
 		   unsigned off, uint64_t nblocks, uint64_t lblk, struct ext3_dx_level *lv)
 {
-	int rc = ext3_dx_entries_check(b, off, fs->g.block_size, nblocks);
+	int rc = ext3_dx_entries_check(b, off, fs->g.block_size, ext3_dx_tail_bytes(fs), nblocks);
 	if (rc)
 		return err_wrap(rc, "ext3: directory inode %u: htree block %llu", dir->a.ino,
 				(unsigned long long)lblk);
+	if (!ext4_dx_csum_ok(fs, dir->a.ino, dir->a.generation, b, off))
+		return err_set(-EBADMSG, "ext4: directory inode %u: htree block %llu: checksum mismatch",
+			       dir->a.ino, (unsigned long long)lblk);
 	lv->count = ext3_dx_count(b, off);
 	memcpy(lv->raw, b + off, (size_t)lv->count * sizeof(struct ext3_dx_entry));
 	return 0;

@@ -50,9 +50,12 @@ int ext3_dx_root_check(const uint8_t *b, unsigned *hv, unsigned *levels);
 /* Check an interior node's fake empty entry (inode 0, rec_len bs). */
 int ext3_dx_node_check(const uint8_t *b, unsigned bs);
 /* Check the count/limit header at b + off and its entries: the exact limit
- * for the position, 1 <= count <= limit, children in 1..nblocks-1 (upper 8
+ * for the position (tail: bytes kept at the block's end, 8 for metadata_csum's
+ * dx_tail, else 0), 1 <= count <= limit, children in 1..nblocks-1 (upper 8
  * bits of the block field masked), hashes ascending. */
-int ext3_dx_entries_check(const uint8_t *b, unsigned off, unsigned bs, uint64_t nblocks);
+int ext3_dx_entries_check(const uint8_t *b, unsigned off, unsigned bs, unsigned tail, uint64_t nblocks);
+/* The bytes metadata_csum keeps at the end of an htree block (dx_tail). */
+unsigned ext3_dx_tail_bytes(const struct ext3_fs *fs);
 
 /* Raw access to a (checked) count/limit array at b + off. Entry i's hash
  * (i >= 1) and block, in host order. */

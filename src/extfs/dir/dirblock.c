@@ -3,6 +3,7 @@
  * header checks, and the pure operations on one directory block in memory
  * (insert, find, remove, split by hash, building a dx root). Interfaces in
  * dir_int.h; design in docs/write-dirs.md. */
+#include "extfs/core/csum.h"
 #include "extfs/dir/dir_int.h"
 
 #include "buf/buf.h"
@@ -41,7 +42,21 @@ int ext3_dir_bread(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lb
 	if (phys == 0)
 		return err_set(-EUCLEAN, "ext3: directory inode %u: hole at block %llu", dir->a.ino,
 			       (unsigned long long)lblk);
-	return ext3_bread(fs, phys, "directory", out);
+	rc = ext3_bread(fs, phys, "directory", out);
+	if (rc || !ext4_has_metadata_csum(fs))
+		return rc;
+	/* metadata_csum: a leaf's tail checksum here; an htree block's
+	 * (dx_tail) where the index is loaded (dir.c, dx_load), as the kernel
+	 * checks an index block only when the caller expects one. */
+	const uint8_t *b = buf_data(*out);
+	if (!ext4_dir_is_dx_block(b, fs->g.block_size) &&
+	    !ext4_dirblock_csum_ok(fs, dir->a.ino, dir->a.generation, b)) {
+		buf_put(*out);
+		*out = NULL;
+		return err_set(-EBADMSG, "ext4: directory inode %u: block %llu: checksum mismatch", dir->a.ino,
+			       (unsigned long long)lblk);
+	}
+	return 0;
 }
 
 /* ---- htree checks and hashing ---- */
@@ -107,10 +122,15 @@ uint32_t ext3_dx_block_at(const uint8_t *b, unsigned off, unsigned i)
 	return le32_to_cpu(v) & 0x00ffffffu;
 }
 
-int ext3_dx_entries_check(const uint8_t *b, unsigned off, unsigned bs, uint64_t nblocks)
+unsigned ext3_dx_tail_bytes(const struct ext3_fs *fs)
+{
+	return ext4_has_metadata_csum(fs) ? 8 : 0;
+}
+
+int ext3_dx_entries_check(const uint8_t *b, unsigned off, unsigned bs, unsigned tail, uint64_t nblocks)
 {
 	unsigned limit = ext3_dx_limit(b, off), count = ext3_dx_count(b, off);
-	unsigned want = (bs - off) / sizeof(struct ext3_dx_entry);
+	unsigned want = (bs - off - tail) / sizeof(struct ext3_dx_entry);
 	if (limit != want || count == 0 || count > limit)
 		return err_set(-EUCLEAN, "bad count/limit %u/%u (limit should be %u)", count, limit,
 			       want);

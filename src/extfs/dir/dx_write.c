@@ -64,7 +64,7 @@ static int dx_frame_load(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 		rc = ext3_dx_node_check(b, bs);
 	}
 	if (rc == 0)
-		rc = ext3_dx_entries_check(b, fr->off, bs, nblocks);
+		rc = ext3_dx_entries_check(b, fr->off, bs, ext3_dx_tail_bytes(fs), nblocks);
 	if (rc)
 		return ext3_dir_corrupt(fs, dir, lblk, rc);
 	return 0;
