@@ -287,7 +287,10 @@ int ext3_gdt_load(struct ext3_fs *fs)
 	 * is packed in its first group), clear of the superblock and the
 	 * primary descriptor table, as the kernel's ext4_check_descriptors. */
 	bool flex = fs->incompat & EXT4_FEATURE_INCOMPAT_FLEX_BG;
-	uint64_t gdt_first = fs->sb_block, gdt_last = fs->sb_block + fs->g.desc_blocks;
+	/* The descriptor blocks group 0 holds (the kernel's ext4_bg_num_gdb):
+	 * the whole table, or with meta_bg from metagroup 0 on, its one block. */
+	uint32_t gdb0 = fs->g.meta_bg && fs->g.first_meta_bg == 0 ? 1 : fs->g.desc_blocks;
+	uint64_t gdt_first = fs->sb_block, gdt_last = fs->sb_block + gdb0;
 	for (uint32_t g = 0; g < fs->g.groups; g++) {
 		const struct ext3_group_desc *d = &fs->gd[g];
 		uint64_t first = flex ? fs->g.first_data_block : ext3_geom_group_first(&fs->g, g);
