@@ -426,6 +426,9 @@ struct nostall_info {
 	char data_mode[12];        /* data mode of the mount (journal, ordered, writeback,
 				    * guarded; a read-only mount names the one a read-write
 				    * mount would use) */
+	char journal_features[160]; /* the internal journal's, as dumpe2fs names them
+				     * ("journal_64bit journal_checksum_v3"; "(none)");
+				     * "" without a readable internal journal */
 };
 int nostall_info(struct nostall_fs *fs, struct nostall_info *info);
 

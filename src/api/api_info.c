@@ -146,6 +146,8 @@ int nostall_info(struct nostall_fs *fs, struct nostall_info *info)
 	info->superblock_block = ext3_fs_sb_block(fs->e);
 	snprintf(info->data_mode, sizeof info->data_mode, "%s",
 		 ext3_fs_data_mode(fs->e));
+	if (info->feature_compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL)
+		(void)ext3_journal_features(fs->e, info->journal_features, sizeof info->journal_features);
 	return 0;
 }
 

@@ -418,7 +418,12 @@ struct jbd_recovery_info {
 	uint32_t failed_commit;
 	uint32_t maxlen, first, blocksize;
 	int sb_version;             /* 1 or 2 */
+	uint32_t compat, incompat, ro_compat; /* v2: the superblock's feature bits */
 };
+/* The journal features of compat/incompat/ro_compat, named as dumpe2fs
+ * names them ("journal_incompat_revoke journal_64bit
+ * journal_checksum_v3"; "(none)" for none), into out. */
+void jbd_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out, size_t len);
 
 /* Run recovery on a device synchronously (dev_rw_sync; replayed blocks are
  * flushed). */
@@ -426,7 +431,8 @@ int jbd_journal_recover_dev(struct dev *dev, const struct jbd_location *loc, uns
 			    struct jbd_recovery_info *info);
 
 /* Read a journal superblock and check it (features). Fills maxlen, first,
- * blocksize, sb_version, start_tid, needed, sb_errno of info. */
+ * blocksize, sb_version, start_tid, needed, sb_errno and the feature bits
+ * of info. */
 int jbd_journal_check_dev(struct dev *dev, const struct jbd_location *loc, struct jbd_recovery_info *info);
 
 /* The internal journal of an ext3 image is located by ext3 itself

@@ -40,6 +40,7 @@
 #include "../util/err.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,8 +159,52 @@ int jbd_sb_check(const struct jbd_superblock *sb, unsigned bs, uint32_t avail, b
 		info->start_tid = be32_to_cpu(sb->s_sequence);
 		info->needed = start != 0;
 		info->sb_errno = (int32_t)be32_to_cpu(sb->s_errno);
+		if (version == 2) {
+			info->compat = be32_to_cpu(sb->s_feature_compat);
+			info->incompat = be32_to_cpu(sb->s_feature_incompat);
+			info->ro_compat = be32_to_cpu(sb->s_feature_ro_compat);
+		}
 	}
 	return 0;
+}
+
+void jbd_features_format(uint32_t compat, uint32_t incompat, uint32_t ro_compat, char *out, size_t len)
+{
+	static const struct {
+		int kind; /* 0 compat, 1 incompat, 2 ro_compat */
+		uint32_t bit;
+		const char *name;
+	} names[] = {
+		{ 0, JBD_FEATURE_COMPAT_CHECKSUM, "journal_checksum" },
+		{ 1, JBD_FEATURE_INCOMPAT_REVOKE, "journal_incompat_revoke" },
+		{ 1, JBD_FEATURE_INCOMPAT_64BIT, "journal_64bit" },
+		{ 1, JBD_FEATURE_INCOMPAT_ASYNC_COMMIT, "journal_async_commit" },
+		{ 1, JBD_FEATURE_INCOMPAT_CSUM_V2, "journal_checksum_v2" },
+		{ 1, JBD_FEATURE_INCOMPAT_CSUM_V3, "journal_checksum_v3" },
+		{ 1, JBD_FEATURE_INCOMPAT_FAST_COMMIT, "journal_fast_commit" },
+	};
+	uint32_t sets[3] = { compat, incompat, ro_compat };
+	size_t n = 0;
+	out[0] = 0;
+	for (int k = 0; k < 3; k++)
+		for (int b = 0; b < 32; b++) {
+			uint32_t bit = 1u << b;
+			if (!(sets[k] & bit))
+				continue;
+			const char *name = NULL;
+			for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+				if (names[i].kind == k && names[i].bit == bit)
+					name = names[i].name;
+			char unk[32];
+			if (!name) {
+				snprintf(unk, sizeof unk, "FEATURE_%c%d", "CIR"[k], b);
+				name = unk;
+			}
+			if (n < len)
+				n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "", name);
+		}
+	if (!n)
+		snprintf(out, len, "(none)");
 }
 
 int jbd_journal_check_dev(struct dev *dev, const struct jbd_location *loc, struct jbd_recovery_info *info)

@@ -66,6 +66,10 @@ for feat in default "^64bit,^flex_bg"; do
 		want=$(dumpe2fs -h "$img" 2>/dev/null | awk -F: '/^Free blocks:/ { gsub(/ /, "", $2); print $2 }')
 		got=$("$NOSTALL" info "$img" | awk -F: '/^Free blocks:/ { gsub(/ /, "", $2); print $2 }')
 		[ "$want" = "$got" ] || fail "$name: free blocks $got, dumpe2fs says $want"
+		# the journal's features, named as dumpe2fs names them
+		want=$(dumpe2fs -h "$img" 2>/dev/null | sed -n 's/^Journal features: *//p')
+		got=$("$NOSTALL" info "$img" | sed -n 's/^Journal features: *//p')
+		[ -n "$want" ] && [ "$want" = "$got" ] || fail "$name: journal features '$got', dumpe2fs says '$want'"
 		# read-only: a writing command fails, naming the feature
 		if "$NOSTALL" mkdir "$img" /x >/dev/null 2>"$tmp/err"; then
 			fail "$name: mkdir on an extent image succeeded"

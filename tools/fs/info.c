@@ -102,6 +102,8 @@ static int info_run(struct cli_args *a, struct nostall_fs *fs)
 		printf("%-26s %u\n", "Desired extra isize:", in.want_extra_isize);
 	}
 	printf("%-26s %u\n", "Journal inode:", in.journal_inum);
+	if (in.journal_features[0])
+		printf("%-26s %s\n", "Journal features:", in.journal_features);
 	if (in.journal_dev)
 		printf("%-26s 0x%04x\n", "Journal device:", in.journal_dev);
 	printf("%-26s %s\n", "Default directory hash:",

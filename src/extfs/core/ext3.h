@@ -482,6 +482,9 @@ int ext3_journal_sb_check(const struct ext3_super_block *sb);
  * superblock copy is the fs's. */
 int ext3_journal_open_fs(struct ext3_fs *fs, struct ext3_journal **out);
 void ext3_journal_close(struct ext3_journal *e);
+/* The internal journal's features as dumpe2fs names them (nostall info);
+ * "" and an error when it cannot be read. */
+int ext3_journal_features(struct ext3_fs *fs, char *out, size_t len);
 /* A location whose bmap uses the map built at open (valid while e is). */
 void ext3_journal_location(struct ext3_journal *e, struct jbd_location *loc);
 /* needs_recovery (incompat RECOVER) in the superblock as read at open. */

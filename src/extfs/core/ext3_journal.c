@@ -248,3 +248,20 @@ int ext3_journal_replay(struct ext3_journal *e, unsigned flags, struct jbd_recov
 out:
 	return rc;
 }
+
+int ext3_journal_features(struct ext3_fs *fs, char *out, size_t len)
+{
+	out[0] = 0;
+	struct ext3_journal *e;
+	int rc = ext3_journal_open_fs(fs, &e);
+	if (rc < 0)
+		return rc;
+	struct jbd_location loc;
+	ext3_journal_location(e, &loc);
+	struct jbd_recovery_info info;
+	rc = jbd_journal_check_dev(e->dev, &loc, &info);
+	if (!rc)
+		jbd_features_format(info.compat, info.incompat, info.ro_compat, out, len);
+	ext3_journal_close(e);
+	return rc;
+}
