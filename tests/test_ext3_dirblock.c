@@ -292,7 +292,7 @@ static void test_dx_root_make(void **state)
 		assert_int_equal(ext3_dx_root_check(root, &hv, &levels), 0);
 		assert_int_equal(hv, EXT3_DX_HASH_HALF_MD4);
 		assert_int_equal(levels, 0);
-		assert_int_equal(ext3_dx_entries_check(root, EXT3_DX_ROOT_CL, bs, 2), 0);
+		assert_int_equal(ext3_dx_entries_check(root, EXT3_DX_ROOT_CL, bs, 0, 2), 0);
 		assert_int_equal(ext3_dx_limit(root, EXT3_DX_ROOT_CL), (bs - 32) / 8);
 		assert_int_equal(ext3_dx_count(root, EXT3_DX_ROOT_CL), 1);
 		assert_int_equal(ext3_dx_block_at(root, EXT3_DX_ROOT_CL, 0), 1);
@@ -311,8 +311,8 @@ static void test_dx_root_make(void **state)
 		ext3_dx_insert(root, EXT3_DX_ROOT_CL, 0, 0x80000000u, 2);
 		ext3_dx_insert(root, EXT3_DX_ROOT_CL, 0, 0x40000000u, 3);
 		ext3_dx_insert(root, EXT3_DX_ROOT_CL, 2, 0xc0000001u, 4);
-		assert_int_equal(ext3_dx_entries_check(root, EXT3_DX_ROOT_CL, bs, 5), 0);
-		assert_int_equal(ext3_dx_entries_check(root, EXT3_DX_ROOT_CL, bs, 4), -EUCLEAN);
+		assert_int_equal(ext3_dx_entries_check(root, EXT3_DX_ROOT_CL, bs, 0, 5), 0);
+		assert_int_equal(ext3_dx_entries_check(root, EXT3_DX_ROOT_CL, bs, 0, 4), -EUCLEAN);
 		assert_int_equal(ext3_dx_count(root, EXT3_DX_ROOT_CL), 4);
 		assert_int_equal(ext3_dx_choose(root, EXT3_DX_ROOT_CL, 0x10), 0);
 		assert_int_equal(ext3_dx_choose(root, EXT3_DX_ROOT_CL, 0x40000000u), 1);
