@@ -1,9 +1,11 @@
-/* ext3 mkfs: lays out and writes an empty ext3 filesystem (docs/ext3-format.md,
- * "mkfs layout").
+/* mkfs: lays out and writes an empty ext2, ext3 or ext4 filesystem
+ * (docs/ext3-format.md, "mkfs layout" and "mkfs layout for ext4").
  *
- * The result has has_journal, ext_attr, resize_inode, dir_index, filetype,
- * sparse_super and large_file; a root directory, lost+found and an empty
- * journal (JBD superblock v2 with the revoke feature). With a fixed uuid and
+ * By default (no features_set) the result has has_journal, ext_attr,
+ * resize_inode, dir_index, filetype, sparse_super and large_file; a root
+ * directory, lost+found and an empty journal (JBD superblock v2 with the
+ * revoke feature). Other sets (mkfs_features.c) may drop the journal and add
+ * extent, 64bit, huge_file, dir_nlink, extra_isize and metadata_csum. With a fixed uuid and
  * time the written bytes are a pure function of the parameters and size.
  *
  * Threads: ext3_mkfs is a plain synchronous function; it owns the device for
