@@ -40,7 +40,7 @@ static void test_type_sets(void **state)
 	char s[256];
 	ext3_features_format(f4[0], f4[1], f4[2], s, sizeof s);
 	assert_string_equal(s, "has_journal ext_attr resize_inode dir_index filetype extent 64bit "
-			       "sparse_super large_file huge_file dir_nlink extra_isize metadata_csum");
+			       "flex_bg sparse_super large_file huge_file dir_nlink extra_isize metadata_csum");
 	assert_int_equal(ext3_mkfs_features_of_type("ext5", f2), -EINVAL);
 	assert_non_null(strstr(err_last(-EINVAL), "ext5"));
 }
@@ -56,14 +56,14 @@ static void test_edit(void **state)
 	assert_int_equal(ext3_mkfs_features_check(f), 0);
 	assert_int_equal(ext3_mkfs_features_edit(f, "metadata_csum"), 0);
 	assert_true(f[2] & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM);
-	assert_int_equal(ext3_mkfs_features_edit(f, "flex_bg"), -EINVAL);
-	assert_non_null(strstr(err_last(-EINVAL), "cannot make feature 'flex_bg'"));
+	assert_int_equal(ext3_mkfs_features_edit(f, "bigalloc"), -EINVAL);
+	assert_non_null(strstr(err_last(-EINVAL), "cannot make feature 'bigalloc'"));
 	assert_int_equal(ext3_mkfs_features_edit(f, "nosuch"), -EINVAL);
 	assert_non_null(strstr(err_last(-EINVAL), "unknown feature 'nosuch'"));
 	assert_int_equal(ext3_mkfs_features_edit(f, "^extent"), 0);
 	assert_int_equal(ext3_mkfs_features_check(f), -EINVAL); /* 64bit without extent */
 	/* removing a feature mkfs cannot make is fine (already absent) */
-	assert_int_equal(ext3_mkfs_features_edit(f, "^flex_bg"), 0);
+	assert_int_equal(ext3_mkfs_features_edit(f, "^bigalloc"), 0);
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -105,6 +105,7 @@ static void run_ext4(unsigned bs, uint64_t bytes)
 	assert_int_equal(le16(sb + 0xFE), 64);       /* s_desc_size */
 	assert_int_equal(sb[0x175], 1);              /* crc32c */
 	assert_int_equal(le16(sb + 0x15C), 32);      /* s_min_extra_isize */
+	assert_int_equal(sb[0x174], 4);              /* s_log_groups_per_flex */
 	assert_int_equal(le32(sb + 0x3FC), crc32c(~0u, sb, 0x3FC));
 	uint32_t seed = crc32c(~0u, sb + 0x68, 16);
 

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # nostall mkfs -t ext2|ext3|ext4 [-O feature,^feature] judged by e2fsprogs and
 # the kernel: each image is e2fsck -fn clean; dumpe2fs -h shows the features
-# mke2fs -t TYPE -O ^flex_bg would set (nostall mkfs does not make flex_bg:
-# its group metadata is always in the standard place), the ext4 details
-# (64-byte descriptors, crc32c, extra isize 32, a jbd2 journal with 64bit and
-# checksum v3); nostall itself reads the images; -O adds and removes features
+# mke2fs -t TYPE (-O the same list) sets, the ext4 details (64-byte
+# descriptors, flex groups of 16, crc32c, extra isize 32, a jbd2 journal with
+# 64bit and checksum v3); nostall itself reads the images; -O adds and removes features
 # and refuses, in one line, ones nostall cannot make. As root with loop
 # mounts: the kernel mounts each image, takes writes, and leaves it clean.
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
@@ -47,11 +46,9 @@ fsck_clean() { # image what
 	fi
 }
 
-# What mke2fs would set for the type (its own conf, without flex_bg).
+# What mke2fs would set for the type (its own conf).
 mke2fs_features() { # type size bs extra-O
-	local ref="$tmp/ref.img" o="^flex_bg"
-	[ -n "${4:-}" ] && o="$o,$4"
-	[ "$1" = ext4 ] || o="${4:-}"
+	local ref="$tmp/ref.img" o="${4:-}"
 	rm -f "$ref"
 	mke2fs -q -F -t "$1" -b "$3" ${o:+-O "$o"} "$ref" "$2" >/dev/null 2>&1 || { echo "mke2fs failed"; return; }
 	features_of "$ref"
@@ -71,7 +68,7 @@ check() { # type size bs [-O list]
 	local got want
 	got=$(features_of "$img")
 	want=$(mke2fs_features "$type" "$size" "$bs" "$o")
-	[ "$got" = "$want" ] || fail "$what: features '$got', mke2fs -O ^flex_bg sets '$want'"
+	[ "$got" = "$want" ] || fail "$what: features '$got', mke2fs sets '$want'"
 	case " $got " in
 	*" metadata_csum "*)
 		[ "$(hdr "$img" "Checksum type")" = crc32c ] || fail "$what: checksum type not crc32c"
@@ -83,6 +80,9 @@ check() { # type size bs [-O list]
 	*" 64bit "*) [ "$(hdr "$img" "Group descriptor size")" = 64 ] || fail "$what: descriptors not 64 bytes" ;;
 	esac
 	case " $got " in
+	*" flex_bg "*) [ "$(hdr "$img" "Flex block group size")" = 16 ] || fail "$what: flex groups not of 16" ;;
+	esac
+	case " $got " in
 	*" extra_isize "*) [ "$(hdr "$img" "Required extra isize")" = 32 ] || fail "$what: min extra isize not 32" ;;
 	esac
 	case " $got " in
@@ -92,7 +92,10 @@ check() { # type size bs [-O list]
 	# nostall reads it (read-only mount for ext4 images)
 	"$NOSTALL" ls "$img" / 2>&1 | grep -q "lost+found" || fail "$what: nostall ls / lacks lost+found"
 	"$NOSTALL" info "$img" >/dev/null 2>&1 || fail "$what: nostall info failed"
-	imgs+=("$img:$type:$what")
+	# the kernel's ext3 and ext2 mounts refuse ext4-only features
+	local mtype=$type
+	case " $got " in *" flex_bg "* | *" extent "* | *" 64bit "* | *" metadata_csum "*) mtype=ext4 ;; esac
+	imgs+=("$img:$mtype:$what")
 }
 
 check ext4 300M 1024
@@ -101,6 +104,13 @@ check ext4 2G 4096
 check ext4 2G 1024
 check ext4 64M 1024 "^metadata_csum"
 check ext4 64M 4096 "^64bit"
+check ext4 300M 1024 "^flex_bg"
+# flex metadata of 16 groups larger than a group: inode tables moved past
+# the backup superblocks they would cross
+"$NOSTALL" mkfs -q -t ext4 -b 1024 -N 300000 -U "$UUID" -T "$T" "$tmp/fat.img" 300M &&
+	fsck_clean "$tmp/fat.img" "ext4 1k, 300000 inodes" && imgs+=("$tmp/fat.img:ext4:1k, 300000 inodes") ||
+	fail "mkfs -t ext4 -b 1024 -N 300000 300M"
+check ext3 300M 4096 "flex_bg"
 check ext2 300M 4096
 check ext2 64M 1024
 check ext3 64M 1024 "^dir_index"
@@ -135,7 +145,7 @@ refuse() { # expect-in-message args...
 	[ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "mkfs $*: more than one line: $err"
 	[ ! -e "$tmp/bad.img" ] || { fail "mkfs $*: left an image"; rm -f "$tmp/bad.img"; }
 }
-refuse "cannot make feature 'flex_bg'" -t ext4 -O flex_bg
+refuse "cannot make feature 'meta_bg'" -t ext4 -O meta_bg
 refuse "cannot make feature 'bigalloc'" -t ext4 -O bigalloc
 refuse "cannot make feature 'inline_data'" -O inline_data
 refuse "unknown feature 'nosuch'" -O nosuch

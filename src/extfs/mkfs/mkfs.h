@@ -87,6 +87,7 @@ struct ext3_mkfs_layout {
 	bool csum;                 /* metadata_csum */
 	uint32_t csum_seed;        /* crc32c(~0, uuid) with metadata_csum */
 	uint32_t journal_extents;  /* extents mapping the journal (extents only) */
+	uint32_t flex_size;        /* groups per flex group with flex_bg (16), else 0 */
 };
 
 /* The feature set of `nostall mkfs -t type` (ext2, ext3, ext4: mke2fs.conf's

@@ -3,10 +3,8 @@
  * The sets are mke2fs.conf's (Debian 12, e2fsprogs 1.47): base_features =
  * sparse_super,large_file,filetype,resize_inode,dir_index,ext_attr; ext3 adds
  * has_journal; ext4 adds has_journal,extent,huge_file,flex_bg,metadata_csum,
- * 64bit,dir_nlink,extra_isize. nostall writes all of them except flex_bg:
- * its group metadata always sits in the standard place (bitmaps and inode
- * table at the start of each group), which is what mke2fs -O ^flex_bg makes,
- * so -t ext4 is mke2fs -t ext4 -O ^flex_bg. */
+ * 64bit,dir_nlink,extra_isize; nostall writes all of them (flex_bg with 16
+ * groups per flex group, mkfs_group.c). */
 #include "extfs/mkfs/mkfs.h"
 
 #include "extfs/format/ext3_format.h"
@@ -24,7 +22,7 @@
 /* What mkfs_write.c knows how to lay out. */
 static const uint32_t writable[3] = {
 	BASE_C | EXT3_FEATURE_COMPAT_HAS_JOURNAL,
-	BASE_I | EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT,
+	BASE_I | EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT | EXT4_FEATURE_INCOMPAT_FLEX_BG,
 	BASE_R | EXT4_FEATURE_RO_COMPAT_HUGE_FILE | EXT4_FEATURE_RO_COMPAT_DIR_NLINK |
 		EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE | EXT4_FEATURE_RO_COMPAT_METADATA_CSUM,
 };
@@ -40,8 +38,8 @@ int ext3_mkfs_features_of_type(const char *type, uint32_t f[3])
 	if (!strcmp(type, "ext3"))
 		return 0;
 	if (!strcmp(type, "ext4")) {
-		/* flex_bg left out: see the top of this file */
-		f[1] |= EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT;
+		f[1] |= EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT |
+			EXT4_FEATURE_INCOMPAT_FLEX_BG;
 		f[2] |= EXT4_FEATURE_RO_COMPAT_HUGE_FILE | EXT4_FEATURE_RO_COMPAT_DIR_NLINK |
 			EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE | EXT4_FEATURE_RO_COMPAT_METADATA_CSUM;
 		return 0;
@@ -64,9 +62,7 @@ int ext3_mkfs_features_edit(uint32_t f[3], const char *list)
 		if (!hit)
 			return err_set(-EINVAL, "mkfs: unknown feature '%.*s'", (int)nl, name);
 		if (!del && !(writable[hit->kind] & hit->mask))
-			return err_set(-EINVAL, "mkfs: nostall mkfs cannot make feature '%s'%s", hit->name,
-				       hit->mask == EXT4_FEATURE_INCOMPAT_FLEX_BG && hit->kind == 1
-					       ? " (its metadata always sits in the standard place)" : "");
+			return err_set(-EINVAL, "mkfs: nostall mkfs cannot make feature '%s'", hit->name);
 		if (del)
 			f[hit->kind] &= ~hit->mask;
 		else

@@ -48,7 +48,7 @@ int mkfs_cursor_take(const struct ext3_mkfs_layout *l, uint32_t *cursor, uint64_
 		if (c >= l->blocks_count)
 			return -ENOSPC;
 		uint32_t g = (uint32_t)((c - l->first_data_block) / l->blocks_per_group);
-		uint64_t data0 = (uint64_t)ext3_geom_group_first(&l->geo, g) + ext3_geom_group_meta(&l->geo, g);
+		uint64_t data0 = mkfs_data0(l, g);
 		uint64_t end = (uint64_t)ext3_geom_group_first(&l->geo, g) + ext3_geom_group_blocks(&l->geo, g);
 		if (c < data0)
 			c = data0;
@@ -202,6 +202,7 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 	l->journal = l->features[0] & EXT3_FEATURE_COMPAT_HAS_JOURNAL;
 	l->extents = l->features[1] & EXT4_FEATURE_INCOMPAT_EXTENTS;
 	l->csum = l->features[2] & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM;
+	l->flex_size = l->features[1] & EXT4_FEATURE_INCOMPAT_FLEX_BG ? 16 : 0;
 	l->desc_size = l->features[1] & EXT4_FEATURE_INCOMPAT_64BIT ? EXT4_DESC_SIZE_64BIT : EXT3_DESC_SIZE;
 	uint64_t size = p->size_bytes ? p->size_bytes : dev_bytes;
 	if (p->size_bytes && p->size_bytes > dev_bytes)
@@ -332,7 +333,14 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 	l->lpf_blocks = lpf;
 
 	/* Simulate the allocation order of ext3_mkfs(). */
-	uint32_t cursor = ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_meta(&l->geo, 0);
+	for (uint32_t g = 0; l->flex_size && g < l->groups; g += l->flex_size) {
+		struct mkfs_gmeta gm;
+		uint32_t last = g + l->flex_size - 1 < l->groups ? g + l->flex_size - 1 : l->groups - 1;
+		if (mkfs_group_meta(l, last, &gm))
+			return err_set(-ENOSPC, "mkfs: the metadata of flex group %u does not fit (%u blocks)",
+				       g / l->flex_size, l->blocks_count);
+	}
+	uint32_t cursor = (uint32_t)mkfs_data0(l, 0);
 	int rc = mkfs_cursor_take(l, &cursor, 1, &l->root_block);
 	if (!rc)
 		rc = mkfs_cursor_take(l, &cursor, lpf, &l->lpf_block);
@@ -357,14 +365,25 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 		return err_set(-ENOSPC, "mkfs: no room for a %u-block journal in %u blocks", jb,
 			       l->blocks_count);
 	l->alloc_end = cursor;
-	if (l->lpf_block + lpf > ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_blocks(&l->geo, 0))
+	/* Without flex_bg lost+found lies in group 0 (as mke2fs's); with
+	 * flex_bg group 0's flex metadata may fill group 0 and it goes where
+	 * the cursor is (its blocks map as up to 4 extents or 12 pointers). */
+	if (!l->flex_size &&
+	    l->lpf_block + lpf > ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_blocks(&l->geo, 0))
 		return err_set(-ENOSPC, "mkfs: filesystem too small (%u blocks)", l->blocks_count);
 
-	uint64_t meta = 0;
-	for (uint32_t g = 0; g < l->groups; g++)
-		meta += ext3_geom_group_meta(&l->geo, g);
-	uint64_t used = meta + 2 + lpf + (uint64_t)jb + l->journal_ind_blocks;
-	l->free_blocks = (uint32_t)(l->blocks_count - l->first_data_block - used);
+	if (l->flex_size) {
+		uint64_t fr = 0;
+		for (uint32_t g = 0; g < l->groups; g++)
+			fr += mkfs_group_free_blocks(l, g);
+		l->free_blocks = (uint32_t)fr;
+	} else {
+		uint64_t meta = 0;
+		for (uint32_t g = 0; g < l->groups; g++)
+			meta += ext3_geom_group_meta(&l->geo, g);
+		uint64_t used = meta + 2 + lpf + (uint64_t)jb + l->journal_ind_blocks;
+		l->free_blocks = (uint32_t)(l->blocks_count - l->first_data_block - used);
+	}
 	l->free_inodes = l->inodes_count - EXT3_FIRST_INO;
 
 	if (p->uuid_set) {

@@ -242,6 +242,8 @@ static void mkfs_fill_super(const struct ext3_mkfs_layout *l, const struct ext3_
 	/* The dx hash of names with high-bit bytes depends on char signedness;
 	 * like mke2fs on x86 we record "signed". */
 	sb->s_flags = cpu_to_le32(EXT3_FLAGS_SIGNED_HASH);
+	if (l->flex_size)
+		sb->s_log_groups_per_flex = 4; /* 16 groups */
 	if (l->desc_size != EXT3_DESC_SIZE)
 		sb->s_desc_size = cpu_to_le16((uint16_t)l->desc_size);
 	if (l->csum) {
@@ -254,21 +256,13 @@ static void mkfs_fill_gdt(const struct ext3_mkfs_layout *l, uint8_t *gdt)
 {
 	for (uint32_t g = 0; g < l->groups; g++) {
 		struct ext3_group_desc gd[1];
-		uint32_t start = ext3_geom_group_first(&l->geo, g);
-		uint32_t nb = ext3_geom_group_blocks(&l->geo, g);
-		uint32_t meta = ext3_geom_group_meta(&l->geo, g);
-		uint32_t used = meta;
-		uint32_t data0 = start + meta;
-		if (l->alloc_end > data0) {
-			uint32_t e = l->alloc_end < start + nb ? l->alloc_end : start + nb;
-			used += e - data0;
-		}
-		uint32_t bb = ext3_geom_std_block_bitmap(&l->geo, g);
+		struct mkfs_gmeta gm = { 0 };
+		mkfs_group_meta(l, g, &gm); /* cannot fail: the layout checked it */
 		memset(gd, 0, sizeof gd);
-		gd->bg_block_bitmap = cpu_to_le32(bb);
-		gd->bg_inode_bitmap = cpu_to_le32(bb + 1);
-		gd->bg_inode_table = cpu_to_le32(bb + 2);
-		gd->bg_free_blocks_count = cpu_to_le16((uint16_t)(nb - used));
+		gd->bg_block_bitmap = cpu_to_le32((uint32_t)gm.block_bitmap);
+		gd->bg_inode_bitmap = cpu_to_le32((uint32_t)gm.inode_bitmap);
+		gd->bg_inode_table = cpu_to_le32((uint32_t)gm.inode_table);
+		gd->bg_free_blocks_count = cpu_to_le16((uint16_t)mkfs_group_free_blocks(l, g));
 		uint32_t ifree = l->inodes_per_group - (g == 0 ? EXT3_FIRST_INO : 0);
 		gd->bg_free_inodes_count = cpu_to_le16((uint16_t)ifree);
 		gd->bg_used_dirs_count = cpu_to_le16(g == 0 ? 2 : 0);
@@ -278,33 +272,6 @@ static void mkfs_fill_gdt(const struct ext3_mkfs_layout *l, uint8_t *gdt)
 			gd->bg_flags = cpu_to_le16(EXT4_BG_INODE_ZEROED);
 		memcpy(gdt + (size_t)g * l->desc_size, gd, sizeof gd);
 	}
-}
-
-static void bitmap_set_range(uint8_t *bm, uint32_t from, uint32_t to)
-{
-	for (uint32_t i = from; i < to; i++)
-		bm[i >> 3] |= (uint8_t)(1u << (i & 7));
-}
-
-/* Group g's block and inode bitmaps (bs bytes each). */
-static void mkfs_group_bitmaps(const struct ext3_mkfs_layout *l, uint32_t g, uint8_t *bbm,
-			       uint8_t *ibm)
-{
-	uint32_t bs = l->block_size;
-	uint32_t start = (uint32_t)ext3_geom_group_first(&l->geo, g);
-	uint32_t nb = ext3_geom_group_blocks(&l->geo, g);
-	uint32_t meta = ext3_geom_group_meta(&l->geo, g);
-	memset(bbm, 0, bs);
-	bitmap_set_range(bbm, 0, meta);
-	if (l->alloc_end > start + meta) {
-		uint32_t e = l->alloc_end < start + nb ? l->alloc_end : start + nb;
-		bitmap_set_range(bbm, meta, e - start);
-	}
-	bitmap_set_range(bbm, nb, bs * 8); /* past the end of the filesystem */
-	memset(ibm, 0, bs);
-	if (g == 0)
-		bitmap_set_range(ibm, 0, EXT3_FIRST_INO);
-	bitmap_set_range(ibm, l->inodes_per_group, bs * 8);
 }
 
 /* metadata_csum: the bitmap checksums of every group, then each
@@ -333,21 +300,32 @@ static void mkfs_gdt_csums(const struct ext3_mkfs_layout *l, uint8_t *gdt, uint8
 	}
 }
 
-/* An in-inode extent tree (i_block, 60 bytes) of one extent. */
-static void mkfs_extent_inline(uint32_t i_block[EXT3_N_BLOCKS], uint32_t start, uint32_t len)
+/* An in-inode extent tree (i_block, 60 bytes) mapping blocks blk[0..n)
+ * (at most 12, in at most 4 runs of consecutive blocks: mkfs's small
+ * directories). */
+static void mkfs_extent_inline(uint32_t i_block[EXT3_N_BLOCKS], const uint32_t *blk, uint32_t n)
 {
 	struct ext4_extent_header h = {
 		.eh_magic = cpu_to_le16(EXT4_EXT_MAGIC),
-		.eh_entries = cpu_to_le16(1),
 		.eh_max = cpu_to_le16(4),
 	};
-	struct ext4_extent e = {
-		.ee_len = cpu_to_le16((uint16_t)len),
-		.ee_start_lo = cpu_to_le32(start),
-	};
 	memset(i_block, 0, EXT3_N_BLOCKS * 4);
+	uint16_t k = 0;
+	for (uint32_t i = 0; i < n && k < 4;) {
+		uint32_t j = i + 1;
+		while (j < n && blk[j] == blk[j - 1] + 1)
+			j++;
+		struct ext4_extent e = {
+			.ee_block = cpu_to_le32(i),
+			.ee_len = cpu_to_le16((uint16_t)(j - i)),
+			.ee_start_lo = cpu_to_le32(blk[i]),
+		};
+		memcpy((uint8_t *)i_block + sizeof h + k * sizeof e, &e, sizeof e);
+		k++;
+		i = j;
+	}
+	h.eh_entries = cpu_to_le16(k);
 	memcpy(i_block, &h, sizeof h);
-	memcpy((uint8_t *)i_block + sizeof h, &e, sizeof e);
 }
 
 /* Directory block image finished: the checksum tail (metadata_csum). */
@@ -631,7 +609,7 @@ static int mkfs_write_inodes(struct mkfs_ctx *c, const struct ext3_disk_inode *j
 	root.i_blocks = cpu_to_le32(bs / 512);
 	if (l->extents) {
 		root.i_flags = cpu_to_le32(EXT4_EXTENTS_FL);
-		mkfs_extent_inline(root.i_block, l->root_block, 1);
+		mkfs_extent_inline(root.i_block, &l->root_block, 1);
 	} else {
 		root.i_block[0] = cpu_to_le32(l->root_block);
 	}
@@ -642,8 +620,8 @@ static int mkfs_write_inodes(struct mkfs_ctx *c, const struct ext3_disk_inode *j
 	lpf.i_links_count = cpu_to_le16(2);
 	lpf.i_blocks = cpu_to_le32(l->lpf_blocks * (bs / 512));
 	if (l->extents) {
-		lpf.i_flags = cpu_to_le32(EXT4_EXTENTS_FL); /* lpf_blocks contiguous (layout) */
-		mkfs_extent_inline(lpf.i_block, lpf_blk[0], l->lpf_blocks);
+		lpf.i_flags = cpu_to_le32(EXT4_EXTENTS_FL);
+		mkfs_extent_inline(lpf.i_block, lpf_blk, l->lpf_blocks);
 	} else {
 		for (uint32_t i = 0; i < l->lpf_blocks; i++)
 			lpf.i_block[i] = cpu_to_le32(lpf_blk[i]);
@@ -679,7 +657,9 @@ static int mkfs_write_inodes(struct mkfs_ctx *c, const struct ext3_disk_inode *j
 			if (!mkfs_is_zero(at, isz))
 				ext4_inode_csum_set(l->csum_seed, list[i].ino, at, isz);
 		}
-	uint32_t itable = ext3_geom_std_block_bitmap(&l->geo, 0) + 2;
+	struct mkfs_gmeta gm0 = { 0 };
+	mkfs_group_meta(l, 0, &gm0);
+	uint64_t itable = gm0.inode_table;
 	int rc = mkfs_write(c, itable, nblk, buf);
 	free(buf);
 	return rc;
@@ -739,7 +719,7 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 	if (!c.chunk_blocks)
 		return err_set(-EINVAL, "mkfs: device takes at most %llu bytes per command, less than a block",
 			       (unsigned long long)max_bytes);
-	c.cursor = ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_meta(&l->geo, 0);
+	c.cursor = (uint32_t)mkfs_data0(l, 0);
 
 	uint32_t bs = c.bs;
 	size_t gdt_bytes = (size_t)l->desc_blocks * bs;
@@ -767,8 +747,10 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 			uint32_t start = ext3_geom_group_first(&l->geo, g);
 			if (g && ext3_group_has_super(g))
 				rc = mkfs_zero(&c, start + 1 + l->desc_blocks, l->reserved_gdt_blocks);
+			struct mkfs_gmeta gm = { 0 };
+			mkfs_group_meta(l, g, &gm);
 			if (!rc)
-				rc = mkfs_zero(&c, ext3_geom_std_block_bitmap(&l->geo, g) + 2, l->inode_table_blocks);
+				rc = mkfs_zero(&c, gm.inode_table, l->inode_table_blocks);
 			if ((g & 15) == 0)
 				mkfs_progress(&c, "inode tables", g, l->groups);
 		}
@@ -798,13 +780,14 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 		mkfs_gdt_csums(l, gdt, bitmap, ibitmap);
 	for (uint32_t g = 0; g < l->groups; g++) {
 		uint32_t start = ext3_geom_group_first(&l->geo, g);
-		uint32_t bb = ext3_geom_std_block_bitmap(&l->geo, g);
+		struct mkfs_gmeta gm = { 0 };
+		mkfs_group_meta(l, g, &gm);
 
 		mkfs_group_bitmaps(l, g, bitmap, ibitmap);
-		rc = mkfs_write_raw(&c, bb, 1, bitmap);
+		rc = mkfs_write_raw(&c, gm.block_bitmap, 1, bitmap);
 		if (rc)
 			goto out;
-		rc = mkfs_write(&c, bb + 1, 1, ibitmap);
+		rc = mkfs_write(&c, gm.inode_bitmap, 1, ibitmap);
 		if (rc)
 			goto out;
 
