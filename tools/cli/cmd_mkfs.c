@@ -36,11 +36,12 @@
 #include <unistd.h>
 
 static const char mkfs_usage[] =
-	"usage: nostall mkfs [-q] [-t ext2|ext3|ext4] [-O feature,^feature] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]\n"
+	"usage: nostall mkfs [-q] [-t ext2|ext3|ext4] [-O feature,^feature]\n"
+	"                    [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]\n"
 	"                    [-L label] [-U uuid] [-E root_owner=uid:gid,nodiscard] [-T time] IMAGE [SIZE]\n"
 	"  IMAGE: a file, block device or device spec (nbd:URI, sim:hdd,file=PATH, ...)\n"
 	"  SIZE: bytes with optional K, M, G or T suffix (required when IMAGE does not exist)\n"
-	"  -t: feature set as mke2fs.conf's (default ext3; ext4 without flex_bg)\n"
+	"  -t: feature set as mke2fs.conf's (default ext3)\n"
 	"  -O: add (name) or remove (^name) features by e2fsprogs' names\n"
 	"  -T: all timestamps, seconds since the epoch; with -U the image is byte-reproducible\n";
 
@@ -217,16 +218,16 @@ int cmd_mkfs(int argc, char **argv)
 		}
 	}
 	if (ext3_mkfs_features_of_type(type, p.features)) {
-		fprintf(stderr, "nostall mkfs: %s\n", err_last(-EINVAL));
+		fprintf(stderr, "nostall %s\n", err_last(-EINVAL));
 		return 2;
 	}
 	for (int i = 0; i < nedits; i++)
 		if (ext3_mkfs_features_edit(p.features, edits[i])) {
-			fprintf(stderr, "nostall mkfs: %s\n", err_last(-EINVAL));
+			fprintf(stderr, "nostall %s\n", err_last(-EINVAL));
 			return 2;
 		}
 	if (ext3_mkfs_features_check(p.features)) {
-		fprintf(stderr, "nostall mkfs: %s\n", err_last(-EINVAL));
+		fprintf(stderr, "nostall %s\n", err_last(-EINVAL));
 		return 2;
 	}
 	p.features_set = true;

@@ -5,7 +5,8 @@
  * resize_inode, dir_index, filetype, sparse_super and large_file; a root
  * directory, lost+found and an empty journal (JBD superblock v2 with the
  * revoke feature). Other sets (mkfs_features.c) may drop the journal and add
- * extent, 64bit, huge_file, dir_nlink, extra_isize and metadata_csum. With a fixed uuid and
+ * extent, 64bit, flex_bg, huge_file, dir_nlink, extra_isize and
+ * metadata_csum. With a fixed uuid and
  * time the written bytes are a pure function of the parameters and size.
  *
  * Threads: ext3_mkfs is a plain synchronous function; it owns the device for

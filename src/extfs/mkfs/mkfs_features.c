@@ -62,7 +62,7 @@ int ext3_mkfs_features_edit(uint32_t f[3], const char *list)
 		if (!hit)
 			return err_set(-EINVAL, "mkfs: unknown feature '%.*s'", (int)nl, name);
 		if (!del && !(writable[hit->kind] & hit->mask))
-			return err_set(-EINVAL, "mkfs: nostall mkfs cannot make feature '%s'", hit->name);
+			return err_set(-EINVAL, "mkfs: cannot make feature '%s' (nostall mkfs writes only the ext2, ext3 and ext4 defaults' features)", hit->name);
 		if (del)
 			f[hit->kind] &= ~hit->mask;
 		else
@@ -80,7 +80,7 @@ int ext3_mkfs_features_check(const uint32_t f[3])
 		if (f[k] & ~writable[k]) {
 			uint32_t bad = f[k] & ~writable[k];
 			const char *nm = ext3_feature_name(k, bad & -bad);
-			return err_set(-EINVAL, "mkfs: nostall mkfs cannot make feature %s",
+			return err_set(-EINVAL, "mkfs: cannot make feature %s",
 				       nm ? nm : "(unnamed)");
 		}
 	if ((f[1] & EXT4_FEATURE_INCOMPAT_64BIT) && !(f[1] & EXT4_FEATURE_INCOMPAT_EXTENTS))
