@@ -124,6 +124,13 @@ else
 	fail "mkfs -t ext4 -J 65536 1G"
 fi
 
+# Over a file full of junk with -E nodiscard (every zero written, the flex
+# metadata and the journal's extents over old bytes).
+head -c $((96 * 1024 * 1024)) /dev/urandom >"$tmp/junk.img"
+"$NOSTALL" mkfs -q -t ext4 -E nodiscard -U "$UUID" -T "$T" "$tmp/junk.img" || fail "mkfs -t ext4 over junk"
+fsck_clean "$tmp/junk.img" "ext4 over junk, nodiscard"
+rm -f "$tmp/junk.img"
+
 # -t ext3 is the default, byte for byte.
 "$NOSTALL" mkfs -q -U "$UUID" -T "$T" "$tmp/d.img" 48M || fail "mkfs default"
 "$NOSTALL" mkfs -q -t ext3 -U "$UUID" -T "$T" "$tmp/e3.img" 48M || fail "mkfs -t ext3"
