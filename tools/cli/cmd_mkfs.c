@@ -1,6 +1,7 @@
-/* nostall mkfs: create an ext3 filesystem in an image file or on a device.
+/* nostall mkfs: create an ext2, ext3 or ext4 filesystem in an image file or on
+ * a device.
  *
- *   nostall mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]
+ *   nostall mkfs [-q] [-t ext2|ext3|ext4] [-O feature,^feature] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]
  *                [-L label] [-U uuid] [-E root_owner=uid:gid,nodiscard] [-T time] IMAGE [SIZE]
  *
  * IMAGE is a path or any device spec (nbd:URI, sim:hdd,file=PATH,
@@ -19,6 +20,7 @@
 #include "../common/cmds.h"
 
 #include "extfs/mkfs/mkfs.h"
+#include "extfs/format/features.h"
 #include "dev/dev.h"
 #include "util/err.h"
 #include "util/opts.h"
@@ -34,10 +36,13 @@
 #include <unistd.h>
 
 static const char mkfs_usage[] =
-	"usage: nostall mkfs [-q] [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]\n"
+	"usage: nostall mkfs [-q] [-t ext2|ext3|ext4] [-O feature,^feature]\n"
+	"                    [-b 1024|2048|4096] [-I 128|256] [-N inodes] [-J journal-blocks]\n"
 	"                    [-L label] [-U uuid] [-E root_owner=uid:gid,nodiscard] [-T time] IMAGE [SIZE]\n"
 	"  IMAGE: a file, block device or device spec (nbd:URI, sim:hdd,file=PATH, ...)\n"
 	"  SIZE: bytes with optional K, M, G or T suffix (required when IMAGE does not exist)\n"
+	"  -t: feature set as mke2fs.conf's (default ext3)\n"
+	"  -O: add (name) or remove (^name) features by e2fsprogs' names\n"
 	"  -T: all timestamps, seconds since the epoch; with -U the image is byte-reproducible\n";
 
 struct mkfs_progress_state {
@@ -145,12 +150,22 @@ int cmd_mkfs(int argc, char **argv)
 	bool quiet = false, discard = true;
 	uint64_t v;
 	int opt;
+	const char *type = "ext3", *edits[16];
+	int nedits = 0;
 
 	optind = 0; /* full getopt reset (glibc), the CLI may parse more than once */
-	while ((opt = getopt(argc, argv, "+qb:I:N:J:L:U:E:T:h")) != -1) {
+	while ((opt = getopt(argc, argv, "+qt:O:b:I:N:J:L:U:E:T:h")) != -1) {
 		switch (opt) {
 		case 'q':
 			quiet = true;
+			break;
+		case 't':
+			type = optarg;
+			break;
+		case 'O':
+			if (nedits == (int)(sizeof edits / sizeof edits[0]))
+				return mkfs_usage_error("too many -O options (at most 16): '%s'", optarg);
+			edits[nedits++] = optarg;
 			break;
 		case 'b':
 			if (opts_parse_size(optarg, &v) || (v != 1024 && v != 2048 && v != 4096))
@@ -202,6 +217,20 @@ int cmd_mkfs(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (ext3_mkfs_features_of_type(type, p.features)) {
+		fprintf(stderr, "nostall %s\n", err_last(-EINVAL));
+		return 2;
+	}
+	for (int i = 0; i < nedits; i++)
+		if (ext3_mkfs_features_edit(p.features, edits[i])) {
+			fprintf(stderr, "nostall %s\n", err_last(-EINVAL));
+			return 2;
+		}
+	if (ext3_mkfs_features_check(p.features)) {
+		fprintf(stderr, "nostall %s\n", err_last(-EINVAL));
+		return 2;
+	}
+	p.features_set = true;
 	if (optind >= argc || argc - optind > 2)
 		return mkfs_usage_error("%s", "expected IMAGE [SIZE]");
 	const char *image = argv[optind];
@@ -345,7 +374,7 @@ int cmd_mkfs(int argc, char **argv)
 
 	char uuid[37];
 	ext3_uuid_format(lay.uuid, uuid);
-	printf("Creating ext3 filesystem with %u %uk blocks and %u inodes\n", lay.blocks_count,
+	printf("Creating %s filesystem with %u %uk blocks and %u inodes\n", type, lay.blocks_count,
 	       lay.block_size / 1024, lay.inodes_count);
 	printf("Filesystem UUID: %s\n", uuid);
 	if (lay.groups > 1) {
@@ -364,8 +393,11 @@ int cmd_mkfs(int argc, char **argv)
 	       lay.inodes_per_group);
 	printf("Reserved GDT blocks %u, reserved blocks %u (5%%)\n", lay.reserved_gdt_blocks,
 	       lay.r_blocks_count);
-	printf("Journal: %u blocks at block %u (inode 8)\n", lay.journal_blocks, lay.journal_start);
+	if (lay.journal)
+		printf("Journal: %u blocks at block %u (inode 8)\n", lay.journal_blocks, lay.journal_start);
 	printf("Free: %u blocks, %u inodes\n", lay.free_blocks, lay.free_inodes);
-	printf("Features: has_journal ext_attr resize_inode dir_index filetype sparse_super large_file\n");
+	char feat[512];
+	ext3_features_format(lay.features[0], lay.features[1], lay.features[2], feat, sizeof feat);
+	printf("Features: %s\n", feat);
 	return 0;
 }

@@ -1,9 +1,12 @@
-/* ext3 mkfs: lays out and writes an empty ext3 filesystem (docs/ext3-format.md,
- * "mkfs layout").
+/* mkfs: lays out and writes an empty ext2, ext3 or ext4 filesystem
+ * (docs/ext3-format.md, "mkfs layout" and "mkfs layout for ext4").
  *
- * The result has has_journal, ext_attr, resize_inode, dir_index, filetype,
- * sparse_super and large_file; a root directory, lost+found and an empty
- * journal (JBD superblock v2 with the revoke feature). With a fixed uuid and
+ * By default (no features_set) the result has has_journal, ext_attr,
+ * resize_inode, dir_index, filetype, sparse_super and large_file; a root
+ * directory, lost+found and an empty journal (JBD superblock v2 with the
+ * revoke feature). Other sets (mkfs_features.c) may drop the journal and add
+ * extent, 64bit, flex_bg, huge_file, dir_nlink, extra_isize and
+ * metadata_csum. With a fixed uuid and
  * time the written bytes are a pure function of the parameters and size.
  *
  * Threads: ext3_mkfs is a plain synchronous function; it owns the device for
@@ -37,6 +40,11 @@ struct ext3_mkfs_params {
 	 * Otherwise inode tables, journal and the other zero-initialised
 	 * metadata are written out. */
 	bool assume_zeroed;
+	/* Feature masks (compat, incompat, ro_compat) when features_set, else
+	 * the ext3 default (the feature table's mkfs column). Fill them with
+	 * ext3_mkfs_features_of_type and ext3_mkfs_features_edit. */
+	uint32_t features[3];
+	bool features_set;
 	/* Optional progress report (called per group and per phase). */
 	void (*progress)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 	void *progress_ctx;
@@ -73,7 +81,26 @@ struct ext3_mkfs_layout {
 	uint8_t uuid[16];
 	uint32_t hash_seed[4];
 	struct ext3_geom geo;      /* the group geometry of the above (geom.h) */
+	uint32_t features[3];      /* compat, incompat, ro_compat written */
+	uint32_t desc_size;        /* 32, or 64 with 64bit */
+	bool journal;              /* has_journal: journal_* above are 0 without */
+	bool extents;              /* root, lost+found and journal extent-mapped */
+	bool csum;                 /* metadata_csum */
+	uint32_t csum_seed;        /* crc32c(~0, uuid) with metadata_csum */
+	uint32_t journal_extents;  /* extents mapping the journal (extents only) */
+	uint32_t flex_size;        /* groups per flex group with flex_bg (16), else 0 */
 };
+
+/* The feature set of `nostall mkfs -t type` (ext2, ext3, ext4: mke2fs.conf's
+ * base_features plus the type's); -EINVAL with a message for another type. */
+int ext3_mkfs_features_of_type(const char *type, uint32_t features[3]);
+/* Apply -O's comma list ("name" adds, "^name" removes) by the feature table's
+ * names; -EINVAL with one clear line for an unknown name or a feature nostall
+ * mkfs cannot make. */
+int ext3_mkfs_features_edit(uint32_t features[3], const char *list);
+/* Is this set one mkfs can write (only writable features, and their
+ * dependencies: 64bit needs extent, ...)? -EINVAL with a message if not. */
+int ext3_mkfs_features_check(const uint32_t features[3]);
 
 /* Compute the layout for a device of dev_bytes bytes. Fails with -EINVAL
  * (bad parameter), -ENOSPC (too small) and a message in err_last(). */

@@ -16,6 +16,9 @@
 #include "extfs/mkfs/mkfs_int.h"
 
 #include "extfs/format/ext3_format.h"
+#include "extfs/format/ext4_csum_calc.h"
+#include "extfs/format/ext4_extent.h"
+#include "extfs/format/features.h"
 #include "jbd/jbd_format.h"
 #include "util/err.h"
 
@@ -45,7 +48,7 @@ int mkfs_cursor_take(const struct ext3_mkfs_layout *l, uint32_t *cursor, uint64_
 		if (c >= l->blocks_count)
 			return -ENOSPC;
 		uint32_t g = (uint32_t)((c - l->first_data_block) / l->blocks_per_group);
-		uint64_t data0 = (uint64_t)ext3_geom_group_first(&l->geo, g) + ext3_geom_group_meta(&l->geo, g);
+		uint64_t data0 = mkfs_data0(l, g);
 		uint64_t end = (uint64_t)ext3_geom_group_first(&l->geo, g) + ext3_geom_group_blocks(&l->geo, g);
 		if (c < data0)
 			c = data0;
@@ -61,6 +64,33 @@ int mkfs_cursor_take(const struct ext3_mkfs_layout *l, uint32_t *cursor, uint64_
 	}
 	*cursor = (uint32_t)c;
 	return 0;
+}
+
+int mkfs_extent_runs(const struct ext3_mkfs_layout *l, uint32_t cursor, uint64_t n,
+		     struct mkfs_run *runs, uint32_t max)
+{
+	uint32_t k = 0;
+	while (n) {
+		uint32_t first = 0, c = cursor;
+		/* one block first: where the next run starts (skips metadata) */
+		if (mkfs_cursor_take(l, &c, 1, &first))
+			return -ENOSPC;
+		uint32_t g = (uint32_t)((first - l->first_data_block) / l->blocks_per_group);
+		uint64_t end = ext3_geom_group_first(&l->geo, g) + ext3_geom_group_blocks(&l->geo, g);
+		uint64_t len = end - first;
+		if (len > n)
+			len = n;
+		if (len > EXT4_EXT_INIT_MAX_LEN)
+			len = EXT4_EXT_INIT_MAX_LEN;
+		if (k < max) {
+			runs[k].start = first;
+			runs[k].len = (uint32_t)len;
+		}
+		k++;
+		cursor = first + (uint32_t)len;
+		n -= len;
+	}
+	return (int)k;
 }
 
 /* Indirect blocks needed to map n data blocks (12 direct, then single,
@@ -150,6 +180,7 @@ static void layout_geom(struct ext3_mkfs_layout *l)
 		.inodes_per_group = l->inodes_per_group,
 		.inode_size = l->inode_size,
 		.reserved_gdt_blocks = l->reserved_gdt_blocks,
+		.desc_size = l->desc_size,
 		.sparse_super = true,
 	};
 	ext3_geom_derive(g);
@@ -159,6 +190,20 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 			     struct ext3_mkfs_layout *l)
 {
 	memset(l, 0, sizeof *l);
+	if (p->features_set) {
+		memcpy(l->features, p->features, sizeof l->features);
+	} else {
+		for (int k = 0; k < 3; k++)
+			l->features[k] = ext3_features_mkfs(k);
+	}
+	int frc = ext3_mkfs_features_check(l->features);
+	if (frc)
+		return frc;
+	l->journal = l->features[0] & EXT3_FEATURE_COMPAT_HAS_JOURNAL;
+	l->extents = l->features[1] & EXT4_FEATURE_INCOMPAT_EXTENTS;
+	l->csum = l->features[2] & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM;
+	l->flex_size = l->features[1] & EXT4_FEATURE_INCOMPAT_FLEX_BG ? 16 : 0;
+	l->desc_size = l->features[1] & EXT4_FEATURE_INCOMPAT_64BIT ? EXT4_DESC_SIZE_64BIT : EXT3_DESC_SIZE;
 	uint64_t size = p->size_bytes ? p->size_bytes : dev_bytes;
 	if (p->size_bytes && p->size_bytes > dev_bytes)
 		return err_set(-ENOSPC, "mkfs: size %llu bytes is larger than the device (%llu bytes)",
@@ -202,7 +247,7 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 	l->blocks_per_group = bs * 8;
 	l->inode_size = isz;
 	const uint32_t apb = bs / 4;
-	const uint32_t dpb = bs / EXT3_DESC_SIZE;
+	const uint32_t dpb = bs / l->desc_size;
 	const uint32_t ipb = bs / isz;
 	uint32_t blocks = (uint32_t)blocks64;
 
@@ -270,7 +315,9 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 	}
 
 	uint32_t jb = p->journal_blocks ? p->journal_blocks : mkfs_default_journal(l->blocks_count);
-	if (jb < JBD_MIN_JOURNAL_BLOCKS || jb > MKFS_MAX_JOURNAL)
+	if (!l->journal)
+		jb = 0;
+	else if (jb < JBD_MIN_JOURNAL_BLOCKS || jb > MKFS_MAX_JOURNAL)
 		return err_set(-EINVAL, "mkfs: journal size %u blocks out of range (%u..%u)", jb,
 			       JBD_MIN_JOURNAL_BLOCKS, MKFS_MAX_JOURNAL);
 	if (jb > l->blocks_count / 2)
@@ -278,7 +325,7 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 			       "mkfs: journal of %u blocks too big for a %u-block filesystem (max %u)",
 			       jb, l->blocks_count, l->blocks_count / 2);
 	l->journal_blocks = jb;
-	l->journal_ind_blocks = (uint32_t)mkfs_ind_blocks(jb, apb);
+	l->journal_ind_blocks = l->extents ? 0 : (uint32_t)mkfs_ind_blocks(jb, apb);
 
 	uint32_t lpf = MKFS_LPF_BYTES / bs;
 	if (lpf > EXT3_NDIR_BLOCKS)
@@ -286,27 +333,57 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 	l->lpf_blocks = lpf;
 
 	/* Simulate the allocation order of ext3_mkfs(). */
-	uint32_t cursor = ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_meta(&l->geo, 0);
+	for (uint32_t g = 0; l->flex_size && g < l->groups; g += l->flex_size) {
+		struct mkfs_gmeta gm;
+		uint32_t last = g + l->flex_size - 1 < l->groups ? g + l->flex_size - 1 : l->groups - 1;
+		if (mkfs_group_meta(l, last, &gm))
+			return err_set(-ENOSPC, "mkfs: the metadata of flex group %u does not fit (%u blocks)",
+				       g / l->flex_size, l->blocks_count);
+	}
+	uint32_t cursor = (uint32_t)mkfs_data0(l, 0);
 	int rc = mkfs_cursor_take(l, &cursor, 1, &l->root_block);
 	if (!rc)
 		rc = mkfs_cursor_take(l, &cursor, lpf, &l->lpf_block);
 	if (!rc)
 		rc = mkfs_cursor_take(l, &cursor, 1, &l->resize_dind_block);
-	if (!rc)
+	if (!rc && jb && l->extents) {
+		/* The journal's data, then (more than the inode's 4 extents) one
+		 * leaf block after it: the runs do not depend on the leaf. */
+		int n = mkfs_extent_runs(l, cursor, jb, NULL, 0);
+		if (n < 0)
+			rc = n;
+		else if ((uint32_t)n > (bs - sizeof(struct ext4_extent_header) - 4) / sizeof(struct ext4_extent))
+			return err_set(-EINVAL, "mkfs: a %u-block journal takes %d extents, more than one "
+				       "leaf block holds", jb, n);
+		l->journal_extents = n > 0 ? (uint32_t)n : 0;
+		l->journal_ind_blocks = n > 4 ? 1 : 0;
+	}
+	if (!rc && jb)
 		rc = mkfs_cursor_take(l, &cursor, (uint64_t)jb + l->journal_ind_blocks,
 				      &l->journal_start);
 	if (rc)
 		return err_set(-ENOSPC, "mkfs: no room for a %u-block journal in %u blocks", jb,
 			       l->blocks_count);
 	l->alloc_end = cursor;
-	if (l->lpf_block + lpf > ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_blocks(&l->geo, 0))
+	/* Without flex_bg lost+found lies in group 0 (as mke2fs's); with
+	 * flex_bg group 0's flex metadata may fill group 0 and it goes where
+	 * the cursor is (its blocks map as up to 4 extents or 12 pointers). */
+	if (!l->flex_size &&
+	    l->lpf_block + lpf > ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_blocks(&l->geo, 0))
 		return err_set(-ENOSPC, "mkfs: filesystem too small (%u blocks)", l->blocks_count);
 
-	uint64_t meta = 0;
-	for (uint32_t g = 0; g < l->groups; g++)
-		meta += ext3_geom_group_meta(&l->geo, g);
-	uint64_t used = meta + 2 + lpf + (uint64_t)jb + l->journal_ind_blocks;
-	l->free_blocks = (uint32_t)(l->blocks_count - l->first_data_block - used);
+	if (l->flex_size) {
+		uint64_t fr = 0;
+		for (uint32_t g = 0; g < l->groups; g++)
+			fr += mkfs_group_free_blocks(l, g);
+		l->free_blocks = (uint32_t)fr;
+	} else {
+		uint64_t meta = 0;
+		for (uint32_t g = 0; g < l->groups; g++)
+			meta += ext3_geom_group_meta(&l->geo, g);
+		uint64_t used = meta + 2 + lpf + (uint64_t)jb + l->journal_ind_blocks;
+		l->free_blocks = (uint32_t)(l->blocks_count - l->first_data_block - used);
+	}
 	l->free_inodes = l->inodes_count - EXT3_FIRST_INO;
 
 	if (p->uuid_set) {
@@ -317,6 +394,8 @@ int ext3_mkfs_layout_compute(const struct ext3_mkfs_params *p, uint64_t dev_byte
 			return rc;
 	}
 	mkfs_hash_seed(l->uuid, l->hash_seed);
+	if (l->csum)
+		l->csum_seed = ext4_csum_seed_of(l->uuid);
 	int64_t t = p->time_set ? p->time : (int64_t)time(NULL);
 	if (t < 0 || t > UINT32_MAX)
 		return err_set(-EINVAL, "mkfs: time %lld out of range for ext3 (0..%u)", (long long)t,

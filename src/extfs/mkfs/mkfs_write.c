@@ -12,9 +12,12 @@
 #include "extfs/format/features.h"
 
 #include "extfs/format/ext3_format.h"
+#include "extfs/format/ext4_csum_calc.h"
+#include "extfs/format/ext4_extent.h"
 #include "dev/dev.h"
 #include "jbd/jbd_format.h"
 #include "util/blockmem.h"
+#include "util/crc32c.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <string.h>
 
 #define MIB (1024ull * 1024)
+#define EXT4_BG_INODE_ZEROED 0x0004 /* bg_flags: the inode table is zeroed */
 
 struct mkfs_ctx {
 	struct dev *dev;
@@ -218,16 +222,16 @@ static void mkfs_fill_super(const struct ext3_mkfs_layout *l, const struct ext3_
 	sb->s_inode_size = cpu_to_le16((uint16_t)l->inode_size);
 	sb->s_block_group_nr = cpu_to_le16((uint16_t)group);
 	/* The table's mkfs column (format/features.h; mkfs_features_check). */
-	sb->s_feature_compat = cpu_to_le32(ext3_features_mkfs(EXT3_FEATURE_KIND_COMPAT));
-	sb->s_feature_incompat = cpu_to_le32(ext3_features_mkfs(EXT3_FEATURE_KIND_INCOMPAT));
-	sb->s_feature_ro_compat = cpu_to_le32(ext3_features_mkfs(EXT3_FEATURE_KIND_RO_COMPAT));
+	sb->s_feature_compat = cpu_to_le32(l->features[EXT3_FEATURE_KIND_COMPAT]);
+	sb->s_feature_incompat = cpu_to_le32(l->features[EXT3_FEATURE_KIND_INCOMPAT]);
+	sb->s_feature_ro_compat = cpu_to_le32(l->features[EXT3_FEATURE_KIND_RO_COMPAT]);
 	memcpy(sb->s_uuid, l->uuid, 16);
 	memcpy(sb->s_volume_name, p->label, strnlen(p->label, sizeof sb->s_volume_name));
 	sb->s_reserved_gdt_blocks = cpu_to_le16((uint16_t)l->reserved_gdt_blocks);
-	sb->s_journal_inum = cpu_to_le32(EXT3_JOURNAL_INO);
+	sb->s_journal_inum = cpu_to_le32(l->journal ? EXT3_JOURNAL_INO : 0);
 	memcpy(sb->s_hash_seed, l->hash_seed, 16); /* stored as raw uuid bytes */
 	sb->s_def_hash_version = EXT3_DX_HASH_HALF_MD4;
-	sb->s_jnl_backup_type = EXT3_JNL_BACKUP_BLOCKS;
+	sb->s_jnl_backup_type = l->journal ? EXT3_JNL_BACKUP_BLOCKS : 0;
 	sb->s_mkfs_time = cpu_to_le32(l->time);
 	for (int i = 0; i < 17; i++)
 		sb->s_jnl_blocks[i] = jnl_blocks[i]; /* already little-endian */
@@ -238,36 +242,207 @@ static void mkfs_fill_super(const struct ext3_mkfs_layout *l, const struct ext3_
 	/* The dx hash of names with high-bit bytes depends on char signedness;
 	 * like mke2fs on x86 we record "signed". */
 	sb->s_flags = cpu_to_le32(EXT3_FLAGS_SIGNED_HASH);
-}
-
-static void mkfs_fill_gdt(const struct ext3_mkfs_layout *l, struct ext3_group_desc *gd)
-{
-	for (uint32_t g = 0; g < l->groups; g++) {
-		uint32_t start = ext3_geom_group_first(&l->geo, g);
-		uint32_t nb = ext3_geom_group_blocks(&l->geo, g);
-		uint32_t meta = ext3_geom_group_meta(&l->geo, g);
-		uint32_t used = meta;
-		uint32_t data0 = start + meta;
-		if (l->alloc_end > data0) {
-			uint32_t e = l->alloc_end < start + nb ? l->alloc_end : start + nb;
-			used += e - data0;
-		}
-		uint32_t bb = ext3_geom_std_block_bitmap(&l->geo, g);
-		memset(&gd[g], 0, sizeof gd[g]);
-		gd[g].bg_block_bitmap = cpu_to_le32(bb);
-		gd[g].bg_inode_bitmap = cpu_to_le32(bb + 1);
-		gd[g].bg_inode_table = cpu_to_le32(bb + 2);
-		gd[g].bg_free_blocks_count = cpu_to_le16((uint16_t)(nb - used));
-		uint32_t ifree = l->inodes_per_group - (g == 0 ? EXT3_FIRST_INO : 0);
-		gd[g].bg_free_inodes_count = cpu_to_le16((uint16_t)ifree);
-		gd[g].bg_used_dirs_count = cpu_to_le16(g == 0 ? 2 : 0);
+	if (l->flex_size)
+		sb->s_log_groups_per_flex = 4; /* 16 groups */
+	if (l->desc_size != EXT3_DESC_SIZE)
+		sb->s_desc_size = cpu_to_le16((uint16_t)l->desc_size);
+	if (l->csum) {
+		sb->s_checksum_type = 1; /* crc32c */
+		ext4_sb_csum_set(sb);
 	}
 }
 
-static void bitmap_set_range(uint8_t *bm, uint32_t from, uint32_t to)
+static void mkfs_fill_gdt(const struct ext3_mkfs_layout *l, uint8_t *gdt)
 {
-	for (uint32_t i = from; i < to; i++)
-		bm[i >> 3] |= (uint8_t)(1u << (i & 7));
+	for (uint32_t g = 0; g < l->groups; g++) {
+		struct ext3_group_desc gd[1];
+		struct mkfs_gmeta gm = { 0 };
+		mkfs_group_meta(l, g, &gm); /* cannot fail: the layout checked it */
+		memset(gd, 0, sizeof gd);
+		gd->bg_block_bitmap = cpu_to_le32((uint32_t)gm.block_bitmap);
+		gd->bg_inode_bitmap = cpu_to_le32((uint32_t)gm.inode_bitmap);
+		gd->bg_inode_table = cpu_to_le32((uint32_t)gm.inode_table);
+		gd->bg_free_blocks_count = cpu_to_le16((uint16_t)mkfs_group_free_blocks(l, g));
+		uint32_t ifree = l->inodes_per_group - (g == 0 ? EXT3_FIRST_INO : 0);
+		gd->bg_free_inodes_count = cpu_to_le16((uint16_t)ifree);
+		gd->bg_used_dirs_count = cpu_to_le16(g == 0 ? 2 : 0);
+		/* Every group fully initialised (no BLOCK_UNINIT / INODE_UNINIT);
+		 * the inode tables are zeroed (written, or a zeroed device). */
+		if (l->csum)
+			gd->bg_flags = cpu_to_le16(EXT4_BG_INODE_ZEROED);
+		memcpy(gdt + (size_t)g * l->desc_size, gd, sizeof gd);
+	}
+}
+
+/* metadata_csum: the bitmap checksums of every group, then each
+ * descriptor's own checksum (which covers them). */
+static void mkfs_gdt_csums(const struct ext3_mkfs_layout *l, uint8_t *gdt, uint8_t *bbm, uint8_t *ibm)
+{
+	for (uint32_t g = 0; g < l->groups; g++) {
+		uint8_t *d = gdt + (size_t)g * l->desc_size;
+		mkfs_group_bitmaps(l, g, bbm, ibm);
+		uint32_t bc = ext4_bitmap_csum(l->csum_seed, bbm, l->blocks_per_group / 8);
+		uint32_t ic = ext4_bitmap_csum(l->csum_seed, ibm, l->inodes_per_group / 8);
+		struct ext3_group_desc gd;
+		memcpy(&gd, d, sizeof gd);
+		/* bg_reserved[1] is bg_block_bitmap_csum_lo (0x18) and
+		 * bg_inode_bitmap_csum_lo (0x1A) */
+		gd.bg_reserved[1] = cpu_to_le32((bc & 0xFFFF) | (ic & 0xFFFF) << 16);
+		memcpy(d, &gd, sizeof gd);
+		if (l->desc_size >= EXT4_DESC_SIZE_64BIT) {
+			struct ext4_group_desc_hi hi;
+			memcpy(&hi, d + EXT3_DESC_SIZE, sizeof hi);
+			hi.bg_block_bitmap_csum_hi = cpu_to_le16((uint16_t)(bc >> 16));
+			hi.bg_inode_bitmap_csum_hi = cpu_to_le16((uint16_t)(ic >> 16));
+			memcpy(d + EXT3_DESC_SIZE, &hi, sizeof hi);
+		}
+		ext4_gd_csum_set(l->csum_seed, g, d, l->desc_size);
+	}
+}
+
+/* An in-inode extent tree (i_block, 60 bytes) mapping blocks blk[0..n)
+ * (at most 12, in at most 4 runs of consecutive blocks: mkfs's small
+ * directories). */
+static void mkfs_extent_inline(uint32_t i_block[EXT3_N_BLOCKS], const uint32_t *blk, uint32_t n)
+{
+	struct ext4_extent_header h = {
+		.eh_magic = cpu_to_le16(EXT4_EXT_MAGIC),
+		.eh_max = cpu_to_le16(4),
+	};
+	memset(i_block, 0, EXT3_N_BLOCKS * 4);
+	uint16_t k = 0;
+	for (uint32_t i = 0; i < n && k < 4;) {
+		uint32_t j = i + 1;
+		while (j < n && blk[j] == blk[j - 1] + 1)
+			j++;
+		struct ext4_extent e = {
+			.ee_block = cpu_to_le32(i),
+			.ee_len = cpu_to_le16((uint16_t)(j - i)),
+			.ee_start_lo = cpu_to_le32(blk[i]),
+		};
+		memcpy((uint8_t *)i_block + sizeof h + k * sizeof e, &e, sizeof e);
+		k++;
+		i = j;
+	}
+	h.eh_entries = cpu_to_le16(k);
+	memcpy(i_block, &h, sizeof h);
+}
+
+/* Directory block image finished: the checksum tail (metadata_csum). */
+static void mkfs_dir_tail(const struct mkfs_ctx *c, uint32_t ino, uint8_t *blk)
+{
+	if (c->l->csum)
+		ext4_dirblock_tail_set(c->l->csum_seed, ino, 0, blk, c->bs);
+}
+
+/* The journal's superblock (JBD v2, revoke). With metadata_csum it also
+ * carries jbd2's 64bit and csum_v3 features and its checksum (crc32c, seed
+ * ~0, over the 1024 bytes with s_checksum zero; stored big-endian), the
+ * journal format the kernel writes on such a filesystem. */
+static void mkfs_jbd_super(const struct mkfs_ctx *c, uint8_t *blk)
+{
+	const struct ext3_mkfs_layout *l = c->l;
+	memset(blk, 0, c->bs);
+	struct jbd_superblock *js = (struct jbd_superblock *)(void *)blk;
+	js->s_header.h_magic = cpu_to_be32(JBD_MAGIC_NUMBER);
+	js->s_header.h_blocktype = cpu_to_be32(JBD_SUPERBLOCK_V2);
+	js->s_blocksize = cpu_to_be32(c->bs);
+	js->s_maxlen = cpu_to_be32(l->journal_blocks);
+	js->s_first = cpu_to_be32(1);
+	js->s_sequence = cpu_to_be32(1);
+	uint32_t inc = JBD_FEATURE_INCOMPAT_REVOKE;
+	if (l->csum)
+		inc |= JBD_FEATURE_INCOMPAT_64BIT | JBD_FEATURE_INCOMPAT_CSUM_V3;
+	js->s_feature_incompat = cpu_to_be32(inc);
+	memcpy(js->s_uuid, l->uuid, 16);
+	js->s_nr_users = cpu_to_be32(1);
+	if (l->csum) {
+		js->s_checksum_type = JBD_CRC32C_CHKSUM;
+		js->s_checksum = cpu_to_be32(crc32c(~0u, js, sizeof *js));
+	}
+}
+
+/* The journal as extents: its data from the cursor in runs (layout's
+ * journal_extents), in the inode when they fit in 4, else in one leaf block
+ * allocated after the data, the inode holding one index entry. */
+static int mkfs_write_journal_extents(struct mkfs_ctx *c, uint8_t *blk, struct ext3_disk_inode *jino)
+{
+	const struct ext3_mkfs_layout *l = c->l;
+	uint32_t bs = c->bs, n = l->journal_extents;
+	struct mkfs_run *runs = calloc(n ? n : 1, sizeof *runs);
+	if (!runs)
+		return -ENOMEM;
+	int got = mkfs_extent_runs(l, c->cursor, l->journal_blocks, runs, n);
+	int rc = 0;
+	if (got != (int)n || runs[0].start != l->journal_start) {
+		rc = err_set(-EIO, "mkfs: internal error: journal extents differ from the layout");
+		goto out;
+	}
+	mkfs_jbd_super(c, blk);
+	rc = mkfs_write(c, l->journal_start, 1, blk);
+	if (rc)
+		goto out;
+	uint32_t first = 0;
+	rc = mkfs_cursor_take(l, &c->cursor, l->journal_blocks, &first);
+	uint32_t leaf = 0;
+	if (!rc && n > 4)
+		rc = mkfs_cursor_take(l, &c->cursor, 1, &leaf);
+	if (!rc && c->cursor != l->alloc_end)
+		rc = err_set(-EIO, "mkfs: internal error: allocation ended at %u, expected %u", c->cursor,
+			     l->alloc_end);
+	if (rc)
+		goto out;
+
+	/* The extents, in the inode (4 at most) or the leaf. */
+	uint8_t *ents = n > 4 ? blk : (uint8_t *)jino->i_block;
+	uint16_t max = n > 4 ? (uint16_t)((bs - sizeof(struct ext4_extent_header) - 4) /
+					  sizeof(struct ext4_extent)) : 4;
+	memset(blk, 0, bs);
+	struct ext4_extent_header h = {
+		.eh_magic = cpu_to_le16(EXT4_EXT_MAGIC),
+		.eh_entries = cpu_to_le16((uint16_t)n),
+		.eh_max = cpu_to_le16(max),
+	};
+	memcpy(ents, &h, sizeof h);
+	uint32_t lblk = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct ext4_extent e = {
+			.ee_block = cpu_to_le32(lblk),
+			.ee_len = cpu_to_le16((uint16_t)runs[i].len),
+			.ee_start_lo = cpu_to_le32(runs[i].start),
+		};
+		memcpy(ents + sizeof h + i * sizeof e, &e, sizeof e);
+		lblk += runs[i].len;
+	}
+	if (n > 4) {
+		if (l->csum)
+			ext4_extent_block_csum_set(l->csum_seed, EXT3_JOURNAL_INO, 0, blk);
+		rc = mkfs_write(c, leaf, 1, blk);
+		if (rc)
+			goto out;
+		struct ext4_extent_header root = {
+			.eh_magic = cpu_to_le16(EXT4_EXT_MAGIC),
+			.eh_entries = cpu_to_le16(1),
+			.eh_max = cpu_to_le16(4),
+			.eh_depth = cpu_to_le16(1),
+		};
+		struct ext4_extent_idx ix = { .ei_leaf_lo = cpu_to_le32(leaf) };
+		memcpy(jino->i_block, &root, sizeof root);
+		memcpy((uint8_t *)jino->i_block + sizeof root, &ix, sizeof ix);
+	}
+	mkfs_progress(c, "journal", l->journal_blocks, l->journal_blocks);
+
+	uint64_t jsize = (uint64_t)l->journal_blocks * bs;
+	jino->i_mode = cpu_to_le16(EXT3_S_IFREG | 0600);
+	jino->i_size = cpu_to_le32((uint32_t)jsize);
+	jino->i_size_high = cpu_to_le32((uint32_t)(jsize >> 32));
+	jino->i_links_count = cpu_to_le16(1);
+	jino->i_flags = cpu_to_le32(EXT4_EXTENTS_FL);
+	jino->i_blocks = cpu_to_le32((l->journal_blocks + l->journal_ind_blocks) * (bs / 512));
+	mkfs_inode_times(jino, l->time);
+out:
+	free(runs);
+	return rc;
 }
 
 /* Directory blocks, journal, resize inode blocks; fills the inode images. */
@@ -283,7 +458,9 @@ static int mkfs_write_data(struct mkfs_ctx *c, uint8_t *blk, struct ext3_disk_in
 	memset(blk, 0, bs);
 	mkfs_dirent(blk, EXT3_ROOT_INO, 12, ".", EXT3_FT_DIR);
 	mkfs_dirent(blk + 12, EXT3_ROOT_INO, 12, "..", EXT3_FT_DIR);
-	mkfs_dirent(blk + 24, EXT3_FIRST_INO, (uint16_t)(bs - 24), "lost+found", EXT3_FT_DIR);
+	uint32_t tail = l->csum ? 12 : 0;
+	mkfs_dirent(blk + 24, EXT3_FIRST_INO, (uint16_t)(bs - 24 - tail), "lost+found", EXT3_FT_DIR);
+	mkfs_dir_tail(c, EXT3_ROOT_INO, blk);
 	if (root != l->root_block)
 		return err_set(-EIO, "mkfs: internal error: root block %u != %u", root, l->root_block);
 	rc = mkfs_write(c, root, 1, blk);
@@ -296,10 +473,11 @@ static int mkfs_write_data(struct mkfs_ctx *c, uint8_t *blk, struct ext3_disk_in
 		memset(blk, 0, bs);
 		if (i == 0) {
 			mkfs_dirent(blk, EXT3_FIRST_INO, 12, ".", EXT3_FT_DIR);
-			mkfs_dirent(blk + 12, EXT3_ROOT_INO, (uint16_t)(bs - 12), "..", EXT3_FT_DIR);
+			mkfs_dirent(blk + 12, EXT3_ROOT_INO, (uint16_t)(bs - 12 - tail), "..", EXT3_FT_DIR);
 		} else {
-			mkfs_dirent(blk, 0, (uint16_t)bs, "", EXT3_FT_UNKNOWN);
+			mkfs_dirent(blk, 0, (uint16_t)(bs - tail), "", EXT3_FT_UNKNOWN);
 		}
+		mkfs_dir_tail(c, EXT3_FIRST_INO, blk);
 		rc = mkfs_write(c, lpf_blk[i], 1, blk);
 		if (rc)
 			return rc;
@@ -348,6 +526,16 @@ static int mkfs_write_data(struct mkfs_ctx *c, uint8_t *blk, struct ext3_disk_in
 		mkfs_inode_times(rino, l->time);
 	}
 
+	memset(jino, 0, sizeof *jino);
+	if (!l->journal) {
+		if (c->cursor != l->alloc_end)
+			return err_set(-EIO, "mkfs: internal error: allocation ended at %u, expected %u",
+				       c->cursor, l->alloc_end);
+		return 0;
+	}
+	if (l->extents)
+		return mkfs_write_journal_extents(c, blk, jino);
+
 	/* Journal: zero it as a whole first (non-zeroed devices), then the
 	 * JBD superblock and the indirect blocks. */
 	struct mkfs_map m;
@@ -368,17 +556,7 @@ static int mkfs_write_data(struct mkfs_ctx *c, uint8_t *blk, struct ext3_disk_in
 					     l->journal_start);
 				break;
 			}
-			memset(blk, 0, bs);
-			struct jbd_superblock *js = (struct jbd_superblock *)(void *)blk;
-			js->s_header.h_magic = cpu_to_be32(JBD_MAGIC_NUMBER);
-			js->s_header.h_blocktype = cpu_to_be32(JBD_SUPERBLOCK_V2);
-			js->s_blocksize = cpu_to_be32(bs);
-			js->s_maxlen = cpu_to_be32(l->journal_blocks);
-			js->s_first = cpu_to_be32(1);
-			js->s_sequence = cpu_to_be32(1);
-			js->s_feature_incompat = cpu_to_be32(JBD_FEATURE_INCOMPAT_REVOKE);
-			memcpy(js->s_uuid, l->uuid, 16);
-			js->s_nr_users = cpu_to_be32(1);
+			mkfs_jbd_super(c, blk);
 			rc = mkfs_write(c, phys, 1, blk);
 			if (rc)
 				break;
@@ -397,7 +575,6 @@ static int mkfs_write_data(struct mkfs_ctx *c, uint8_t *blk, struct ext3_disk_in
 	mkfs_progress(c, "journal", l->journal_blocks, l->journal_blocks);
 
 	uint64_t jsize = (uint64_t)l->journal_blocks * bs;
-	memset(jino, 0, sizeof *jino);
 	jino->i_mode = cpu_to_le16(EXT3_S_IFREG | 0600);
 	jino->i_size = cpu_to_le32((uint32_t)jsize);
 	jino->i_size_high = cpu_to_le32((uint32_t)(jsize >> 32));
@@ -430,15 +607,25 @@ static int mkfs_write_inodes(struct mkfs_ctx *c, const struct ext3_disk_inode *j
 	root.i_size = cpu_to_le32(bs);
 	root.i_links_count = cpu_to_le16(3); /* ".", "..", lost+found's ".." */
 	root.i_blocks = cpu_to_le32(bs / 512);
-	root.i_block[0] = cpu_to_le32(l->root_block);
+	if (l->extents) {
+		root.i_flags = cpu_to_le32(EXT4_EXTENTS_FL);
+		mkfs_extent_inline(root.i_block, &l->root_block, 1);
+	} else {
+		root.i_block[0] = cpu_to_le32(l->root_block);
+	}
 	mkfs_inode_times(&root, l->time);
 
 	lpf.i_mode = cpu_to_le16(EXT3_S_IFDIR | 0700);
 	lpf.i_size = cpu_to_le32(l->lpf_blocks * bs);
 	lpf.i_links_count = cpu_to_le16(2);
 	lpf.i_blocks = cpu_to_le32(l->lpf_blocks * (bs / 512));
-	for (uint32_t i = 0; i < l->lpf_blocks; i++)
-		lpf.i_block[i] = cpu_to_le32(lpf_blk[i]);
+	if (l->extents) {
+		lpf.i_flags = cpu_to_le32(EXT4_EXTENTS_FL);
+		mkfs_extent_inline(lpf.i_block, lpf_blk, l->lpf_blocks);
+	} else {
+		for (uint32_t i = 0; i < l->lpf_blocks; i++)
+			lpf.i_block[i] = cpu_to_le32(lpf_blk[i]);
+	}
 	mkfs_inode_times(&lpf, l->time);
 
 	const struct {
@@ -452,9 +639,11 @@ static int mkfs_write_inodes(struct mkfs_ctx *c, const struct ext3_disk_inode *j
 		{ EXT3_FIRST_INO, &lpf },
 	};
 	for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+		if (list[i].ino == EXT3_JOURNAL_INO && !l->journal)
+			continue;
 		uint8_t *at = buf + (size_t)(list[i].ino - 1) * isz;
 		memcpy(at, list[i].in, sizeof *list[i].in);
-		if (isz > EXT3_GOOD_OLD_INODE_SIZE && list[i].ino != EXT3_BAD_INO) {
+		if (isz > EXT3_GOOD_OLD_INODE_SIZE && (list[i].ino != EXT3_BAD_INO || l->csum)) {
 			struct ext3_disk_inode_large big;
 			memcpy(&big, at, sizeof big);
 			big.i_extra_isize = cpu_to_le16(EXT3_INODE_EXTRA_ISIZE);
@@ -462,7 +651,15 @@ static int mkfs_write_inodes(struct mkfs_ctx *c, const struct ext3_disk_inode *j
 			memcpy(at, &big, sizeof big);
 		}
 	}
-	uint32_t itable = ext3_geom_std_block_bitmap(&l->geo, 0) + 2;
+	if (l->csum)
+		for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
+			uint8_t *at = buf + (size_t)(list[i].ino - 1) * isz;
+			if (!mkfs_is_zero(at, isz))
+				ext4_inode_csum_set(l->csum_seed, list[i].ino, at, isz);
+		}
+	struct mkfs_gmeta gm0 = { 0 };
+	mkfs_group_meta(l, 0, &gm0);
+	uint64_t itable = gm0.inode_table;
 	int rc = mkfs_write(c, itable, nblk, buf);
 	free(buf);
 	return rc;
@@ -522,12 +719,13 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 	if (!c.chunk_blocks)
 		return err_set(-EINVAL, "mkfs: device takes at most %llu bytes per command, less than a block",
 			       (unsigned long long)max_bytes);
-	c.cursor = ext3_geom_group_first(&l->geo, 0) + ext3_geom_group_meta(&l->geo, 0);
+	c.cursor = (uint32_t)mkfs_data0(l, 0);
 
 	uint32_t bs = c.bs;
 	size_t gdt_bytes = (size_t)l->desc_blocks * bs;
 	uint8_t *blk = calloc(1, bs);
 	uint8_t *bitmap = calloc(1, bs);
+	uint8_t *ibitmap = calloc(1, bs);
 	uint8_t *sbblk = calloc(1, bs);
 	uint8_t *gdt = calloc(1, gdt_bytes);
 	/* Aligned (an O_DIRECT device would bounce-copy every zeroing write,
@@ -537,7 +735,7 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 		memset(c.zero, 0, (size_t)c.chunk_blocks * bs);
 	struct ext3_disk_inode jino, rino;
 	uint32_t lpf_blk[EXT3_NDIR_BLOCKS] = { 0 };
-	if (!blk || !bitmap || !sbblk || !gdt || (!p->assume_zeroed && !c.zero)) {
+	if (!blk || !bitmap || !ibitmap || !sbblk || !gdt || (!p->assume_zeroed && !c.zero)) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -549,8 +747,10 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 			uint32_t start = ext3_geom_group_first(&l->geo, g);
 			if (g && ext3_group_has_super(g))
 				rc = mkfs_zero(&c, start + 1 + l->desc_blocks, l->reserved_gdt_blocks);
+			struct mkfs_gmeta gm = { 0 };
+			mkfs_group_meta(l, g, &gm);
 			if (!rc)
-				rc = mkfs_zero(&c, ext3_geom_std_block_bitmap(&l->geo, g) + 2, l->inode_table_blocks);
+				rc = mkfs_zero(&c, gm.inode_table, l->inode_table_blocks);
 			if ((g & 15) == 0)
 				mkfs_progress(&c, "inode tables", g, l->groups);
 		}
@@ -575,30 +775,19 @@ int ext3_mkfs_with_layout(struct dev *dev, const struct ext3_mkfs_params *p,
 	memcpy(jnl_blocks, jino.i_block, sizeof jino.i_block);
 	jnl_blocks[15] = jino.i_size_high;
 	jnl_blocks[16] = jino.i_size;
-	struct ext3_group_desc *gd = (struct ext3_group_desc *)(void *)gdt;
-	mkfs_fill_gdt(l, gd);
+	mkfs_fill_gdt(l, gdt);
+	if (l->csum)
+		mkfs_gdt_csums(l, gdt, bitmap, ibitmap);
 	for (uint32_t g = 0; g < l->groups; g++) {
 		uint32_t start = ext3_geom_group_first(&l->geo, g);
-		uint32_t nb = ext3_geom_group_blocks(&l->geo, g);
-		uint32_t meta = ext3_geom_group_meta(&l->geo, g);
-		uint32_t bb = ext3_geom_std_block_bitmap(&l->geo, g);
+		struct mkfs_gmeta gm = { 0 };
+		mkfs_group_meta(l, g, &gm);
 
-		memset(bitmap, 0, bs);
-		bitmap_set_range(bitmap, 0, meta);
-		if (l->alloc_end > start + meta) {
-			uint32_t e = l->alloc_end < start + nb ? l->alloc_end : start + nb;
-			bitmap_set_range(bitmap, meta, e - start);
-		}
-		bitmap_set_range(bitmap, nb, bs * 8); /* past the end of the filesystem */
-		rc = mkfs_write_raw(&c, bb, 1, bitmap);
+		mkfs_group_bitmaps(l, g, bitmap, ibitmap);
+		rc = mkfs_write_raw(&c, gm.block_bitmap, 1, bitmap);
 		if (rc)
 			goto out;
-
-		memset(bitmap, 0, bs);
-		if (g == 0)
-			bitmap_set_range(bitmap, 0, EXT3_FIRST_INO);
-		bitmap_set_range(bitmap, l->inodes_per_group, bs * 8);
-		rc = mkfs_write(&c, bb + 1, 1, bitmap);
+		rc = mkfs_write(&c, gm.inode_bitmap, 1, ibitmap);
 		if (rc)
 			goto out;
 
@@ -643,6 +832,7 @@ flush_fail:
 out:
 	free(blk);
 	free(bitmap);
+	free(ibitmap);
 	free(sbblk);
 	free(gdt);
 	free(c.zero);
