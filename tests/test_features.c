@@ -37,16 +37,19 @@ static void test_table_walk(void **state)
 		/* compat features are never refused nor read-only, incompat ones
 		 * never ignored (what each kind means); an incompat one is
 		 * read-only only when nostall reads it but does not write it
-		 * yet (extent, 64bit, flex_bg) */
+		 * yet (extent, 64bit, flex_bg, metadata_csum_seed); an
+		 * ro_compat one is refused only when nostall cannot read its
+		 * layout (bigalloc) */
 		if (f.which == 0)
 			assert_true(f.support == NOSTALL_FEATURE_RW || f.support == NOSTALL_FEATURE_IGNORED);
 		if (f.which == 1)
 			assert_true(f.support == NOSTALL_FEATURE_RW || f.support == NOSTALL_FEATURE_REFUSE ||
 				    (f.support == NOSTALL_FEATURE_RO &&
 				     (f.bit & (EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT |
-					       EXT4_FEATURE_INCOMPAT_FLEX_BG))));
+					       EXT4_FEATURE_INCOMPAT_FLEX_BG | EXT4_FEATURE_INCOMPAT_CSUM_SEED))));
 		if (f.which == 2)
-			assert_true(f.support == NOSTALL_FEATURE_RW || f.support == NOSTALL_FEATURE_RO);
+			assert_true(f.support == NOSTALL_FEATURE_RW || f.support == NOSTALL_FEATURE_RO ||
+				    (f.support == NOSTALL_FEATURE_REFUSE && f.bit == EXT4_FEATURE_RO_COMPAT_BIGALLOC));
 		/* mkfs sets only what nostall mounts read-write */
 		if (f.mkfs)
 			assert_int_equal(f.support, NOSTALL_FEATURE_RW);

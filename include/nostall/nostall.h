@@ -214,14 +214,16 @@ struct nostall_stat {
 	uint32_t nlink;
 	uint32_t uid, gid;   /* 32-bit (low 16 + high 16) */
 	uint64_t size;       /* bytes (i_size | i_size_high << 32 for regular files) */
-	uint64_t blocks;     /* 512-byte units allocated (data, indirect, xattr block) */
+	uint64_t blocks;     /* 512-byte units allocated (data, indirect, xattr block);
+			      * ext4 huge_file: 48 bits, HUGE_FILE_FL scaled, as
+			      * the kernel's st_blocks */
 	uint32_t blksize;    /* filesystem block size */
 	uint32_t rdev_major; /* device nodes: decoded from the old (i_block[0]) or
 			      * new (i_block[1]) encoding, else 0 */
 	uint32_t rdev_minor;
 	uint64_t rdev;       /* makedev(rdev_major, rdev_minor) in glibc's encoding */
 	struct nostall_timespec atime, mtime, ctime;
-	struct nostall_timespec crtime; /* 256-byte inodes with room for it, else 0 */
+	struct nostall_timespec crtime; /* i_crtime (birth): inodes whose i_extra_isize covers it, else 0 */
 	uint32_t flags;      /* ext3 i_flags (0x1000 = htree directory, 0x10 immutable, ...) */
 	uint32_t generation;
 	uint64_t xattr_block; /* i_file_acl, 0 if none */

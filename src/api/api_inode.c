@@ -55,7 +55,7 @@ void api_stat_fill(struct nostall_fs *fs, struct ext3_inode *inode, struct nosta
 	ext3_inode_attr_get(inode, &a);
 	*st = (struct nostall_stat){
 		.ino = a.ino, .mode = a.mode, .nlink = a.links, .uid = a.uid, .gid = a.gid,
-		.size = a.size, .blocks = a.blocks, .blksize = ext3_fs_block_size(fs->e),
+		.size = a.size, .blocks = ext3_inode_attr_blocks512(fs->e, &a), .blksize = ext3_fs_block_size(fs->e),
 		.atime = {a.atime, a.atime_ns}, .mtime = {a.mtime, a.mtime_ns},
 		.ctime = {a.ctime, a.ctime_ns}, .crtime = {a.crtime, a.crtime_ns},
 		.flags = a.flags, .generation = a.generation, .xattr_block = a.file_acl,

@@ -166,3 +166,49 @@ bool ext4_dx_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const
 	c = crc32c(c, zero4, 4);    /* dt_checksum taken as zero */
 	return le32_at(b + tail + 4) == c;
 }
+
+/* ---- verify side: xattr blocks and bitmaps (issue 38) ---- */
+
+#define XATTR_CSUM_OFF 0x10     /* h_checksum in the xattr block header */
+#define GD_BBITMAP_CSUM_LO 0x18 /* bg_block_bitmap_csum_lo */
+#define GD_IBITMAP_CSUM_LO 0x1A /* bg_inode_bitmap_csum_lo */
+#define GD_BBITMAP_CSUM_HI 0x38 /* bg_block_bitmap_csum_hi */
+#define GD_IBITMAP_CSUM_HI 0x3A /* bg_inode_bitmap_csum_hi */
+
+bool ext4_xattr_block_csum_ok(const struct ext3_fs *fs, uint64_t blk, const void *block)
+{
+	if (!ext4_has_metadata_csum(fs))
+		return true;
+	const uint8_t *b = block;
+	size_t bs = fs->g.block_size;
+	uint8_t le_blk[8];
+	for (int i = 0; i < 8; i++)
+		le_blk[i] = (uint8_t)(blk >> (8 * i));
+	static const uint8_t zero4[4];
+	uint32_t c = crc32c(fs->csum_seed, le_blk, 8);
+	c = crc32c(c, b, XATTR_CSUM_OFF);
+	c = crc32c(c, zero4, 4);
+	c = crc32c(c, b + XATTR_CSUM_OFF + 4, bs - XATTR_CSUM_OFF - 4);
+	return le32_at(b + XATTR_CSUM_OFF) == c;
+}
+
+bool ext4_bitmap_csum_ok(const struct ext3_fs *fs, const void *desc, bool inode_bitmap, const void *bitmap)
+{
+	if (!ext4_has_metadata_csum(fs))
+		return true;
+	const uint8_t *d = desc;
+	/* s_clusters_per_group (0x24, ext3's s_frags_per_group): a block
+	 * bitmap has a bit per cluster */
+	uint32_t bits = inode_bitmap ? fs->g.inodes_per_group : le32_at((const uint8_t *)&fs->sb + 0x24);
+	unsigned lo = inode_bitmap ? GD_IBITMAP_CSUM_LO : GD_BBITMAP_CSUM_LO;
+	unsigned hi = inode_bitmap ? GD_IBITMAP_CSUM_HI : GD_BBITMAP_CSUM_HI;
+	if ((size_t)bits / 8 > fs->g.block_size)
+		return false;
+	uint32_t c = crc32c(fs->csum_seed, bitmap, bits / 8);
+	uint32_t want = le16_at(d + lo);
+	if (fs->g.desc_size >= hi + 2u)
+		want |= (uint32_t)le16_at(d + hi) << 16;
+	else
+		c &= 0xFFFF;
+	return want == c;
+}

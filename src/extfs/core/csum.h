@@ -37,4 +37,16 @@ bool ext4_dir_is_dx_block(const uint8_t *b, unsigned bs);
 bool ext4_dirblock_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block);
 bool ext4_dx_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block, unsigned count_off);
 
+/* ---- verify side: xattr blocks and bitmaps (issue 38) ---- */
+
+/* An xattr block at block number blk: crc32c(seed, le64 blk, the block
+ * with h_checksum at 0x10 taken as zero); not per inode (blocks are
+ * shared). */
+bool ext4_xattr_block_csum_ok(const struct ext3_fs *fs, uint64_t blk, const void *block);
+/* A group's block (inode_bitmap false) or inode bitmap against the
+ * bg_*_bitmap_csum_lo/hi fields of its raw descriptor (desc_size bytes):
+ * crc32c(seed, clusters_per_group / 8 or inodes_per_group / 8 bytes),
+ * only the low 16 bits when the descriptor has no high half. */
+bool ext4_bitmap_csum_ok(const struct ext3_fs *fs, const void *desc, bool inode_bitmap, const void *bitmap);
+
 #endif

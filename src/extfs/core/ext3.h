@@ -202,7 +202,9 @@ struct ext3_inode_attr {
 	uint16_t links;
 	uint32_t uid, gid;
 	uint64_t size;         /* i_size (in-memory size; regular files use i_size_high too) */
-	uint32_t blocks;       /* i_blocks, 512-byte units */
+	uint32_t blocks;       /* i_blocks (low 32 bits), 512-byte units; the write path's
+				* count (ext3 filesystems: huge_file is read-only) */
+	uint16_t blocks_hi;    /* huge_file: osd2.l_i_blocks_high, else 0 (read only) */
 	uint32_t flags;
 	uint32_t dtime;
 	uint32_t generation;
@@ -382,6 +384,10 @@ struct ext3_fread_stats {
 void ext3_fread_stats(struct ext3_fread *r, struct ext3_fread_stats *out);
 /* Device number of a character or block device inode (old or new encoding). */
 void ext3_inode_rdev(const struct ext3_inode_attr *a, uint32_t *major, uint32_t *minor);
+/* st_blocks as the kernel's ext4_inode_blocks computes it: i_blocks with
+ * huge_file's 16 high bits, counted in filesystem blocks when the inode has
+ * EXT4_HUGE_FILE_FL; 512-byte units. */
+uint64_t ext3_inode_attr_blocks512(const struct ext3_fs *fs, const struct ext3_inode_attr *a);
 /* Is this a fast symlink (target inside i_block)? */
 bool ext3_inode_is_fast_symlink(struct ext3_fs *fs, struct ext3_inode *in);
 

@@ -118,6 +118,7 @@
 #define EXT4_FEATURE_RO_COMPAT_GDT_CSUM 0x0010
 #define EXT4_FEATURE_RO_COMPAT_DIR_NLINK 0x0020
 #define EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE 0x0040
+#define EXT4_FEATURE_RO_COMPAT_BIGALLOC 0x0200
 #define EXT4_FEATURE_RO_COMPAT_METADATA_CSUM 0x0400
 
 /* What nostall does with each feature, and their names: features.h. */
@@ -222,6 +223,10 @@ struct ext3_group_desc {
 	uint16_t bg_checksum;          /* 0x1E ext4 uninit_bg / metadata_csum; 0 */
 };
 _Static_assert(sizeof(struct ext3_group_desc) == EXT3_DESC_SIZE, "ext3 group descriptor size");
+/* bg_flags (uninit_bg / metadata_csum) */
+#define EXT4_BG_INODE_UNINIT 0x0001 /* inode table and bitmap not initialised */
+#define EXT4_BG_BLOCK_UNINIT 0x0002 /* block bitmap not initialised */
+#define EXT4_BG_INODE_ZEROED 0x0004 /* inode table zeroed */
 
 /* ext4 64bit: s_desc_size-byte descriptors (64 and up) continue with the
  * high halves. nostall reads them (and refuses a filesystem that needs
@@ -272,6 +277,7 @@ _Static_assert(EXT3_DESC_SIZE + sizeof(struct ext4_group_desc_hi) == EXT4_DESC_S
 #define EXT3_JOURNAL_DATA_FL 0x00004000
 #define EXT3_DIRSYNC_FL 0x00010000
 #define EXT3_TOPDIR_FL 0x00020000
+#define EXT4_HUGE_FILE_FL 0x00040000 /* huge_file: i_blocks in filesystem blocks */
 #define EXT4_EXTENTS_FL 0x00080000 /* i_block holds an extent tree (ext4) */
 #define EXT3_FL_USER_VISIBLE 0x0003DFFFu    /* what FS_IOC_GETFLAGS shows */
 #define EXT3_FL_USER_MODIFIABLE 0x000380FFu /* what FS_IOC_SETFLAGS may change */

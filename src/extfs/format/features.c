@@ -40,7 +40,7 @@ static const struct ext3_feature features[] = {
 	{"flex_bg", I, RO, false, 1u << 9},
 	{"ea_inode", I, NO, false, 1u << 10},
 	{"dirdata", I, NO, false, 1u << 12},
-	{"metadata_csum_seed", I, NO, false, 1u << 13},
+	{"metadata_csum_seed", I, RO, false, 1u << 13},
 	{"large_dir", I, NO, false, 1u << 14},
 	{"inline_data", I, NO, false, 1u << 15},
 	{"encrypt", I, NO, false, 1u << 16},
@@ -54,7 +54,7 @@ static const struct ext3_feature features[] = {
 	{"dir_nlink", R, RO, false, 1u << 5},
 	{"extra_isize", R, RO, false, 1u << 6},
 	{"quota", R, RO, false, 1u << 8},
-	{"bigalloc", R, RO, false, 1u << 9},
+	{"bigalloc", R, NO, false, 1u << 9}, /* clusters: geometry not read */
 	{"metadata_csum", R, RO, false, 1u << 10},
 	{"replica", R, RO, false, 1u << 11},
 	{"read-only", R, RO, false, 1u << 12},

@@ -102,22 +102,53 @@ void ext3_inode_dirty_data_add(struct ext3_inode *in, int64_t delta)
 
 /* ---- reading an inode ---- */
 
+/* uninit_bg / metadata_csum: an inode of a group flagged INODE_UNINIT, or
+ * past the group's used part of the table (index >= inodes_per_group -
+ * bg_itable_unused), was never written: lazy_itable_init leaves whatever
+ * the device held there. As the kernel and e2fsck, it is a free inode and
+ * its slot is never read. */
+static bool inode_in_uninit_table(const struct ext3_fs *fs, uint32_t ino)
+{
+	if (!(fs->ro_compat & (EXT4_FEATURE_RO_COMPAT_GDT_CSUM | EXT4_FEATURE_RO_COMPAT_METADATA_CSUM)))
+		return false;
+	if (!fs->gd)
+		return false;
+	uint32_t g = ext3_geom_group_of_ino(&fs->g, ino);
+	uint32_t idx = ext3_geom_ino_index(&fs->g, ino);
+	const struct ext3_group_desc *d = &fs->gd[g];
+	if (d->bg_flags & EXT4_BG_INODE_UNINIT)
+		return true;
+	return d->bg_itable_unused <= fs->g.inodes_per_group &&
+	       idx >= fs->g.inodes_per_group - d->bg_itable_unused;
+}
+
+uint64_t ext3_inode_attr_blocks512(const struct ext3_fs *fs, const struct ext3_inode_attr *a)
+{
+	uint64_t b = a->blocks | (uint64_t)a->blocks_hi << 32;
+	if ((fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE) && (a->flags & EXT4_HUGE_FILE_FL))
+		b *= fs->g.block_size / 512;
+	return b;
+}
+
 int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out)
 {
 	if (ino == 0 || ino > fs->g.inodes_count)
 		return err_set(-EINVAL, "ext3: inode %u out of range (1-%u)", ino, fs->g.inodes_count);
-	uint64_t blk;
-	unsigned off;
-	ext3_fs_inode_loc(fs, ino, &blk, &off);
-	struct buffer_head *bh;
-	int rc = ext3_bread(fs, blk, "inode table", &bh);
-	if (rc)
-		return rc;
-	const uint8_t *raw = (const uint8_t *)buf_data(bh) + off;
 	memset(&out->a, 0, sizeof out->a);
-	memcpy(out->raw, raw, fs->g.inode_size);
-	buf_put(bh);
-	raw = out->raw;
+	if (inode_in_uninit_table(fs, ino)) {
+		memset(out->raw, 0, fs->g.inode_size);
+	} else {
+		uint64_t blk;
+		unsigned off;
+		ext3_fs_inode_loc(fs, ino, &blk, &off);
+		struct buffer_head *bh;
+		int rc = ext3_bread(fs, blk, "inode table", &bh);
+		if (rc)
+			return rc;
+		memcpy(out->raw, (const uint8_t *)buf_data(bh) + off, fs->g.inode_size);
+		buf_put(bh);
+	}
+	const uint8_t *raw = out->raw;
 	/* metadata_csum: what the kernel's iget answers (EFSBADCRC). */
 	if (!ext4_inode_csum_ok(fs, ino, raw))
 		return err_set(-EBADMSG, "ext4: inode %u: checksum mismatch", ino);
@@ -133,6 +164,10 @@ int ext3_inode_load(struct ext3_fs *fs, uint32_t ino, struct ext3_inode *out)
 	if ((out->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG)
 		out->i_size |= (uint64_t)le32_to_cpu(di->i_size_high) << 32;
 	out->a.blocks = le32_to_cpu(di->i_blocks);
+	/* huge_file: 48-bit i_blocks (the kernel ignores the high half
+	 * without the feature). */
+	if (fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE)
+		out->a.blocks_hi = raw_le16(raw + 0x74); /* osd2.l_i_blocks_high */
 	out->a.flags = le32_to_cpu(di->i_flags);
 	out->a.dtime = le32_to_cpu(di->i_dtime);
 	out->a.generation = le32_to_cpu(di->i_generation);
@@ -194,8 +229,8 @@ bool ext3_inode_fast_symlink_locked(const struct ext3_fs *fs, const struct ext3_
 {
 	if ((in->a.mode & EXT3_S_IFMT) != EXT3_S_IFLNK)
 		return false;
-	uint32_t ea = in->a.file_acl ? fs->g.block_size / 512 : 0;
-	return in->a.blocks == ea;
+	uint64_t ea = in->a.file_acl ? fs->g.block_size / 512 : 0;
+	return ext3_inode_attr_blocks512(fs, &in->a) == ea;
 }
 
 void ext3_inode_rdev(const struct ext3_inode_attr *a, uint32_t *major, uint32_t *minor)

@@ -76,6 +76,43 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	fs->rev = rev;
 	uint32_t bs = fs->g.block_size;
 
+	if (rev == EXT3_GOOD_OLD_REV) {
+		fs->g.inode_size = EXT3_GOOD_OLD_INODE_SIZE;
+		fs->first_ino = EXT3_GOOD_OLD_FIRST_INO;
+		fs->compat = fs->incompat = fs->ro_compat = 0;
+	} else {
+		fs->g.inode_size = le16_to_cpu(sb->s_inode_size);
+		fs->first_ino = le32_to_cpu(sb->s_first_ino);
+		fs->compat = le32_to_cpu(sb->s_feature_compat);
+		fs->incompat = le32_to_cpu(sb->s_feature_incompat);
+		fs->ro_compat = le32_to_cpu(sb->s_feature_ro_compat);
+	}
+	/* The feature table (format/features.h): a refused incompat feature
+	 * refuses the mount, a read-only ro_compat one leaves it read-only
+	 * (compat features are read-write or ignored). Refusals come before
+	 * the geometry checks, whose rules such features change (journal_dev's
+	 * empty groups, bigalloc's clusters): the answer names the feature. An
+	 * ro_compat feature is refused only where nostall cannot even read
+	 * the layout (bigalloc). */
+	uint32_t unk_incompat = ext3_features_with(EXT3_FEATURE_KIND_INCOMPAT, fs->incompat,
+						   EXT3_FEATURE_REFUSE);
+	if (unk_incompat) {
+		char names[160];
+		ext3_features_format(0, unk_incompat, 0, names, sizeof names);
+		return err_set(-EOPNOTSUPP,
+			       "ext3: unsupported incompat feature%s %s (0x%x): refusing to mount",
+			       (unk_incompat & (unk_incompat - 1)) ? "s" : "", names, unk_incompat);
+	}
+	uint32_t no_ro = ext3_features_with(EXT3_FEATURE_KIND_RO_COMPAT, fs->ro_compat, EXT3_FEATURE_REFUSE);
+	if (no_ro) {
+		char names[160];
+		ext3_features_format(0, 0, no_ro, names, sizeof names);
+		return err_set(-EOPNOTSUPP,
+			       "ext3: unsupported ro_compat feature%s %s (0x%x): refusing to mount, even "
+			       "read-only",
+			       (no_ro & (no_ro - 1)) ? "s" : "", names, no_ro);
+	}
+
 	fs->g.blocks_count = le32_to_cpu(sb->s_blocks_count);
 	fs->g.first_data_block = le32_to_cpu(sb->s_first_data_block);
 	fs->g.blocks_per_group = le32_to_cpu(sb->s_blocks_per_group);
@@ -92,17 +129,6 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	if (fs->g.blocks_count <= fs->g.first_data_block + 1)
 		return err_set(-EUCLEAN, "ext3: bad block count %u", fs->g.blocks_count);
 
-	if (rev == EXT3_GOOD_OLD_REV) {
-		fs->g.inode_size = EXT3_GOOD_OLD_INODE_SIZE;
-		fs->first_ino = EXT3_GOOD_OLD_FIRST_INO;
-		fs->compat = fs->incompat = fs->ro_compat = 0;
-	} else {
-		fs->g.inode_size = le16_to_cpu(sb->s_inode_size);
-		fs->first_ino = le32_to_cpu(sb->s_first_ino);
-		fs->compat = le32_to_cpu(sb->s_feature_compat);
-		fs->incompat = le32_to_cpu(sb->s_feature_incompat);
-		fs->ro_compat = le32_to_cpu(sb->s_feature_ro_compat);
-	}
 	uint32_t isz = fs->g.inode_size;
 	if (isz < EXT3_GOOD_OLD_INODE_SIZE || isz > bs || (isz & (isz - 1)))
 		return err_set(-EUCLEAN, "ext3: bad inode size %u (block size %u)", isz, bs);
@@ -148,19 +174,7 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 	fs->g.reserved_gdt_blocks = 0;
 	ext3_geom_derive(&fs->g); /* groups, descriptor blocks, apb (as checked above) */
 
-	/* features */
-	/* The feature table (format/features.h): a refused incompat feature
-	 * refuses the mount, a read-only ro_compat one leaves it read-only
-	 * (compat features are read-write or ignored). */
-	uint32_t unk_incompat = ext3_features_with(EXT3_FEATURE_KIND_INCOMPAT, fs->incompat,
-						   EXT3_FEATURE_REFUSE);
-	if (unk_incompat) {
-		char names[160];
-		ext3_features_format(0, unk_incompat, 0, names, sizeof names);
-		return err_set(-EOPNOTSUPP,
-			       "ext3: unsupported incompat feature%s %s (0x%x): refusing to mount",
-			       (unk_incompat & (unk_incompat - 1)) ? "s" : "", names, unk_incompat);
-	}
+	/* features (the refusals are checked above, before the geometry) */
 	/* An incompat feature nostall reads but does not write yet (extent)
 	 * makes the mount read-only, as an unknown ro_compat one does; the
 	 * reason names both kinds. */

@@ -1,5 +1,6 @@
 /* ext3 extended attributes (read side): in-inode (256-byte inodes) and the
  * attribute block. See docs/ext3-read-path.md, "Extended attributes". */
+#include "extfs/core/csum.h"
 #include "extfs/core/ext3_int.h"
 
 #include "buf/buf.h"
@@ -97,6 +98,12 @@ static int xattr_walk_locked(struct ext3_fs *fs, const struct ext3_inode *in, ex
 		return err_set(-EUCLEAN, "ext3: inode %u: xattr block %u: bad header (magic 0x%08x, "
 			       "blocks %u)", in->a.ino, in->a.file_acl, le32_to_cpu(h.h_magic),
 			       le32_to_cpu(h.h_blocks));
+	}
+	/* metadata_csum: the kernel's EFSBADCRC for this block. */
+	if (!ext4_xattr_block_csum_ok(fs, in->a.file_acl, b)) {
+		buf_put(bh);
+		return err_set(-EBADMSG, "ext4: inode %u: xattr block %u: checksum mismatch", in->a.ino,
+			       in->a.file_acl);
 	}
 	snprintf(what, sizeof what, "inode %u, xattr block %u", in->a.ino, in->a.file_acl);
 	rc = ext3_xattr_region_walk(b, b + sizeof h, b + fs->g.block_size, what, cb, ctx);
