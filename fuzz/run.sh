@@ -2,7 +2,8 @@
 # Build the libFuzzer target fuzz/fuzz_mount.c (clang, -fsanitize=fuzzer,
 # address,undefined) against the whole library and run it for a bounded time
 # from a seed corpus of small images made by mke2fs and debugfs (ext3 with a
-# journal at 1 KiB and 2 KiB blocks, ext2 at 1 KiB and 4 KiB, with files in
+# journal at 1 KiB and 2 KiB blocks, ext2 at 1 KiB and 4 KiB, ext4 (extents,
+# 64bit, flex_bg, with and without metadata_csum), with files in
 # direct/indirect/double-indirect blocks, holes, fast and slow symlinks,
 # xattrs in the inode and in a block, a fifo, a device, an htree directory)
 # and, when build/nostall exists, `nostall mkfs` images.
@@ -85,6 +86,11 @@ seed ext3-1k 3M -t ext3 -b 1024 -I 128 -N 256 -J size=1
 seed ext3-2k 6M -t ext3 -b 2048 -I 256 -N 256 -J size=2
 seed ext2-1k 384K -t ext2 -b 1024 -I 256 -N 256
 seed ext2-4k 640K -t ext2 -b 4096 -I 128 -N 256
+# ext4 (issue 38): extents (debugfs writes extent files on an extent
+# filesystem), 64bit descriptors, flex_bg, metadata_csum; and without the
+# checksums, so that mutations reach the structural checks
+seed ext4-1k 4M -t ext4 -b 1024 -N 256 -J size=1
+seed ext4-4k-nocsum 8M -t ext4 -b 4096 -N 256 -J size=1 -O ^metadata_csum
 if [ -x build/nostall ] && [ ! -s "$work/seeds/nostall-8m" ]; then
 	build/nostall mkfs -q -b 4096 -N 64 -J 1024 -U 01234567-89ab-cdef-0123-456789abcdef -T 1700000000 \
 		"$work/seeds/nostall-8m" 8M || true
