@@ -90,7 +90,7 @@ seed ext2-4k 640K -t ext2 -b 4096 -I 128 -N 256
 # filesystem), 64bit descriptors, flex_bg, metadata_csum; and without the
 # checksums, so that mutations reach the structural checks
 seed ext4-1k 4M -t ext4 -b 1024 -N 256 -J size=1
-seed ext4-4k-nocsum 8M -t ext4 -b 4096 -N 256 -J size=1 -O ^metadata_csum
+seed ext4-1k-nocsum 4M -t ext4 -b 1024 -N 256 -J size=1 -O ^metadata_csum
 if [ -x build/nostall ] && [ ! -s "$work/seeds/nostall-8m" ]; then
 	build/nostall mkfs -q -b 4096 -N 64 -J 1024 -U 01234567-89ab-cdef-0123-456789abcdef -T 1700000000 \
 		"$work/seeds/nostall-8m" 8M || true
