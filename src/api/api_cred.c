@@ -13,6 +13,18 @@
 #include <errno.h>
 #include <string.h>
 
+/* The public capability bits are the library's own (Linux's numbers): the
+ * two lists cannot drift apart. */
+_Static_assert(NOSTALL_CAP_CHOWN == 1ull << EXT3_CAP_CHOWN, "CAP_CHOWN");
+_Static_assert(NOSTALL_CAP_DAC_OVERRIDE == 1ull << EXT3_CAP_DAC_OVERRIDE, "CAP_DAC_OVERRIDE");
+_Static_assert(NOSTALL_CAP_DAC_READ_SEARCH == 1ull << EXT3_CAP_DAC_READ_SEARCH, "CAP_DAC_READ_SEARCH");
+_Static_assert(NOSTALL_CAP_FOWNER == 1ull << EXT3_CAP_FOWNER, "CAP_FOWNER");
+_Static_assert(NOSTALL_CAP_FSETID == 1ull << EXT3_CAP_FSETID, "CAP_FSETID");
+_Static_assert(NOSTALL_CAP_LINUX_IMMUTABLE == 1ull << EXT3_CAP_LINUX_IMMUTABLE, "CAP_LINUX_IMMUTABLE");
+_Static_assert(NOSTALL_CAP_SYS_RESOURCE == 1ull << EXT3_CAP_SYS_RESOURCE, "CAP_SYS_RESOURCE");
+_Static_assert(NOSTALL_CAP_MKNOD == 1ull << EXT3_CAP_MKNOD, "CAP_MKNOD");
+_Static_assert(NOSTALL_CAP_ALL == EXT3_CAPS_ALL, "CAP_ALL");
+
 /* ---- the public credentials ---- */
 
 static int creds_from(const struct nostall_cred *c, struct ext3_creds *out)

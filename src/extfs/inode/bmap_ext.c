@@ -8,6 +8,7 @@
  * they are. */
 #include "extfs/core/csum.h"
 #include "extfs/inode/bmap.h"
+#include "extfs/format/ext4_extent.h"
 #include "extfs/inode/extent.h"
 
 #include "buf/buf.h"
@@ -54,8 +55,11 @@ static int ext_lookup(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t 
 		root[i] = cpu_to_le32(in->a.block[i]); /* the tree is little-endian bytes */
 	struct tree_ctx tc = { fs, in->ino, in->a.generation };
 	struct ext4_ext_source src = { tree_read, &tc, ext3_fs_block_size(fs), ext3_fs_blocks_count(fs), in->ino };
-	void *scratch = malloc(src.block_size);
-	if (!scratch)
+	/* A tree block buffer only when the root is an index (an in-inode
+	 * leaf, most files, needs none). */
+	const struct ext4_extent_header *eh = (const void *)root;
+	void *scratch = NULL;
+	if (eh->eh_depth && !(scratch = malloc(src.block_size)))
 		return -ENOMEM;
 	struct ext4_ext_map m;
 	int rc = ext4_ext_lookup(&src, root, (uint32_t)logical, scratch, &m);
