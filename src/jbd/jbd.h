@@ -106,6 +106,24 @@ struct jbd_config {
 	 * journal and writeback only, as ext4 refuses it with ordered data). */
 	bool checksum;
 	bool async_commit;
+	/* jbd2's write format (docs/journal.md, "The jbd2 write format"), what
+	 * the kernel's ext4 asks of its journal at mount. journal_64bit
+	 * (INCOMPAT_64BIT; the filesystem asks for it when it has the 64bit
+	 * feature): tags carry t_blocknr_high and revoke records are 8 bytes,
+	 * so blocks past 2^32 can be logged; once set on the journal it stays
+	 * (the kernel never clears it). journal_csum=v3 (INCOMPAT_CSUM_V3; the
+	 * filesystem asks for it with metadata_csum): crc32c on the journal
+	 * superblock, each descriptor and revoke block (a tail), each logged
+	 * block (its 16-byte tag) and each commit block; it replaces the v1
+	 * checksum (journal_checksum then means v3, as on an ext4 with
+	 * metadata_csum) and stays on the journal at unmount. A journal found
+	 * with v2 or v3 is written with v3 (the log is empty at load) unless
+	 * journal_csum=v1 asks for the v1 checksum instead, which replaces it
+	 * as jbd2_journal_set_features does. A v1 journal superblock takes
+	 * none of them (-EINVAL). */
+	bool journal_64bit;
+	bool csum_v3;
+	bool csum_v1_set;            /* journal_csum=v1 given: a v2/v3 journal goes back to v1 */
 };
 void jbd_config_default(struct jbd_config *c);
 /* Apply one option. -ENOENT (no message) for a name that is not the

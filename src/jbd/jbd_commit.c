@@ -70,6 +70,7 @@
 #include "../util/clock.h"
 #include "../util/blockmem.h"
 #include "../util/crc32.h"
+#include "../util/crc32c.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -418,7 +419,7 @@ static enum jbd_commit_phase phase_switch(struct jbd_commit *c)
 	j->reserved_committing = t->nbuffers + (t->nbuffers + j->tags_per_desc - 1) / j->tags_per_desc + nrevblk + 1;
 	c->sync = t->sync;
 	c->data_first = j->cfg.shadow_wait;
-	c->csum = j->cfg.checksum;
+	c->csum = j->cfg.checksum; /* v1 only: the load cleared it under v3 */
 	c->async = j->cfg.async_commit;
 	c->crc = ~0u;
 	/* New handles may start the next transaction now. */
@@ -464,6 +465,9 @@ static int commit_block_submit(struct jbd_commit *c, unsigned rw)
 	clock_gettime(CLOCK_REALTIME, &now);
 	h->h_commit_sec = cpu_to_be64((uint64_t)now.tv_sec);
 	h->h_commit_nsec = cpu_to_be32((uint32_t)now.tv_nsec);
+	/* v3: type and size stay 0; the whole block, h_chksum[0] zero. */
+	if (j->v3)
+		h->h_chksum[0] = cpu_to_be32(crc32c(j->csum_seed, cb->data, j->bs));
 	return jbd_commit_submit(c, cb, cjb, rw);
 }
 
@@ -494,14 +498,52 @@ static void metadata_copy(struct jbd_commit *c, struct jbd_jh *jh, struct jbd_lo
 		flags |= JBD_FLAG_ESCAPE;
 		c->escaped++;
 	}
-	struct jbd_block_tag *tag = (void *)((char *)d->data + *off);
+	/* The tag (jbd_format.h): the 8 classic bytes, t_blocknr_high with
+	 * 64BIT; the v3 t_checksum is filled in when the group is final
+	 * (tags_finish). */
+	struct jbd_block_tag3 *tag = (void *)((char *)d->data + *off);
 	tag->t_blocknr = cpu_to_be32((uint32_t)jh->blocknr);
 	tag->t_flags = cpu_to_be32(flags);
-	*off += sizeof *tag;
+	if (j->is64)
+		tag->t_blocknr_high = cpu_to_be32((uint32_t)(jh->blocknr >> 32));
+	*off += j->tag_bytes;
 	if (!ntag) {
 		memcpy((char *)d->data + *off, j->uuid, 16);
 		*off += 16;
 	}
+}
+
+void jbd_block_tail_set(const struct jbd_journal *j, void *blk)
+{
+	struct jbd_block_tail *tail = (void *)((char *)blk + j->bs - sizeof *tail);
+	tail->t_checksum = 0;
+	tail->t_checksum = cpu_to_be32(crc32c(j->csum_seed, blk, j->bs));
+}
+
+/* Offset of tag i in a descriptor block: the first tag is followed by the
+ * journal uuid, the others carry SAME_UUID. */
+static size_t tag_offset(const struct jbd_journal *j, int i)
+{
+	return sizeof(struct jbd_header) + (size_t)i * j->tag_bytes + (i ? JBD_TAG_UUID_SIZE : 0);
+}
+
+/* v3, once a descriptor group is final (its private copies, escaped as in
+ * the log): each tag's crc32c(seed, be32 tid, the logged block), then the
+ * descriptor's tail over the whole block with the tail zero (jbd2's
+ * jbd2_block_tag_csum_set and jbd2_descriptor_block_csum_set). */
+static void tags_finish(struct jbd_commit *c, struct jbd_logblk *const *blks, int ntag)
+{
+	const struct jbd_journal *j = c->j;
+	if (!j->v3)
+		return;
+	char *d = blks[0]->data;
+	uint32_t seq = cpu_to_be32(c->tid);
+	uint32_t seed = crc32c(j->csum_seed, &seq, sizeof seq);
+	for (int i = 0; i < ntag; i++) {
+		struct jbd_block_tag3 *tag = (void *)(d + tag_offset(j, i));
+		tag->t_checksum = cpu_to_be32(crc32c(seed, blks[i + 1]->data, j->bs));
+	}
+	jbd_block_tail_set(j, d);
 }
 
 /* Descriptor groups: filled under the lock (copies and log positions),
@@ -537,6 +579,12 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 			pos = pos->next;
 			if (!jh->dirty_t)
 				continue;
+			if (!j->is64 && jh->blocknr > UINT32_MAX) {
+				/* The filesystem asks for journal_64bit when its
+				 * blocks can be there; a tag would lose the high bits. */
+				rc = -EOVERFLOW;
+				break;
+			}
 			/* No zeroing: the copy fills the block. */
 			struct jbd_logblk *b = area ? blk_new_at(c, area + (size_t)(ntag + 1) * j->bs, JBD_LOGMEM_IN_AREA, false)
 						    : blk_new(c);
@@ -558,6 +606,7 @@ static enum jbd_commit_phase phase_metadata(struct jbd_commit *c)
 		if (rc < 0)
 			break;
 		c->descs++;
+		tags_finish(c, c->blks + first_idx, ntag);
 		/* The group is final (private copies): its part of the checksum,
 		 * descriptor first, as recovery reads them. */
 		for (int i = 0; c->csum && i <= ntag; i++)

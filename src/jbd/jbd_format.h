@@ -5,11 +5,12 @@
  * of the journal (the first block of inode 8 for an internal journal).
  *
  * Written from the published jbd2 disk-layout documentation. Of the jbd2
- * extensions nostall uses only the v1 commit checksum with asynchronous
+ * extensions nostall writes the v1 commit checksum with asynchronous
  * commit (mount options journal_checksum / journal_async_commit,
- * docs/journal.md "Asynchronous commit"); 64-bit block numbers, v2/v3
- * checksums and fast commits are listed only where they occupy bytes that
- * must stay zero.
+ * docs/journal.md "Asynchronous commit"), 64-bit block numbers and v3
+ * checksums (journal_64bit, journal_csum=v3: docs/journal.md "The jbd2
+ * write format"); it reads v2 checksums too. Fast commits are listed only
+ * where they occupy bytes that must stay zero.
  *
  * A transaction on disk:
  *   descriptor block (tags) + the logged blocks it describes [repeat]
@@ -60,12 +61,14 @@
 #define JBD_FEATURE_INCOMPAT_CSUM_V3 0x00000010
 #define JBD_FEATURE_INCOMPAT_FAST_COMMIT 0x00000020 /* fast-commit area after the log (refused) */
 #define JBD_KNOWN_COMPAT_FEATURES JBD_FEATURE_COMPAT_CHECKSUM
-#define JBD_KNOWN_INCOMPAT_FEATURES (JBD_FEATURE_INCOMPAT_REVOKE | JBD_FEATURE_INCOMPAT_ASYNC_COMMIT)
+/* What a writable load takes (a v2 journal is written as v3 from then on:
+ * the log is empty at load). */
+#define JBD_KNOWN_INCOMPAT_FEATURES \
+	(JBD_FEATURE_INCOMPAT_REVOKE | JBD_FEATURE_INCOMPAT_ASYNC_COMMIT | JBD_FEATURE_INCOMPAT_64BIT | \
+	 JBD_FEATURE_INCOMPAT_CSUM_V2 | JBD_FEATURE_INCOMPAT_CSUM_V3)
 #define JBD_KNOWN_ROCOMPAT_FEATURES 0u
-/* What recovery reads besides (the writing side does not write them yet). */
-#define JBD_RECOVERY_INCOMPAT_FEATURES \
-	(JBD_KNOWN_INCOMPAT_FEATURES | JBD_FEATURE_INCOMPAT_64BIT | JBD_FEATURE_INCOMPAT_CSUM_V2 | \
-	 JBD_FEATURE_INCOMPAT_CSUM_V3)
+/* What recovery reads: the same. */
+#define JBD_RECOVERY_INCOMPAT_FEATURES JBD_KNOWN_INCOMPAT_FEATURES
 
 /* Common header of every journal metadata block. */
 struct jbd_header {
@@ -158,13 +161,17 @@ _Static_assert(sizeof(struct jbd_block_tail) == 4, "jbd2 block tail size");
 struct jbd_revoke_header {
 	struct jbd_header r_header; /* 0x0 type JBD_REVOKE_BLOCK */
 	uint32_t r_count;           /* 0xC bytes used in this block, including this header */
-	uint32_t r_blocks[];        /* 0x10 revoked filesystem blocks (4 bytes each) */
+	uint32_t r_blocks[];        /* 0x10 revoked filesystem blocks (4 bytes each; 8 with
+				     * 64BIT; v2/v3 blocks end in a struct jbd_block_tail,
+				     * which r_count leaves out) */
 };
 _Static_assert(sizeof(struct jbd_revoke_header) == 16, "jbd revoke header size");
 
 /* ---- commit block: the header marks the transaction committed. jbd2
  * appends checksum and commit-time fields: with COMPAT_CHECKSUM the v1
- * checksum (type JBD_CRC32_CHKSUM, size 4, h_chksum[0]), else zero. ---- */
+ * checksum (type JBD_CRC32_CHKSUM, size 4, h_chksum[0]); with v2/v3 type
+ * and size 0 and h_chksum[0] the crc32c (seed: crc32c of s_uuid) of the
+ * whole block with h_chksum[0] zero; else zero. ---- */
 
 #define JBD_CRC32_CHKSUM 1      /* h_chksum_type of a v1 checksum */
 #define JBD_CRC32_CHKSUM_SIZE 4 /* its h_chksum_size */

@@ -45,8 +45,9 @@ int jbd_map_flush(struct jbd_map *m);
 int jbd_sb_read(struct dev *dev, const struct jbd_location *loc, void *buf);
 
 /* Validate a superblock buffer; fills the geometry fields of info. */
-/* recovery_only: also accept the jbd2 features recovery reads but the
- * writing side does not write (64BIT, CSUM_V2/V3). */
+/* recovery_only: the features recovery reads (today the same as what a
+ * writable load takes: jbd_format.h). A v2/v3 superblock's checksum must
+ * hold (-EBADMSG, as the kernel refuses such a journal). */
 int jbd_sb_check(const struct jbd_superblock *sb, unsigned bs, uint32_t avail, bool recovery_only,
 		 struct jbd_recovery_info *info);
 /* The v2/v3 superblock checksum of sb (what s_checksum must hold). */
@@ -161,6 +162,13 @@ struct jbd_journal {
 	int revokes_per_block;
 	int reserved_blocks;           /* slack kept free in the log */
 	int version;                   /* superblock 1 or 2 */
+	/* The jbd2 write format chosen at load (jbd_journal.c): 64-bit tags
+	 * and revoke records, v3 checksums (csum_seed: crc32c of the uuid);
+	 * tag_bytes is one tag without its uuid, tail_bytes the v3 tail of
+	 * descriptor and revoke blocks (0 without v3). */
+	bool is64, v3;
+	uint32_t csum_seed;
+	unsigned tag_bytes, tail_bytes;
 	uint8_t uuid[16];
 	void *sbbuf;                   /* block 0 as last written [sb_mutex] */
 	bool inited;
@@ -298,6 +306,9 @@ struct jbd_commit {
  * log position in *jb and a header of `type` with the commit's tid. NULL
  * with *rc = -ENOMEM, or -ENOSPC instead of running into the tail. */
 struct jbd_logblk *jbd_commit_blk_start(struct jbd_commit *c, uint32_t type, uint32_t *jb, int *rc);
+/* v3: the crc32c tail of a descriptor or revoke block (the whole block,
+ * the tail zero; j->v3 only). */
+void jbd_block_tail_set(const struct jbd_journal *j, void *blk);
 /* Submit b as journal block jb. */
 int jbd_commit_submit(struct jbd_commit *c, struct jbd_logblk *b, uint32_t jb, unsigned rw);
 /* Record the error that sends the commit to ABORT; returns ABORT. */

@@ -17,6 +17,7 @@
 #include "../buf/buf.h"
 #include "../dev/dev.h"
 #include "../util/clock.h"
+#include "../util/crc32c.h"
 #include "../util/err.h"
 #include "../util/opts.h"
 
@@ -40,6 +41,9 @@ void jbd_config_default(struct jbd_config *c)
 	c->checkpoint_set = false;
 	c->checksum = false;
 	c->async_commit = false;
+	c->journal_64bit = false;
+	c->csum_v3 = false;
+	c->csum_v1_set = false;
 }
 
 int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
@@ -120,6 +124,24 @@ int jbd_config_set(struct jbd_config *c, const char *name, const char *value)
 		c->async_commit = true;
 		return 0;
 	}
+	/* nostall's names for what ext4 asks from its features (jbd.h). */
+	if (!value && !strcmp(name, "journal_64bit")) {
+		c->journal_64bit = true;
+		return 0;
+	}
+	if (!strcmp(name, "journal_csum")) {
+		if (value && !strcmp(value, "v3")) {
+			c->csum_v3 = true;
+			c->csum_v1_set = false;
+		} else if (value && !strcmp(value, "v1")) {
+			c->checksum = true;
+			c->csum_v3 = false;
+			c->csum_v1_set = true;
+		} else {
+			return err_set(-EINVAL, "jbd: journal_csum=%s: want v1 or v3", value ? value : "");
+		}
+		return 0;
+	}
 	return -ENOENT;
 }
 
@@ -127,7 +149,7 @@ static int config_cb(void *ctx, const char *name, const char *value)
 {
 	int rc = jbd_config_set(ctx, name, value);
 	if (rc == -ENOENT)
-		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, journal_shadow=, journal_checkpoint=, data_err=, journal_checksum, journal_async_commit)",
+		return err_set(-EINVAL, "jbd: unknown journal option '%s' (known: commit=, barrier=, journal_ioprio=, journal_shadow=, journal_checkpoint=, data_err=, journal_checksum, journal_async_commit, journal_64bit, journal_csum=)",
 			       name);
 	return rc;
 }
@@ -215,13 +237,42 @@ static void journal_sb_set_csum_features(struct jbd_superblock *sb, bool checksu
 	sb->s_feature_incompat = cpu_to_be32(i);
 }
 
-/* j->sb_mutex held. */
+/* The jbd2 format this mount writes (j->version 2, the log empty: after
+ * recovery), as the kernel's ext4 sets it with jbd2_journal_set_features
+ * and clear_features at mount: 64BIT when asked or already set (never
+ * cleared); v3 when asked, or when the journal had v2/v3 and the v1
+ * checksum was not asked for by name; the v1 checksum only without v3;
+ * ASYNC_COMMIT as asked. j->cfg.checksum then means the v1 checksum. */
+static void journal_sb_choose_format(struct jbd_journal *j, struct jbd_superblock *sb)
+{
+	uint32_t i = be32_to_cpu(sb->s_feature_incompat);
+	bool had_v23 = i & (JBD_FEATURE_INCOMPAT_CSUM_V2 | JBD_FEATURE_INCOMPAT_CSUM_V3);
+	j->v3 = j->cfg.csum_v3 || (had_v23 && !j->cfg.csum_v1_set);
+	j->is64 = j->cfg.journal_64bit || (i & JBD_FEATURE_INCOMPAT_64BIT);
+	j->cfg.checksum = j->cfg.checksum && !j->v3;
+	journal_sb_set_csum_features(sb, j->cfg.checksum, j->cfg.async_commit);
+	i = be32_to_cpu(sb->s_feature_incompat);
+	i &= ~(uint32_t)(JBD_FEATURE_INCOMPAT_CSUM_V2 | JBD_FEATURE_INCOMPAT_CSUM_V3);
+	if (j->v3) {
+		i |= JBD_FEATURE_INCOMPAT_CSUM_V3;
+		sb->s_checksum_type = JBD_CRC32C_CHKSUM;
+	}
+	if (j->is64)
+		i |= JBD_FEATURE_INCOMPAT_64BIT;
+	sb->s_feature_incompat = cpu_to_be32(i);
+}
+
+/* j->sb_mutex held. A v2/v3 superblock gets its checksum (the kernel's
+ * jbd2_superblock_csum_set before every write). */
 int jbd__write_sb(struct jbd_journal *j, uint32_t tail_seq, uint32_t start, int err)
 {
 	struct jbd_superblock *sb = j->sbbuf;
 	sb->s_sequence = cpu_to_be32(tail_seq);
 	sb->s_start = cpu_to_be32(start);
 	sb->s_errno = cpu_to_be32((uint32_t)err);
+	if (j->version == 2 &&
+	    (be32_to_cpu(sb->s_feature_incompat) & (JBD_FEATURE_INCOMPAT_CSUM_V2 | JBD_FEATURE_INCOMPAT_CSUM_V3)))
+		sb->s_checksum = cpu_to_be32(jbd_sb_csum(sb));
 	unsigned rw = BLK_WRITE_SYNC | (j->cfg.barrier ? BLK_REQ_FUA : 0);
 	int rc = jbd_map_write(&j->map, 0, j->sbbuf, rw);
 	pthread_mutex_lock(&j->lock);
@@ -409,22 +460,27 @@ int jbd_journal_load(const struct jbd_params *p, struct jbd_journal **out)
 		/* What ext3 does at mount for ordered/writeback data: the log may
 		 * carry revoke blocks from now on. */
 		sb->s_feature_incompat = cpu_to_be32(be32_to_cpu(sb->s_feature_incompat) | JBD_FEATURE_INCOMPAT_REVOKE);
-		/* The log is empty here: the checksum features follow this
-		 * mount's options (as jbd2 sets and clears them at each mount),
-		 * before the first commit that relies on them. */
-		journal_sb_set_csum_features(sb, j->cfg.checksum, j->cfg.async_commit);
-	} else if (j->cfg.checksum) {
-		rc = err_set(-EINVAL, "jbd: journal_checksum and journal_async_commit need a v2 journal superblock "
-				      "(this journal is v1, which has no feature fields)");
+		/* The log is empty here: the format follows this mount's
+		 * options (as jbd2 sets and clears features at each mount),
+		 * before the first commit that relies on it. */
+		journal_sb_choose_format(j, sb);
+	} else if (j->cfg.checksum || j->cfg.csum_v3 || j->cfg.journal_64bit) {
+		rc = err_set(-EINVAL, "jbd: journal_checksum, journal_async_commit, journal_csum= and journal_64bit "
+				      "need a v2 journal superblock (this journal is v1, which has no feature fields)");
 		goto fail;
 	}
+	j->csum_seed = crc32c(~0u, j->uuid, sizeof j->uuid);
+	/* jbd2's journal_tag_bytes (v2 is never written: it becomes v3). */
+	j->tag_bytes = j->v3 ? sizeof(struct jbd_block_tag3) : sizeof(struct jbd_block_tag) + (j->is64 ? 4 : 0);
+	j->tail_bytes = j->v3 ? sizeof(struct jbd_block_tail) : 0;
 	j->first = info.first;
 	j->last = info.maxlen;
 	j->max_transaction_buffers = (int)(info.maxlen / 4);
-	/* First tag carries the uuid; keep the kernel's margin of one uuid. */
-	j->tags_per_desc = (int)((j->bs - sizeof(struct jbd_header) - JBD_TAG_UUID_SIZE) /
-				 sizeof(struct jbd_block_tag));
-	j->revokes_per_block = (int)((j->bs - sizeof(struct jbd_revoke_header)) / 4);
+	/* The first tag carries the uuid; the tags stop before the tail. */
+	j->tags_per_desc = (int)((j->bs - sizeof(struct jbd_header) - JBD_TAG_UUID_SIZE - j->tail_bytes) /
+				 j->tag_bytes);
+	j->revokes_per_block =
+		(int)((j->bs - sizeof(struct jbd_revoke_header) - j->tail_bytes) / (j->is64 ? 8u : 4u));
 	j->reserved_blocks = info.maxlen / 32 < 32 ? info.maxlen / 32 : 32;
 	j->commit_sequence = j->transaction_sequence - 1;
 	/* Reset the log: empty, starting at s_first with the next tid. */
@@ -533,7 +589,9 @@ int jbd_journal_destroy(struct jbd_journal *j)
 			pthread_mutex_unlock(&j->lock);
 			/* An empty log needs no checksum rules: clearing them keeps
 			 * the image mountable by a 2.6.30 ext3, which refuses
-			 * INCOMPAT_ASYNC_COMMIT. */
+			 * INCOMPAT_ASYNC_COMMIT. 64BIT and CSUM_V3 stay, as the
+			 * kernel leaves them (the filesystem asks for them at
+			 * every mount). */
 			if (j->version == 2)
 				journal_sb_set_csum_features(j->sbbuf, false, false);
 			rc = jbd__write_sb(j, seq, 0, 0);

@@ -131,10 +131,7 @@ int jbd_sb_check(const struct jbd_superblock *sb, unsigned bs, uint32_t avail, b
 			char names[256];
 			feature_names(c & ~JBD_KNOWN_COMPAT_FEATURES, i & ~known, r & ~JBD_KNOWN_ROCOMPAT_FEATURES,
 				      names, sizeof names);
-			return err_set(-EOPNOTSUPP, "jbd: unsupported journal features: %s%s", names,
-				       recovery_only || (i & ~JBD_RECOVERY_INCOMPAT_FEATURES)
-					       ? ""
-					       : " (recovery reads them; writing such a journal is not supported yet)");
+			return err_set(-EOPNOTSUPP, "jbd: unsupported journal features: %s", names);
 		}
 		uint32_t v23 = i & (JBD_FEATURE_INCOMPAT_CSUM_V2 | JBD_FEATURE_INCOMPAT_CSUM_V3);
 		if (v23 == (JBD_FEATURE_INCOMPAT_CSUM_V2 | JBD_FEATURE_INCOMPAT_CSUM_V3))

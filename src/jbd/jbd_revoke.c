@@ -136,10 +136,16 @@ enum jbd_commit_phase jbd_commit_write_revoke(struct jbd_commit *c)
 	struct jbd_logblk *rb = NULL;
 	uint32_t roff = 0;
 	const struct jbd_revoke_table *tab = &c->t->revoke;
+	/* Records are 8 bytes with 64BIT; a v3 block ends in its tail. */
+	unsigned rec = j->is64 ? 8 : 4, end = j->bs - j->tail_bytes;
 	pthread_mutex_lock(&j->lock);
 	for (size_t s = 0; s < tab->nslots && rc == 0; s++) {
 		for (struct jbd_revoke_rec *r = tab->slots[s]; r && rc == 0; r = r->next) {
-			if (!rb || roff + 4 > j->bs) {
+			if (!j->is64 && r->block > UINT32_MAX) {
+				rc = -EOVERFLOW; /* needs journal_64bit (jbd_commit.c) */
+				break;
+			}
+			if (!rb || roff + rec > end) {
 				if (used == nblk) {
 					rc = -EUCLEAN; /* more records than counted: a bug */
 					break;
@@ -150,6 +156,11 @@ enum jbd_commit_phase jbd_commit_write_revoke(struct jbd_commit *c)
 				used++;
 				roff = sizeof(struct jbd_revoke_header);
 			}
+			if (rec == 8) {
+				uint32_t hi = cpu_to_be32((uint32_t)(r->block >> 32));
+				memcpy((char *)rb->data + roff, &hi, 4);
+				roff += 4;
+			}
 			uint32_t v = cpu_to_be32((uint32_t)r->block);
 			memcpy((char *)rb->data + roff, &v, 4);
 			roff += 4;
@@ -157,6 +168,8 @@ enum jbd_commit_phase jbd_commit_write_revoke(struct jbd_commit *c)
 		}
 	}
 	pthread_mutex_unlock(&j->lock);
+	for (size_t i = 0; i < used && rc == 0 && j->v3; i++)
+		jbd_block_tail_set(j, c->blks[first_idx + i]->data);
 	for (size_t i = 0; i < used && rc == 0; i++)
 		rc = jbd_commit_submit(c, c->blks[first_idx + i], jbs[i], c->write_op);
 	free(jbs);

@@ -493,6 +493,11 @@ void ext3_journal_close(struct ext3_journal *e);
 int ext3_journal_features(struct ext3_fs *fs, char *out, size_t len);
 /* A location whose bmap uses the map built at open (valid while e is). */
 void ext3_journal_location(struct ext3_journal *e, struct jbd_location *loc);
+/* What the filesystem's features ask of its journal, as the kernel's ext4
+ * asks jbd2 at mount: 64-bit block numbers with the 64bit feature
+ * (journal_64bit), v3 checksums with metadata_csum (journal_csum=v3). Only
+ * sets (a mount option may have asked already). */
+void ext3_journal_config_features(const struct ext3_journal *e, struct jbd_config *cfg);
 /* needs_recovery (incompat RECOVER) in the superblock as read at open. */
 bool ext3_journal_needs_recovery(const struct ext3_journal *e);
 int ext3_journal_set_needs_recovery(struct ext3_journal *e, bool on);

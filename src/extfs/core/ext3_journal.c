@@ -164,6 +164,14 @@ void ext3_journal_location(struct ext3_journal *e, struct jbd_location *loc)
 	loc->nr_blocks = e->nblocks;
 }
 
+void ext3_journal_config_features(const struct ext3_journal *e, struct jbd_config *cfg)
+{
+	if (le32_to_cpu(e->sb.s_feature_incompat) & EXT4_FEATURE_INCOMPAT_64BIT)
+		cfg->journal_64bit = true;
+	if (le32_to_cpu(e->sb.s_feature_ro_compat) & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM)
+		cfg->csum_v3 = true;
+}
+
 bool ext3_journal_needs_recovery(const struct ext3_journal *e)
 {
 	return le32_to_cpu(e->sb.s_feature_incompat) & EXT3_FEATURE_INCOMPAT_RECOVER;

@@ -266,6 +266,7 @@ static int journal_start(struct ext3_fs *fs)
 	 * data write error aborts the journal only with data_err=abort. */
 	jp.cfg.data_err_ignore = fs->opts.data_err != EXT3_DATA_ERR_ABORT;
 	ext3_journal_location(fs->jmap, &jp.loc);
+	ext3_journal_config_features(fs->jmap, &jp.cfg); /* 64bit, metadata_csum: jbd2's format */
 	rc = jbd_journal_load(&jp, &fs->journal);
 	if (rc) {
 		rc = err_wrap(rc, "ext3: loading the journal");
