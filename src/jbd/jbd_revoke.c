@@ -8,8 +8,10 @@
  * (cancellation: otherwise recovery would skip the new copy too, because a
  * record of transaction T also suppresses T's own copies). The commit
  * writes the table as revoke blocks: a header (magic, type 5, tid, r_count
- * = bytes used including the header) and 32-bit big-endian block numbers,
- * as many blocks as needed. Recovery uses one table for the whole log,
+ * = bytes used including the header) and 32-bit big-endian block numbers
+ * (64-bit, high word first, with journal_64bit; under v3 checksums each
+ * block ends in a crc32c tail that r_count leaves out), as many blocks as
+ * needed. Recovery uses one table for the whole log,
  * keeping the newest tid per block.
  *
  * Locking: a transaction's table is protected by j->lock (jbd_int.h); the

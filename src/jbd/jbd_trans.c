@@ -653,9 +653,10 @@ int jbd_revoke(struct jbd_handle *h, uint64_t block, struct buffer_head *bh)
 		buf_forget(bh);
 		return err_set(-EOPNOTSUPP, "jbd: a v1 journal has no revoke feature");
 	}
-	if (block > UINT32_MAX) {
+	if (block > UINT32_MAX && !j->is64) {
 		buf_forget(bh);
-		return err_set(-ERANGE, "jbd: block %llu does not fit a 32-bit revoke record",
+		return err_set(-ERANGE, "jbd: block %llu does not fit a 32-bit revoke record (the journal "
+					"has no 64bit feature: journal_64bit)",
 			       (unsigned long long)block);
 	}
 	pthread_mutex_lock(&j->lock);
