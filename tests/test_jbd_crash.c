@@ -27,6 +27,8 @@
  * checksum_corrupt: journal_checksum with ordinary commits: a log block
  *   changed under a commit that was flushed is corruption, not a torn
  *   commit: recovery stops before it and marks the filesystem with errors.
+ * crash_points_jbd2: crash_points again (8 points) with journal_64bit and
+ *   journal_csum=v3: e2fsck and the kernel verify every checksum.
  * Without e2fsck on the machine the e2fsck halves are skipped.
  */
 #include <setjmp.h>
@@ -332,16 +334,23 @@ static bool kernel_replay(const char *img, char *out, size_t outlen)
 	return true;
 }
 
-static void test_crash_points(void **state)
+/* The crash-point check under mount options jopts, at npoints sampled
+ * points (and the end); returns how many went through the kernel too. */
+static int crash_points_run(const char *jopts, int npoints, uint32_t want_incompat)
 {
-	(void)state;
 	char logfile[512], spec[600], img[512];
 	snprintf(logfile, sizeof logfile, "%s/crash.log", tmpdir);
 	snprintf(spec, sizeof spec, "log:mem:16M,to=%s", logfile);
 	snprintf(img, sizeof img, "%s/crash.img", tmpdir);
 	struct stack s;
 	stack_mkfs(&s, spec);
-	stack_mount(&s, "commit=100,barrier=1");
+	stack_mount(&s, jopts);
+	if (want_incompat) {
+		/* the journal superblock carries the format while mounted */
+		struct jbd_recovery_info ji;
+		assert_int_equal(jbd_journal_check_dev(s.d, &s.loc, &ji), 0);
+		assert_int_equal(ji.incompat & want_incompat, want_incompat);
+	}
 	uint64_t first, n;
 	region(&s, &first, &n);
 	struct jbd_client *c;
@@ -386,12 +395,12 @@ static void test_crash_points(void **state)
 	size_t lo = 0;
 	while (lo < npts && pts[lo] <= mounted)
 		lo++;
-	assert_true(npts - lo > NPOINTS);
+	assert_true(npts - lo > (size_t)npoints);
 	uint64_t rng = 99;
 	int checked = 0, with_tx = 0, by_kernel = 0;
-	for (int k = 0; k <= NPOINTS; k++) {
+	for (int k = 0; k <= npoints; k++) {
 		size_t idx;
-		if (k == NPOINTS) {
+		if (k == npoints) {
 			idx = npts - 1; /* the whole log: cleanly unmounted */
 		} else {
 			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -411,7 +420,7 @@ static void test_crash_points(void **state)
 		}
 		/* Every third point (and the last) also through the kernel. */
 		char kimg[512];
-		if ((k % 3 == 0 || k == NPOINTS) && kernel_replay(img, kimg, sizeof kimg)) {
+		if ((k % 3 == 0 || k == npoints) && kernel_replay(img, kimg, sizeof kimg)) {
 			if (any)
 				check_model(kimg, c, tid, first, n);
 			unlink(kimg);
@@ -419,16 +428,33 @@ static void test_crash_points(void **state)
 		}
 		checked++;
 	}
-	assert_int_equal(checked, NPOINTS + 1);
-	assert_true(with_tx > NPOINTS / 2);
-	fprintf(stderr, "crash points: %d checked, %d with a committed transaction, %d also replayed by the kernel\n",
-		checked, with_tx, by_kernel);
-	kernel_replayed = by_kernel;
+	assert_int_equal(checked, npoints + 1);
+	assert_true(with_tx > npoints / 2);
+	fprintf(stderr, "crash points (%s): %d checked, %d with a committed transaction, %d also replayed by the kernel\n",
+		jopts, checked, with_tx, by_kernel);
 	free(pts);
 	free(is_j);
 	jbd_client_destroy(c);
 	unlink(logfile);
 	unlink(img);
+	return by_kernel;
+}
+
+static void test_crash_points(void **state)
+{
+	(void)state;
+	kernel_replayed = crash_points_run("commit=100,barrier=1", NPOINTS, 0);
+}
+
+/* The same with jbd2's write format (issue 39): 64-bit tags and v3
+ * checksums, which e2fsck and (as root) the kernel check at every point. */
+static void test_crash_points_jbd2(void **state)
+{
+	(void)state;
+	int k = crash_points_run("commit=100,barrier=1,journal_64bit,journal_csum=v3", NPOINTS / 3,
+				 JBD_FEATURE_INCOMPAT_64BIT | JBD_FEATURE_INCOMPAT_CSUM_V3);
+	if (geteuid() == 0)
+		assert_true(k > 0);
 }
 
 /* The kernel's half of test_crash_points, reported on its own: a counted
@@ -804,6 +830,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crash_points),
 		cmocka_unit_test(test_kernel_replay),
+		cmocka_unit_test(test_crash_points_jbd2),
 		cmocka_unit_test(test_fault_abort),
 		cmocka_unit_test(test_async_torn),
 		cmocka_unit_test(test_checksum_corrupt),
