@@ -18,8 +18,11 @@
  * aborts the commit (-EOVERFLOW; never a truncated tag).
  * sb_checksum_refused: a v3 journal superblock whose checksum does not
  * hold is refused at load (-EBADMSG), as the kernel refuses it.
+ * fs_features_ask: the filesystem's glue (ext3_journal_config_features):
+ * ext4's 64bit asks for journal_64bit, metadata_csum for v3.
  */
 #include "test_jbd_env.h"
+#include "extfs/core/ext3.h"
 #include "util/crc32c.h"
 
 #include <inttypes.h>
@@ -327,6 +330,46 @@ static void test_sb_checksum_refused(void **state)
 	dev_close(d);
 }
 
+/* The glue: an ext4 image with 64bit and metadata_csum asks its journal
+ * for both (the kernel's ext4 at mount); an ext3 image asks for neither. */
+static void features_asked(const char *mkfs, bool want64, bool wantv3)
+{
+	char path[] = "/tmp/nostall-jbd2-glue.XXXXXX", cmd[400], spec[64];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof cmd, "%s -q -F '%s' 32M >/dev/null 2>&1", mkfs, path);
+	if (system(cmd) != 0) {
+		unlink(path);
+		printf("[  SKIP    ] %s: mke2fs not available\n", mkfs);
+		fflush(stdout);
+		skip();
+	}
+	snprintf(spec, sizeof spec, "file:%s", path);
+	struct dev *d;
+	assert_int_equal(dev_open(spec, &d), 0);
+	struct ext3_journal *ej;
+	int rc = ext3_journal_open(d, &ej);
+	if (rc)
+		fail_msg("%s: %s", mkfs, err_last(rc));
+	struct jbd_config cfg;
+	jbd_config_default(&cfg);
+	ext3_journal_config_features(ej, &cfg);
+	assert_int_equal(cfg.journal_64bit, want64);
+	assert_int_equal(cfg.csum_v3, wantv3);
+	ext3_journal_close(ej);
+	dev_close(d);
+	unlink(path);
+}
+
+static void test_fs_features_ask(void **state)
+{
+	(void)state;
+	features_asked("mke2fs -t ext4 -b 4096 -O 64bit,metadata_csum", true, true);
+	features_asked("mke2fs -t ext4 -b 4096 -O ^64bit,^metadata_csum", false, false);
+	features_asked("mke2fs -t ext3 -b 1024", false, false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_v3_async),
 		cmocka_unit_test(test_high_block_needs_64bit),
 		cmocka_unit_test(test_sb_checksum_refused),
+		cmocka_unit_test(test_fs_features_ask),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
