@@ -18,6 +18,8 @@
  * aborts the commit (-EOVERFLOW; never a truncated tag).
  * sb_checksum_refused: a v3 journal superblock whose checksum does not
  * hold is refused at load (-EBADMSG), as the kernel refuses it.
+ * v2_becomes_v3: a journal with v2 checksums loads for writing and is
+ * written with v3.
  * fs_features_ask: the filesystem's glue (ext3_journal_config_features):
  * ext4's 64bit asks for journal_64bit, metadata_csum for v3.
  */
@@ -330,6 +332,38 @@ static void test_sb_checksum_refused(void **state)
 	dev_close(d);
 }
 
+/* A journal found with v2 checksums (a v2-era kernel's) is loaded for
+ * writing and written with v3 from then on (the log is empty at load). */
+static void test_v2_becomes_v3(void **state)
+{
+	(void)state;
+	struct dev *d;
+	assert_int_equal(dev_open("mem:16M", &d), 0);
+	struct jbd_location loc = { .block_size = BS, .first_block = JSTART, .nr_blocks = JLEN };
+	assert_int_equal(jbd_journal_create(d, &loc, NULL), 0);
+	uint8_t sbb[BS];
+	read_dev_block(d, JSTART, sbb);
+	struct jbd_superblock *sb = (void *)sbb;
+	sb->s_feature_incompat = cpu_to_be32(JBD_FEATURE_INCOMPAT_REVOKE | JBD_FEATURE_INCOMPAT_CSUM_V2);
+	sb->s_checksum_type = JBD_CRC32C_CHKSUM;
+	sb->s_checksum = 0;
+	sb->s_checksum = cpu_to_be32(crc32c(~0u, sb, sizeof *sb));
+	assert_int_equal(dev_rw_sync(d, DEV_OP_WRITE, JSTART * (BS / 512), BS / 512, sbb, 0), 0);
+	struct jbd_stack_params p;
+	jbd_stack_params_default(&p);
+	p.loc = loc;
+	struct jbd_stack *s;
+	assert_int_equal(jbd_stack_open_dev(d, &p, &s), 0);
+	read_dev_block(d, JSTART, sbb);
+	assert_int_equal(be32_to_cpu(sb->s_feature_incompat),
+			 JBD_FEATURE_INCOMPAT_REVOKE | JBD_FEATURE_INCOMPAT_CSUM_V3);
+	struct jbd_superblock z = *sb;
+	z.s_checksum = 0;
+	assert_int_equal(be32_to_cpu(sb->s_checksum), crc32c(~0u, &z, sizeof z));
+	assert_int_equal(jbd_stack_close(s), 0);
+	dev_close(d);
+}
+
 /* The glue: an ext4 image with 64bit and metadata_csum asks its journal
  * for both (the kernel's ext4 at mount); an ext3 image asks for neither. */
 static void features_asked(const char *mkfs, bool want64, bool wantv3)
@@ -379,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_v3_async),
 		cmocka_unit_test(test_high_block_needs_64bit),
 		cmocka_unit_test(test_sb_checksum_refused),
+		cmocka_unit_test(test_v2_becomes_v3),
 		cmocka_unit_test(test_fs_features_ask),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
