@@ -10,7 +10,7 @@
 #   - a clean `nostall put -r` in that format leaves the journal superblock
 #     with the features (dumpe2fs, debugfs logdump -S) and e2fsck -fn clean;
 #   - the operation runs on a `fault:` device whose writes fail after the
-#     first N (N doubled from 4 until the image needs recovery with at least
+#     first N (N growing from 2 until the image needs recovery with at least
 #     one committed transaction, and for `rm` revoke records): a crash image;
 #   - logdump shows the log's descriptor (and revoke) blocks;
 #   - tests/lib/replay_oracles.sh: nostall's replay equals debugfs
@@ -65,7 +65,7 @@ cases=(
 	"4096|journal_64bit,journal_csum=v3,data=journal|put|journal_64bit journal_checksum_v3"
 	"1024|journal_64bit,journal_csum=v3,data=ordered|rm|journal_64bit journal_checksum_v3"
 	"4096|journal_64bit,data=ordered|put|journal_64bit"
-	"1024|journal_csum=v3,journal_async_commit,data=writeback|put|journal_async_commit journal_checksum_v3"
+	"1024|journal_csum=v3,journal_async_commit,data=journal|put|journal_async_commit journal_checksum_v3"
 )
 for c in "${cases[@]}"; do
 	IFS='|' read -r bs opts op want <<<"$c"
@@ -86,7 +86,7 @@ for c in "${cases[@]}"; do
 
 	# the crash image
 	found=
-	for after in 4 8 16 32 64 128 256 512; do
+	for after in $(seq 2 40) 48 56 64 80 96 128 192 256 384 512; do
 		cp --sparse=always "$base" "$crash"
 		dev="fault:file:$crash,op=write,after=$after"
 		if [ "$op" = put ]; then
