@@ -26,6 +26,26 @@
 static _Thread_local struct ext3_fs *tl_fs;
 static _Thread_local int tl_depth;
 
+/* The no-journal stand-in handle (write.h, "No-journal mounts"): one per
+ * thread, as jbd's handles are; its address is the handle callers carry
+ * (never dereferenced outside this file), nested starts share it (tl_depth).
+ * sync: a synchronous change was made under it (ext3_handle_set_sync). */
+struct nj_handle {
+	struct ext3_fs *fs;
+	bool sync;
+};
+static _Thread_local struct nj_handle tl_nj;
+
+static struct jbd_handle *nj_handle(void)
+{
+	return (struct jbd_handle *)(void *)&tl_nj;
+}
+
+bool ext3_handle_nojournal(const struct jbd_handle *h)
+{
+	return h && h == (const struct jbd_handle *)(const void *)&tl_nj;
+}
+
 /* ---- credits ---- */
 
 /* EXT3_CRED_DATA: n data blocks + their map blocks (ext3_bmap_credits: the
@@ -84,13 +104,48 @@ int ext3_credits_xattr(const struct ext3_fs *fs)
 
 bool ext3_fs_writable(const struct ext3_fs *fs)
 {
+	if (fs->nojournal)
+		return fs->writable && !atomic_load(&fs->ro_forced);
 	return fs->writable && fs->journal && !atomic_load(&fs->ro_forced) &&
 	       !jbd_journal_aborted(fs->journal);
+}
+
+/* The stand-in: nothing to reserve; the outermost start records the mount. */
+static int nj_start(struct ext3_fs *fs, struct jbd_handle **out)
+{
+	if (!fs->writable)
+		return err_set(-EROFS, "ext3: read-only mount");
+	if (atomic_load(&fs->ro_forced))
+		return err_set(-EROFS, "ext3: filesystem is read-only after an error");
+	if (tl_depth > 0 && tl_fs != fs)
+		return err_set(-EINVAL, "ext3: a handle of another mount is open in this thread");
+	if (tl_depth++ == 0) {
+		tl_fs = fs;
+		tl_nj.fs = fs;
+		tl_nj.sync = false;
+	}
+	*out = nj_handle();
+	return 0;
+}
+
+/* The outermost stop of a synchronous change writes the metadata out. */
+static int nj_stop(void)
+{
+	struct ext3_fs *fs = tl_nj.fs;
+	if (tl_depth <= 0 || --tl_depth > 0)
+		return 0;
+	bool sync = tl_nj.sync;
+	tl_fs = NULL;
+	tl_nj.fs = NULL;
+	tl_nj.sync = false;
+	return sync && fs ? ext3_fs_sync_metadata(fs) : 0;
 }
 
 int ext3_journal_start(struct ext3_fs *fs, int credits, struct jbd_handle **out)
 {
 	*out = NULL;
+	if (fs->nojournal)
+		return nj_start(fs, out);
 	if (!fs->writable || !fs->journal)
 		return err_set(-EROFS, "ext3: read-only mount");
 	if (atomic_load(&fs->ro_forced) || jbd_journal_aborted(fs->journal))
@@ -108,6 +163,8 @@ int ext3_journal_start(struct ext3_fs *fs, int credits, struct jbd_handle **out)
 
 int ext3_journal_stop(struct jbd_handle *h)
 {
+	if (ext3_handle_nojournal(h))
+		return nj_stop();
 	struct ext3_fs *fs = tl_fs;
 	if (tl_depth > 0 && --tl_depth == 0)
 		tl_fs = NULL;
@@ -140,23 +197,41 @@ static int journal_call(int (*op)(struct jbd_handle *, struct buffer_head *), st
 	return rc ? journal_failed(rc, what, bh) : 0;
 }
 
+/* Without a journal a buffer is changed in place (as the kernel's ext4 in
+ * no-journal mode): no access to ask for, and a freed block's old state
+ * need not be kept (no undo). */
 int ext3_journal_get_write_access(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h))
+		return 0;
 	return journal_call(jbd_get_write_access, h, bh, "write access");
 }
 
 int ext3_journal_get_create_access(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h))
+		return 0;
 	return journal_call(jbd_get_create_access, h, bh, "create access");
 }
 
 int ext3_journal_get_undo_access(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h))
+		return 0;
 	return journal_call(jbd_get_undo_access, h, bh, "undo access");
 }
 
+/* No journal: mark_buffer_dirty. The buffer cache's writeback thread (on
+ * for no-journal mounts, mount.c) writes it after its expiry, fsync and
+ * sync(2) at once (ext3_fs_sync_metadata). The change was made before this
+ * call, so a writeback that caught the buffer halfway finds it dirty again
+ * and writes it once more. */
 int ext3_journal_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h)) {
+		buf_mark_dirty(bh);
+		return 0;
+	}
 	return journal_call(jbd_dirty_metadata, h, bh, "dirtying");
 }
 
@@ -174,8 +249,27 @@ int ext3_journal_bread(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, c
 	return rc;
 }
 
+/* No journal: a cached copy of the freed block must never be written over
+ * its next user (file data goes around the buffer cache): its dirty state
+ * goes, and a write of it already under way is waited for (bforget). */
+static int nj_forget_block(uint64_t block)
+{
+	struct ext3_fs *fs = tl_nj.fs;
+	if (!fs)
+		return 0;
+	struct buffer_head *bh = buf_get(fs->cache, block, NULL);
+	if (!bh)
+		return 0; /* not cached (or no memory to say so): nothing to drop */
+	(void)buf_test_clear_dirty(bh);
+	buf_wait(bh);
+	buf_put(bh);
+	return 0;
+}
+
 int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block)
 {
+	if (ext3_handle_nojournal(h))
+		return nj_forget_block(block);
 	int rc = jbd_revoke(h, block, NULL);
 	if (rc == -EOPNOTSUPP) {
 		/* A v1 journal (data=journal only) has no revoke records: at
@@ -193,6 +287,52 @@ int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block)
 		return journal_failed(rc, "revoke", NULL);
 	}
 	return 0;
+}
+
+struct jbd_handle *ext3_handle_current(void)
+{
+	struct jbd_handle *h = jbd_handle_current();
+	if (!h && tl_depth > 0 && tl_nj.fs)
+		h = nj_handle();
+	return h;
+}
+
+void ext3_handle_set_sync(struct jbd_handle *h)
+{
+	if (ext3_handle_nojournal(h))
+		tl_nj.sync = true;
+	else
+		jbd_handle_set_sync(h, true);
+}
+
+int ext3_handle_extend(struct jbd_handle *h, int credits)
+{
+	return ext3_handle_nojournal(h) ? 0 : jbd_handle_extend(h, credits);
+}
+
+int ext3_handle_restart(struct jbd_handle *h, int credits)
+{
+	return ext3_handle_nojournal(h) ? 0 : jbd_handle_restart(h, credits);
+}
+
+uint32_t ext3_handle_tid(const struct jbd_handle *h)
+{
+	return ext3_handle_nojournal(h) ? 0 : jbd_handle_tid(h);
+}
+
+int ext3_fs_sync_metadata(struct ext3_fs *fs)
+{
+	int rc = buf_cache_writeout(fs->cache);
+	if (rc)
+		rc = err_wrap(rc, "ext3: writing the metadata");
+	if (fs->opts.jcfg.barrier) {
+		struct bio flush = {.sector = 0, .size = 0, .data = NULL,
+				    .rw = BLK_WRITE_SYNC | BLK_REQ_FLUSH};
+		int frc = blk_submit_bio_wait(fs->q, &flush);
+		if (frc < 0 && !rc)
+			rc = err_wrap(frc, "ext3: flushing the device cache");
+	}
+	return rc;
 }
 
 /* ---- errors ---- */
@@ -237,8 +377,18 @@ int ext3_fs_error(struct ext3_fs *fs, const char *fmt, ...)
 	va_end(ap);
 	int policy = errors_policy(fs);
 	fprintf(stderr, "nostall: ext3 error: %s\n", msg);
-	bool writable = fs->writable && fs->journal && fs->group_locks;
-	if (writable) {
+	bool writable = fs->writable && (fs->journal || fs->nojournal) && fs->group_locks;
+	if (writable && fs->nojournal) {
+		/* No journal: the state goes straight to disk (the kernel's
+		 * ext4_commit_super), the cached superblock block first so that
+		 * its later writeback carries it too. */
+		ext3_sb_lock(fs);
+		uint16_t st = le16_to_cpu(fs->sb.s_state);
+		fs->sb.s_state = cpu_to_le16(st | EXT3_ERROR_FS);
+		ext3_sb_unlock(fs);
+		(void)ext3_super_dirty(nj_handle(), fs);
+		super_write_direct(fs);
+	} else if (writable) {
 		ext3_sb_lock(fs);
 		uint16_t st = le16_to_cpu(fs->sb.s_state);
 		fs->sb.s_state = cpu_to_le16(st | EXT3_ERROR_FS);
@@ -281,8 +431,8 @@ int ext3_write_init(struct ext3_fs *fs)
 {
 	if (fs->group_locks)
 		return 0; /* already set up */
-	if (!fs->journal)
-		return err_set(-EROFS, "ext3: the write side needs a journaled mount");
+	if (!fs->journal && !fs->nojournal)
+		return err_set(-EROFS, "ext3: the write side needs a writable mount");
 	fs->group_locks = calloc(fs->g.groups, sizeof *fs->group_locks);
 	if (!fs->group_locks)
 		return err_set(-ENOMEM, "ext3: out of memory for %u group locks", fs->g.groups);
