@@ -9,6 +9,7 @@
  * thread-local (handles are per thread and nest, as jbd's are).
  */
 #include "extfs/core/write.h"
+#include "extfs/core/nojournal.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
@@ -25,26 +26,6 @@
 /* The mount of the calling thread's open handle (ext3_journal_start). */
 static _Thread_local struct ext3_fs *tl_fs;
 static _Thread_local int tl_depth;
-
-/* The no-journal stand-in handle (write.h, "No-journal mounts"): one per
- * thread, as jbd's handles are; its address is the handle callers carry
- * (never dereferenced outside this file), nested starts share it (tl_depth).
- * sync: a synchronous change was made under it (ext3_handle_set_sync). */
-struct nj_handle {
-	struct ext3_fs *fs;
-	bool sync;
-};
-static _Thread_local struct nj_handle tl_nj;
-
-static struct jbd_handle *nj_handle(void)
-{
-	return (struct jbd_handle *)(void *)&tl_nj;
-}
-
-bool ext3_handle_nojournal(const struct jbd_handle *h)
-{
-	return h && h == (const struct jbd_handle *)(const void *)&tl_nj;
-}
 
 /* ---- credits ---- */
 
@@ -110,42 +91,11 @@ bool ext3_fs_writable(const struct ext3_fs *fs)
 	       !jbd_journal_aborted(fs->journal);
 }
 
-/* The stand-in: nothing to reserve; the outermost start records the mount. */
-static int nj_start(struct ext3_fs *fs, struct jbd_handle **out)
-{
-	if (!fs->writable)
-		return err_set(-EROFS, "ext3: read-only mount");
-	if (atomic_load(&fs->ro_forced))
-		return err_set(-EROFS, "ext3: filesystem is read-only after an error");
-	if (tl_depth > 0 && tl_fs != fs)
-		return err_set(-EINVAL, "ext3: a handle of another mount is open in this thread");
-	if (tl_depth++ == 0) {
-		tl_fs = fs;
-		tl_nj.fs = fs;
-		tl_nj.sync = false;
-	}
-	*out = nj_handle();
-	return 0;
-}
-
-/* The outermost stop of a synchronous change writes the metadata out. */
-static int nj_stop(void)
-{
-	struct ext3_fs *fs = tl_nj.fs;
-	if (tl_depth <= 0 || --tl_depth > 0)
-		return 0;
-	bool sync = tl_nj.sync;
-	tl_fs = NULL;
-	tl_nj.fs = NULL;
-	tl_nj.sync = false;
-	return sync && fs ? ext3_fs_sync_metadata(fs) : 0;
-}
-
 int ext3_journal_start(struct ext3_fs *fs, int credits, struct jbd_handle **out)
 {
 	*out = NULL;
 	if (fs->nojournal)
-		return nj_start(fs, out);
+		return ext3_nj_start(fs, out);
 	if (!fs->writable || !fs->journal)
 		return err_set(-EROFS, "ext3: read-only mount");
 	if (atomic_load(&fs->ro_forced) || jbd_journal_aborted(fs->journal))
@@ -164,7 +114,7 @@ int ext3_journal_start(struct ext3_fs *fs, int credits, struct jbd_handle **out)
 int ext3_journal_stop(struct jbd_handle *h)
 {
 	if (ext3_handle_nojournal(h))
-		return nj_stop();
+		return ext3_nj_stop();
 	struct ext3_fs *fs = tl_fs;
 	if (tl_depth > 0 && --tl_depth == 0)
 		tl_fs = NULL;
@@ -249,27 +199,10 @@ int ext3_journal_bread(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, c
 	return rc;
 }
 
-/* No journal: a cached copy of the freed block must never be written over
- * its next user (file data goes around the buffer cache): its dirty state
- * goes, and a write of it already under way is waited for (bforget). */
-static int nj_forget_block(uint64_t block)
-{
-	struct ext3_fs *fs = tl_nj.fs;
-	if (!fs)
-		return 0;
-	struct buffer_head *bh = buf_get(fs->cache, block, NULL);
-	if (!bh)
-		return 0; /* not cached (or no memory to say so): nothing to drop */
-	(void)buf_test_clear_dirty(bh);
-	buf_wait(bh);
-	buf_put(bh);
-	return 0;
-}
-
 int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block)
 {
 	if (ext3_handle_nojournal(h))
-		return nj_forget_block(block);
+		return ext3_nj_forget_block(block);
 	int rc = jbd_revoke(h, block, NULL);
 	if (rc == -EOPNOTSUPP) {
 		/* A v1 journal (data=journal only) has no revoke records: at
@@ -292,15 +225,13 @@ int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block)
 struct jbd_handle *ext3_handle_current(void)
 {
 	struct jbd_handle *h = jbd_handle_current();
-	if (!h && tl_depth > 0 && tl_nj.fs)
-		h = nj_handle();
-	return h;
+	return h ? h : ext3_nj_current();
 }
 
 void ext3_handle_set_sync(struct jbd_handle *h)
 {
 	if (ext3_handle_nojournal(h))
-		tl_nj.sync = true;
+		ext3_nj_set_sync();
 	else
 		jbd_handle_set_sync(h, true);
 }
@@ -318,21 +249,6 @@ int ext3_handle_restart(struct jbd_handle *h, int credits)
 uint32_t ext3_handle_tid(const struct jbd_handle *h)
 {
 	return ext3_handle_nojournal(h) ? 0 : jbd_handle_tid(h);
-}
-
-int ext3_fs_sync_metadata(struct ext3_fs *fs)
-{
-	int rc = buf_cache_writeout(fs->cache);
-	if (rc)
-		rc = err_wrap(rc, "ext3: writing the metadata");
-	if (fs->opts.jcfg.barrier) {
-		struct bio flush = {.sector = 0, .size = 0, .data = NULL,
-				    .rw = BLK_WRITE_SYNC | BLK_REQ_FLUSH};
-		int frc = blk_submit_bio_wait(fs->q, &flush);
-		if (frc < 0 && !rc)
-			rc = err_wrap(frc, "ext3: flushing the device cache");
-	}
-	return rc;
 }
 
 /* ---- errors ---- */
@@ -386,7 +302,7 @@ int ext3_fs_error(struct ext3_fs *fs, const char *fmt, ...)
 		uint16_t st = le16_to_cpu(fs->sb.s_state);
 		fs->sb.s_state = cpu_to_le16(st | EXT3_ERROR_FS);
 		ext3_sb_unlock(fs);
-		(void)ext3_super_dirty(nj_handle(), fs);
+		(void)ext3_super_dirty(ext3_nj_any(), fs);
 		super_write_direct(fs);
 	} else if (writable) {
 		ext3_sb_lock(fs);
@@ -456,6 +372,8 @@ int ext3_write_init(struct ext3_fs *fs)
 	fs->sb.s_free_blocks_count = cpu_to_le32((uint32_t)fb);
 	fs->sb.s_free_inodes_count = cpu_to_le32((uint32_t)fi);
 	int rc = ext3_balloc_init(fs);
+	if (!rc && fs->nojournal)
+		rc = ext3_nj_init(fs);
 	if (rc) {
 		ext3_write_shutdown(fs);
 		return rc;
@@ -469,6 +387,7 @@ void ext3_write_shutdown(struct ext3_fs *fs)
 {
 	if (!fs->group_locks)
 		return;
+	ext3_nj_shutdown(fs);
 	ext3_balloc_destroy(fs);
 	for (uint32_t g = 0; g < fs->g.groups; g++)
 		pthread_mutex_destroy(&fs->group_locks[g]);

@@ -247,11 +247,10 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 		goto fail;
 	struct buf_params bp;
 	buf_params_default(&bp);
-	/* With a journal, jbd writes the metadata (checkpoints); without one
-	 * the cache's own writeback thread does, as the kernel's flusher
-	 * writes a no-journal mount's dirty buffers (its default ages). */
-	if (!(flags & EXT3_MOUNT_JOURNAL) || (fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL))
-		bp.writeback_interval_ms = 0;
+	/* jbd writes the metadata (checkpoints); without a journal the
+	 * no-journal flusher does (core/nojournal.c), never the cache's own
+	 * thread, which could catch a buffer halfway through a change. */
+	bp.writeback_interval_ms = 0;
 	if (o->cache_bytes)
 		bp.max_bytes = o->cache_bytes;
 	if (o->readahead_blocks >= 0)
