@@ -27,6 +27,13 @@
  * ext3, s_state keeps VALID_FS while mounted (needs_recovery is what marks
  * a mounted or crashed filesystem); errors recorded meanwhile stay in it.
  *
+ * Without a journal (ext2; docs/ext2-nojournal.md) the writable mount has
+ * no journal to start: handles are core/nojournal.c's stand-in, s_state
+ * loses VALID_FS while mounted (the kernel's warnings first, for an image
+ * not clean, with errors or due a check) and gets the state read at mount
+ * back at a good unmount, after the buffer cache is written and flushed;
+ * the journal's options are refused as the kernel's ext4 refuses them.
+ *
  * Threads: mount and unmount are single-threaded; after ext3_fs_mount
  * returns, everything in struct ext3_fs set here is read-only.
  */
