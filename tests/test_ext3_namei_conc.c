@@ -169,7 +169,11 @@ static void conc_round(unsigned bs, unsigned isz, unsigned seed, bool ext2)
 	if (fsimg_mkfs(img, bs, 16384, extra))
 		fail_msg("mke2fs %s", img);
 	struct fsimg_mnt f;
-	int rc = fsimg_mount(img, NULL, &f);
+	/* ext2: the metadata flusher every 10 ms, among the workers */
+	char spec[420];
+	snprintf(spec, sizeof spec, "file:%s", img);
+	int rc = ext2 ? fsimg_mount_spec(spec, "dirty_writeback_centisecs=1", EXT3_MOUNT_JOURNAL, &f)
+		      : fsimg_mount(img, NULL, &f);
 	if (rc)
 		fail_msg("mount %s: %s", img, err_last(rc));
 	struct conc c[CONC_THREADS];

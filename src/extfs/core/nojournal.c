@@ -8,9 +8,10 @@
  * thread changes it (a torn block on disk until the next write). Here the
  * buffers are written only with the writers kept out: every stand-in
  * handle holds the mount's writers' lock shared from its outermost start
- * to its stop, and a metadata write-out (fsync, sync(2), the flusher every
- * 5 s, the unmount) holds it exclusive while it writes and waits, so a
- * block goes to disk as some handle left it, never halfway through a change
+ * to its stop, and a metadata write-out (fsync, sync(2), the flusher at
+ * the page flusher's period, the unmount) holds it exclusive while it
+ * writes and waits, so a block goes to disk as some handle left it, never
+ * halfway through a change
  * - the stand-in's stop is the "commit" of its changes, as jbd's is. The
  * lock prefers writers: a stream of handles cannot starve an fsync.
  *
@@ -31,9 +32,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* How often the flusher writes the dirty metadata (the kernel's
- * dirty_writeback_centisecs default). */
-#define NJ_FLUSH_INTERVAL_MS 5000
 
 struct ext3_nj {
 	pthread_rwlock_t writers;   /* shared: a stand-in handle; exclusive: a write-out */
@@ -152,26 +150,31 @@ int ext3_fs_sync_metadata(struct ext3_fs *fs)
 	return rc;
 }
 
-/* The flusher: the dirty metadata every NJ_FLUSH_INTERVAL_MS (no cache
- * flush: the kernel's periodic writeback issues none either). A write
- * error stays in the cache's error and is reported by the next fsync. */
+/* The flusher: the dirty metadata at the period of the mount's page
+ * flusher (dirty_writeback_centisecs=, default 5 s: the kernel's one
+ * flusher writes dirty pages and buffers alike; 0: no periodic pass), with
+ * no cache flush (the kernel's periodic writeback issues none either). A
+ * write error stays in the cache's error and is reported by the next
+ * fsync. */
 static void *nj_flusher(void *arg)
 {
 	struct ext3_fs *fs = arg;
 	struct ext3_nj *nj = fs->nj;
+	uint64_t ms = fs->opts.page.writeback_interval_ms;
 	pthread_mutex_lock(&nj->lock);
 	while (!nj->stop) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += NJ_FLUSH_INTERVAL_MS / 1000;
-		ts.tv_nsec += (long)(NJ_FLUSH_INTERVAL_MS % 1000) * 1000000L;
+		ts.tv_sec += (time_t)(ms / 1000);
+		ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
 		int w = 0;
 		while (!nj->stop && w != ETIMEDOUT)
-			w = pthread_cond_timedwait(&nj->wake, &nj->lock, &ts);
+			w = ms ? pthread_cond_timedwait(&nj->wake, &nj->lock, &ts)
+			       : pthread_cond_wait(&nj->wake, &nj->lock);
 		if (nj->stop)
 			break;
 		pthread_mutex_unlock(&nj->lock);
