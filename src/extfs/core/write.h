@@ -10,7 +10,9 @@
  *   -> directory inode locks (writer; two directories in inode-number order)
  *   -> non-directory inode locks (writer; two in inode-number order)
  *   -> journal handle (jbd_handle_start may wait for a commit: the commit
- *      thread never takes an inode lock, so this is safe)
+ *      thread never takes an inode lock, so this is safe; without a
+ *      journal the stand-in's writers' lock, whose start may wait for a
+ *      metadata write-out in the same way: core/nojournal.c)
  *   -> page locks (page cache; ascending index)
  *   -> group locks (fs->groups_lock[g], ascending g) -> fs->sb_lock
  *   -> buffer cache / block queue internals.
