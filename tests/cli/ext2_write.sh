@@ -13,7 +13,9 @@
 #      clean mounts with the kernel's warning and stays not clean (e2fsck
 #      must look), one with errors likewise, a maximal mount count warns;
 #   4. through the FUSE mount (root, /dev/fuse): a tree copied in, changed,
-#      fsync'ed; after umount e2fsck is clean and the kernel reads it.
+#      fsync'ed; after umount e2fsck is clean and the kernel reads it; a
+#      SIGKILL of the daemon mid-writes (a file open and unlinked) leaves it
+#      not clean with the fsynced file intact, e2fsck -fy repairs the rest.
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
 . "$(dirname "$0")/../lib/kmount.sh"
@@ -32,7 +34,9 @@ fmnt="$tmp/fmnt"
 mkdir "$mnt" "$fmnt"
 mounted=""
 fmounted=""
+bgpid=""
 cleanup() {
+	if [ -n "$bgpid" ]; then kill -9 "$bgpid" 2>/dev/null; fi
 	if [ -n "$mounted" ]; then umount "$mounted" 2>/dev/null; fi
 	if [ -n "$fmounted" ]; then "$NOSTALL" umount "$fmounted" 2>/dev/null || fusermount3 -u "$fmounted" 2>/dev/null; fi
 	rm -rf "$tmp"
@@ -269,6 +273,43 @@ os.write(fd, open(sys.argv[2], "rb").read()); os.fsync(fd); os.close(fd)' "$fmnt
 	else
 		fail "fuse: mount: $(cat "$tmp/err")"
 	fi
+
+	# SIGKILL of the daemon mid-writes, with a file open and unlinked:
+	# the image is left not clean; the fsynced file is there as it is
+	# (read-only), e2fsck -fy repairs the rest (the orphan list included),
+	# after which e2fsck -fn is clean and the file still there.
+	img="$tmp/img-kill"
+	mke2fs -q -F -t ext2 -b 1024 "$img" 64M >/dev/null 2>&1
+	"$NOSTALL" mount -f "$img" "$fmnt" &
+	bgpid=$!
+	for _ in $(seq 200); do mountpoint -q "$fmnt" && break; sleep 0.05; done
+	fmounted=$fmnt
+	head -c 700000 /dev/urandom >"$tmp/keep"
+	cp "$tmp/keep" "$fmnt/keep" && python3 -c "import os; fd=os.open('$fmnt/keep', os.O_RDONLY); os.fsync(fd)" ||
+		fail "kill: fsync before SIGKILL"
+	python3 -c 'import os,sys,time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644); os.write(fd, b"x" * 50000)
+os.unlink(sys.argv[1]); os.fsync(fd); time.sleep(3)' "$fmnt/gone" 2>/dev/null &
+	holder=$!
+	( for i in $(seq 1 2000); do head -c 20000 /dev/zero >"$fmnt/w$i" || break; done ) 2>/dev/null &
+	writer=$!
+	sleep 0.7
+	kill -KILL "$bgpid"
+	wait "$bgpid" 2>/dev/null
+	wait "$writer" "$holder" 2>/dev/null
+	fusermount3 -u "$fmnt" 2>/dev/null || umount -l "$fmnt"
+	fmounted=""
+	[ "$(state "$img")" = "not clean" ] || fail "kill: state '$(state "$img")' after SIGKILL"
+	cmp <(ns cat "$img" /keep) "$tmp/keep" || fail "kill: /keep before e2fsck"
+	e2fsck -fy "$img" >"$tmp/fsck.out" 2>&1
+	rc=$?
+	[ $rc -le 1 ] || fail "kill: e2fsck -fy exit $rc: $(tail -5 "$tmp/fsck.out")"
+	echo "NOTE: e2fsck -fy after SIGKILL: exit $rc ($(grep -ci orphan "$tmp/fsck.out") orphan lines)"
+	clean "$img" "kill: after e2fsck -fy"
+	cmp <(ns cat "$img" /keep) "$tmp/keep" || fail "kill: /keep after e2fsck"
+	ns mkdir "$img" /after 2>"$tmp/err" || fail "kill: a read-write mount after e2fsck: $(cat "$tmp/err")"
+	[ -s "$tmp/err" ] && fail "kill: the repaired image warns: $(cat "$tmp/err")"
+	clean "$img" "kill: after a mount of the repaired image"
 else
 	echo "SKIP: the FUSE part (needs root, /dev/fuse and fusermount3)" >&2
 fi
