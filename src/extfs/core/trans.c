@@ -171,11 +171,9 @@ int ext3_journal_get_undo_access(struct jbd_handle *h, struct buffer_head *bh)
 	return journal_call(jbd_get_undo_access, h, bh, "undo access");
 }
 
-/* No journal: mark_buffer_dirty. The buffer cache's writeback thread (on
- * for no-journal mounts, mount.c) writes it after its expiry, fsync and
- * sync(2) at once (ext3_fs_sync_metadata). The change was made before this
- * call, so a writeback that caught the buffer halfway finds it dirty again
- * and writes it once more. */
+/* No journal: mark_buffer_dirty. nojournal.c's flusher, fsync and sync(2)
+ * write it (ext3_fs_sync_metadata), never while a stand-in is open, so it
+ * goes out as the handles left it. */
 int ext3_journal_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
 {
 	if (ext3_handle_nojournal(h)) {
