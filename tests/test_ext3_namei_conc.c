@@ -3,7 +3,8 @@
  * exchange, into and out of subdirectories) and link across four shared
  * directories, and look inodes up by stale numbers; every refusal must be
  * one Linux gives, and e2fsck -fn must find the image clean. 1 KiB blocks
- * with 128-byte inodes, 4 KiB with 256-byte ones. Seeded (printed).
+ * with 128-byte inodes, 4 KiB with 256-byte ones; the same on ext2 (no
+ * journal). Seeded (printed).
  *
  * nostall-test: concurrent (threads rename, link and remove across shared
  * directories)
@@ -159,16 +160,20 @@ static void *conc_worker(void *arg)
 
 /* One round on a fresh image: CONC_THREADS workers over CONC_DIRS shared
  * directories, then e2fsck -fn must be clean. */
-static void conc_round(unsigned bs, unsigned isz, unsigned seed)
+static void conc_round(unsigned bs, unsigned isz, unsigned seed, bool ext2)
 {
 	char img[400];
 	snprintf(img, sizeof img, "%s/conc-%u-%u.img", tmpdir, bs, isz);
 	char extra[64];
-	snprintf(extra, sizeof extra, "-I %u -N 256", isz);
+	snprintf(extra, sizeof extra, "-I %u -N 256%s", isz, ext2 ? " -O ^has_journal" : "");
 	if (fsimg_mkfs(img, bs, 16384, extra))
 		fail_msg("mke2fs %s", img);
 	struct fsimg_mnt f;
-	int rc = fsimg_mount(img, NULL, &f);
+	/* ext2: the metadata flusher every 10 ms, among the workers */
+	char spec[420];
+	snprintf(spec, sizeof spec, "file:%s", img);
+	int rc = ext2 ? fsimg_mount_spec(spec, "dirty_writeback_centisecs=1", EXT3_MOUNT_JOURNAL, &f)
+		      : fsimg_mount(img, NULL, &f);
 	if (rc)
 		fail_msg("mount %s: %s", img, err_last(rc));
 	struct conc c[CONC_THREADS];
@@ -222,8 +227,25 @@ static void test_concurrent(void **state)
 	print_message("seed %u (NOSTALL_SEED)\n", seed);
 	int rounds = getenv("NOSTALL_CONC_ROUNDS") ? atoi(getenv("NOSTALL_CONC_ROUNDS")) : 1;
 	for (int r = 0; r < (rounds > 0 ? rounds : 1); r++) {
-		conc_round(1024, 128, seed + (unsigned)r * 104729u);
-		conc_round(4096, 256, seed + (unsigned)r * 104729u);
+		conc_round(1024, 128, seed + (unsigned)r * 104729u, false);
+		conc_round(4096, 256, seed + (unsigned)r * 104729u, false);
+	}
+}
+
+/* The same without a journal (ext2; docs/ext2-nojournal.md): the stand-in
+ * handles' writers' lock, the flusher and the in-place metadata under the
+ * same races. */
+static void test_concurrent_ext2(void **state)
+{
+	(void)state;
+	unsigned seed = (unsigned)time(NULL) ^ 0x5a5a5a5au;
+	if (getenv("NOSTALL_SEED"))
+		seed = (unsigned)strtoul(getenv("NOSTALL_SEED"), NULL, 0);
+	print_message("ext2: seed %u (NOSTALL_SEED)\n", seed);
+	int rounds = getenv("NOSTALL_CONC_ROUNDS") ? atoi(getenv("NOSTALL_CONC_ROUNDS")) : 1;
+	for (int r = 0; r < (rounds > 0 ? rounds : 1); r++) {
+		conc_round(1024, 128, seed + (unsigned)r * 104729u, true);
+		conc_round(4096, 256, seed + (unsigned)r * 104729u, true);
 	}
 }
 
@@ -236,6 +258,7 @@ int main(void)
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_concurrent_ext2),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

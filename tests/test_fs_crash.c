@@ -27,6 +27,12 @@
  *   state holding every file fsynced before it with its size and data, and
  *   the log file at least as long as its last fsync with those bytes.
  *   nostall's recovered image is e2fsck -fn clean.
+ * - fsync durability on ext2 (no journal): the same rounds; every crash
+ *   point at a mark and seeded samples of every write's end after the
+ *   first (any prefix: no journal orders anything) hold every fsynced file
+ *   as they are (a read-only mount, before any repair), and after e2fsck
+ *   -fy (exit 0 or 1; a second e2fsck -fn clean) through read-only and
+ *   read-write mounts.
  * Seeded (sizes, crash point samples): the seed is printed, NOSTALL_SEED=N
  * reruns it. mke2fs, e2fsck and dumpe2fs must be installed.
  * nostall-test: concurrent (a thread forces commits during the truncate) */
@@ -125,15 +131,15 @@ struct rec {
 	struct nostall_fs *fs;
 };
 
-/* mke2fs, keep a copy of the unmounted image, mount over log:. */
-static void rec_start(struct rec *r, const char *name, unsigned bs, unsigned kib, const char *mkfs,
-		      const char *opts)
+/* mke2fs -t type, keep a copy of the unmounted image, mount over log:. */
+static void rec_start_type(struct rec *r, const char *type, const char *name, unsigned bs, unsigned kib,
+			   const char *mkfs, const char *opts)
 {
 	snprintf(r->img, sizeof r->img, "%s/%s.img", tmpdir, name);
 	snprintf(r->base, sizeof r->base, "%s/%s.base", tmpdir, name);
 	snprintf(r->log, sizeof r->log, "%s/%s.log", tmpdir, name);
-	assert_int_equal(fsimg_run("mke2fs -q -t ext3 -b %u %s -F '%s' %uk >/dev/null 2>&1", bs, mkfs, r->img,
-			     kib), 0);
+	assert_int_equal(fsimg_run("mke2fs -q -t %s -b %u %s -F '%s' %uk >/dev/null 2>&1", type, bs, mkfs,
+			     r->img, kib), 0);
 	assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", r->img, r->base), 0);
 	char spec[800];
 	snprintf(spec, sizeof spec, "log:file:%s,to=%s", r->img, r->log);
@@ -142,7 +148,13 @@ static void rec_start(struct rec *r, const char *name, unsigned bs, unsigned kib
 		fail_msg("dev_open %s: %s", spec, err_last(rc));
 	rc = nostall_mount_dev(r->d, opts, 0, &r->fs);
 	if (rc)
-		fail_msg("mount %s -o %s: %s", spec, opts, nostall_errmsg(rc));
+		fail_msg("mount %s -o %s: %s", spec, opts ? opts : "", nostall_errmsg(rc));
+}
+
+static void rec_start(struct rec *r, const char *name, unsigned bs, unsigned kib, const char *mkfs,
+		      const char *opts)
+{
+	rec_start_type(r, "ext3", name, bs, kib, mkfs, opts);
 }
 
 static void rec_stop(struct rec *r)
@@ -499,12 +511,68 @@ static void check_round(struct nostall_fs *fs, const struct fsync_state *s, int 
 	check_data(fs, "/log", 7, s->logsize[i], false, 0, 0, where);
 }
 
+/* Every entry end (prefix length) after entry lo: without a journal any
+ * prefix of the writes is a state the disk may be left in, not only those
+ * ending at a flush (the device may keep any subset since the last flush;
+ * a prefix is one). */
+static size_t entries_after(const char *log, uint64_t lo, uint64_t **out)
+{
+	struct dev_log_reader *rd;
+	assert_int_equal(dev_log_reader_open(log, &rd), 0);
+	size_t n = 0, cap = 256;
+	uint64_t *v = malloc(cap * sizeof *v);
+	assert_non_null(v);
+	struct dev_log_entry e;
+	while (dev_log_reader_next(rd, &e) == 1) {
+		if (e.index <= lo)
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			v = realloc(v, cap * sizeof *v);
+			assert_non_null(v);
+		}
+		v[n++] = e.index + 1;
+	}
+	dev_log_reader_close(rd);
+	*out = v;
+	return n;
+}
+
+/* ext2 (no journal): the crash state as it is must already hold what was
+ * fsynced (a read-only mount reads it, no repair), then e2fsck -fy repairs
+ * the rest (exit 0 or 1), a second e2fsck -fn is clean, and both a
+ * read-only and a read-write mount find the fsynced files. */
+static void ext2_recover_check(const char *a, const struct fsync_state *s, int round, const char *where)
+{
+	struct nostall_fs *fs = mnt(a, NULL, NOSTALL_MOUNT_RDONLY);
+	check_round(fs, s, round, where);
+	umnt(fs);
+	int rc = fsimg_run("e2fsck -fy '%s' >'%s/fsck.out' 2>&1", a, tmpdir);
+	if (rc != 0 && rc != 1) {
+		(void)fsimg_run("head -40 '%s/fsck.out'", tmpdir);
+		fail_msg("%s: e2fsck -fy: exit %d", where, rc);
+	}
+	fsck_clean(a);
+	fs = mnt(a, NULL, NOSTALL_MOUNT_RDONLY);
+	check_round(fs, s, round, where);
+	umnt(fs);
+	fs = mnt(a, NULL, 0);
+	check_round(fs, s, round, where);
+	umnt(fs);
+	fsck_clean(a);
+}
+
 static void fsync_case(unsigned bs, const char *mode)
 {
 	struct rec r;
 	char opts[64];
 	snprintf(opts, sizeof opts, "data=%s", mode);
-	rec_start(&r, "fsync", bs, 32768, "", opts);
+	/* "ext2": a journal-less image, no data= (refused there) */
+	bool ext2 = !strcmp(mode, "ext2");
+	if (ext2)
+		rec_start_type(&r, "ext2", "fsync", bs, 32768, "", NULL);
+	else
+		rec_start(&r, "fsync", bs, 32768, "", opts);
 	struct nostall_fs *fs = r.fs;
 	struct fsync_state s;
 	memset(&s, 0, sizeof s);
@@ -578,18 +646,19 @@ static void fsync_case(unsigned bs, const char *mode)
 		marks[i] = mark_index(r.log, p);
 	}
 	uint64_t *pts;
-	size_t n = points_between(r.log, marks[0], UINT64_MAX, &pts);
+	size_t n = ext2 ? entries_after(r.log, marks[0], &pts)
+			: points_between(r.log, marks[0], UINT64_MAX, &pts);
 	assert_true(n > ROUNDS);
 	char a[400], e[400], where[160];
 	snprintf(a, sizeof a, "%s/fsync.nostall", tmpdir);
 	snprintf(e, sizeof e, "%s/fsync.e2fsck", tmpdir);
 	/* each mark's own point (the earliest state holding the fsync), and
 	 * seeded samples of the others */
-	uint64_t cand[ROUNDS + 8];
+	uint64_t cand[ROUNDS + 24];
 	size_t nc = 0;
 	for (int i = 0; i < ROUNDS; i++)
 		cand[nc++] = marks[i] + 1;
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < (ext2 ? 24 : 8); k++)
 		cand[nc++] = pts[rnd(&rs) % n];
 	for (size_t c = 0; c < nc; c++) {
 		uint64_t upto = cand[c];
@@ -601,6 +670,10 @@ static void fsync_case(unsigned bs, const char *mode)
 		snprintf(where, sizeof where, "fsync bs %u data=%s seed %llu, crash point %llu (round %d)",
 			 bs, mode, (unsigned long long)seed, (unsigned long long)upto, round);
 		crash_image(&r, upto, a);
+		if (ext2) {
+			ext2_recover_check(a, &s, round, where);
+			continue;
+		}
 		assert_int_equal(fsimg_run("cp --sparse=always '%s' '%s'", a, e), 0);
 		/* nostall's recovery: a read-write mount */
 		fs = mnt(a, opts, 0);
@@ -651,6 +724,16 @@ static void test_fsync_writeback_4k(void **state)
 	fsync_case(4096, "writeback");
 }
 
+static void test_fsync_ext2_1k(void **state)
+{
+	fsync_case(1024, "ext2");
+}
+
+static void test_fsync_ext2_4k(void **state)
+{
+	fsync_case(4096, "ext2");
+}
+
 int main(void)
 {
 	int orc = fsimg_main_begin("test_fs_crash", "fscrash", "mke2fs e2fsck dumpe2fs", &seed, tmpdir, sizeof tmpdir);
@@ -662,6 +745,7 @@ int main(void)
 		cmocka_unit_test(test_fsync_journal_1k),   cmocka_unit_test(test_fsync_ordered_1k),
 		cmocka_unit_test(test_fsync_writeback_1k), cmocka_unit_test(test_fsync_ordered_4k),
 		cmocka_unit_test(test_fsync_journal_4k),   cmocka_unit_test(test_fsync_writeback_4k),
+		cmocka_unit_test(test_fsync_ext2_1k),      cmocka_unit_test(test_fsync_ext2_4k),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

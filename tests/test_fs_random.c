@@ -1,11 +1,12 @@
 /* The write path's acceptance test: long seeded runs of random POSIX
  * operations through the library's public API (tests/lib/fstarget_nostall.c)
  * against the model of Linux ext3 (tests/lib/fsmodel.c), for every data
- * mode (journal, ordered, writeback, guarded) and block size (1 KiB, 4 KiB). Every
+ * mode (journal, ordered, writeback, guarded), on ext2 without a journal ("ext2"),
+ * and block size (1 KiB, 4 KiB). Every
  * result and errno is compared; every NOSTALL_FSCHECK operations (default
  * 300) a checkpoint unmounts, runs e2fsck -fn on the image, mounts again
  * and compares the whole tree. As root the final image is also mounted by
- * the kernel (ext3, read-only, loop) and must show the same tree.
+ * the kernel (ext3 or ext2, read-only, loop) and must show the same tree.
  * docs/testing-model.md, docs/api.md.
  *
  * Environment: NOSTALL_SEED=N (the seed; printed either way), NOSTALL_FSOPS=N
@@ -53,7 +54,7 @@ static int kernel_end(void *ctx, struct fsrun *r, struct fs_target *t)
 		fprintf(stderr, "fs_random: final unmount failed: %s\n", fst_errname(rc));
 		return 1;
 	}
-	rc = fst_nostall_kernel_compare(r, e->nf->image);
+	rc = fst_nostall_kernel_compare_type(r, e->nf->image, e->nf->fs_type);
 	if (rc < 0) {
 		printf("fs_random: the kernel could not mount the image (no loop device?): "
 		       "kernel compare skipped\n");
@@ -74,8 +75,11 @@ static void run_combo(const struct combo *cb)
 {
 	char opts[64];
 	snprintf(opts, sizeof opts, "data=%s", cb->mode);
+	/* "ext2": a journal-less image, mounted with no data= (refused there) */
+	bool ext2 = !strcmp(cb->mode, "ext2");
 	struct fst_nostall_factory nf = { .block_size = cb->bs, .size_bytes = 512ull << 20,
-					  .opts = opts, .fsck = true };
+					  .opts = ext2 ? NULL : opts, .fsck = true,
+					  .fs_type = ext2 ? "ext2" : NULL };
 	snprintf(nf.image, sizeof nf.image, "%s/img-%s-%u", tmpdir, cb->mode, cb->bs);
 	const char *only = getenv("NOSTALL_FSONLY");
 	if (only && *only && !strstr(nf.image + strlen(tmpdir), only)) {
@@ -121,7 +125,8 @@ static void run_combo(const struct combo *cb)
 static const struct combo combos[] = {
 	{ "journal", 1024 },   { "journal", 4096 },   { "ordered", 1024 },
 	{ "ordered", 4096 },   { "writeback", 1024 }, { "writeback", 4096 },
-	{ "guarded", 1024 },   { "guarded", 4096 },
+	{ "guarded", 1024 },   { "guarded", 4096 },   { "ext2", 1024 },
+	{ "ext2", 4096 },
 };
 
 static void test_combo(void **state)
@@ -140,7 +145,7 @@ int main(void)
 	       (unsigned long long)seed, geteuid() ? "; not root: no kernel compare, no chown" : "");
 	static const char *const names[] = { "journal_1k", "journal_4k", "ordered_1k",
 					     "ordered_4k", "writeback_1k", "writeback_4k",
-					     "guarded_1k", "guarded_4k" };
+					     "guarded_1k", "guarded_4k", "ext2_1k", "ext2_4k" };
 	struct CMUnitTest tests[sizeof combos / sizeof combos[0]];
 	for (size_t i = 0; i < sizeof combos / sizeof combos[0]; i++)
 		tests[i] = (struct CMUnitTest){ .name = names[i], .test_func = test_combo,

@@ -9,7 +9,8 @@
  * and indirect blocks) and runs the write walk on it: a read-write mount,
  * changes everywhere, sync, unmount, a read-only walk of the result. Every
  * call may fail; nothing may crash, hang, leak or trip a sanitizer (CI runs
- * this under ASan+UBSan). The seed is printed (NOSTALL_SEED=N reruns it);
+ * this under ASan+UBSan). The same again from an image without a journal
+ * (ext2, written in place). The seed is printed (NOSTALL_SEED=N reruns it);
  * NOSTALL_FUZZ_ROUNDS sets the rounds (default 150).
  *
  * Oracle: mke2fs makes the image. */
@@ -48,15 +49,16 @@ static void mkfile(struct nostall_fs *fs, const char *path, uint64_t off, size_t
 	nostall_close(f);
 }
 
-/* The image, in memory. */
-static uint8_t *make_image(size_t *len)
+/* The image, in memory; ext2: without a journal (written with no data=,
+ * docs/ext2-nojournal.md). */
+static uint8_t *make_image(size_t *len, bool ext2)
 {
 	char img[300], copy[320];
 	snprintf(img, sizeof img, "%s/base.img", tmpdir);
 	snprintf(copy, sizeof copy, "%s/orphan.img", tmpdir);
-	assert_int_equal(fsimg_mkfs(img, 1024, 4096, "-N 512"), 0);
+	assert_int_equal(fsimg_mkfs(img, 1024, 4096, ext2 ? "-N 512 -O ^has_journal" : "-N 512"), 0);
 	struct nostall_fs *fs;
-	assert_int_equal(nostall_mount(img, "data=ordered", 0, &fs), 0);
+	assert_int_equal(nostall_mount(img, ext2 ? NULL : "data=ordered", 0, &fs), 0);
 	mkfile(fs, "/small", 0, 100);
 	assert_int_equal(nostall_mkdir(fs, "/d", 0755), 0);
 	assert_int_equal(nostall_mkdir(fs, "/d/e", 0700), 0);
@@ -123,11 +125,10 @@ static void corrupt(uint8_t *img, size_t len, uint64_t *s)
 	memcpy(img + off, &v, 4); /* little-endian host, as the fields */
 }
 
-static void test_write_corruptions(void **state)
+static void write_corruptions(bool ext2)
 {
-	(void)state;
 	size_t len;
-	uint8_t *base = make_image(&len);
+	uint8_t *base = make_image(&len, ext2);
 	uint8_t *img = malloc(len);
 	assert_non_null(img);
 	/* The image as made: it mounts, and the walk changes it. */
@@ -157,6 +158,20 @@ static void test_write_corruptions(void **state)
 	free(base);
 }
 
+static void test_write_corruptions(void **state)
+{
+	(void)state;
+	write_corruptions(false);
+}
+
+/* The same on an ext2 image (no journal: the fuzz walk mounts it without
+ * data=): a corrupt journal-less image is written in place. */
+static void test_write_corruptions_ext2(void **state)
+{
+	(void)state;
+	write_corruptions(true);
+}
+
 int main(void)
 {
 	int rc = fsimg_main_begin("test_fuzz_write", "fuzz_write", "mke2fs", &seed, tmpdir, sizeof tmpdir);
@@ -164,6 +179,7 @@ int main(void)
 		return rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_corruptions),
+		cmocka_unit_test(test_write_corruptions_ext2),
 	};
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);

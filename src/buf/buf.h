@@ -176,6 +176,9 @@ int buf_fsync_list(int n, struct buffer_head **bhs);
  * buf_cache_sync (including asynchronous writeback), else the flush's
  * result. */
 int buf_cache_sync(struct buf_cache *c);
+/* buf_cache_sync without the flush (the caller decides: a no-journal
+ * fsync flushes only with barriers on). */
+int buf_cache_writeout(struct buf_cache *c);
 /* Drop every clean unreferenced buffer (e.g. before measuring cold reads). */
 void buf_cache_drop_clean(struct buf_cache *c);
 

@@ -272,7 +272,7 @@ size_t buf_collect(struct buf_cache *c, struct buffer_head ***out, bool all, uin
 	return n;
 }
 
-int buf_cache_sync(struct buf_cache *c)
+int buf_cache_writeout(struct buf_cache *c)
 {
 	struct buffer_head **v;
 	size_t n = buf_collect(c, &v, true, 0, 0, true);
@@ -298,6 +298,12 @@ int buf_cache_sync(struct buf_cache *c)
 	err = atomic_exchange(&c->write_err, 0);
 	if (err)
 		err_set(err, "buf: write error during writeback or sync");
+	return err;
+}
+
+int buf_cache_sync(struct buf_cache *c)
+{
+	int err = buf_cache_writeout(c);
 	struct bio flush = { .sector = 0, .size = 0, .data = NULL, .rw = BLK_WRITE | BLK_REQ_FLUSH };
 	int frc = blk_submit_bio_wait(c->q, &flush);
 	if (frc < 0 && !err)

@@ -338,20 +338,26 @@ int fst_nostall_new(const struct fst_nostall_cfg *cfg, struct fs_target **out)
 	return 0;
 }
 
-int fst_nostall_mkfs(const char *image, unsigned block_size, uint64_t size_bytes)
+int fst_nostall_mkfs_type(const char *image, const char *type, unsigned block_size,
+			  uint64_t size_bytes)
 {
 	char cmd[PATH_MAX + 128];
 	unlink(image);
-	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t ext3 -b %u -I 256 '%s' %lluk >/dev/null 2>&1",
-		 block_size, image, (unsigned long long)(size_bytes / 1024));
+	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t %s -b %u -I 256 '%s' %lluk >/dev/null 2>&1",
+		 type ? type : "ext3", block_size, image, (unsigned long long)(size_bytes / 1024));
 	int st = system(cmd);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+int fst_nostall_mkfs(const char *image, unsigned block_size, uint64_t size_bytes)
+{
+	return fst_nostall_mkfs_type(image, NULL, block_size, size_bytes);
 }
 
 int fst_nostall_factory_create(void *ctx, struct fs_target **out)
 {
 	const struct fst_nostall_factory *f = ctx;
-	int rc = fst_nostall_mkfs(f->image, f->block_size, f->size_bytes);
+	int rc = fst_nostall_mkfs_type(f->image, f->fs_type, f->block_size, f->size_bytes);
 	if (rc)
 		return rc;
 	return fst_nostall_new(&(struct fst_nostall_cfg){ .image = f->image, .opts = f->opts,
@@ -361,10 +367,16 @@ int fst_nostall_factory_create(void *ctx, struct fs_target **out)
 
 int fst_nostall_kernel_compare(struct fsrun *r, const char *image)
 {
+	return fst_nostall_kernel_compare_type(r, image, NULL);
+}
+
+int fst_nostall_kernel_compare_type(struct fsrun *r, const char *image, const char *type)
+{
 	char dir[] = "/tmp/fsmodel-mnt-XXXXXX", cmd[PATH_MAX + 128];
 	if (!mkdtemp(dir))
 		return -errno;
-	snprintf(cmd, sizeof cmd, "mount -t ext3 -o ro,loop,noatime '%s' %s", image, dir);
+	snprintf(cmd, sizeof cmd, "mount -t %s -o ro,loop,noatime '%s' %s", type ? type : "ext3", image,
+		 dir);
 	int st = system(cmd);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		rmdir(dir);

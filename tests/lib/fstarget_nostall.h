@@ -25,6 +25,9 @@ int fst_nostall_new(const struct fst_nostall_cfg *cfg, struct fs_target **out);
 
 /* mke2fs -q -F -t ext3 -b block_size -I 256 image size (a new sparse file). */
 int fst_nostall_mkfs(const char *image, unsigned block_size, uint64_t size_bytes);
+/* The same with mke2fs -t type (NULL: ext3). */
+int fst_nostall_mkfs_type(const char *image, const char *type, unsigned block_size,
+			  uint64_t size_bytes);
 
 /* A factory making a fresh image per target (for the driver and the
  * minimizer): mkfs of `image` with the parameters, then fst_nostall_new. */
@@ -34,6 +37,7 @@ struct fst_nostall_factory {
 	uint64_t size_bytes;
 	const char *opts;
 	bool fsck;
+	const char *fs_type; /* mke2fs -t and the kernel's mount -t; NULL: ext3 */
 };
 int fst_nostall_factory_create(void *ctx, struct fs_target **out); /* ctx: the struct above */
 
@@ -44,6 +48,8 @@ int fst_nostall_unmount(struct fs_target *t);
  * temporary directory and compare it with the runner's model: 0 same, 1
  * different (fsrun_msg), <0 could not mount. */
 int fst_nostall_kernel_compare(struct fsrun *r, const char *image);
+/* The same with the kernel's mount -t type (NULL: ext3). */
+int fst_nostall_kernel_compare_type(struct fsrun *r, const char *image, const char *type);
 
 #endif
 #endif

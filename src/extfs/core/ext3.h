@@ -114,8 +114,11 @@ int ext3_era_data_mode(const char *preset);
 /* Mount flags. Without EXT3_MOUNT_JOURNAL the mount is read-only and never
  * writes, except that a journal needing recovery is replayed first (as the
  * kernel does even for a read-only mount) unless noload or sb= is given. */
-#define EXT3_MOUNT_JOURNAL 0x1u /* load the journal for writing (jbd_journal_load);
-				 * needs_recovery is set on disk while mounted */
+#define EXT3_MOUNT_JOURNAL 0x1u /* writable: load the journal for writing
+				 * (jbd_journal_load; needs_recovery is set on disk
+				 * while mounted), or on a filesystem without one
+				 * (ext2) the no-journal stand-in (core/nojournal.c;
+				 * s_state not clean while mounted) */
 
 /* Mount dev (not owned): open the block queue (o->blk_opts) and the buffer
  * cache, validate the superblock and the descriptor table (see

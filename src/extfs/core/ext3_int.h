@@ -24,6 +24,7 @@ struct jbd_inode;
 struct ext3_balloc;
 struct ext3_data;
 struct ext3_data_ops;
+struct ext3_nj;
 #include <stdatomic.h>
 
 #include "util/lockdep.h"
@@ -143,6 +144,13 @@ struct ext3_fs {
 	struct ext3_icache icache;  /* internally locked */
 	/* ---- writable mounts (src/extfs/core/write.h; set up by ext3_write_init) ---- */
 	bool writable;              /* EXT3_MOUNT_JOURNAL mount */
+	/* A writable mount of a filesystem without a journal (ext2): handles
+	 * are trans.c's stand-in (write.h, "No-journal mounts"); s_state
+	 * lacks VALID_FS while mounted and gets mount_state (the state read
+	 * at mount) back at a clean unmount (super/mount.c). */
+	bool nojournal;
+	uint16_t mount_state;
+	struct ext3_nj *nj;         /* nojournal.c: the writers' lock, the flusher */
 	atomic_bool ro_forced;      /* errors=remount-ro fired or the journal aborted */
 	pthread_mutex_t *group_locks; /* [groups]: a group's bitmaps and descriptor */
 	pthread_mutex_t sb_lock;    /* sb's counters, s_last_orphan, s_state; a leaf */

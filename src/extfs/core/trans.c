@@ -9,6 +9,7 @@
  * thread-local (handles are per thread and nest, as jbd's are).
  */
 #include "extfs/core/write.h"
+#include "extfs/core/nojournal.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
@@ -84,6 +85,8 @@ int ext3_credits_xattr(const struct ext3_fs *fs)
 
 bool ext3_fs_writable(const struct ext3_fs *fs)
 {
+	if (fs->nojournal)
+		return fs->writable && !atomic_load(&fs->ro_forced);
 	return fs->writable && fs->journal && !atomic_load(&fs->ro_forced) &&
 	       !jbd_journal_aborted(fs->journal);
 }
@@ -91,6 +94,8 @@ bool ext3_fs_writable(const struct ext3_fs *fs)
 int ext3_journal_start(struct ext3_fs *fs, int credits, struct jbd_handle **out)
 {
 	*out = NULL;
+	if (fs->nojournal)
+		return ext3_nj_start(fs, out);
 	if (!fs->writable || !fs->journal)
 		return err_set(-EROFS, "ext3: read-only mount");
 	if (atomic_load(&fs->ro_forced) || jbd_journal_aborted(fs->journal))
@@ -108,6 +113,8 @@ int ext3_journal_start(struct ext3_fs *fs, int credits, struct jbd_handle **out)
 
 int ext3_journal_stop(struct jbd_handle *h)
 {
+	if (ext3_handle_nojournal(h))
+		return ext3_nj_stop();
 	struct ext3_fs *fs = tl_fs;
 	if (tl_depth > 0 && --tl_depth == 0)
 		tl_fs = NULL;
@@ -140,23 +147,39 @@ static int journal_call(int (*op)(struct jbd_handle *, struct buffer_head *), st
 	return rc ? journal_failed(rc, what, bh) : 0;
 }
 
+/* Without a journal a buffer is changed in place (as the kernel's ext4 in
+ * no-journal mode): no access to ask for, and a freed block's old state
+ * need not be kept (no undo). */
 int ext3_journal_get_write_access(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h))
+		return 0;
 	return journal_call(jbd_get_write_access, h, bh, "write access");
 }
 
 int ext3_journal_get_create_access(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h))
+		return 0;
 	return journal_call(jbd_get_create_access, h, bh, "create access");
 }
 
 int ext3_journal_get_undo_access(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h))
+		return 0;
 	return journal_call(jbd_get_undo_access, h, bh, "undo access");
 }
 
+/* No journal: mark_buffer_dirty. nojournal.c's flusher, fsync and sync(2)
+ * write it (ext3_fs_sync_metadata), never while a stand-in is open, so it
+ * goes out as the handles left it. */
 int ext3_journal_dirty_metadata(struct jbd_handle *h, struct buffer_head *bh)
 {
+	if (ext3_handle_nojournal(h)) {
+		buf_mark_dirty(bh);
+		return 0;
+	}
 	return journal_call(jbd_dirty_metadata, h, bh, "dirtying");
 }
 
@@ -176,6 +199,8 @@ int ext3_journal_bread(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, c
 
 int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block)
 {
+	if (ext3_handle_nojournal(h))
+		return ext3_nj_forget_block(block);
 	int rc = jbd_revoke(h, block, NULL);
 	if (rc == -EOPNOTSUPP) {
 		/* A v1 journal (data=journal only) has no revoke records: at
@@ -193,6 +218,35 @@ int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block)
 		return journal_failed(rc, "revoke", NULL);
 	}
 	return 0;
+}
+
+struct jbd_handle *ext3_handle_current(void)
+{
+	struct jbd_handle *h = jbd_handle_current();
+	return h ? h : ext3_nj_current();
+}
+
+void ext3_handle_set_sync(struct jbd_handle *h)
+{
+	if (ext3_handle_nojournal(h))
+		ext3_nj_set_sync();
+	else
+		jbd_handle_set_sync(h, true);
+}
+
+int ext3_handle_extend(struct jbd_handle *h, int credits)
+{
+	return ext3_handle_nojournal(h) ? 0 : jbd_handle_extend(h, credits);
+}
+
+int ext3_handle_restart(struct jbd_handle *h, int credits)
+{
+	return ext3_handle_nojournal(h) ? 0 : jbd_handle_restart(h, credits);
+}
+
+uint32_t ext3_handle_tid(const struct jbd_handle *h)
+{
+	return ext3_handle_nojournal(h) ? 0 : jbd_handle_tid(h);
 }
 
 /* ---- errors ---- */
@@ -237,8 +291,18 @@ int ext3_fs_error(struct ext3_fs *fs, const char *fmt, ...)
 	va_end(ap);
 	int policy = errors_policy(fs);
 	fprintf(stderr, "nostall: ext3 error: %s\n", msg);
-	bool writable = fs->writable && fs->journal && fs->group_locks;
-	if (writable) {
+	bool writable = fs->writable && (fs->journal || fs->nojournal) && fs->group_locks;
+	if (writable && fs->nojournal) {
+		/* No journal: the state goes straight to disk (the kernel's
+		 * ext4_commit_super), the cached superblock block first so that
+		 * its later writeback carries it too. */
+		ext3_sb_lock(fs);
+		uint16_t st = le16_to_cpu(fs->sb.s_state);
+		fs->sb.s_state = cpu_to_le16(st | EXT3_ERROR_FS);
+		ext3_sb_unlock(fs);
+		(void)ext3_super_dirty(ext3_nj_any(), fs);
+		super_write_direct(fs);
+	} else if (writable) {
 		ext3_sb_lock(fs);
 		uint16_t st = le16_to_cpu(fs->sb.s_state);
 		fs->sb.s_state = cpu_to_le16(st | EXT3_ERROR_FS);
@@ -281,8 +345,8 @@ int ext3_write_init(struct ext3_fs *fs)
 {
 	if (fs->group_locks)
 		return 0; /* already set up */
-	if (!fs->journal)
-		return err_set(-EROFS, "ext3: the write side needs a journaled mount");
+	if (!fs->journal && !fs->nojournal)
+		return err_set(-EROFS, "ext3: the write side needs a writable mount");
 	fs->group_locks = calloc(fs->g.groups, sizeof *fs->group_locks);
 	if (!fs->group_locks)
 		return err_set(-ENOMEM, "ext3: out of memory for %u group locks", fs->g.groups);
@@ -306,6 +370,8 @@ int ext3_write_init(struct ext3_fs *fs)
 	fs->sb.s_free_blocks_count = cpu_to_le32((uint32_t)fb);
 	fs->sb.s_free_inodes_count = cpu_to_le32((uint32_t)fi);
 	int rc = ext3_balloc_init(fs);
+	if (!rc && fs->nojournal)
+		rc = ext3_nj_init(fs);
 	if (rc) {
 		ext3_write_shutdown(fs);
 		return rc;
@@ -319,6 +385,7 @@ void ext3_write_shutdown(struct ext3_fs *fs)
 {
 	if (!fs->group_locks)
 		return;
+	ext3_nj_shutdown(fs);
 	ext3_balloc_destroy(fs);
 	for (uint32_t g = 0; g < fs->g.groups; g++)
 		pthread_mutex_destroy(&fs->group_locks[g]);

@@ -10,7 +10,9 @@
  *   -> directory inode locks (writer; two directories in inode-number order)
  *   -> non-directory inode locks (writer; two in inode-number order)
  *   -> journal handle (jbd_handle_start may wait for a commit: the commit
- *      thread never takes an inode lock, so this is safe)
+ *      thread never takes an inode lock, so this is safe; without a
+ *      journal the stand-in's writers' lock, whose start may wait for a
+ *      metadata write-out in the same way: core/nojournal.c)
  *   -> page locks (page cache; ascending index)
  *   -> group locks (fs->groups_lock[g], ascending g) -> fs->sb_lock
  *   -> buffer cache / block queue internals.
@@ -77,6 +79,33 @@ int ext3_journal_bread(struct jbd_handle *h, struct ext3_fs *fs, uint64_t blk, c
 /* A freed metadata (or data=journal data) block: revoke it and forget its
  * buffer if cached (so a stale copy is never written over a reused block). */
 int ext3_journal_forget_block(struct jbd_handle *h, uint64_t block);
+
+/* No-journal mounts (a writable mount of a filesystem without has_journal:
+ * ext2, ext4 ^has_journal; docs/ext2-nojournal.md): ext3_journal_start
+ * hands out a stand-in handle, as the kernel's ext4 does without a journal
+ * (ext4_get_nojournal). Every ext3_journal_* call above takes it: access
+ * calls do nothing, dirty_metadata marks the buffer dirty in the buffer
+ * cache (its writeback thread writes it), forget_block drops a cached
+ * copy's dirty state (a freed block is reusable at once: no undo, no
+ * revoke). Code that used jbd's handle calls directly goes through the
+ * wrappers below, which know both kinds. */
+bool ext3_handle_nojournal(const struct jbd_handle *h);
+/* The calling thread's open handle (jbd's, or the stand-in), else NULL. */
+struct jbd_handle *ext3_handle_current(void);
+/* A synchronous change (dirsync, chattr +S): jbd's stop waits for the
+ * commit; the stand-in's outermost stop writes the dirty metadata and
+ * flushes (ext3_fs_sync_metadata). */
+void ext3_handle_set_sync(struct jbd_handle *h);
+/* jbd_handle_extend / _restart; the stand-in has no credits to run out
+ * of (0). */
+int ext3_handle_extend(struct jbd_handle *h, int credits);
+int ext3_handle_restart(struct jbd_handle *h, int credits);
+/* The handle's transaction (jbd_handle_tid); 0 for the stand-in. */
+uint32_t ext3_handle_tid(const struct jbd_handle *h);
+/* No-journal fsync's metadata step: write every dirty buffer of the
+ * mount's cache and wait (the kernel writes the inode's own buffers: this
+ * writes all of them), then flush the device cache when barriers are on. */
+int ext3_fs_sync_metadata(struct ext3_fs *fs);
 
 /* Corrupt metadata found while writing: record it (s_state |= ERROR_FS,
  * s_errors policy from errors= or the superblock), then continue,

@@ -232,7 +232,7 @@ static int data_map(void *ctx, uint64_t index, bool create, uint64_t *phys, bool
 		*phys = p ? p : PAGE_NO_BLOCK;
 		return 0;
 	}
-	struct jbd_handle *h = jbd_handle_current();
+	struct jbd_handle *h = ext3_handle_current();
 	if (!h)
 		return err_set(-EINVAL, "ext3: inode %u: allocating a data block without a journal "
 			       "handle", in->ino);
@@ -262,7 +262,7 @@ static void data_io_done(void *ctx, uint64_t first, uint64_t last, int err)
 static int data_map_range(void *ctx, uint64_t index, uint32_t max, uint64_t *phys, uint32_t *count)
 {
 	struct ext3_inode *in = ctx;
-	struct jbd_handle *h = jbd_handle_current();
+	struct jbd_handle *h = ext3_handle_current();
 	if (!h)
 		return err_set(-EINVAL, "ext3: inode %u: allocating data blocks without a journal "
 			       "handle", in->ino);
@@ -353,7 +353,7 @@ int ext3_data_order_strict(struct jbd_handle *h, struct ext3_inode *in)
 
 void ext3_inode_note_tid(struct jbd_handle *h, struct ext3_inode *in, bool datasync)
 {
-	uint32_t tid = jbd_handle_tid(h);
+	uint32_t tid = ext3_handle_tid(h);
 	in->sync_tid = tid;
 	in->has_sync_tid = true;
 	if (datasync) {
@@ -495,9 +495,30 @@ int ext3_data_fsync_same_tid(struct ext3_inode *in, uint32_t tid)
 	return ext3_data_fsync_filed(in, tid, 1, file_same_tid);
 }
 
+/* fsync without a journal (the kernel's ext4_fsync_nojournal): the file's
+ * data written and waited for, then the metadata - every dirty buffer of
+ * the mount, a superset of the inode's own buffers and its table block
+ * that generic_buffers_fsync writes, and of the directory entries of a new
+ * file (ext4_sync_parent) - and a cache flush with barriers on. Bitmaps
+ * and counters go with them here; the kernel leaves them to e2fsck. */
+static int nj_fsync(struct ext3_inode *in)
+{
+	struct ext3_fs *fs = in->fs;
+	ext3_inode_rdlock(in);
+	struct page_mapping *m = in->mapping;
+	ext3_inode_unlock(in);
+	int rc = 0;
+	if (m && ext3_data_paged(in))
+		rc = page_mapping_sync(m, 0, PAGE_INDEX_MAX, blk_queue_sync_batch_op(fs->q));
+	int mrc = ext3_fs_sync_metadata(fs);
+	return rc ? rc : mrc;
+}
+
 int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 {
 	struct ext3_fs *fs = in->fs;
+	if (fs->nojournal)
+		return fs->writable ? nj_fsync(in) : 0;
 	if (!fs->journal)
 		return 0;
 	ext3_inode_rdlock(in);
@@ -546,7 +567,7 @@ done:
 
 int ext3_fs_sync(struct ext3_fs *fs)
 {
-	if (!fs->journal)
+	if (!fs->journal && !(fs->nojournal && fs->writable))
 		return 0;
 	int rc = 0;
 	size_t n = 0;
@@ -584,6 +605,11 @@ int ext3_fs_sync(struct ext3_fs *fs)
 	int grc = fs->dops->sync ? fs->dops->sync(fs) : 0;
 	if (!rc)
 		rc = grc;
+	if (fs->nojournal) {
+		/* No commit: the metadata itself, then the flush. */
+		int mrc = ext3_fs_sync_metadata(fs);
+		return rc ? rc : mrc;
+	}
 	int crc = jbd_journal_force_commit(fs->journal);
 	/* With nothing to commit no commit block flushed the data written above. */
 	int frc = crc ? 0 : data_cache_flush(fs);

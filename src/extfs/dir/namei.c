@@ -112,7 +112,7 @@ static int dir_name_free(struct ext3_inode *dir, const char *name, size_t len)
 static int dir_changed(struct jbd_handle *h, struct ext3_inode *dir)
 {
 	if (dir->a.flags & (EXT3_DIRSYNC_FL | EXT3_SYNC_FL))
-		jbd_handle_set_sync(h, true);
+		ext3_handle_set_sync(h);
 	touch(&dir->a.mtime, &dir->a.mtime_ns);
 	dir->a.ctime = dir->a.mtime;
 	dir->a.ctime_ns = dir->a.mtime_ns;

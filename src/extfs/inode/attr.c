@@ -82,7 +82,7 @@ int ext3_setflags(struct ext3_inode *in, uint32_t flags)
 		in->a.flags = (flags & EXT3_FL_USER_MODIFIABLE) | (old & ~(uint32_t)EXT3_FL_USER_MODIFIABLE);
 		ext3_now(&in->a.ctime, &in->a.ctime_ns);
 		if (in->a.flags & EXT3_SYNC_FL)
-			jbd_handle_set_sync(h, true);
+			ext3_handle_set_sync(h);
 		rc = ext3_mark_inode_dirty(h, in);
 		int src = ext3_journal_stop(h);
 		if (!rc)

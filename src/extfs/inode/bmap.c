@@ -128,7 +128,7 @@ int ext3_bmap_trunc_room(struct ext3_bmap_trunc *t)
 {
 	if (t->budget >= EXT3_BMAP_TRUNC_STEP_CREDITS)
 		return 0;
-	if (jbd_handle_extend(t->h, t->credits) == 0) {
+	if (ext3_handle_extend(t->h, t->credits) == 0) {
 		t->budget += t->credits;
 		return 0;
 	}
@@ -136,7 +136,7 @@ int ext3_bmap_trunc_room(struct ext3_bmap_trunc *t)
 	int rc = ext3_mark_inode_dirty(t->h, t->in);
 	if (rc)
 		return rc;
-	rc = jbd_handle_restart(t->h, t->credits);
+	rc = ext3_handle_restart(t->h, t->credits);
 	if (rc)
 		return err_wrap(rc, "ext3: inode %u: restarting the truncate", t->in->ino);
 	t->budget = t->credits;

@@ -27,6 +27,13 @@
  * ext3, s_state keeps VALID_FS while mounted (needs_recovery is what marks
  * a mounted or crashed filesystem); errors recorded meanwhile stay in it.
  *
+ * Without a journal (ext2; docs/ext2-nojournal.md) the writable mount has
+ * no journal to start: handles are core/nojournal.c's stand-in, s_state
+ * loses VALID_FS while mounted (the kernel's warnings first, for an image
+ * not clean, with errors or due a check) and gets the state read at mount
+ * back at a good unmount, after the buffer cache is written and flushed;
+ * the journal's options are refused as the kernel's ext4 refuses them.
+ *
  * Threads: mount and unmount are single-threaded; after ext3_fs_mount
  * returns, everything in struct ext3_fs set here is read-only.
  */
@@ -42,6 +49,7 @@
 #include "util/err.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -122,8 +130,43 @@ static const struct ext3_data_ops *data_ops_choose(int mode)
 /* The data mode: the option, else the superblock's default, else the era
  * preset's (o->era_data_mode), else the build's; a mode other than journal
  * needs the revoke feature. Chooses the mode's ops table once, here. */
+/* A filesystem without a journal (ext2): the kernel's ext4 refuses the
+ * journal's options, and a data= other than the superblock's default
+ * (ext4_has_journal_option, in the kernel's words), then has no data mode:
+ * file data goes out as writeback's does, with its replace safeguards. */
+static int data_mode_nojournal(struct ext3_fs *fs, const struct ext3_mount_opts *o)
+{
+	int def = 0;
+	switch (le32_to_cpu(fs->sb.s_default_mount_opts) & EXT3_DEFM_JMODE) {
+	case EXT3_DEFM_JMODE_DATA: def = EXT3_DATA_JOURNAL; break;
+	case EXT3_DEFM_JMODE_ORDERED: def = EXT3_DATA_ORDERED; break;
+	case EXT3_DEFM_JMODE_WBACK: def = EXT3_DATA_WRITEBACK; break;
+	}
+	const char *bad = NULL;
+	char commit[48];
+	if (o->jcfg.async_commit) {
+		bad = "journal_async_commit";
+	} else if (o->jcfg.checksum) {
+		bad = "journal_checksum";
+	} else if (o->jcfg.commit_interval_ms && o->jcfg.commit_interval_ms != 5000) {
+		snprintf(commit, sizeof commit, "commit=%u", o->jcfg.commit_interval_ms / 1000);
+		bad = commit;
+	} else if (o->data_mode && o->data_mode != def) {
+		bad = "data=";
+	} else if (o->data_err == EXT3_DATA_ERR_ABORT) {
+		bad = "data_err=abort";
+	}
+	if (bad)
+		return err_set(-EINVAL, "can't mount with %s, fs mounted w/o journal", bad);
+	fs->dops = &ext3_data_writeback_ops;
+	fs->opts.data_mode = EXT3_DATA_WRITEBACK;
+	return 0;
+}
+
 static int data_mode_resolve(struct ext3_fs *fs, const struct ext3_mount_opts *o, unsigned flags)
 {
+	if (!(fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL))
+		return data_mode_nojournal(fs, o);
 	int mode = o->data_mode;
 	if (!mode) {
 		switch (le32_to_cpu(fs->sb.s_default_mount_opts) & EXT3_DEFM_JMODE) {
@@ -211,6 +254,9 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 		goto fail;
 	struct buf_params bp;
 	buf_params_default(&bp);
+	/* jbd writes the metadata (checkpoints); without a journal the
+	 * no-journal flusher does (core/nojournal.c), never the cache's own
+	 * thread, which could catch a buffer halfway through a change. */
 	bp.writeback_interval_ms = 0;
 	if (o->cache_bytes)
 		bp.max_bytes = o->cache_bytes;
@@ -292,6 +338,36 @@ static int write_stop(struct ext3_fs *fs, bool data_up)
 	return rc;
 }
 
+/* ext4_setup_super's warnings, on stderr in the kernel's words. */
+static void mount_warnings(const struct ext3_fs *fs)
+{
+	const struct ext3_super_block *sb = &fs->sb;
+	const char *w = NULL;
+	int16_t max = (int16_t)le16_to_cpu(sb->s_max_mnt_count);
+	uint32_t interval = le32_to_cpu(sb->s_checkinterval);
+	if (!(fs->mount_state & EXT3_VALID_FS))
+		w = "mounting unchecked fs";
+	else if (fs->mount_state & EXT3_ERROR_FS)
+		w = "mounting fs with errors";
+	else if (max > 0 && le16_to_cpu(sb->s_mnt_count) >= (uint16_t)max)
+		w = "maximal mount count reached";
+	else if (interval && (int64_t)le32_to_cpu(sb->s_lastcheck) + interval <= (int64_t)time(NULL))
+		w = "checktime reached";
+	if (w)
+		fprintf(stderr, "nostall: ext2: warning: %s, running e2fsck is recommended\n", w);
+}
+
+/* A writable mount without a journal (the kernel's ext4_setup_super with
+ * no journal): the warnings, then s_state loses VALID_FS while mounted, in
+ * the superblock write_start makes durable before anything else is
+ * written; a clean unmount puts the state read here back. */
+static void nojournal_state_start(struct ext3_fs *fs)
+{
+	fs->mount_state = le16_to_cpu(fs->sb.s_state);
+	mount_warnings(fs);
+	fs->sb.s_state = cpu_to_le16(fs->mount_state & ~EXT3_VALID_FS);
+}
+
 /* Writable bring-up after the journal is loaded: the superblock's mount
  * count and time (written now, before the write side reads its block), the
  * write side (counters, allocator, orphan list), the page cache, then the
@@ -299,6 +375,8 @@ static int write_stop(struct ext3_fs *fs, bool data_up)
  * mounted: needs_recovery marks an unclean fs (e2fsck replays and checks). */
 static int write_start(struct ext3_fs *fs)
 {
+	if (fs->nojournal)
+		nojournal_state_start(fs);
 	if ((int16_t)le16_to_cpu(fs->sb.s_max_mnt_count) == 0)
 		fs->sb.s_max_mnt_count = cpu_to_le16(20); /* EXT3_DFL_MAX_MNT_COUNT */
 	fs->sb.s_mnt_count = cpu_to_le16((uint16_t)(le16_to_cpu(fs->sb.s_mnt_count) + 1));
@@ -337,6 +415,27 @@ static int journal_stop(struct ext3_fs *fs)
 	/* Only an emptied log may lose needs_recovery. */
 	if (!rc)
 		rc = super_set_recover(fs, false);
+	return rc;
+}
+
+/* Unmount without a journal: the buffer cache written and flushed, then
+ * the superblock with the state read at mount (errors recorded since kept)
+ * unless the mount failed or went read-only after an error (the kernel
+ * writes no clean state then). clean false: a failed mount, whose
+ * superblock says unchecked until e2fsck. */
+static int nojournal_stop(struct ext3_fs *fs, bool clean)
+{
+	int rc = buf_cache_sync(fs->cache);
+	if (rc)
+		rc = err_wrap(rc, "ext3: writing the metadata at unmount");
+	uint16_t st = le16_to_cpu(fs->sb.s_state);
+	if (!rc && clean && !atomic_load(&fs->ro_forced)) {
+		fs->sb.s_state = cpu_to_le16(fs->mount_state | (st & EXT3_ERROR_FS));
+		int src = super_write(fs);
+		if (!rc)
+			rc = src;
+	}
+	fs->nojournal = false;
 	return rc;
 }
 
@@ -402,7 +501,12 @@ int ext3_fs_mount(struct dev *dev, const struct ext3_mount_opts *o, unsigned fla
 		fs_free(fs);
 		goto unlock;
 	}
-	if (flags & EXT3_MOUNT_JOURNAL) {
+	if ((flags & EXT3_MOUNT_JOURNAL) && !(fs->compat & EXT3_FEATURE_COMPAT_HAS_JOURNAL)) {
+		fs->nojournal = true;
+		rc = write_start(fs);
+		if (rc)
+			(void)nojournal_stop(fs, false);
+	} else if (flags & EXT3_MOUNT_JOURNAL) {
 		rc = journal_start(fs);
 		if (!rc) {
 			rc = write_start(fs);
@@ -434,6 +538,12 @@ int ext3_fs_unmount(struct ext3_fs *fs)
 		int jrc = journal_stop(fs);
 		if (!rc)
 			rc = jrc;
+	} else if (fs->nojournal) {
+		if (fs->writable)
+			rc = write_stop(fs, true);
+		int nrc = nojournal_stop(fs, rc == 0);
+		if (!rc)
+			rc = nrc;
 	}
 	struct dev *dev = fs->dev;
 	bool locked = fs->dev_locked;
