@@ -24,6 +24,7 @@
  */
 #include "extfs/data/file_data.h"
 #include "extfs/inode/cred.h"
+#include "extfs/inode/falloc.h"
 
 #include "page/page.h"
 #include "util/err.h"
@@ -282,7 +283,9 @@ static int setsize_locked(struct ext3_inode *in, uint64_t size)
 	const struct ext3_data_ops *ops = ext3_dops(in);
 	int rc = 0;
 	ext3_data_mark_written(in);
-	if (size < old) {
+	/* The same size on an extent file too: fallocate's blocks past the
+	 * end go (ext4_setattr's "even if i_size didn't change"). */
+	if (size < old || (size == old && ext4_falloc_supported(in))) {
 		/* ext3_truncate drops the pages (and zeroes the partial page);
 		 * data=journal's partial block is a journaled buffer instead. */
 		if (ops->zero_tail) {

@@ -1,0 +1,356 @@
+/* fallocate through the public API (nostall_fallocate, docs/api.md) on an
+ * ext4 image (mkfs.ext4, extent files), in every data mode: mode 0 and
+ * KEEP_SIZE (unwritten extents: zeros, i_blocks, the size), data written
+ * into an unwritten range (a partial block, read back before and after a
+ * remount), PUNCH_HOLE and ZERO_RANGE over written data (clean or still
+ * dirty in the page cache), SEEK_DATA / SEEK_HOLE over each, the errors of
+ * vfs_fallocate / ext4_fallocate, -EOPNOTSUPP on an ext3 (indirect) file,
+ * -ENOSPC leaving a consistent image. e2fsck -fn after every umount.
+ *
+ * Oracles: mkfs.ext4, e2fsck. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "lib/fsimg.h"
+#include "lib/fstarget_nostall.h"
+#include "lib/oracles.h"
+
+#include "nostall/nostall.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BS 4096u
+#define UNITS (BS / 512)
+
+static char tmpdir[256], img[300];
+static const char *const modes[] = { "data=ordered", "data=guarded", "data=writeback", "data=journal" };
+#define NMODES (sizeof modes / sizeof modes[0])
+
+/* An ext4 image of the features nostall writes (no metadata_csum, 32-bit). */
+static void mkfs_ext4(unsigned mib)
+{
+	assert_int_equal(fsimg_run("mkfs.ext4 -q -F -b %u -O ^metadata_csum,^64bit,^uninit_bg '%s' %uM "
+				   ">/dev/null 2>&1",
+				   BS, img, mib),
+			 0);
+}
+
+static int setup(void **state)
+{
+	snprintf(img, sizeof img, "%s/falloc.img", tmpdir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(img);
+	return 0;
+}
+
+static struct nostall_file *open_rw(struct nostall_fs *fs, const char *path)
+{
+	struct nostall_file *f = NULL;
+	int rc = nostall_create(fs, path, NOSTALL_O_RDWR | NOSTALL_O_CREAT, 0644, &f);
+	if (rc)
+		fail_msg("create %s: %s", path, nostall_errmsg(rc));
+	return f;
+}
+
+static struct nostall_stat fstat_of(struct nostall_file *f)
+{
+	struct nostall_stat st;
+	assert_int_equal(nostall_fstat(f, &st), 0);
+	return st;
+}
+
+/* The file's bytes [0, len) equal want. */
+static void assert_bytes(struct nostall_file *f, const uint8_t *want, size_t len)
+{
+	uint8_t *got = malloc(len + 1);
+	assert_non_null(got);
+	assert_int_equal(nostall_pread(f, got, len + 1, 0), (ssize_t)len);
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != want[i])
+			fail_msg("byte %zu: %#x, want %#x", i, got[i], want[i]);
+	free(got);
+}
+
+static void umount_clean(struct nostall_fs *fs)
+{
+	fsimg_api_umount(fs);
+	fsimg_assert_clean(img);
+}
+
+/* Mode 0 and KEEP_SIZE: unwritten extents read as zeros, count in
+ * st_blocks, are holes to SEEK_DATA; data written into them lands. */
+static void test_alloc(void **state)
+{
+	for (size_t mi = 0; mi < NMODES; mi++) {
+		mkfs_ext4(32);
+		struct nostall_fs *fs = fsimg_api_mount(img, modes[mi], 0);
+		struct nostall_file *f = open_rw(fs, "/a");
+		/* mode 0: 100 .. 100 + 5000: blocks 0 and 1, size 5100 */
+		assert_int_equal(nostall_fallocate(f, 0, 100, 5000), 0);
+		struct nostall_stat st = fstat_of(f);
+		assert_int_equal(st.size, 5100);
+		assert_int_equal(st.blocks, 2 * UNITS);
+		/* (SEEK first: a page read from an unwritten extent counts
+		 * as data afterwards, as in the kernel) */
+		assert_int_equal(nostall_lseek(f, 0, SEEK_DATA), -ENXIO);
+		assert_int_equal(nostall_lseek(f, 0, SEEK_HOLE), 0);
+		uint8_t *want = calloc(1, 64 * BS);
+		assert_non_null(want);
+		assert_bytes(f, want, 5100);
+		/* KEEP_SIZE past the end: 8 more blocks, the size stays */
+		assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_KEEP_SIZE, 2 * BS, 8 * BS), 0);
+		st = fstat_of(f);
+		assert_int_equal(st.size, 5100);
+		assert_int_equal(st.blocks, 10 * UNITS);
+		/* again over the same range: nothing new */
+		assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_KEEP_SIZE, 0, 10 * BS), 0);
+		assert_int_equal(fstat_of(f).blocks, 10 * UNITS);
+		/* a partial block written in the unwritten range (block 3) */
+		memcpy(want + 3 * BS + 1000, "unwritten no more", 17);
+		assert_int_equal(nostall_pwrite(f, "unwritten no more", 17, 3 * BS + 1000), 17);
+		assert_int_equal(fstat_of(f).size, 3 * BS + 1017);
+		assert_int_equal(fstat_of(f).blocks, 10 * UNITS);
+		/* data at block 3 (block 2 has no page; the zeros read above
+		 * are uptodate pages of blocks 0 and 1) */
+		assert_int_equal(nostall_lseek(f, 2 * BS, SEEK_DATA), 3 * BS);
+		assert_int_equal(nostall_lseek(f, 3 * BS, SEEK_HOLE), 3 * BS + 1017);
+		assert_bytes(f, want, 3 * BS + 1017);
+		nostall_close(f);
+		umount_clean(fs);
+		/* after a remount: the same bytes; the blocks past the end stay */
+		fs = fsimg_api_mount(img, modes[mi], 0);
+		f = open_rw(fs, "/a");
+		assert_int_equal(nostall_lseek(f, 0, SEEK_DATA), 3 * BS);
+		assert_int_equal(nostall_lseek(f, 0, SEEK_HOLE), 0);
+		assert_bytes(f, want, 3 * BS + 1017);
+		assert_int_equal(fstat_of(f).blocks, 10 * UNITS);
+		/* a truncate, to the same size too, frees the blocks past it
+		 * (ext4_setattr) */
+		assert_int_equal(nostall_ftruncate(f, 3 * BS + 1017), 0);
+		assert_int_equal(fstat_of(f).blocks, 4 * UNITS);
+		nostall_close(f);
+		umount_clean(fs);
+		free(want);
+	}
+}
+
+/* 8 blocks of a pattern, synced or left dirty. */
+static uint8_t *pattern_file(struct nostall_file *f, bool sync)
+{
+	uint8_t *want = malloc(8 * BS);
+	assert_non_null(want);
+	for (size_t i = 0; i < 8 * BS; i++)
+		want[i] = (uint8_t)(i * 7 + i / BS + 1);
+	assert_int_equal(nostall_pwrite(f, want, 8 * BS, 0), (ssize_t)(8 * BS));
+	if (sync)
+		assert_int_equal(nostall_fsync(f, 0), 0);
+	return want;
+}
+
+/* PUNCH_HOLE: edges zeroed, whole blocks freed, holes to SEEK. */
+static void test_punch(void **state)
+{
+	for (size_t mi = 0; mi < NMODES; mi++) {
+		for (int sync = 0; sync < 2; sync++) {
+			mkfs_ext4(32);
+			struct nostall_fs *fs = fsimg_api_mount(img, modes[mi], 0);
+			struct nostall_file *f = open_rw(fs, "/p");
+			uint8_t *want = pattern_file(f, sync);
+			int mode = NOSTALL_FALLOC_PUNCH_HOLE | NOSTALL_FALLOC_KEEP_SIZE;
+			/* [BS/2, 5 BS + 10): blocks 1..4 go, 0 and 5 zeroed in part */
+			assert_int_equal(nostall_fallocate(f, mode, BS / 2, 4 * BS + BS / 2 + 10), 0);
+			memset(want + BS / 2, 0, 4 * BS + BS / 2 + 10);
+			struct nostall_stat st = fstat_of(f);
+			assert_int_equal(st.size, 8 * BS);
+			assert_int_equal(st.blocks, 4 * UNITS);
+			assert_bytes(f, want, 8 * BS);
+			assert_int_equal(nostall_lseek(f, 0, SEEK_HOLE), BS);
+			assert_int_equal(nostall_lseek(f, BS, SEEK_DATA), 5 * BS);
+			/* inside one block: only zeroes */
+			assert_int_equal(nostall_fallocate(f, mode, 6 * BS + 5, 100), 0);
+			memset(want + 6 * BS + 5, 0, 100);
+			assert_int_equal(fstat_of(f).blocks, 4 * UNITS);
+			/* past the end: nothing; over the end: to the end */
+			assert_int_equal(nostall_fallocate(f, mode, 9 * BS, BS), 0);
+			assert_int_equal(nostall_fallocate(f, mode, 7 * BS, 4 * BS), 0);
+			memset(want + 7 * BS, 0, BS);
+			assert_int_equal(fstat_of(f).blocks, 3 * UNITS);
+			assert_int_equal(fstat_of(f).size, 8 * BS);
+			assert_bytes(f, want, 8 * BS);
+			/* writing into the hole again */
+			assert_int_equal(nostall_pwrite(f, "again", 5, 2 * BS + 3), 5);
+			memcpy(want + 2 * BS + 3, "again", 5);
+			assert_int_equal(fstat_of(f).blocks, 4 * UNITS);
+			nostall_close(f);
+			umount_clean(fs);
+			fs = fsimg_api_mount(img, modes[mi], 0);
+			f = open_rw(fs, "/p");
+			assert_bytes(f, want, 8 * BS);
+			nostall_close(f);
+			umount_clean(fs);
+			free(want);
+		}
+	}
+}
+
+/* ZERO_RANGE: edges zeroed, whole blocks unwritten (still allocated), the
+ * size grows unless KEEP_SIZE. */
+static void test_zero(void **state)
+{
+	for (size_t mi = 0; mi < NMODES; mi++) {
+		for (int sync = 0; sync < 2; sync++) {
+			mkfs_ext4(32);
+			struct nostall_fs *fs = fsimg_api_mount(img, modes[mi], 0);
+			struct nostall_file *f = open_rw(fs, "/z");
+			uint8_t *want = realloc(pattern_file(f, sync), 12 * BS);
+			assert_non_null(want);
+			int mode = NOSTALL_FALLOC_ZERO_RANGE | NOSTALL_FALLOC_KEEP_SIZE;
+			assert_int_equal(nostall_fallocate(f, mode, BS / 2, 4 * BS + BS / 2 + 10), 0);
+			memset(want + BS / 2, 0, 4 * BS + BS / 2 + 10);
+			struct nostall_stat st = fstat_of(f);
+			assert_int_equal(st.size, 8 * BS);
+			assert_int_equal(st.blocks, 8 * UNITS);
+			assert_bytes(f, want, 8 * BS);
+			assert_int_equal(nostall_lseek(f, 0, SEEK_HOLE), BS);
+			assert_int_equal(nostall_lseek(f, BS, SEEK_DATA), 5 * BS);
+			/* without KEEP_SIZE past the end: the size grows, the
+			 * blocks are allocated (unwritten) */
+			assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_ZERO_RANGE, 7 * BS + 100, 3 * BS), 0);
+			memset(want + 7 * BS + 100, 0, 5 * BS - 100);
+			st = fstat_of(f);
+			assert_int_equal(st.size, 10 * BS + 100);
+			assert_int_equal(st.blocks, 11 * UNITS);
+			assert_bytes(f, want, 10 * BS + 100);
+			assert_int_equal(nostall_pwrite(f, "xyz", 3, 9 * BS + 7), 3);
+			memcpy(want + 9 * BS + 7, "xyz", 3);
+			nostall_close(f);
+			umount_clean(fs);
+			fs = fsimg_api_mount(img, modes[mi], 0);
+			f = open_rw(fs, "/z");
+			assert_bytes(f, want, 10 * BS + 100);
+			assert_int_equal(fstat_of(f).blocks, 11 * UNITS);
+			nostall_close(f);
+			umount_clean(fs);
+			free(want);
+		}
+	}
+}
+
+static void test_errors(void **state)
+{
+	mkfs_ext4(32);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
+	struct nostall_file *f = open_rw(fs, "/e");
+	const int keep = NOSTALL_FALLOC_KEEP_SIZE, punch = NOSTALL_FALLOC_PUNCH_HOLE | keep;
+	assert_int_equal(nostall_fallocate(f, 0, 0, 0), -EINVAL);
+	assert_int_equal(nostall_fallocate(f, 0, -1, 10), -EINVAL);
+	assert_int_equal(nostall_fallocate(f, 0, 0, -5), -EINVAL);
+	assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_PUNCH_HOLE, 0, 10), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, punch | NOSTALL_FALLOC_ZERO_RANGE, 0, 10), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, 0x08 /* COLLAPSE_RANGE */, 0, BS), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, 0x20 /* INSERT_RANGE */, 0, BS), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, 0x80, 0, BS), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, 0, INT64_MAX - 10, 5), -EFBIG);
+	assert_int_equal(nostall_fallocate(f, 0, (int64_t)1 << 44, BS), -EFBIG);
+	nostall_close(f);
+	/* no write access */
+	struct nostall_file *r;
+	assert_int_equal(nostall_open(fs, "/e", NOSTALL_O_RDONLY, &r), 0);
+	assert_int_equal(nostall_fallocate(r, 0, 0, BS), -EBADF);
+	nostall_close(r);
+	/* the descriptor variant */
+	int fd = nostall_fd_open(fs, "/e", NOSTALL_O_RDWR, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(nostall_fd_fallocate(fs, fd, 0, 0, 3 * BS), 0);
+	struct nostall_stat st;
+	assert_int_equal(nostall_fd_fstat(fs, fd, &st), 0);
+	assert_int_equal(st.size, 3 * BS);
+	assert_int_equal(nostall_fd_fallocate(fs, fd, 0, 0, 0), -EINVAL);
+	assert_int_equal(nostall_fd_close(fs, fd), 0);
+	assert_int_equal(nostall_fd_fallocate(fs, fd, 0, 0, BS), -EBADF);
+	/* append-only: allocation only; immutable: nothing */
+	assert_int_equal(nostall_setflags(fs, "/e", 0, NOSTALL_FL_APPEND), 0);
+	assert_int_equal(nostall_open(fs, "/e", NOSTALL_O_WRONLY | NOSTALL_O_APPEND, &f), 0);
+	assert_int_equal(nostall_fallocate(f, keep, 0, 8 * BS), 0);
+	assert_int_equal(nostall_fallocate(f, punch, 0, BS), -EPERM);
+	assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_ZERO_RANGE, 0, BS), -EPERM);
+	nostall_close(f);
+	assert_int_equal(nostall_setflags(fs, "/e", 0, 0), 0);
+	f = open_rw(fs, "/e");
+	assert_int_equal(nostall_setflags(fs, "/e", 0, NOSTALL_FL_IMMUTABLE), 0);
+	assert_int_equal(nostall_fallocate(f, 0, 0, BS), -EPERM);
+	assert_int_equal(nostall_setflags(fs, "/e", 0, 0), 0);
+	nostall_close(f);
+	umount_clean(fs);
+}
+
+/* ext3 (indirect-mapped files): -EOPNOTSUPP, as the kernel for allocation. */
+static void test_indirect(void **state)
+{
+	assert_int_equal(fst_nostall_mkfs(img, 1024, 16u << 20), 0);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
+	struct nostall_file *f = open_rw(fs, "/i");
+	assert_int_equal(nostall_pwrite(f, "data", 4, 0), 4);
+	assert_int_equal(nostall_fallocate(f, 0, 0, 4096), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_KEEP_SIZE, 0, 4096), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_ZERO_RANGE, 0, 4096), -EOPNOTSUPP);
+	assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_PUNCH_HOLE | NOSTALL_FALLOC_KEEP_SIZE, 0, 4096),
+			 -EOPNOTSUPP);
+	/* SEEK on the indirect map as before */
+	assert_int_equal(nostall_lseek(f, 0, SEEK_DATA), 0);
+	assert_int_equal(nostall_lseek(f, 0, SEEK_HOLE), 4);
+	nostall_close(f);
+	umount_clean(fs);
+}
+
+/* More than the free space: -ENOSPC, what was allocated stays (unwritten,
+ * counted), the image stays clean, the space comes back with a truncate. */
+static void test_enospc(void **state)
+{
+	mkfs_ext4(16);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
+	struct nostall_file *f = open_rw(fs, "/big");
+	assert_int_equal(nostall_fallocate(f, 0, 0, 64ll << 20), -ENOSPC);
+	struct nostall_stat st = fstat_of(f);
+	assert_true(st.blocks > 0);
+	assert_true(st.size <= 64ull << 20);
+	assert_int_equal(st.size % BS, 0);
+	uint8_t buf[4096], zero[4096] = { 0 };
+	assert_int_equal(nostall_pread(f, buf, sizeof buf, 0), (ssize_t)sizeof buf);
+	assert_memory_equal(buf, zero, sizeof buf);
+	nostall_close(f);
+	umount_clean(fs);
+	fs = fsimg_api_mount(img, NULL, 0);
+	assert_int_equal(nostall_truncate(fs, "/big", 0), 0);
+	umount_clean(fs);
+}
+
+int main(void)
+{
+	int orc = oracles_check("test_api_falloc", "mkfs.ext4 e2fsck");
+	if (orc >= 0)
+		return orc;
+	if (fsimg_tmpdir(tmpdir, sizeof tmpdir, "falloc"))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_alloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_punch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zero, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_indirect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	fsimg_tmpdir_remove(tmpdir);
+	return rc;
+}
