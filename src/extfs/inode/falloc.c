@@ -257,6 +257,10 @@ int ext4_falloc_seek_run(struct ext3_inode *in, uint64_t b, uint64_t count, bool
 	if (b > UINT32_MAX)
 		return 0;
 	ext3_inode_rdlock(in);
+	if (!ext4_falloc_supported(in)) { /* the indirect map has no unwritten blocks */
+		ext3_inode_unlock(in);
+		return 0;
+	}
 	struct ext4_ext_map m;
 	int rc = ext4_ext_map(in, (uint32_t)b, &m);
 	struct page_mapping *pm = in->mapping;

@@ -35,8 +35,8 @@ int ext4_falloc_punch(struct ext3_inode *in, uint32_t first, uint64_t end);
  * logical block b (count blocks): *data tells whether block b holds data,
  * *n how many blocks from b have the same answer (1..count). The kernel's
  * rule: an unwritten extent is a hole except where the page cache holds a
- * page of it (uptodate or dirty); a real hole is a hole. Takes in->lock as
- * reader. */
+ * page of it (uptodate or dirty); a real hole is a hole (and every hole of
+ * an indirect-mapped file). Takes in->lock as reader. */
 int ext4_falloc_seek_run(struct ext3_inode *in, uint64_t b, uint64_t count, bool *data, uint64_t *n);
 
 #endif

@@ -327,7 +327,7 @@ int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, boo
 		if (rc)
 			break;
 		bool data = phys != 0;
-		if (!data && ext4_falloc_supported(in)) {
+		if (!data) {
 			/* an unwritten extent: data where the page cache
 			 * holds it (count narrows to one answer's run) */
 			rc = ext4_falloc_seek_run(in, b, count, &data, &count);
