@@ -5,7 +5,8 @@
  * remount), PUNCH_HOLE and ZERO_RANGE over written data (clean or still
  * dirty in the page cache), SEEK_DATA / SEEK_HOLE over each, the errors of
  * vfs_fallocate / ext4_fallocate, -EOPNOTSUPP on an ext3 (indirect) file,
- * -ENOSPC leaving a consistent image. e2fsck -fn after every umount.
+ * -ENOSPC leaving a consistent image, random operations against a model.
+ * e2fsck -fn after every umount.
  *
  * Oracles: mkfs.ext4, e2fsck. */
 #include <stdarg.h>
@@ -337,6 +338,109 @@ static void test_enospc(void **state)
 	umount_clean(fs);
 }
 
+/* Random writes, fallocates of every mode and truncates against a model of
+ * the bytes and the size, a remount halfway, e2fsck at the end; in every
+ * data mode. Extents split, merge and convert in every combination. */
+#define RND_SPAN (96 * BS)
+static uint64_t rnd_state;
+static uint64_t rnd(uint64_t n)
+{
+	rnd_state = rnd_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (rnd_state >> 33) % n;
+}
+
+static void rnd_check(struct nostall_file *f, const uint8_t *model, uint64_t size, int op)
+{
+	struct nostall_stat st = fstat_of(f);
+	if (st.size != size)
+		fail_msg("op %d: size %llu, model %llu", op, (unsigned long long)st.size, (unsigned long long)size);
+	uint8_t *got = malloc(RND_SPAN + 1);
+	assert_non_null(got);
+	ssize_t n = nostall_pread(f, got, RND_SPAN + 1, 0);
+	assert_int_equal(n, (ssize_t)size);
+	for (uint64_t i = 0; i < size; i++)
+		if (got[i] != model[i])
+			fail_msg("op %d: byte %llu is %#x, model %#x", op, (unsigned long long)i, got[i], model[i]);
+	free(got);
+}
+
+static void test_random(void **state)
+{
+	uint8_t *model = calloc(1, RND_SPAN), *buf = malloc(RND_SPAN);
+	assert_non_null(model);
+	assert_non_null(buf);
+	for (size_t mi = 0; mi < NMODES; mi++) {
+		const char *seed = getenv("FALLOC_SEED"); /* another run: FALLOC_SEED=N */
+		rnd_state = (seed ? strtoull(seed, NULL, 0) : 0x5eed) + mi;
+		mkfs_ext4(32);
+		struct nostall_fs *fs = fsimg_api_mount(img, modes[mi], 0);
+		struct nostall_file *f = open_rw(fs, "/r");
+		memset(model, 0, RND_SPAN);
+		uint64_t size = 0;
+		const int nops = 160;
+		for (int op = 0; op < nops; op++) {
+			uint64_t off = rnd(RND_SPAN - BS), len = 1 + rnd(rnd(2) ? BS : 24 * BS);
+			if (off + len > RND_SPAN)
+				len = RND_SPAN - off;
+			int kind = (int)rnd(8);
+			if (kind <= 2) { /* write */
+				for (uint64_t i = 0; i < len; i++)
+					buf[i] = (uint8_t)(op * 31 + i + 1);
+				assert_int_equal(nostall_pwrite(f, buf, len, off), (ssize_t)len);
+				memcpy(model + off, buf, len);
+				if (off + len > size)
+					size = off + len;
+			} else if (kind == 3) { /* allocate, maybe keeping the size */
+				bool keep = rnd(2);
+				assert_int_equal(nostall_fallocate(f, keep ? NOSTALL_FALLOC_KEEP_SIZE : 0, off, len), 0);
+				if (!keep && off + len > size)
+					size = off + len;
+			} else if (kind == 4) { /* punch */
+				assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_PUNCH_HOLE | NOSTALL_FALLOC_KEEP_SIZE,
+								   off, len), 0);
+				if (off < size)
+					memset(model + off, 0, (off + len < size ? off + len : size) - off);
+			} else if (kind == 5) { /* zero */
+				bool keep = rnd(2);
+				assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_ZERO_RANGE |
+									   (keep ? NOSTALL_FALLOC_KEEP_SIZE : 0),
+								   off, len), 0);
+				if (off < size)
+					memset(model + off, 0, (off + len < size ? off + len : size) - off);
+				if (!keep && off + len > size)
+					size = off + len;
+			} else if (kind == 6) { /* truncate */
+				uint64_t ns = rnd(RND_SPAN);
+				assert_int_equal(nostall_ftruncate(f, ns), 0);
+				if (ns < size)
+					memset(model + ns, 0, size - ns);
+				size = ns;
+			} else if (rnd(4) == 0) {
+				assert_int_equal(nostall_fsync(f, 0), 0);
+			}
+			if (op % 8 == 7)
+				rnd_check(f, model, size, op);
+			if (op == nops / 2) {
+				nostall_close(f);
+				umount_clean(fs);
+				fs = fsimg_api_mount(img, modes[mi], 0);
+				f = open_rw(fs, "/r");
+				rnd_check(f, model, size, op);
+			}
+		}
+		rnd_check(f, model, size, nops);
+		nostall_close(f);
+		umount_clean(fs);
+		fs = fsimg_api_mount(img, modes[mi], 0);
+		f = open_rw(fs, "/r");
+		rnd_check(f, model, size, nops + 1);
+		nostall_close(f);
+		umount_clean(fs);
+	}
+	free(model);
+	free(buf);
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_api_falloc", "mkfs.ext4 e2fsck");
@@ -351,6 +455,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_indirect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);
