@@ -102,48 +102,52 @@ layout() {
 		END { if (cur != "") printf "%s-%s%s", cur, end, cls; print "" }'
 }
 
-# The kernel's answer.
-kimg=$tmp/k.img
-mkfs.ext4 -q -F -b 4096 -O "$feat" "$kimg" 64M >/dev/null || { echo "FAIL: mkfs"; exit 1; }
-kmount -o loop "$kimg" "$k" || { echo "SKIP: no loop mount"; exit 77; }
-ops "$k" || fail "kernel: the sequence"
-umount "$k"
-kmount -o loop,ro "$kimg" "$k" || fail "kernel: ro mount"
-kseek=$(seeks "$k/f")
-kstat=$(stat -c "%s %b" "$k/f" "$k/g")
-cp "$k/f" "$tmp/kf"
-umount "$k"
-klayout=$(layout "$kimg" /f)
-echo "kernel: layout $klayout; seeks $kseek; size/blocks $kstat" | tr "\n" " "; echo
-debugfs -R "ex /f" "$kimg" 2>/dev/null | grep -q Uninit || fail "kernel: no unwritten extent in debugfs ex"
-
-for mode in ordered guarded writeback journal; do
-	img=$tmp/n.img
-	rm -f "$img"
-	mkfs.ext4 -q -F -b 4096 -O "$feat" "$img" 64M >/dev/null
-	"$NOSTALL" mount -o "data=$mode" "$img" "$m" || { fail "$mode: nostall mount"; continue; }
-	ops "$m" || fail "$mode: the sequence through the FUSE mount"
-	"$NOSTALL" umount "$m" || fail "$mode: nostall umount"
-	e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { fail "$mode: e2fsck"; cat "$tmp/fsck"; }
-	nlayout=$(layout "$img" /f)
-	[ "$nlayout" = "$klayout" ] || fail "$mode: layout classes: nostall '$nlayout', kernel '$klayout'"
-	"$NOSTALL" mount -o "data=$mode" "$img" "$m" || { fail "$mode: nostall remount"; continue; }
-	nseek=$(seeks "$m/f")
-	[ "$nseek" = "$kseek" ] || fail "$mode: SEEK on the FUSE mount: '$nseek', kernel '$kseek'"
-	cmp -s "$m/f" "$tmp/kf" || fail "$mode: bytes through the FUSE mount differ from the kernel's"
-	"$NOSTALL" umount "$m" || fail "$mode: nostall umount (2)"
-	kmount -o loop,ro "$img" "$k" || { fail "$mode: kernel mount of nostall's image"; continue; }
-	kseek2=$(seeks "$k/f")
-	[ "$kseek2" = "$kseek" ] || fail "$mode: SEEK by the kernel on nostall's image: '$kseek2', want '$kseek'"
-	cmp -s "$k/f" "$tmp/kf" || fail "$mode: the kernel reads other bytes from nostall's image"
-	nstat=$(stat -c "%s %b" "$k/f" "$k/g")
-	[ "$nstat" = "$kstat" ] || fail "$mode: size/blocks '$nstat', kernel '$kstat'"
+# The kernel's answer, then nostall's, at 4 KiB and 1 KiB blocks (the
+# kernel's punch past the end stops after its 4 KiB page in both).
+for bs in 4096 1024; do
+	kimg=$tmp/k.img
+	mkfs.ext4 -q -F -b "$bs" -O "$feat" "$kimg" 64M >/dev/null || { echo "FAIL: mkfs"; exit 1; }
+	kmount -o loop "$kimg" "$k" || { echo "SKIP: no loop mount"; exit 77; }
+	ops "$k" || fail "$bs: kernel: the sequence"
 	umount "$k"
+	kmount -o loop,ro "$kimg" "$k" || fail "$bs: kernel: ro mount"
+	kseek=$(seeks "$k/f")
+	kstat=$(stat -c "%s %b" "$k/f" "$k/g")
+	cp "$k/f" "$tmp/kf"
+	umount "$k"
+	klayout=$(layout "$kimg" /f)
+	echo "kernel ($bs): layout $klayout; seeks $kseek; size/blocks $kstat" | tr "\n" " "; echo
+	debugfs -R "ex /f" "$kimg" 2>/dev/null | grep -q Uninit || fail "$bs: kernel: no unwritten extent in debugfs ex"
+
+	for mode in ordered guarded writeback journal; do
+		img=$tmp/n.img
+		rm -f "$img"
+		mkfs.ext4 -q -F -b "$bs" -O "$feat" "$img" 64M >/dev/null
+		"$NOSTALL" mount -o "data=$mode" "$img" "$m" || { fail "$bs/$mode: nostall mount"; continue; }
+		ops "$m" || fail "$bs/$mode: the sequence through the FUSE mount"
+		"$NOSTALL" umount "$m" || fail "$bs/$mode: nostall umount"
+		e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { fail "$bs/$mode: e2fsck"; cat "$tmp/fsck"; }
+		nlayout=$(layout "$img" /f)
+		[ "$nlayout" = "$klayout" ] || fail "$bs/$mode: layout classes: nostall '$nlayout', kernel '$klayout'"
+		"$NOSTALL" mount -o "data=$mode" "$img" "$m" || { fail "$bs/$mode: nostall remount"; continue; }
+		nseek=$(seeks "$m/f")
+		[ "$nseek" = "$kseek" ] || fail "$bs/$mode: SEEK on the FUSE mount: '$nseek', kernel '$kseek'"
+		cmp -s "$m/f" "$tmp/kf" || fail "$bs/$mode: bytes through the FUSE mount differ from the kernel's"
+		"$NOSTALL" umount "$m" || fail "$bs/$mode: nostall umount (2)"
+		kmount -o loop,ro "$img" "$k" || { fail "$bs/$mode: kernel mount of nostall's image"; continue; }
+		kseek2=$(seeks "$k/f")
+		[ "$kseek2" = "$kseek" ] || fail "$bs/$mode: SEEK by the kernel on nostall's image: '$kseek2', want '$kseek'"
+		cmp -s "$k/f" "$tmp/kf" || fail "$bs/$mode: the kernel reads other bytes from nostall's image"
+		nstat=$(stat -c "%s %b" "$k/f" "$k/g")
+		[ "$nstat" = "$kstat" ] || fail "$bs/$mode: size/blocks '$nstat', kernel '$kstat'"
+		umount "$k"
+	done
 done
 
-# The CLI on the image: the same calls, the same layout.
+# The CLI on the image: the same calls, the same layout (the last block
+# size's).
 img=$tmp/c.img
-mkfs.ext4 -q -F -b 4096 -O "$feat" "$img" 64M >/dev/null
+mkfs.ext4 -q -F -b "$bs" -O "$feat" "$img" 64M >/dev/null
 "$NOSTALL" put "$img" "$tmp/pat" /f || fail "cli: put"
 "$NOSTALL" fallocate -k -O 1M -l 512K "$img" /f &&
 	"$NOSTALL" fallocate -p -O 102500 -l 307200 "$img" /f &&
