@@ -75,6 +75,9 @@ int xblock_free(struct xctx *c, uint64_t blk);
 /* Insert one extent (within the length limit) into a hole: merged with a
  * neighbour in its leaf when it continues it. The path is stale after. */
 int xinsert_one(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unwritten);
+/* The same, merging only when merge (a split's half must not join the
+ * extent it was just cut from). */
+int xinsert(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unwritten, bool merge);
 /* Merge leaf entry i with its neighbours where they continue each other. */
 int xleaf_merge(struct xctx *c, unsigned i);
 

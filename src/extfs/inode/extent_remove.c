@@ -155,7 +155,8 @@ int ext4_ext_remove(struct ext3_bmap_trunc *t, uint32_t first, uint64_t end)
 			xext_set(xnode_ent(leaf, (unsigned)pos), &head);
 			rc = xnode_end(&c, l);
 			if (!rc)
-				rc = xinsert_one(&c, (uint32_t)b, x.pblk + (b - x.lblk), (uint32_t)(xend - b), x.unwritten);
+				rc = xinsert(&c, (uint32_t)b, x.pblk + (b - x.lblk), (uint32_t)(xend - b), x.unwritten,
+					     false);
 			continue;
 		}
 		uint64_t pfree;
