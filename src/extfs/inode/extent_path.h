@@ -31,7 +31,6 @@ struct xctx {
 	struct xlevel lv[XMAX_LEVELS];
 	uint64_t next;           /* after xpath_walk: the first key after the path (2^32: none) */
 	bool root_dirty;         /* the inode must be written (root or i_blocks changed) */
-	bool no_merge;           /* xinsert_one inserts without merging (remove's split) */
 };
 
 /* An extent in host order. */
@@ -76,6 +75,9 @@ int xblock_free(struct xctx *c, uint64_t blk);
 /* Insert one extent (within the length limit) into a hole: merged with a
  * neighbour in its leaf when it continues it. The path is stale after. */
 int xinsert_one(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unwritten);
+/* The same, merging only when merge (a split's half must not join the
+ * extent it was just cut from). */
+int xinsert(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unwritten, bool merge);
 /* Merge leaf entry i with its neighbours where they continue each other. */
 int xleaf_merge(struct xctx *c, unsigned i);
 

@@ -154,11 +154,9 @@ int ext4_ext_remove(struct ext3_bmap_trunc *t, uint32_t first, uint64_t end)
 			head.len = (uint32_t)(b - x.lblk);
 			xext_set(xnode_ent(leaf, (unsigned)pos), &head);
 			rc = xnode_end(&c, l);
-			/* (not merged back into the head it continues) */
-			c.no_merge = true;
 			if (!rc)
-				rc = xinsert_one(&c, (uint32_t)b, x.pblk + (b - x.lblk), (uint32_t)(xend - b), x.unwritten);
-			c.no_merge = false;
+				rc = xinsert(&c, (uint32_t)b, x.pblk + (b - x.lblk), (uint32_t)(xend - b), x.unwritten,
+					     false);
 			continue;
 		}
 		uint64_t pfree;

@@ -509,6 +509,11 @@ int xleaf_merge(struct xctx *c, unsigned i)
 /* One extent within the length limit into a hole. */
 int xinsert_one(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unwritten)
 {
+	return xinsert(c, lblk, pblk, len, unwritten, true);
+}
+
+int xinsert(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unwritten, bool merge)
+{
 	int rc = xpath_walk(c, lblk);
 	if (rc)
 		return rc;
@@ -528,7 +533,7 @@ int xinsert_one(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool
 			       (unsigned long long)lblk + len - 1);
 	if (has_right)
 		xext_get(xnode_ent(leaf, (unsigned)pos + 1), &right);
-	if (!c->no_merge && has_left && mergeable(&left, &nx)) {
+	if (merge && has_left && mergeable(&left, &nx)) {
 		rc = xnode_begin(c, l);
 		if (rc)
 			return rc;
@@ -537,7 +542,7 @@ int xinsert_one(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool
 		rc = xnode_end(c, l);
 		return rc ? rc : xleaf_merge(c, (unsigned)pos);
 	}
-	if (!c->no_merge && has_right && mergeable(&nx, &right)) {
+	if (merge && has_right && mergeable(&nx, &right)) {
 		rc = xnode_begin(c, l);
 		if (rc)
 			return rc;
