@@ -93,8 +93,8 @@ static int tx_room(struct falloc_tx *t)
 }
 
 /* One allocation step at the hole starting at b (n blocks wanted, at most
- * an unwritten extent's length): *got blocks mapped. goal: the physical
- * block the left neighbour's run would continue at (0: near the inode). */
+ * an unwritten extent's length): *got blocks mapped, near goal (0: near
+ * the inode). */
 static int alloc_step(struct falloc_tx *t, uint32_t b, uint32_t n, uint64_t goal, uint32_t *got)
 {
 	struct ext3_inode *in = t->in;
@@ -126,19 +126,7 @@ int ext4_falloc_alloc(struct ext3_inode *in, uint32_t first, uint64_t end, uint6
 	struct ext3_fs *fs = in->fs;
 	struct falloc_tx t = { .in = in };
 	uint64_t b = first;
-	/* The last mapped run seen: the goal of the next hole (ext4's
-	 * ext4_ext_find_goal: continue the extent on the left). */
-	uint64_t left_l = 0, left_p = 0;
 	int rc = 0, retries = 0;
-	*reached = b;
-	if (b > 0) {
-		struct ext4_ext_map m;
-		rc = ext4_ext_map(in, (uint32_t)(b - 1), &m);
-		if (rc)
-			return rc;
-		if (m.pblk)
-			left_l = b - 1, left_p = m.pblk;
-	}
 	while (b < end) {
 		struct ext4_ext_map m;
 		rc = ext4_ext_map(in, (uint32_t)b, &m);
@@ -149,11 +137,12 @@ int ext4_falloc_alloc(struct ext3_inode *in, uint32_t first, uint64_t end, uint6
 			len = end - b;
 		if (m.pblk) { /* mapped already, written or not */
 			b += len;
-			left_l = b - 1, left_p = m.pblk + len - 1;
 			continue;
 		}
 		uint32_t want = len > EXT4_EXT_UNWRITTEN_MAX_LEN ? EXT4_EXT_UNWRITTEN_MAX_LEN : (uint32_t)len;
-		uint64_t goal = left_p ? left_p + (b - left_l) : 0;
+		/* the data path's goal: after the last allocation, else the
+		 * nearest extent's run continued (ext4_ext_find_goal) */
+		uint64_t goal = ext4_ext_find_goal(in, (uint32_t)b);
 		if (goal >= ext3_fs_blocks_count(fs))
 			goal = 0;
 		rc = tx_room(&t);
@@ -175,7 +164,6 @@ int ext4_falloc_alloc(struct ext3_inode *in, uint32_t first, uint64_t end, uint6
 		}
 		if (rc)
 			break;
-		left_l = b + got - 1, left_p = in->rsv.last_phys;
 		b += got;
 	}
 	ext3_inode_map_invalidate(in);
