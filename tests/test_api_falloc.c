@@ -338,6 +338,34 @@ static void test_enospc(void **state)
 	umount_clean(fs);
 }
 
+/* More than an unwritten extent holds (32767 blocks): several extents,
+ * every block still unwritten (zeros; no data to SEEK_DATA), e2fsck clean. */
+static void test_long(void **state)
+{
+	assert_int_equal(fsimg_run("mkfs.ext4 -q -F -b %u -O ^metadata_csum,^64bit,^uninit_bg,^huge_file,"
+				   "^dir_nlink,^extra_isize '%s' 1G >/dev/null 2>&1",
+				   BS, img),
+			 0);
+	struct nostall_fs *fs = fsimg_api_mount(img, NULL, 0);
+	struct nostall_file *f = open_rw(fs, "/long");
+	const uint64_t n = 200000; /* blocks: whole groups of data (flex_bg), 32767 + 1 */
+	assert_int_equal(nostall_fallocate(f, NOSTALL_FALLOC_KEEP_SIZE, 0, (int64_t)(n * BS)), 0);
+	/* growing over them keeps them (a truncate frees only past the size) */
+	assert_int_equal(nostall_ftruncate(f, n * BS), 0);
+	struct nostall_stat st = fstat_of(f);
+	assert_int_equal(st.size, n * BS);
+	assert_true(st.blocks >= n * UNITS);
+	assert_int_equal(nostall_lseek(f, 0, SEEK_DATA), -ENXIO);
+	static const uint64_t probe[] = { 0, 32767, 32768, 94054, 94055, 94056, 150000, 199999 };
+	uint8_t buf[BS], zero[BS] = { 0 };
+	for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+		assert_int_equal(nostall_pread(f, buf, BS, probe[i] * BS), (ssize_t)BS);
+		assert_memory_equal(buf, zero, BS);
+	}
+	nostall_close(f);
+	umount_clean(fs);
+}
+
 /* Random writes, fallocates of every mode and truncates against a model of
  * the bytes and the size, a remount halfway, e2fsck at the end; in every
  * data mode. Extents split, merge and convert in every combination. */
@@ -455,6 +483,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_indirect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
