@@ -13,9 +13,10 @@
  *    turned unwritten, the holes of the range (edges included) allocated
  *    unwritten; the size grows unless KEEP_SIZE.
  * COLLAPSE_RANGE, INSERT_RANGE and UNSHARE_RANGE are -EOPNOTSUPP here.
- * Indirect-mapped files: -EOPNOTSUPP for every mode (the kernel's ext4
- * punches holes in them; nostall's indirect map frees from a block to the
- * end only).
+ * Indirect-mapped files: -EOPNOTSUPP for every mode, as 2.6.30's ext3
+ * (no fallocate at all) and the ext4 driver for every mode but
+ * PUNCH_HOLE, which it does on them (nostall's indirect map frees from a
+ * block to the end only: left for later).
  *
  * Order for PUNCH / ZERO (ext4_punch_hole's): the dirty pages of the range
  * written and waited (and their I/O completions run: data=guarded's sizes
