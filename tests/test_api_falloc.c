@@ -5,10 +5,11 @@
  * remount), PUNCH_HOLE and ZERO_RANGE over written data (clean or still
  * dirty in the page cache), SEEK_DATA / SEEK_HOLE over each, the errors of
  * vfs_fallocate / ext4_fallocate, -EOPNOTSUPP on an ext3 (indirect) file,
- * -ENOSPC leaving a consistent image, random operations against a model.
- * e2fsck -fn after every umount.
+ * -ENOSPC leaving a consistent image, random operations against a model,
+ * four threads on one file. e2fsck -fn after every umount.
  *
- * Oracles: mkfs.ext4, e2fsck. */
+ * Oracles: mkfs.ext4, e2fsck.
+ * nostall-test: concurrent */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include "nostall/nostall.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,6 +368,85 @@ static void test_long(void **state)
 	umount_clean(fs);
 }
 
+/* fallocate beside readers, seekers and a writer of the same file (one
+ * mount, four threads): every call succeeds, reads see whole blocks of one
+ * pattern or zeros, the image is clean after. */
+struct conc {
+	struct nostall_fs *fs;
+	int id;
+	_Atomic int stop;
+	int errors;
+};
+
+static void *conc_run(void *arg)
+{
+	struct conc *c = arg;
+	struct nostall_file *f = open_rw(c->fs, "/c");
+	uint64_t s = 0x1234 + (uint64_t)c->id;
+	uint8_t *buf = malloc(4 * BS);
+	for (int i = 0; i < 150; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t blk = (s >> 33) % 60, n = 1 + (s >> 40) % 4;
+		int rc = 0;
+		switch (c->id) {
+		case 0: { /* fallocate, every mode */
+			static const int m[] = { 0, NOSTALL_FALLOC_KEEP_SIZE,
+						 NOSTALL_FALLOC_PUNCH_HOLE | NOSTALL_FALLOC_KEEP_SIZE,
+						 NOSTALL_FALLOC_ZERO_RANGE, NOSTALL_FALLOC_ZERO_RANGE | NOSTALL_FALLOC_KEEP_SIZE };
+			rc = nostall_fallocate(f, m[(s >> 20) % 5], (int64_t)(blk * BS), (int64_t)(n * BS));
+			break;
+		}
+		case 1: /* whole blocks of one byte */
+			memset(buf, (int)(1 + blk % 250), n * BS);
+			rc = nostall_pwrite(f, buf, n * BS, blk * BS) == (ssize_t)(n * BS) ? 0 : -EIO;
+			break;
+		case 2: { /* reads: each block all one byte (or zero) */
+			ssize_t r = nostall_pread(f, buf, n * BS, blk * BS);
+			if (r < 0)
+				rc = (int)r;
+			for (ssize_t b = 0; b + (ssize_t)BS <= r && !rc; b += BS)
+				for (unsigned k = 1; k < BS; k++)
+					if (buf[b + k] != buf[b]) {
+						rc = -EILSEQ;
+						break;
+					}
+			break;
+		}
+		default: { /* seeks */
+			int64_t r = nostall_lseek(f, (int64_t)(blk * BS), (s >> 30) & 1 ? SEEK_DATA : SEEK_HOLE);
+			rc = r >= 0 || r == -ENXIO ? 0 : (int)r;
+			break;
+		}
+		}
+		if (rc) {
+			print_message("thread %d, op %d: %d\n", c->id, i, rc);
+			c->errors++;
+		}
+	}
+	free(buf);
+	nostall_close(f);
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	mkfs_ext4(32);
+	struct nostall_fs *fs = fsimg_api_mount(img, "data=guarded", 0);
+	struct nostall_file *f = open_rw(fs, "/c");
+	nostall_close(f);
+	struct conc c[4];
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++) {
+		c[i] = (struct conc){ .fs = fs, .id = i };
+		assert_int_equal(pthread_create(&t[i], NULL, conc_run, &c[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(c[i].errors, 0);
+	}
+	umount_clean(fs);
+}
+
 /* Random writes, fallocates of every mode and truncates against a model of
  * the bytes and the size, a remount halfway, e2fsck at the end; in every
  * data mode. Extents split, merge and convert in every combination. */
@@ -485,6 +566,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);
