@@ -2,8 +2,9 @@
 # fallocate on ext4 through the FUSE mount, judged by the kernel (issue 39,
 # item 3; docs/write-data.md, "fallocate"):
 #  - the same sequence of writes and util-linux fallocate(1) calls (KEEP_SIZE
-#    past the end, PUNCH_HOLE with partial edges, ZERO_RANGE, mode 0 growing
-#    the size, a write into an unwritten extent) on a kernel loop mount of
+#    past the end, PUNCH_HOLE with partial edges and over the end, which
+#    stops at the block of i_size, ZERO_RANGE, mode 0 growing the size, a
+#    write into an unwritten extent) on a kernel loop mount of
 #    one image and on nostall's FUSE mount of another, in data=ordered,
 #    guarded, writeback and journal;
 #  - e2fsck -fn clean; the kernel reading nostall's image gives the same
@@ -59,6 +60,8 @@ ops() {
 		fallocate -o 2M -l 256K "$f" &&
 		printf hello | dd of="$f" bs=1 seek=$((1048576 + 204900)) conv=notrunc status=none &&
 		fallocate -z -n -o 3M -l 128K "$f" &&
+		fallocate -n -o $((2359296)) -l 64K "$f" &&
+		fallocate -p -o $((2359296 - 8192)) -l 1M "$f" &&
 		fallocate -l 64K "$1/g"
 }
 
@@ -154,7 +157,9 @@ mkfs.ext4 -q -F -b "$bs" -O "$feat" "$img" 64M >/dev/null
 	"$NOSTALL" fallocate -z -O 600000 -l 300000 "$img" /f &&
 	"$NOSTALL" fallocate -O 2M -l 256K "$img" /f &&
 	printf hello | "$NOSTALL" write "$img" /f $((1048576 + 204900)) &&
-	"$NOSTALL" fallocate -z -k -O 3M -l 128K "$img" /f || fail "cli: the sequence"
+	"$NOSTALL" fallocate -z -k -O 3M -l 128K "$img" /f &&
+	"$NOSTALL" fallocate -k -O 2359296 -l 64K "$img" /f &&
+	"$NOSTALL" fallocate -p -O $((2359296 - 8192)) -l 1M "$img" /f || fail "cli: the sequence"
 e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { fail "cli: e2fsck"; cat "$tmp/fsck"; }
 clayout=$(layout "$img" /f)
 [ "$clayout" = "$klayout" ] || fail "cli: layout classes '$clayout', kernel '$klayout'"

@@ -42,9 +42,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-/* The kernel punches up to the end of the page holding i_size (x86's). */
-#define KERNEL_PAGE_SIZE 4096u
-
 /* The largest extent file: 2^32 - 1 blocks, and without huge_file what
  * i_blocks' 32 bits of 512-byte units can count (ext4_max_size). */
 static uint64_t falloc_max_size(const struct ext3_fs *fs)
@@ -174,11 +171,10 @@ static int falloc_punch(struct ext3_inode *in, uint64_t off, uint64_t end)
 	uint64_t bs = in->fs->g.block_size;
 	if (off >= in->i_size)
 		return 0;
-	/* ext4_punch_hole: a range past EOF ends with the page of i_size */
-	if (end > in->i_size) {
-		uint64_t ps = bs > KERNEL_PAGE_SIZE ? bs : KERNEL_PAGE_SIZE;
-		end = in->i_size + ps - (in->i_size % ps);
-	}
+	/* ext4_punch_hole (Linux 6.x): a range past EOF ends with the block
+	 * of i_size; the blocks past it (KEEP_SIZE's) stay */
+	if (end > in->i_size)
+		end = (in->i_size + bs - 1) / bs * bs;
 	uint64_t first = (off + bs - 1) / bs, last = end / bs; /* whole blocks [first, last) */
 	int rc = falloc_flush(in, off / bs, (end - 1) / bs);
 	if (!rc)
