@@ -4,7 +4,8 @@
 #  - the same sequence of writes and util-linux fallocate(1) calls (KEEP_SIZE
 #    past the end, PUNCH_HOLE with partial edges and over the end, which
 #    stops at the block of i_size, ZERO_RANGE, mode 0 growing the size, a
-#    write into an unwritten extent) on a kernel loop mount of
+#    write into an unwritten extent, unaligned allocations and zeroed ranges
+#    over holes) on a kernel loop mount of
 #    one image and on nostall's FUSE mount of another, in data=ordered,
 #    guarded, writeback and journal;
 #  - e2fsck -fn clean; the kernel reading nostall's image gives the same
@@ -62,6 +63,8 @@ ops() {
 		fallocate -z -n -o 3M -l 128K "$f" &&
 		fallocate -n -o $((2359296)) -l 64K "$f" &&
 		fallocate -p -o $((2359296 - 8192)) -l 1M "$f" &&
+		fallocate -z -n -o $((3 * 1048576 + 300000)) -l 10000 "$f" &&
+		fallocate -n -o $((4 * 1048576 + 100)) -l 5000 "$f" &&
 		fallocate -l 64K "$1/g"
 }
 
@@ -159,7 +162,9 @@ mkfs.ext4 -q -F -b "$bs" -O "$feat" "$img" 64M >/dev/null
 	printf hello | "$NOSTALL" write "$img" /f $((1048576 + 204900)) &&
 	"$NOSTALL" fallocate -z -k -O 3M -l 128K "$img" /f &&
 	"$NOSTALL" fallocate -k -O 2359296 -l 64K "$img" /f &&
-	"$NOSTALL" fallocate -p -O $((2359296 - 8192)) -l 1M "$img" /f || fail "cli: the sequence"
+	"$NOSTALL" fallocate -p -O $((2359296 - 8192)) -l 1M "$img" /f &&
+	"$NOSTALL" fallocate -z -k -O $((3 * 1048576 + 300000)) -l 10000 "$img" /f &&
+	"$NOSTALL" fallocate -k -O $((4 * 1048576 + 100)) -l 5000 "$img" /f || fail "cli: the sequence"
 e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { fail "cli: e2fsck"; cat "$tmp/fsck"; }
 clayout=$(layout "$img" /f)
 [ "$clayout" = "$klayout" ] || fail "cli: layout classes '$clayout', kernel '$klayout'"
