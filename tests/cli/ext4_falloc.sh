@@ -12,6 +12,9 @@
 #    bytes, the same size and st_blocks; debugfs's extents give the same
 #    layout classes (written / unwritten / hole per logical block, adjacent
 #    runs of one class coalesced: physical placement may differ);
+#  - the errors (python3 ctypes fallocate: bad ranges and modes, no write
+#    access, past the maximum size, append-only and immutable files) equal
+#    the kernel's;
 #  - SEEK_DATA / SEEK_HOLE answers (python3 os.lseek) on nostall's FUSE
 #    mount equal the kernel's for the same layout, on fresh mounts (a page
 #    the kernel caches over an unwritten extent counts as data);
@@ -91,6 +94,36 @@ print(" ".join(out))
 EOF
 }
 
+# fallocate(2)'s errors on a file of directory $1 (ctypes: any mode bits):
+# bad ranges and modes, append-only and immutable files.
+errs() {
+	python3 - "$1" <<'EOF'
+import ctypes, errno, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+d = sys.argv[1]
+def fa(path, mode, off, ln, flags=os.O_RDWR):
+    fd = os.open(path, flags)
+    r = libc.fallocate(fd, mode, off, ln)
+    e = ctypes.get_errno() if r else 0
+    os.close(fd)
+    return errno.errorcode.get(e, str(e)) if e else "ok"
+p = d + "/e"
+open(p, "wb").write(b"x" * 10000)
+out = [fa(p, 0, 0, 0), fa(p, 0, -1, 10), fa(p, 0x02, 0, 4096), fa(p, 0x13, 0, 4096),
+       fa(p, 0x80, 0, 4096), fa(p, 0, 0, 4096, os.O_RDONLY), fa(p, 0, 1 << 62, 4096)]
+subprocess.run(["chattr", "+a", p], check=True)
+out += [fa(p, 0x01, 0, 8192, os.O_WRONLY | os.O_APPEND), fa(p, 0x03, 0, 4096, os.O_WRONLY | os.O_APPEND),
+        fa(p, 0x10, 0, 4096, os.O_WRONLY | os.O_APPEND)]
+subprocess.run(["chattr", "-a", p], check=True)
+subprocess.run(["chattr", "+i", p], check=True)
+out += [fa(p, 0, 0, 4096, os.O_RDONLY)]
+subprocess.run(["chattr", "-i", p], check=True)
+os.unlink(p)
+print(" ".join(out))
+EOF
+}
+
 # Layout classes from debugfs: "start-end W|U" per run, holes left out,
 # adjacent runs of one class coalesced.
 layout() {
@@ -115,6 +148,7 @@ for bs in 4096 1024; do
 	mkfs.ext4 -q -F -b "$bs" -O "$feat" "$kimg" 64M >/dev/null || { echo "FAIL: mkfs"; exit 1; }
 	kmount -o loop "$kimg" "$k" || { echo "SKIP: no loop mount"; exit 77; }
 	ops "$k" || fail "$bs: kernel: the sequence"
+	kerrs=$(errs "$k")
 	umount "$k"
 	kmount -o loop,ro "$kimg" "$k" || fail "$bs: kernel: ro mount"
 	kseek=$(seeks "$k/f")
@@ -122,7 +156,7 @@ for bs in 4096 1024; do
 	cp "$k/f" "$tmp/kf"
 	umount "$k"
 	klayout=$(layout "$kimg" /f)
-	echo "kernel ($bs): layout $klayout; seeks $kseek; size/blocks $kstat" | tr "\n" " "; echo
+	echo "kernel ($bs): layout $klayout; seeks $kseek; size/blocks $kstat; errors $kerrs" | tr "\n" " "; echo
 	debugfs -R "ex /f" "$kimg" 2>/dev/null | grep -q Uninit || fail "$bs: kernel: no unwritten extent in debugfs ex"
 
 	for mode in ordered guarded writeback journal; do
@@ -131,6 +165,8 @@ for bs in 4096 1024; do
 		mkfs.ext4 -q -F -b "$bs" -O "$feat" "$img" 64M >/dev/null
 		"$NOSTALL" mount -o "data=$mode" "$img" "$m" || { fail "$bs/$mode: nostall mount"; continue; }
 		ops "$m" || fail "$bs/$mode: the sequence through the FUSE mount"
+		nerrs=$(errs "$m")
+		[ "$nerrs" = "$kerrs" ] || fail "$bs/$mode: errors '$nerrs', kernel '$kerrs'"
 		"$NOSTALL" umount "$m" || fail "$bs/$mode: nostall umount"
 		e2fsck -fn "$img" >"$tmp/fsck" 2>&1 || { fail "$bs/$mode: e2fsck"; cat "$tmp/fsck"; }
 		nlayout=$(layout "$img" /f)
