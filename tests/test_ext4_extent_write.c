@@ -339,6 +339,31 @@ static void test_convert_punch(void **s)
 	assert_int_equal(m.pblk, 0);
 	assert_int_equal(m.len, 10);
 	check_model(&x);
+	/* get_blocks with create over an unwritten extent: those blocks
+	 * become initialized in the caller's handle and come back new (the
+	 * data path then treats them as a hole fill); without create they map
+	 * as a hole. */
+	assert_int_equal(op_insert(&x, 1000, 50, true), 0);
+	struct jbd_handle *h;
+	uint64_t p;
+	uint32_t c;
+	bool nw = false;
+	ext3_inode_wrlock(x.in);
+	assert_int_equal(ext3_get_blocks(NULL, x.in, 1010, 5, false, &p, &c, &nw), 0);
+	assert_int_equal(p, 0);
+	assert_int_equal(ext3_journal_start(x.fs, ext3_credits_data(x.fs, 5), &h), 0);
+	assert_int_equal(ext3_get_blocks(h, x.in, 1010, 5, true, &p, &c, &nw), 0);
+	assert_int_equal(ext3_journal_stop(h), 0);
+	ext3_inode_unlock(x.in);
+	assert_true(nw);
+	assert_int_equal(p, x.pool + 1010);
+	assert_int_equal(c, 5);
+	for (uint32_t i = 1010; i < 1015; i++)
+		x.st[i] = INIT;
+	assert_int_equal(ext4_ext_map(x.in, 1010, &m), 0);
+	assert_false(m.unwritten);
+	assert_int_equal(m.len, 5);
+	check_model(&x);
 	fx_finish(&x);
 }
 
