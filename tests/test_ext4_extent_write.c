@@ -376,6 +376,42 @@ static void test_convert_punch(void **s)
 	fx_finish(&x);
 }
 
+/* A punch inside an extent of a full leaf on a full filesystem: the split
+ * needs a new leaf, none is free: -ENOSPC and the tree as it was (the
+ * extent cut for the split gets its tail back). Then, with room, it goes. */
+static void test_punch_enospc(void **s)
+{
+	(void)s;
+	static struct fx x;
+	fx_setup(&x, "enospc");
+	for (uint32_t i = 0; i < 85; i++)
+		assert_int_equal(op_insert(&x, 4 * i, 3, false), 0);
+	assert_int_equal(root_depth(x.in), 1);
+	uint64_t first[256];
+	uint32_t count[256];
+	int nruns = 0, rc = 0;
+	while (nruns < 256) {
+		rc = fsimg_new_blocks(x.fs, x.in, 0, 1u << 16, &first[nruns], &count[nruns]);
+		if (rc)
+			break;
+		nruns++;
+	}
+	assert_int_equal(rc, -ENOSPC);
+	assert_int_equal(op_remove(&x, 41, 42), -ENOSPC);
+	check_model(&x);
+	for (int i = 0; i < nruns; i++)
+		assert_int_equal(fsimg_free_blocks(x.fs, x.in, first[i], count[i]), 0);
+	assert_int_equal(ext3_fs_sync(x.fs), 0); /* freed blocks are allocatable once committed */
+	assert_int_equal(op_remove(&x, 41, 42), 0);
+	struct ext4_ext_map m;
+	assert_int_equal(ext4_ext_map(x.in, 40, &m), 0);
+	assert_int_equal(m.len, 1);
+	assert_int_equal(ext4_ext_map(x.in, 42, &m), 0);
+	assert_int_equal(m.len, 1);
+	check_model(&x);
+	fx_finish(&x);
+}
+
 /* 32768 blocks per initialized extent, 32767 unwritten; the 32-bit
  * logical space. */
 static void test_limits(void **s)
@@ -472,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_split_grow),
 		cmocka_unit_test(test_random_splits_shrink),
 		cmocka_unit_test(test_convert_punch),
+		cmocka_unit_test(test_punch_enospc),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_random_model),
 	};
