@@ -3,12 +3,12 @@
  * (docs/devices.md) in each data mode; a file of a known pattern is synced,
  * then preallocated past its end (KEEP_SIZE, several extents), punched in
  * many places (holes across extent boundaries, partial edges), zeroed
- * (ZERO_RANGE, converting written extents to unwritten), grown by mode 0,
- * written into an unwritten range, with commits between. Every crash point
- * after the sync (a sample past 48) recovers by nostall's mount (the journal
- * replayed) to an image e2fsck -fn finds clean, where the file's size is
- * one it had and every byte is the pattern or zero - never stale data of
- * an unwritten or freed block.
+ * (ZERO_RANGE, converting written extents to unwritten), written into an
+ * unwritten range and into the preallocation past the end, grown by mode 0,
+ * with commits between. Every crash point after the sync (a sample past 48)
+ * recovers by nostall's mount (the journal replayed) to an image e2fsck -fn
+ * finds clean, where the file's size is one it had and every byte is the
+ * pattern or zero - never stale data of an unwritten or freed block.
  *
  * Seeded (crash point samples): NOSTALL_SEED=N reruns. Oracles: mkfs.ext4,
  * e2fsck. */
@@ -58,8 +58,9 @@ static struct nostall_file *open_rw(struct nostall_fs *fs, const char *path)
 }
 
 /* The workload, on the recording mount. Returns the sizes the file may
- * have after the mark (the grown one last). */
-static void workload(struct nostall_fs *fs, struct dev *d, uint64_t *grown)
+ * have after the mark besides its first: after a write past the end, after
+ * the last growth. */
+static void workload(struct nostall_fs *fs, struct dev *d, uint64_t *written, uint64_t *grown)
 {
 	struct nostall_file *f = open_rw(fs, "/f");
 	uint8_t *buf = malloc(NBLK * BS);
@@ -88,6 +89,15 @@ static void workload(struct nostall_fs *fs, struct dev *d, uint64_t *grown)
 	/* written again inside an unwritten range (the data lands: ordered
 	 * like a hole fill) */
 	assert_int_equal(nostall_pwrite(f, buf + 45 * BS + 10, 2 * BS, 45 * BS + 10), (ssize_t)(2 * BS));
+	/* written into the preallocation past the end: the size grows over
+	 * converted blocks (guarded: i_disksize moves when the data lands) */
+	uint8_t *tail = malloc(2 * BS);
+	assert_non_null(tail);
+	for (uint64_t i = 0; i < 2 * BS; i++)
+		tail[i] = pat((NBLK + 3) * BS + 5 + i);
+	assert_int_equal(nostall_pwrite(f, tail, 2 * BS, (NBLK + 3) * BS + 5), (ssize_t)(2 * BS));
+	free(tail);
+	*written = (NBLK + 5) * BS + 5;
 	/* mode 0 grows the size over new unwritten blocks */
 	*grown = (NBLK + 150) * BS + 123;
 	assert_int_equal(nostall_fallocate(f, 0, NBLK * BS, *grown - NBLK * BS), 0);
@@ -99,7 +109,7 @@ static void workload(struct nostall_fs *fs, struct dev *d, uint64_t *grown)
 
 /* A recovered crash state: clean, the size one the file had, each byte the
  * pattern or zero. */
-static void check_state(const char *img, uint64_t grown, bool at_end, const char *what)
+static void check_state(const char *img, uint64_t written, uint64_t grown, bool at_end, const char *what)
 {
 	struct nostall_fs *fs = NULL;
 	int rc = nostall_mount(img, NULL, 0, &fs);
@@ -114,19 +124,18 @@ static void check_state(const char *img, uint64_t grown, bool at_end, const char
 	assert_int_equal(nostall_open(fs, "/f", NOSTALL_O_RDONLY, &f), 0);
 	struct nostall_stat st;
 	assert_int_equal(nostall_fstat(f, &st), 0);
-	if (st.size != NBLK * BS && st.size != grown)
+	if (st.size != NBLK * BS && st.size != written && st.size != grown)
 		fail_msg("%s: size %llu", what, (unsigned long long)st.size);
 	if (at_end && st.size != grown)
 		fail_msg("%s: size %llu after the last fsync", what, (unsigned long long)st.size);
 	uint8_t *buf = malloc(st.size + 1);
 	assert_non_null(buf);
 	assert_int_equal(nostall_pread(f, buf, st.size + 1, 0), (ssize_t)st.size);
-	for (uint64_t i = 0; i < st.size; i++) {
-		uint8_t want = i < NBLK * BS ? pat(i) : 0;
-		if (buf[i] != want && buf[i] != 0)
+	/* every byte written had pat(offset): any other is stale */
+	for (uint64_t i = 0; i < st.size; i++)
+		if (buf[i] != pat(i) && buf[i] != 0)
 			fail_msg("%s: byte %llu is %#x (neither %#x nor zero)", what, (unsigned long long)i, buf[i],
-				 want);
-	}
+				 pat(i));
 	free(buf);
 	nostall_close(f);
 	assert_int_equal(nostall_umount(fs), 0);
@@ -153,8 +162,8 @@ static void crash_case(const char *mode)
 	rc = nostall_mount_dev(d, mode, 0, &fs);
 	if (rc)
 		fail_msg("mount -o %s: %s", mode, nostall_errmsg(rc));
-	uint64_t grown = 0;
-	workload(fs, d, &grown);
+	uint64_t written = 0, grown = 0;
+	workload(fs, d, &written, &grown);
 	assert_int_equal(nostall_umount(fs), 0);
 	dev_close(d);
 
@@ -198,7 +207,7 @@ static void crash_case(const char *mode)
 		char what[200];
 		snprintf(what, sizeof what, "%s, crash point %llu (seed %llu)", mode, (unsigned long long)p,
 			 (unsigned long long)seed);
-		check_state(crash, grown, p > done, what);
+		check_state(crash, written, grown, p > done, what);
 	}
 	free(pts);
 	unlink(img);
