@@ -378,7 +378,8 @@ static void test_convert_punch(void **s)
 
 /* A punch inside an extent of a full leaf on a full filesystem: the split
  * needs a new leaf, none is free: -ENOSPC and the tree as it was (the
- * extent cut for the split gets its tail back). Then, with room, it goes. */
+ * extent cut for the split gets its tail back); a convert splitting an
+ * extent there too. Then, with room, the punch goes. */
 static void test_punch_enospc(void **s)
 {
 	(void)s;
@@ -398,6 +399,14 @@ static void test_punch_enospc(void **s)
 	}
 	assert_int_equal(rc, -ENOSPC);
 	assert_int_equal(op_remove(&x, 41, 42), -ENOSPC);
+	check_model(&x);
+	/* convert's pieces likewise: the middle, the head, the tail of an
+	 * extent; each leaves the blocks mapped as they were */
+	assert_int_equal(op_convert(&x, 45, 1, true), -ENOSPC);
+	check_model(&x);
+	assert_int_equal(op_convert(&x, 48, 1, true), -ENOSPC);
+	check_model(&x);
+	assert_int_equal(op_convert(&x, 54, 1, true), -ENOSPC);
 	check_model(&x);
 	for (int i = 0; i < nruns; i++)
 		assert_int_equal(fsimg_free_blocks(x.fs, x.in, first[i], count[i]), 0);

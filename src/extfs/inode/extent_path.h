@@ -78,6 +78,11 @@ int xinsert_one(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool
 /* The same, merging only when merge (a split's half must not join the
  * extent it was just cut from). */
 int xinsert(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unwritten, bool merge);
+/* Undo a cut after a failed insert (ENOSPC for a new tree node: the insert
+ * changed nothing): the leaf entry starting at key and ending at end is
+ * rewritten as x (its key carried up), when nothing overlaps x. -ENOENT
+ * when the tree is not as the cut left it. */
+int xrestore(struct xctx *c, uint32_t key, uint64_t end, const struct xext *x);
 /* Merge leaf entry i with its neighbours where they continue each other. */
 int xleaf_merge(struct xctx *c, unsigned i);
 

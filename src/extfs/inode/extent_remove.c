@@ -98,26 +98,6 @@ static int shrink(struct xctx *c, struct ext3_bmap_trunc *t)
 	return rc;
 }
 
-/* A split's insert failed (no block for a new tree node, typically: the
- * insert fails before it changes anything): the head cut to end at b gets
- * its whole extent x back, so the tail's blocks stay mapped. */
-static void restore(struct xctx *c, const struct xext *x, uint64_t b)
-{
-	if (xpath_walk(c, x->lblk))
-		return;
-	int l = c->depth, pos = c->lv[l].pos;
-	if (pos < 0)
-		return;
-	uint8_t *e = xnode_ent(c->lv[l].node, (unsigned)pos);
-	struct xext cur;
-	xext_get(e, &cur);
-	if (cur.lblk != x->lblk || (uint64_t)cur.lblk + cur.len != b || c->next <= b ||
-	    xnode_begin(c, l))
-		return; /* not as the cut left it, or the tail made it in after all */
-	xext_set(e, x);
-	(void)xnode_end(c, l);
-}
-
 static void blocks_drop(struct xctx *c, uint32_t n)
 {
 	uint64_t u = (uint64_t)n * c->units;
@@ -179,7 +159,7 @@ int ext4_ext_remove(struct ext3_bmap_trunc *t, uint32_t first, uint64_t end)
 			rc = xinsert(&c, (uint32_t)b, x.pblk + (b - x.lblk), (uint32_t)(xend - b), x.unwritten,
 				     false);
 			if (rc)
-				restore(&c, &x, b);
+				xrestore(&c, x.lblk, b, &x); /* the tail's blocks stay mapped */
 			continue;
 		}
 		uint64_t pfree;

@@ -560,6 +560,34 @@ int xinsert(struct xctx *c, uint32_t lblk, uint64_t pblk, uint32_t len, bool unw
 	return insert_at(c, l, (unsigned)(pos + 1), e);
 }
 
+int xrestore(struct xctx *c, uint32_t key, uint64_t end, const struct xext *x)
+{
+	int rc = xpath_walk(c, key);
+	if (rc)
+		return rc;
+	int l = c->depth, pos = c->lv[l].pos;
+	if (pos < 0)
+		return -ENOENT;
+	uint8_t *leaf = c->lv[l].node;
+	struct xext cur, prev;
+	xext_get(xnode_ent(leaf, (unsigned)pos), &cur);
+	if (cur.lblk != key || (uint64_t)cur.lblk + cur.len != end || c->next < (uint64_t)x->lblk + x->len)
+		return -ENOENT; /* not as the cut left it */
+	if (pos > 0) {
+		xext_get(xnode_ent(leaf, (unsigned)pos - 1), &prev);
+		if ((uint64_t)prev.lblk + prev.len > x->lblk)
+			return -ENOENT;
+	}
+	rc = xnode_begin(c, l);
+	if (rc)
+		return rc;
+	xext_set(xnode_ent(leaf, (unsigned)pos), x);
+	rc = xnode_end(c, l);
+	if (!rc && pos == 0)
+		rc = xfix_keys(c, l);
+	return rc;
+}
+
 /* ---- the contract ---- */
 
 unsigned xroot_depth(const struct ext3_inode *in)
@@ -648,8 +676,11 @@ int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk,
 			rc = xnode_end(&c, l);
 			if (!rc && pos == 0)
 				rc = xfix_keys(&c, l);
-			if (!rc)
-				rc = xinsert_one(&c, mid.lblk, mid.pblk, mid.len, mid.unwritten);
+			if (rc)
+				break;
+			rc = xinsert_one(&c, mid.lblk, mid.pblk, mid.len, mid.unwritten);
+			if (rc) /* (no tree block for the head: the extent as it was) */
+				(void)xrestore(&c, rest.lblk, xend, &x);
 		} else {
 			/* The entry keeps its head; the changed part and (in the
 			 * middle of the extent) the old-kind tail go in after. */
@@ -657,11 +688,24 @@ int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk,
 			head.len = (uint32_t)(a - x.lblk);
 			xext_set(xnode_ent(leaf, (unsigned)pos), &head);
 			rc = xnode_end(&c, l);
-			if (!rc && b < xend)
-				rc = xinsert_one(&c, (uint32_t)b, x.pblk + (b - x.lblk), (uint32_t)(xend - b),
-						 x.unwritten);
-			if (!rc)
-				rc = xinsert_one(&c, mid.lblk, mid.pblk, mid.len, mid.unwritten);
+			if (rc)
+				break;
+			if (b < xend) {
+				rc = xinsert(&c, (uint32_t)b, x.pblk + (b - x.lblk), (uint32_t)(xend - b), x.unwritten,
+					     false);
+				if (rc) { /* (no tree block for the tail: the extent as it was) */
+					(void)xrestore(&c, x.lblk, a, &x);
+					break;
+				}
+			}
+			rc = xinsert_one(&c, mid.lblk, mid.pblk, mid.len, mid.unwritten);
+			if (rc) {
+				/* No tree block for the changed part: the head takes
+				 * it back in its old kind (mapped, not converted). */
+				struct xext back = head;
+				back.len = (uint32_t)(b - x.lblk);
+				(void)xrestore(&c, x.lblk, a, &back);
+			}
 		}
 		cur = b;
 	}
