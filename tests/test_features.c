@@ -76,7 +76,10 @@ static void test_unknown_bits(void **state)
 	assert_int_equal(nostall_feature_support(1, EXT3_FEATURE_INCOMPAT_FILETYPE), NOSTALL_FEATURE_RW);
 	assert_int_equal(nostall_feature_support(1, EXT3_FEATURE_INCOMPAT_RECOVER), NOSTALL_FEATURE_RW);
 	assert_int_equal(nostall_feature_support(1, EXT3_FEATURE_INCOMPAT_META_BG), NOSTALL_FEATURE_RW);
-	assert_int_equal(nostall_feature_support(1, EXT4_FEATURE_INCOMPAT_EXTENTS), NOSTALL_FEATURE_RO);
+	/* extent and flex_bg: written since issue 39; 64bit still read only */
+	assert_int_equal(nostall_feature_support(1, EXT4_FEATURE_INCOMPAT_EXTENTS), NOSTALL_FEATURE_RW);
+	assert_int_equal(nostall_feature_support(1, EXT4_FEATURE_INCOMPAT_FLEX_BG), NOSTALL_FEATURE_RW);
+	assert_int_equal(nostall_feature_support(1, EXT4_FEATURE_INCOMPAT_64BIT), NOSTALL_FEATURE_RO);
 	assert_int_equal(nostall_feature_support(1, EXT3_FEATURE_INCOMPAT_JOURNAL_DEV),
 			 NOSTALL_FEATURE_REFUSE);
 	assert_int_equal(nostall_feature_support(2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM),
@@ -87,7 +90,9 @@ static void test_unknown_bits(void **state)
 	assert_int_equal(ext3_features_with(EXT3_FEATURE_KIND_INCOMPAT, incompat, EXT3_FEATURE_REFUSE),
 			 1u << 31);
 	assert_int_equal(ext3_features_with(EXT3_FEATURE_KIND_INCOMPAT, incompat, EXT3_FEATURE_RO),
-			 EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT);
+			 EXT4_FEATURE_INCOMPAT_64BIT);
+	assert_int_equal(ext3_features_with(EXT3_FEATURE_KIND_INCOMPAT, incompat, EXT3_FEATURE_RW),
+			 EXT3_FEATURE_INCOMPAT_FILETYPE | EXT4_FEATURE_INCOMPAT_EXTENTS);
 	assert_int_equal(ext3_features_with(EXT3_FEATURE_KIND_RO_COMPAT, 0x3 | (1u << 14) | (1u << 20),
 					    EXT3_FEATURE_RO),
 			 (1u << 14) | (1u << 20));

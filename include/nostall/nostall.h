@@ -654,6 +654,22 @@ ssize_t nostall_pwrite_flags(struct nostall_file *f, const void *buf, size_t len
 void nostall_throttle(struct nostall_fs *fs);
 /* -EINVAL on a handle without write access or not a regular file. */
 int nostall_ftruncate(struct nostall_file *f, uint64_t size);
+/* fallocate(2) on an extent file (ext4). mode: 0 or Linux's FALLOC_FL_*
+ * bits, same values: 0 allocates unwritten (reading as zeros) blocks over
+ * the holes of [off, off + len) and grows the size to off + len;
+ * NOSTALL_FALLOC_KEEP_SIZE leaves the size (blocks past the end stay until
+ * a truncate); PUNCH_HOLE (with KEEP_SIZE) frees the range's blocks and
+ * zeroes its partial edges; ZERO_RANGE (KEEP_SIZE optional) makes the
+ * range read as zeros, its blocks allocated unwritten. Errors as Linux:
+ * -EINVAL (len <= 0, off < 0), -EBADF (no write access), -EOPNOTSUPP (an
+ * indirect-mapped file, ext2/ext3's; COLLAPSE_RANGE, INSERT_RANGE and
+ * UNSHARE_RANGE; PUNCH_HOLE without KEEP_SIZE), -EFBIG, -EPERM (immutable,
+ * or append-only for anything but allocation), -ENODEV / -ESPIPE /
+ * -EISDIR (not a regular file), -ENOSPC (what was allocated stays). */
+#define NOSTALL_FALLOC_KEEP_SIZE 0x01
+#define NOSTALL_FALLOC_PUNCH_HOLE 0x02
+#define NOSTALL_FALLOC_ZERO_RANGE 0x10
+int nostall_fallocate(struct nostall_file *f, int mode, int64_t off, int64_t len);
 /* fsync(2) / fdatasync(2): 1 = datasync. Durable on return in every data mode. */
 int nostall_fsync(struct nostall_file *f, int datasync);
 /* close(2)-time flush (FUSE flush; nostall_fd_close calls it): for a writer,
@@ -821,6 +837,7 @@ int64_t nostall_fd_lseek(struct nostall_fs *fs, int fd, int64_t off, int whence)
 int nostall_fd_fsync(struct nostall_fs *fs, int fd, int datasync);
 int nostall_fd_ftruncate(struct nostall_fs *fs, int fd, uint64_t size);
 int nostall_fd_fstat(struct nostall_fs *fs, int fd, struct nostall_stat *st);
+int nostall_fd_fallocate(struct nostall_fs *fs, int fd, int mode, int64_t off, int64_t len);
 
 #ifdef __cplusplus
 }

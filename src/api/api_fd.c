@@ -107,7 +107,7 @@ int nostall_fd_close(struct nostall_fs *fs, int fd)
 }
 
 /* The calls on a descriptor: the handle call between fd_get and fd_put. */
-enum fd_op { FD_READ, FD_WRITE, FD_PREAD, FD_PWRITE, FD_LSEEK, FD_FSYNC, FD_FTRUNC, FD_FSTAT };
+enum fd_op { FD_READ, FD_WRITE, FD_PREAD, FD_PWRITE, FD_LSEEK, FD_FSYNC, FD_FTRUNC, FD_FSTAT, FD_FALLOC };
 struct fd_args {
 	void *buf;
 	const void *cbuf;
@@ -134,6 +134,7 @@ static int64_t fd_call(struct nostall_fs *fs, int fd, enum fd_op op, const struc
 	case FD_FSYNC: rc = nostall_fsync(f, x->n); break;
 	case FD_FTRUNC: rc = nostall_ftruncate(f, x->off); break;
 	case FD_FSTAT: rc = nostall_fstat(f, x->st); break;
+	case FD_FALLOC: rc = nostall_fallocate(f, x->n, x->soff, (int64_t)x->len); break;
 	}
 	fd_put(fs, a);
 	return rc;
@@ -179,6 +180,13 @@ int nostall_fd_ftruncate(struct nostall_fs *fs, int fd, uint64_t size)
 int nostall_fd_fstat(struct nostall_fs *fs, int fd, struct nostall_stat *st)
 {
 	return (int)fd_call(fs, fd, FD_FSTAT, &(struct fd_args){ .st = st });
+}
+
+int nostall_fd_fallocate(struct nostall_fs *fs, int fd, int mode, int64_t off, int64_t len)
+{
+	if (len < 0)
+		return err_set(-EINVAL, "fallocate: length %lld", (long long)len);
+	return (int)fd_call(fs, fd, FD_FALLOC, &(struct fd_args){ .n = mode, .soff = off, .len = (size_t)len });
 }
 
 void api_fd_table_free(struct nostall_fs *fs)

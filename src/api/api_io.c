@@ -180,6 +180,21 @@ int nostall_ftruncate(struct nostall_file *f, uint64_t size)
 	return rc ? rc : api_kill_suid(f->fs, f->in);
 }
 
+_Static_assert(NOSTALL_FALLOC_KEEP_SIZE == EXT3_FALLOC_KEEP_SIZE && NOSTALL_FALLOC_PUNCH_HOLE == EXT3_FALLOC_PUNCH_HOLE &&
+		       NOSTALL_FALLOC_ZERO_RANGE == EXT3_FALLOC_ZERO_RANGE,
+	       "the public fallocate modes are the library's");
+
+int nostall_fallocate(struct nostall_file *f, int mode, int64_t off, int64_t len)
+{
+	if (off < 0 || len <= 0)
+		return err_set(-EINVAL, "fallocate: offset %lld, length %lld", (long long)off, (long long)len);
+	if (!f->can_write)
+		return err_set(-EBADF, "fallocate: the file is not open for writing");
+	if (!f->fs->rw)
+		return err_set(-EROFS, "fallocate: read-only mount");
+	return ext3_fallocate(f->in, mode, (uint64_t)off, (uint64_t)len);
+}
+
 int nostall_fsync(struct nostall_file *f, int datasync)
 {
 	if (!f->fs->rw)

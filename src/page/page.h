@@ -267,6 +267,11 @@ int page_mapping_sync(struct page_mapping *m, uint64_t start, uint64_t end, unsi
  * it first if needed: ext3_block_truncate_page's work). Call before freeing
  * the blocks. Returns 0 or the error of that read. */
 int page_mapping_truncate(struct page_mapping *m, uint64_t size);
+/* Drop every page with index in [first, last] (waiting for page locks and
+ * writeback; dirty pages are dropped unwritten: the caller wrote what must
+ * land first), counted as a removal: fallocate's PUNCH_HOLE / ZERO_RANGE,
+ * before the blocks behind them are freed or turned unwritten. */
+int page_mapping_punch(struct page_mapping *m, uint64_t first, uint64_t last);
 /* Drop the clean, unlocked, unreferenced pages not under writeback in
  * [start, end] (after the fs wrote their blocks behind the cache). Returns
  * how many were dropped. */

@@ -453,6 +453,19 @@ int page_mapping_truncate(struct page_mapping *m, uint64_t size)
 	return rc;
 }
 
+int page_mapping_punch(struct page_mapping *m, uint64_t first, uint64_t last)
+{
+	if (first > last)
+		return 0;
+	/* As truncate: the blocks behind the range are freed or zeroed next. */
+	pthread_mutex_lock(&m->pc->lock);
+	m->removals++;
+	pthread_mutex_unlock(&m->pc->lock);
+	size_t dropped;
+	drop_range(m, first, last, true, &dropped);
+	return 0;
+}
+
 size_t page_mapping_invalidate(struct page_mapping *m, uint64_t start, uint64_t end)
 {
 	size_t dropped;

@@ -33,6 +33,7 @@ static const struct {
 	{ "ln", NULL, NULL, &cmd_ln },
 	{ "mknod", NULL, NULL, &cmd_mknod },
 	{ "truncate", NULL, NULL, &cmd_truncate },
+	{ "fallocate", NULL, NULL, &cmd_fallocate },
 	{ "chmod", NULL, NULL, &cmd_chmod },
 	{ "chown", NULL, NULL, &cmd_chown },
 	{ "touch", NULL, NULL, &cmd_touch },

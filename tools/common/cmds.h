@@ -42,5 +42,6 @@ extern const struct cli_cmd cmd_chown;    /* nostall chown IMAGE UID[:GID] PATH 
 extern const struct cli_cmd cmd_touch;    /* nostall touch IMAGE PATH */
 extern const struct cli_cmd cmd_xattr;    /* nostall xattr IMAGE OP PATH [NAME [VALUE]] */
 extern const struct cli_cmd cmd_chattr;   /* nostall chattr IMAGE [+-=]FLAGS PATH... */
+extern const struct cli_cmd cmd_fallocate; /* nostall fallocate [-kpz] [-O OFF] -l LEN IMAGE PATH (fs/falloc.c) */
 
 #endif

@@ -321,6 +321,19 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, stru
 		fuse_reply_lseek(req, r);
 }
 
+/* fallocate(2): the kernel passes the mode bits through (Linux's
+ * FALLOC_FL_* values, the library's) after its own checks; it writes back
+ * and drops its cached pages of a punched or zeroed range around the call
+ * and updates its size for the modes that grow it. */
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len, struct fuse_file_info *fi)
+{
+	struct nfuse_fh *h = fh_of(fi);
+	pthread_mutex_lock(&h->lock);
+	int rc = nostall_fallocate(h->f, mode, off, len);
+	pthread_mutex_unlock(&h->lock);
+	nfuse_reply_rc(req, rc);
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	nfuse_reply_rc(req, nostall_flush(fh_of(fi)->f));
@@ -643,4 +656,5 @@ void nfuse_ops_file(struct fuse_lowlevel_ops *ops)
 	ops->statfs = op_statfs;
 	ops->ioctl = op_ioctl;
 	ops->lseek = op_lseek;
+	ops->fallocate = op_fallocate;
 }

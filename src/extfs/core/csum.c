@@ -4,6 +4,7 @@
  * test_ext4_csum). */
 #include "extfs/core/csum.h"
 #include "extfs/core/ext3_int.h"
+#include "extfs/format/ext4_csum_calc.h"
 #include "extfs/format/ext4_extent.h"
 
 #include "util/crc32c.h"
@@ -128,6 +129,12 @@ bool ext4_extent_block_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t 
 	if (tail + 4 > fs->g.block_size)
 		return false;
 	return le32_at(b + tail) == crc32c(inode_seed(fs, ino, gen), b, tail);
+}
+
+void ext4_extent_block_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block)
+{
+	if (ext4_has_metadata_csum(fs))
+		ext4_extent_block_csum_set(fs->csum_seed, ino, gen, block);
 }
 
 bool ext4_dir_is_dx_block(const uint8_t *b, unsigned bs)

@@ -27,6 +27,9 @@ bool ext4_inode_csum_ok(const struct ext3_fs *fs, uint32_t ino, const void *raw)
 /* An extent tree block of inode ino (generation gen): the tail after
  * eh_max entries. */
 bool ext4_extent_block_csum_ok(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, const void *block);
+/* Set that tail (nothing without metadata_csum): before the block is
+ * dirtied, after its last change in the handle (the extent map's writes). */
+void ext4_extent_block_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block);
 
 /* Directory blocks (dir/): does b look like an htree block (a node's
  * single empty entry, or a root's "." and ".." of 12 and bs - 12 bytes), the

@@ -180,6 +180,23 @@ ssize_t ext3_file_read_sink(struct ext3_inode *in, struct ext3_fread *rd, void *
 			    uint64_t off, ext3_read_sink sink, void *arg);
 /* Truncate or extend (a hole) to size. -EFBIG past the maximum file size. */
 int ext3_file_setsize(struct ext3_inode *in, uint64_t size);
+/* fallocate(2) (file_falloc.c; docs/write-data.md, "fallocate"). mode:
+ * Linux's FALLOC_FL_* bits. 0 / KEEP_SIZE: unwritten extents over the
+ * holes of [off, off + len) (0 grows the size to off + len); PUNCH_HOLE
+ * (with KEEP_SIZE): free the range's blocks, zero its partial edges;
+ * ZERO_RANGE (KEEP_SIZE optional): the range reads as zeros, its blocks
+ * allocated unwritten. Extent files only (-EOPNOTSUPP otherwise);
+ * COLLAPSE/INSERT/UNSHARE_RANGE -EOPNOTSUPP. Errors as vfs_fallocate and
+ * ext4_fallocate: -EINVAL (len 0, negative), -EFBIG, -EPERM (immutable;
+ * append-only for anything but allocation), -EISDIR / -ESPIPE / -ENODEV,
+ * -ENOSPC (what was allocated stays, unwritten). Caller holds nothing. */
+#define EXT3_FALLOC_KEEP_SIZE 0x01
+#define EXT3_FALLOC_PUNCH_HOLE 0x02
+#define EXT3_FALLOC_COLLAPSE_RANGE 0x08
+#define EXT3_FALLOC_ZERO_RANGE 0x10
+#define EXT3_FALLOC_INSERT_RANGE 0x20
+#define EXT3_FALLOC_UNSHARE_RANGE 0x40
+int ext3_fallocate(struct ext3_inode *in, int mode, uint64_t off, uint64_t len);
 /* fsync / fdatasync of any inode (directories: commit their transaction). */
 int ext3_file_fsync(struct ext3_inode *in, bool datasync);
 /* sync(2): write back every file's data and commit the journal. */

@@ -68,4 +68,10 @@ void ext3_data_touch(struct ext3_inode *in, bool data);
 /* Write the inode in h and remember the transaction for fsync. */
 int ext3_data_inode_commit(struct jbd_handle *h, struct ext3_inode *in, bool datasync);
 
+/* fallocate's zeroed edges (file_falloc.c): overwrite len bytes at off,
+ * inside i_size over blocks already mapped, through the mode's write path
+ * (page-cache chunks, or the table's write_chunk), without the throttle.
+ * in->lock as writer, no handle. 0 or a negative errno. */
+int ext3_data_overwrite_locked(struct ext3_inode *in, const void *buf, size_t len, uint64_t off);
+
 #endif

@@ -24,6 +24,7 @@
  */
 #include "extfs/data/file_data.h"
 #include "extfs/inode/cred.h"
+#include "extfs/inode/falloc.h"
 
 #include "page/page.h"
 #include "util/err.h"
@@ -238,6 +239,34 @@ ssize_t ext3_file_write(struct ext3_inode *in, const void *buf, size_t len, uint
 	return (ssize_t)done;
 }
 
+int ext3_data_overwrite_locked(struct ext3_inode *in, const void *buf, size_t len, uint64_t off)
+{
+	const struct ext3_data_ops *ops = ext3_dops(in);
+	struct page_mapping *m = NULL;
+	int rc = ops->write_chunk ? 0 : ext3_data_mapping(in, &m);
+	if (rc)
+		return rc;
+	ext3_data_mark_written(in);
+	size_t done = 0;
+	while (done < len) {
+		uint32_t bs = in->fs->g.block_size;
+		uint64_t pos = off + done;
+		uint64_t lim = (pos / bs + CHUNK_BLOCKS) * bs - pos;
+		size_t chunk = len - done < lim ? len - done : (size_t)lim;
+		ssize_t n = m ? write_chunk_paged(in, m, (const uint8_t *)buf + done, chunk, pos, done == 0,
+						  EXT3_WRITE_NOTHROTTLE)
+			      : ops->write_chunk(in, (const uint8_t *)buf + done, chunk, pos, done == 0,
+						 EXT3_WRITE_NOTHROTTLE);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			return err_set(-EIO, "ext3: inode %u: zeroing at %llu wrote nothing", in->ino,
+				       (unsigned long long)pos);
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 void ext3_file_throttle(struct ext3_fs *fs)
 {
 	if (fs->pcache)
@@ -254,7 +283,9 @@ static int setsize_locked(struct ext3_inode *in, uint64_t size)
 	const struct ext3_data_ops *ops = ext3_dops(in);
 	int rc = 0;
 	ext3_data_mark_written(in);
-	if (size < old) {
+	/* The same size on an extent file too: fallocate's blocks past the
+	 * end go (ext4_setattr's "even if i_size didn't change"). */
+	if (size < old || (size == old && ext4_falloc_supported(in))) {
 		/* ext3_truncate drops the pages (and zeroes the partial page);
 		 * data=journal's partial block is a journaled buffer instead. */
 		if (ops->zero_tail) {

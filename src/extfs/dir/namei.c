@@ -226,6 +226,7 @@ static int set_symlink(struct jbd_handle *h, struct ext3_inode *in, const char *
 		       size_t len)
 {
 	if (len < NAMEI_SYMLINK_FAST) {
+		in->a.flags &= ~(uint32_t)EXT4_EXTENTS_FL; /* the target, not a tree, in i_block */
 		uint8_t raw[NAMEI_SYMLINK_FAST] = {0};
 		memcpy(raw, target, len);
 		for (int i = 0; i < EXT3_N_BLOCKS; i++) {

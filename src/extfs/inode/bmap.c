@@ -1,8 +1,7 @@
 /* The block-map dispatchers (bmap.h): each picks the inode's map kind and
- * calls its table. Today every inode maps through the indirect map; an
- * extent-mapped inode (EXT4_EXTENTS_FL on a filesystem with the extent
- * feature) gets the extent tree's (bmap_ext.c; read-only for now: such a
- * filesystem mounts read-only). Also the map-kind independent parts: the
+ * calls its table: the indirect map (bmap_ind*.c), or for an extent-mapped
+ * inode (EXT4_EXTENTS_FL on a filesystem with the extent feature) the
+ * extent tree's (bmap_ext.c, extent_write.c, extent_remove.c). Also the map-kind independent parts: the
  * map cache's life, the truncate step's room in the handle. */
 #include "extfs/inode/bmap.h"
 
@@ -26,18 +25,33 @@ const struct ext3_bmap_ops *ext3_bmap_ops_of(const struct ext3_inode *in)
 
 /* ---- the dispatchers ---- */
 
+static bool fs_has_extents(const struct ext3_fs *fs)
+{
+	return le32_to_cpu(fs->sb.s_feature_incompat) & EXT4_FEATURE_INCOMPAT_EXTENTS;
+}
+
 uint64_t ext3_max_blocks(const struct ext3_fs *fs)
 {
-	/* The files nostall creates: the indirect map's bound (an extent
-	 * filesystem will answer per inode). */
-	return ext3_bmap_ind_ops.max_blocks(fs);
+	/* Per filesystem: the larger of the maps its files may have (an
+	 * indirect file on an extent filesystem stops at its own bound with
+	 * -EFBIG from its get_blocks; truncate asks per inode). */
+	uint64_t ind = ext3_bmap_ind_ops.max_blocks(fs);
+	if (!fs_has_extents(fs))
+		return ind;
+	uint64_t ext = ext3_bmap_ext_ops.max_blocks(fs);
+	return ext > ind ? ext : ind;
 }
 
 uint64_t ext3_bmap_credits(const struct ext3_fs *fs, uint64_t n)
 {
-	/* Per filesystem, as ext3_max_blocks (an extent filesystem will take
-	 * the larger of its two maps', or ask per inode as ext4 does). */
-	return ext3_bmap_ind_ops.map_credits(fs, n);
+	/* Per filesystem, as ext3_max_blocks: on an extent filesystem the
+	 * larger of its two maps' (the extent map also extends the handle by
+	 * the inode's own figure before each insert). */
+	uint64_t ind = ext3_bmap_ind_ops.map_credits(fs, n);
+	if (!fs_has_extents(fs))
+		return ind;
+	uint64_t ext = ext3_bmap_ext_ops.map_credits(fs, n);
+	return ext > ind ? ext : ind;
 }
 
 int ext3_inode_bmap(struct ext3_fs *fs, struct ext3_inode *in, uint64_t logical,

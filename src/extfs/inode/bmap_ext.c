@@ -1,15 +1,19 @@
-/* The extent map, read side (bmap.h's table for EXT4_EXTENTS_FL inodes on
- * a filesystem with the extent feature; docs/ext4-extents.md). Lookups walk
+/* The extent map (bmap.h's table for EXT4_EXTENTS_FL inodes on a
+ * filesystem with the extent feature; docs/ext4-extents.md). Lookups walk
  * the tree with ext4_ext_lookup (extent.c), reading tree blocks through the
  * buffer cache; an unwritten extent maps as a hole (it reads as zeros).
- * Allocation and freeing are not written yet: the feature table makes an
- * extent filesystem mount read-only, so get_blocks with create and
- * truncate are never reached on a writable mount and answer -EROFS if
- * they are. */
+ * get_blocks with create allocates a run (ext3_new_blocks, goal from
+ * ext4_ext_find_goal) and inserts it (ext4_ext_insert), or converts an
+ * unwritten run to initialized and reports it new (the data path then
+ * treats it as a hole fill: zeroes around a partial write, ordered data);
+ * truncate is ext4_ext_remove (extent_write.c, extent_remove.c). */
 #include "extfs/core/csum.h"
 #include "extfs/inode/bmap.h"
 #include "extfs/format/ext4_extent.h"
 #include "extfs/inode/extent.h"
+#include "extfs/inode/extent_write.h"
+
+#include "jbd/jbd.h"
 
 #include "buf/buf.h"
 #include "util/err.h"
@@ -39,17 +43,9 @@ static int tree_read(void *ctx, uint64_t pblk, void *buf)
 	return 0;
 }
 
-/* The run at logical: *physical 0 for a hole (or an unwritten extent),
- * *count blocks of it, at most max. */
-static int ext_lookup(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical, uint64_t max,
-		      uint64_t *physical, uint64_t *count)
+int ext4_ext_map(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
 {
-	*physical = 0;
-	*count = 0;
-	if (logical > UINT32_MAX) {
-		*count = max;
-		return 0; /* past the 32-bit logical space: a hole */
-	}
+	struct ext3_fs *fs = in->fs;
 	uint32_t root[EXT3_N_BLOCKS];
 	for (int i = 0; i < EXT3_N_BLOCKS; i++)
 		root[i] = cpu_to_le32(in->a.block[i]); /* the tree is little-endian bytes */
@@ -61,9 +57,26 @@ static int ext_lookup(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t 
 	void *scratch = NULL;
 	if (eh->eh_depth && !(scratch = malloc(src.block_size)))
 		return -ENOMEM;
-	struct ext4_ext_map m;
-	int rc = ext4_ext_lookup(&src, root, (uint32_t)logical, scratch, &m);
+	int rc = ext4_ext_lookup(&src, root, lblk, scratch, out);
 	free(scratch);
+	return rc;
+}
+
+/* The run at logical: *physical 0 for a hole (or an unwritten extent),
+ * *count blocks of it, at most max. */
+static int ext_lookup(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical, uint64_t max,
+		      uint64_t *physical, uint64_t *count)
+{
+	(void)fs;
+	*physical = 0;
+	*count = 0;
+	if (logical > UINT32_MAX) {
+		*count = max;
+		return 0; /* past the 32-bit logical space: a hole */
+	}
+	struct ext4_ext_map m;
+	/* (the lookup only reads the inode) */
+	int rc = ext4_ext_map((struct ext3_inode *)in, (uint32_t)logical, &m);
 	if (rc < 0)
 		return rc;
 	*physical = m.unwritten ? 0 : m.pblk;
@@ -73,14 +86,26 @@ static int ext_lookup(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t 
 
 static uint64_t ext_max_blocks(const struct ext3_fs *fs)
 {
-	(void)fs;
-	return (uint64_t)1 << 32;
+	/* The 32-bit logical space, and i_blocks (512-byte units, 32 bits
+	 * without huge_file) counting the data: ext4_max_size's bound. */
+	uint64_t limit = 0xffffffffull / (fs->g.block_size / 512);
+	uint64_t space = (uint64_t)1 << 32;
+	return limit < space ? limit : space;
 }
 
+/* ops->map_credits, per filesystem (the inode's depth is not known): n
+ * blocks land in ceil(n / 32768) extents when contiguous, each insert
+ * touching a path of up to EXT4_EXT_MAX_DEPTH tree blocks and splitting
+ * each level (a new block per level and one for a new level). get_blocks
+ * extends the handle by the inode's own figure (ext4_ext_credits) before
+ * each insert, which covers fragmented allocations. */
 static uint64_t ext_map_credits(const struct ext3_fs *fs, uint64_t n)
 {
-	(void)fs, (void)n;
-	return 0; /* nothing is allocated through this table yet */
+	(void)fs;
+	if (n == 0)
+		return 0;
+	uint64_t extents = (n + EXT4_EXT_INIT_MAX_LEN - 1) / EXT4_EXT_INIT_MAX_LEN;
+	return extents * (2 * EXT4_EXT_MAX_DEPTH + 1);
 }
 
 static int ext_map_block(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t logical, uint64_t *physical)
@@ -111,30 +136,95 @@ static int ext_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t 
 	return rc;
 }
 
+/* Credits for one tree change in h: the inode's own figure, asked of the
+ * transaction (the caller's reservation, ext3_bmap_credits, is a per
+ * filesystem guess). A full transaction answers -EAGAIN: the reservation
+ * has to do. */
+static void credits_ensure(struct jbd_handle *h, struct ext3_inode *in)
+{
+	(void)jbd_handle_extend(h, ext4_ext_credits(in->fs, in));
+}
+
 static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max, bool create,
 			  uint64_t *phys, uint32_t *count, bool *is_new)
 {
-	(void)h;
+	struct ext3_fs *fs = in->fs;
 	if (is_new)
 		*is_new = false;
 	*phys = 0;
 	*count = 0;
-	if (create)
-		return err_set(-EROFS, "ext4: inode %u: extent files are read-only here", in->ino);
-	uint64_t c;
-	int rc = ext_lookup(in->fs, in, lblk, max, phys, &c);
-	*count = (uint32_t)c;
-	return rc;
+	if (max == 0)
+		return 0;
+	if (lblk > UINT32_MAX) {
+		if (create)
+			return err_set(-EFBIG, "ext4: inode %u: logical block %llu past the 32-bit extent space",
+				       in->ino, (unsigned long long)lblk);
+		*count = max;
+		return 0;
+	}
+	struct ext4_ext_map m;
+	int rc = ext4_ext_map(in, (uint32_t)lblk, &m);
+	if (rc < 0)
+		return rc;
+	uint32_t n = m.len < max ? m.len : max;
+	if (m.pblk && !m.unwritten) {
+		*phys = m.pblk;
+		*count = n;
+		return 0;
+	}
+	if (!create) {
+		*count = n; /* a hole, or unwritten: reads as zeros */
+		return 0;
+	}
+	if (m.pblk) {
+		/* Data lands in an unwritten extent: those blocks become
+		 * initialized in this handle and count as new, as a hole fill. */
+		credits_ensure(h, in);
+		rc = ext4_ext_convert(h, in, (uint32_t)lblk, n, false);
+		if (rc)
+			return rc;
+		*phys = m.pblk;
+	} else {
+		if (n > EXT4_EXT_INIT_MAX_LEN)
+			n = EXT4_EXT_INIT_MAX_LEN;
+		uint64_t units = (uint64_t)n * (fs->g.block_size / 512);
+		if ((uint64_t)in->a.blocks + units > 0xffffffffull)
+			return err_set(-EFBIG, "ext4: inode %u: i_blocks would overflow", in->ino);
+		uint64_t goal = ext4_ext_find_goal(in, (uint32_t)lblk), first;
+		credits_ensure(h, in);
+		rc = ext3_new_blocks(h, in, goal, &n, &first);
+		if (rc)
+			return rc;
+		rc = ext4_ext_insert(h, in, (uint32_t)lblk, first, n, false);
+		if (rc) {
+			(void)ext3_free_blocks(h, in, first, n, false);
+			return rc;
+		}
+		in->a.blocks += (uint32_t)((uint64_t)n * (fs->g.block_size / 512));
+		*phys = first;
+	}
+	in->rsv.last_lblk = lblk + n - 1;
+	in->rsv.last_phys = *phys + n - 1;
+	ext3_inode_map_invalidate(in);
+	rc = ext3_mark_inode_dirty(h, in);
+	if (rc)
+		return rc;
+	ext3_inode_note_tid(h, in, true); /* the block map: fdatasync too */
+	*count = n;
+	if (is_new)
+		*is_new = true;
+	return 0;
 }
 
 static int ext_truncate(struct ext3_bmap_trunc *t, uint64_t first)
 {
-	(void)first;
-	return err_set(-EROFS, "ext4: inode %u: extent files are read-only here", t->in->ino);
+	if (first > UINT32_MAX)
+		return 0;
+	return ext4_ext_remove(t, (uint32_t)first, (uint64_t)1 << 32);
 }
 
 const struct ext3_bmap_ops ext3_bmap_ext_ops = {
-	.name = "extent (read-only)",
+	.name = "extent",
 	.max_blocks = ext_max_blocks,
 	.map_credits = ext_map_credits,
 	.map_block = ext_map_block,

@@ -56,4 +56,19 @@ int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk,
  * (depth 0). */
 int ext4_ext_remove(struct ext3_bmap_trunc *t, uint32_t first, uint64_t end);
 
+/* Added with the implementation (additive to the agreed contract): */
+
+/* The allocation goal for a data block at lblk: after the last block
+ * allocated for the inode when lblk follows it, else as far from the
+ * nearest extent's physical start as lblk is from its logical one
+ * (ext4_ext_find_goal), else near the leaf; 0: near the inode. */
+uint64_t ext4_ext_find_goal(struct ext3_inode *in, uint32_t lblk);
+
+/* An empty tree in i_block (depth 0, eh_max 4) and EXT4_EXTENTS_FL. */
+void ext4_ext_root_init(struct ext3_inode *in);
+/* ext3_new_inode's step: on a filesystem with the extent feature, regular
+ * files, directories and symlinks start extent-mapped (a fast symlink
+ * clears the flag when its target goes into i_block). */
+void ext4_ext_new_inode_init(struct ext3_inode *in);
+
 #endif

@@ -20,6 +20,7 @@
  * from disk when no other inode of the block is in use (itable_fresh).
  */
 #include "extfs/core/write.h"
+#include "extfs/inode/extent_write.h"
 
 #include "buf/buf.h"
 #include "util/err.h"
@@ -314,6 +315,7 @@ static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, 
 		a->atime_ns = a->mtime_ns = a->ctime_ns = a->crtime_ns = nsec;
 	}
 	in->i_size = in->i_disksize = 0;
+	ext4_ext_new_inode_init(in); /* extent-mapped on an extent filesystem */
 	/* ext3_mark_inode_dirty encodes every field of a; nothing of the old
 	 * inode (in-inode xattrs) survives. */
 	memset(in->raw, 0, in->raw_size);

@@ -5,6 +5,7 @@
  * reader (ext3.h, "inodes"); the _locked variants expect it held. */
 #include "extfs/core/csum.h"
 #include "extfs/core/ext3_int.h"
+#include "extfs/inode/falloc.h"
 
 #include "blk/blk.h"
 #include "buf/buf.h"
@@ -295,8 +296,11 @@ ssize_t ext3_inode_pread_locked(struct ext3_fs *fs, const struct ext3_inode *in,
 
 /* SEEK_DATA / SEEK_HOLE: runs of the block map, with a private map cache
  * (the inode's own belongs to sequential readers). A block is data when it
- * is allocated: ext3 allocates at write time (a dirty page always has its
- * block), so the map is the whole answer. Missing pointer blocks skip their
+ * is allocated and written: ext3 allocates at write time (a dirty page
+ * always has its block, written or converted from unwritten), so the map
+ * is the whole answer, but for an unwritten extent (fallocate), which is
+ * data where the page cache holds a page of it, as the kernel's
+ * iomap_seek_data says (falloc.c). Missing pointer blocks skip their
  * whole span, so a sparse file of terabytes costs a few reads. */
 int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, bool hole, uint64_t *out)
 {
@@ -322,7 +326,15 @@ int ext3_inode_seek(struct ext3_fs *fs, struct ext3_inode *in, uint64_t off, boo
 		rc = ext3_inode_map_run(fs, in, mc, b, end - b, &phys, &count);
 		if (rc)
 			break;
-		if ((phys == 0) == hole) {
+		bool data = phys != 0;
+		if (!data) {
+			/* an unwritten extent: data where the page cache
+			 * holds it (count narrows to one answer's run) */
+			rc = ext4_falloc_seek_run(in, b, count, &data, &count);
+			if (rc)
+				break;
+		}
+		if (data != hole) {
 			*out = b * bs > off ? b * bs : off;
 			if (*out > size)
 				*out = size;

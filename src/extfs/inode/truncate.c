@@ -48,7 +48,7 @@ int ext3_truncate(struct ext3_inode *in, uint64_t new_size)
 	if (!ext3_fs_writable(fs))
 		return err_set(-EROFS, "ext3: inode %u: truncate on a read-only mount", in->ino);
 	bool map = has_block_map(in);
-	if (map && new_size > ext3_max_blocks(fs) * fs->g.block_size)
+	if (map && new_size > ext3_bmap_ops_of(in)->max_blocks(fs) * fs->g.block_size)
 		return err_set(-EFBIG, "ext3: inode %u: size %llu past the largest file", in->ino,
 			       (unsigned long long)new_size);
 	if (in->mapping) {
