@@ -22,6 +22,7 @@
 
 #include "lib/fsrun.h"
 #include "lib/fstarget_nostall.h"
+#include "lib/testfs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -77,6 +78,10 @@ static void run_combo(const struct combo *cb)
 	struct fst_nostall_factory nf = { .block_size = cb->bs, .size_bytes = 512ull << 20,
 					  .opts = opts, .fsck = true };
 	snprintf(nf.image, sizeof nf.image, "%s/img-%s-%u", tmpdir, cb->mode, cb->bs);
+	if (!testfs_bs_wanted(cb->bs)) {
+		printf("fs_random: data=%s, %u-byte blocks: skipped (NOSTALL_TEST_BLOCK_SIZE)\n", cb->mode, cb->bs);
+		return;
+	}
 	const char *only = getenv("NOSTALL_FSONLY");
 	if (only && *only && !strstr(nf.image + strlen(tmpdir), only)) {
 		printf("fs_random: data=%s, %u-byte blocks: skipped (NOSTALL_FSONLY)\n", cb->mode, cb->bs);

@@ -10,6 +10,7 @@ typedef int fstarget_nostall_placeholder;
 #ifdef NOSTALL_HAVE_WRITE_API
 
 #include "fstarget_nostall.h"
+#include "testfs.h"
 
 #include "nostall/nostall.h"
 
@@ -342,8 +343,9 @@ int fst_nostall_mkfs(const char *image, unsigned block_size, uint64_t size_bytes
 {
 	char cmd[PATH_MAX + 128];
 	unlink(image);
-	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t ext3 -b %u -I 256 '%s' %lluk >/dev/null 2>&1",
-		 block_size, image, (unsigned long long)(size_bytes / 1024));
+	const char *more = testfs_mkfs_opts(); /* testfs.h; unset: as always */
+	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t %s -b %u -I 256%s%s '%s' %lluk >/dev/null 2>&1", testfs_type(),
+		 block_size, *more ? " " : "", more, image, (unsigned long long)(size_bytes / 1024));
 	int st = system(cmd);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
@@ -364,7 +366,7 @@ int fst_nostall_kernel_compare(struct fsrun *r, const char *image)
 	char dir[] = "/tmp/fsmodel-mnt-XXXXXX", cmd[PATH_MAX + 128];
 	if (!mkdtemp(dir))
 		return -errno;
-	snprintf(cmd, sizeof cmd, "mount -t ext3 -o ro,loop,noatime '%s' %s", image, dir);
+	snprintf(cmd, sizeof cmd, "mount -t %s -o ro,loop,noatime '%s' %s", testfs_kernel_type(), image, dir);
 	int st = system(cmd);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		rmdir(dir);
