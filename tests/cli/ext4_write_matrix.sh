@@ -35,9 +35,11 @@
 #   - htree, 100,000 entries at 1 KiB blocks: unscaled, in the 1 KiB
 #     combination of each ext4 feature set and on ext2 (the 4 KiB ones skip
 #     it: the test is a 1 KiB one);
-#   - the FUSE applications: one data mode per combination, a different
-#     one in each (guarded, ordered, journal, writeback over the four ext4
-#     combinations; guarded on ext2), at their CI sizes;
+#   - the FUSE applications (tar, git, sqlite, make, cp, rsync): one data
+#     mode per combination, a different one in each (guarded, ordered,
+#     journal, writeback over the four ext4 combinations; guarded on ext2),
+#     at the sanitized builds' sizes (NOSTALL_APPS_SMALL=1: a third of the
+#     CI sizes);
 #   - the kernel comparison (the kernel writes, nostall reads) runs its
 #     kernel-built images only (not the debugfs-built extra) and the 2 KiB
 #     configuration nowhere (block sizes of the combination only).
@@ -148,7 +150,7 @@ one() { # test combo bs appmode
 		[ "$full" = 1 ] && modes="journal ordered writeback guarded"
 		: >"$tmp/apps.out"
 		for a in tar git sqlite make cp rsync; do
-			if ! run_sh "apps_$a" NOSTALL_DATA_MODES="$modes"; then
+			if ! run_sh "apps_$a" NOSTALL_DATA_MODES="$modes" NOSTALL_APPS_SMALL=$((1 - full)); then
 				rc=1
 				detail="$detail apps_$a"
 			fi

@@ -18,7 +18,10 @@
 # Without root (or without loop mounts) the images are built with debugfs -w
 # instead (tests/lib/fs_debugfs_build.py) and compared with the source tree.
 # A debugfs-built image is also checked when root (a second, independent
-# writer). Set NOSTALL_FS_DEBUGFS=1 to force the debugfs path only.
+# writer). Set NOSTALL_FS_DEBUGFS=1 to force the debugfs path only, and
+# NOSTALL_FS_KERNEL_ONLY=1 to leave that extra debugfs-built image out when
+# the kernel-built ones run (tests/cli/ext4_write_matrix.sh). The filesystem
+# made: tests/lib/testfs.sh (NOSTALL_TEST_FS, ...; default ext3).
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
 . "$(dirname "$0")/../lib/kmount.sh"
@@ -122,6 +125,7 @@ fi
 
 # ---- debugfs-built images (independent writer; the oracle is the source tree) ----
 if [ "$can_mount" -eq 1 ]; then dcfgs="1024:256"; else dcfgs="1024:128 2048:256 4096:256"; fi
+[ "$can_mount" -eq 1 ] && [ "${NOSTALL_FS_KERNEL_ONLY:-0}" = 1 ] && dcfgs=""
 for cfg in $dcfgs; do
 	bs=${cfg%:*} isz=${cfg#*:}
 	testfs_bs_wanted "$bs" || { echo "skipped: debugfs -b $bs (NOSTALL_TEST_BLOCK_SIZE)"; continue; }

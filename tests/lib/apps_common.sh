@@ -12,6 +12,8 @@
 #   NOSTALL               the nostall binary (tests/run.sh sets it)
 #   NOSTALL_DATA_MODES    data modes to run (default "journal ordered writeback guarded")
 #   NOSTALL_APPS_FULL=1   the issue's full sizes instead of the bounded CI ones
+#   NOSTALL_APPS_SMALL=1  the sanitized builds' smaller sizes on any build (the
+#                         write matrix runs every app on five more filesystems)
 #   NOSTALL_ALLOW_SKIP=1  a missing tool skips the test (exit 77) instead of failing it
 #   NOSTALL_TEST_FS, NOSTALL_TEST_MKFS_OPTS  the filesystem made (tests/lib/testfs.sh;
 #                         default ext3); the kernel mounts it as that type
@@ -28,6 +30,7 @@ APPS_MODES=${NOSTALL_DATA_MODES:-journal ordered writeback guarded}
 APPS_FULL=${NOSTALL_APPS_FULL:-0}
 APPS_SANITIZED=0
 case $NOSTALL in */asan/* | */tsan/*) APPS_SANITIZED=1 ;; esac
+[ "${NOSTALL_APPS_SMALL:-0}" = 1 ] && APPS_SANITIZED=1
 export TZ=UTC LC_ALL=C
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
