@@ -97,7 +97,9 @@ fi
 
 apps_mount() { # image mountpoint opts
 	mkdir -p "$2"
-	if ! "$NOSTALL" mount -o "$3" "$1" "$2" >"$APPS_TMP/mount.log" 2>&1; then
+	local o
+	o=$(testfs_mount_opts "$3") # no data= without a journal (ext2)
+	if ! "$NOSTALL" mount ${o:+-o "$o"} "$1" "$2" >"$APPS_TMP/mount.log" 2>&1; then
 		cat "$APPS_TMP/mount.log"
 		fail "nostall mount -o $3 $1 failed"
 		return 1

@@ -146,6 +146,8 @@ int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_
 
 int fsimg_mount_spec(const char *spec, const char *opts, unsigned flags, struct fsimg_mnt *m)
 {
+	char ob[512];
+	opts = testfs_mount_opts(opts, ob, sizeof ob); /* no data= without a journal */
 	struct ext3_mount_opts o;
 	ext3_mount_opts_init(&o);
 	int rc = opts ? ext3_mount_opts_parse(&o, opts) : 0;

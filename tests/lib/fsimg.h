@@ -261,6 +261,8 @@ static inline void fsimg_assert_free_blocks(struct ext3_fs *fs, struct ext3_inod
 static inline struct nostall_fs *fsimg_api_mount(const char *spec, const char *opts,
 						 unsigned flags)
 {
+	char ob[512];
+	opts = testfs_mount_opts(opts, ob, sizeof ob); /* no data= without a journal */
 	struct nostall_fs *fs = NULL;
 	int rc = nostall_mount(spec, opts, flags, &fs);
 	if (rc)

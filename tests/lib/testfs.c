@@ -35,6 +35,34 @@ bool testfs_bs_wanted(unsigned bs)
 	return !s || !*s || strtoul(s, NULL, 10) == bs;
 }
 
+bool testfs_has_journal(void)
+{
+	return strcmp(testfs_type(), "ext2") && !strstr(testfs_mkfs_opts(), "^has_journal");
+}
+
+const char *testfs_mount_opts(const char *opts, char *buf, size_t n)
+{
+	if (!opts || testfs_has_journal())
+		return opts;
+	size_t len = 0;
+	buf[0] = '\0';
+	for (const char *s = opts; *s;) {
+		size_t w = strcspn(s, ",");
+		bool drop = (w >= 5 && !strncmp(s, "data=", 5)) || (w >= 9 && !strncmp(s, "data_err=", 9));
+		if (!drop && len + w + 2 < n) {
+			if (len)
+				buf[len++] = ',';
+			memcpy(buf + len, s, w);
+			len += w;
+			buf[len] = '\0';
+		}
+		s += w;
+		if (*s == ',')
+			s++;
+	}
+	return buf;
+}
+
 bool testfs_is_default(void)
 {
 	return !strcmp(testfs_type(), "ext3") && !*testfs_mkfs_opts();

@@ -33,5 +33,13 @@ const char *testfs_kernel_type(void);
 bool testfs_bs_wanted(unsigned bs);
 /* Is the filesystem the default (ext3, no extra options)? */
 bool testfs_is_default(void);
+/* Has the filesystem a journal (not ext2, no ^has_journal)? */
+bool testfs_has_journal(void);
+/* Mount options for the filesystem: opts itself, or without a journal
+ * opts less its data= and data_err= options (the kernel's ext4 driver and
+ * nostall refuse them there: "can't mount with data=, fs mounted w/o
+ * journal"), so a test's data-mode runs all run the journal-less mount.
+ * Returns opts or buf; NULL for NULL. */
+const char *testfs_mount_opts(const char *opts, char *buf, size_t n);
 
 #endif

@@ -30,5 +30,19 @@ testfs_kernel_type() { echo "$TESTFS_TYPE"; }
 # testfs_bs_wanted BS: does this run include block size BS?
 testfs_bs_wanted() { [ -z "${NOSTALL_TEST_BLOCK_SIZE:-}" ] || [ "$NOSTALL_TEST_BLOCK_SIZE" = "$1" ]; }
 
+# testfs_has_journal: not ext2, no ^has_journal.
+testfs_has_journal() { [ "$TESTFS_TYPE" != ext2 ] && [[ $TESTFS_OPTS != *^has_journal* ]]; }
+
+# testfs_mount_opts OPTS: OPTS, or without a journal OPTS less its data= and
+# data_err= (refused there, as by the kernel's ext4 driver).
+testfs_mount_opts() {
+	if testfs_has_journal; then echo "$1"; return; fi
+	local o out=() IFS=,
+	for o in $1; do
+		case $o in data=* | data_err=*) ;; *) out+=("$o") ;; esac
+	done
+	echo "${out[*]}"
+}
+
 # testfs_label: "ext3" or e.g. "ext4 -O ^metadata_csum,uninit_bg" (messages).
 testfs_label() { echo "$TESTFS_TYPE${TESTFS_OPTS:+ $TESTFS_OPTS}"; }
