@@ -27,7 +27,10 @@ grep -q '^filesystem: ext3, features ^dir_index' "$tmp/f.out" || fail "crashtest
 [ $? = 2 ] && grep -q "unknown filesystem type 'ext5'" "$tmp/b.out" || { cat "$tmp/b.out"; fail "crashtest --fs ext5"; }
 "$NOSTALL" crashtest --fs ext4 --features uninit_bg --states 10 >"$tmp/b.out" 2>&1
 [ $? = 2 ] && grep -q "cannot make feature 'uninit_bg'" "$tmp/b.out" || { cat "$tmp/b.out"; fail "crashtest --features uninit_bg"; }
-for t in ext4 ext2; do
+"$NOSTALL" crashtest --fs ext2 --states 10 >"$tmp/b.out" 2>&1
+[ $? = 1 ] && grep -q "^nostall crashtest: --fs ext2: no journal; crash states of a journal-less" "$tmp/b.out" ||
+	{ cat "$tmp/b.out"; fail "crashtest --fs ext2: not refused"; }
+for t in ext4; do
 	"$NOSTALL" crashtest --fs $t --mode ordered --workload append --block-size 1024 --states 40 --seed 3 --json \
 		--quiet >"$tmp/$t.out" 2>&1
 	rc=$?

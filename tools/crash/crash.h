@@ -402,6 +402,9 @@ void crash_fs_set(const char *type, const char *features);
 /* Is (type, features) a set mkfs makes? 0, or -EINVAL with the message in
  * err_last(). */
 int crash_fs_check(const char *type, const char *features);
+/* Does that set have a journal? (ext2 and ^has_journal do not: their crash
+ * states need a recovery of their own, not written yet.) */
+bool crash_fs_journal(const char *type, const char *features);
 /* " fs=TYPE[ features=LIST]" for job.txt and corpus lines, "" for the
  * default ext3 (lines read as before the option existed). */
 void crash_fs_words(const struct crash_job *j, char *buf, size_t len);

@@ -11,6 +11,7 @@
 #include "crash.h"
 
 #include "dev/dev.h"
+#include "extfs/format/ext3_format.h"
 #include "extfs/mkfs/mkfs.h"
 #include "nostall/nostall.h"
 #include "util/err.h"
@@ -72,6 +73,13 @@ int crash_fs_check(const char *type, const char *features)
 {
 	struct ext3_mkfs_params p = { 0 };
 	return ext3_mkfs_params_fs_type(&p, type && *type ? type : "ext3", features);
+}
+
+bool crash_fs_journal(const char *type, const char *features)
+{
+	struct ext3_mkfs_params p = { 0 };
+	return ext3_mkfs_params_fs_type(&p, type && *type ? type : "ext3", features) == 0 &&
+	       (p.features[0] & EXT3_FEATURE_COMPAT_HAS_JOURNAL);
 }
 
 void crash_fs_words(const struct crash_job *j, char *buf, size_t len)
