@@ -19,6 +19,7 @@
 
 #include "dev/dev.h"
 #include "extfs/core/ext3.h"
+#include "extfs/format/ext3_format.h"
 #include "extfs/mkfs/mkfs.h"
 #include "util/err.h"
 
@@ -66,12 +67,23 @@ static void progress_done(void)
 
 /* ------------------------------------------------------------ env */
 
+bool fsb_fs_journal(const struct fsb *b)
+{
+	struct ext3_mkfs_params p = fsb_mkfs_params(b);
+	return !p.features_set || (p.features[0] & EXT3_FEATURE_COMPAT_HAS_JOURNAL);
+}
+
 int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e)
 {
 	memset(e, 0, sizeof *e);
 	e->b = b;
-	snprintf(e->opts, sizeof e->opts, "data=%s%s%s", mode, b->user_opts ? "," : "",
-		 b->user_opts ? b->user_opts : "");
+	/* a journal-less type (ext2) is mounted without data= (refused there,
+	 * as by the kernel's ext4 driver): every mode's run is the same mount */
+	if (!fsb_fs_journal(b))
+		snprintf(e->opts, sizeof e->opts, "%s", b->user_opts ? b->user_opts : "");
+	else
+		snprintf(e->opts, sizeof e->opts, "data=%s%s%s", mode, b->user_opts ? "," : "",
+			 b->user_opts ? b->user_opts : "");
 	int rc = dev_open(b->spec, &e->dev);
 	return rc < 0 ? err_wrap(rc, "device %s: ", b->spec) : 0;
 }

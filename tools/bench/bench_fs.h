@@ -110,6 +110,9 @@ int fsb_env_fresh(struct fsb_env *e);
  * floor reads its journal's place from the same layout): 4 KiB blocks, of
  * b->fs's type with b->fs_features (checked by the front-end first). */
 struct ext3_mkfs_params fsb_mkfs_params(const struct fsb *b);
+/* Has b->fs (with b->fs_features) a journal? Without (ext2), runs mount
+ * without data=. */
+bool fsb_fs_journal(const struct fsb *b);
 /* Unmount and mount again (the library's caches start cold). */
 int fsb_env_remount(struct fsb_env *e);
 /* Unmount (if mounted). Returns rc if already an error, else the unmount's. */

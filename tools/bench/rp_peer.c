@@ -224,9 +224,11 @@ static int peer_attach(struct rp_peer *p, char *why, size_t n)
 		char *ma[] = { "fuse2fs", p->image, p->dir, NULL };
 		st = cmd_run(ma, out, sizeof out);
 	} else {
-		/* mode NULL: the library's default data mode (no data=) */
-		snprintf(opts, sizeof opts, "%s%s%s%s", p->mode ? "data=" : "", p->mode ? p->mode : "",
-			 p->mode && p->opts ? "," : "", p->opts ? p->opts : "");
+		/* mode NULL: the library's default data mode (no data=); ext2 has
+		 * none (data= is refused without a journal) */
+		const char *mode = p->fs && !strcmp(p->fs, "ext2") ? NULL : p->mode;
+		snprintf(opts, sizeof opts, "%s%s%s%s", mode ? "data=" : "", mode ? mode : "",
+			 mode && p->opts ? "," : "", p->opts ? p->opts : "");
 		char *ma[] = { (char *)p->self, "mount", "-o", opts, p->image, p->dir, NULL };
 		if (!opts[0]) {
 			ma[2] = p->image;
