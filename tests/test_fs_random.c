@@ -23,6 +23,7 @@
 
 #include "lib/fsrun.h"
 #include "lib/fstarget_nostall.h"
+#include "lib/testfs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -81,6 +82,20 @@ static void run_combo(const struct combo *cb)
 					  .opts = ext2 ? NULL : opts, .fsck = true,
 					  .fs_type = ext2 ? "ext2" : NULL };
 	snprintf(nf.image, sizeof nf.image, "%s/img-%s-%u", tmpdir, cb->mode, cb->bs);
+	if (!testfs_bs_wanted(cb->bs)) {
+		printf("fs_random: data=%s, %u-byte blocks: skipped (NOSTALL_TEST_BLOCK_SIZE)\n", cb->mode, cb->bs);
+		return;
+	}
+	/* NOSTALL_TEST_FS without a journal (ext2): no data modes; one run per
+	 * block size, mounted without data= (refused there) */
+	if (!testfs_has_journal()) {
+		if (strcmp(cb->mode, "guarded")) {
+			printf("fs_random: data=%s, %u-byte blocks: skipped (%s has no journal: the guarded combination "
+			       "runs it without data=)\n", cb->mode, cb->bs, testfs_type());
+			return;
+		}
+		nf.opts = NULL;
+	}
 	const char *only = getenv("NOSTALL_FSONLY");
 	if (only && *only && !strstr(nf.image + strlen(tmpdir), only)) {
 		printf("fs_random: data=%s, %u-byte blocks: skipped (NOSTALL_FSONLY)\n", cb->mode, cb->bs);

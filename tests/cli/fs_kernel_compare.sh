@@ -18,10 +18,15 @@
 # Without root (or without loop mounts) the images are built with debugfs -w
 # instead (tests/lib/fs_debugfs_build.py) and compared with the source tree.
 # A debugfs-built image is also checked when root (a second, independent
-# writer). Set NOSTALL_FS_DEBUGFS=1 to force the debugfs path only.
+# writer). Set NOSTALL_FS_DEBUGFS=1 to force the debugfs path only, and
+# NOSTALL_FS_KERNEL_ONLY=1 to leave that extra debugfs-built image out when
+# the kernel-built ones run (tests/cli/ext4_write_matrix.sh). The filesystem
+# made: tests/lib/testfs.sh (NOSTALL_TEST_FS, ...; default ext3).
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
 . "$(dirname "$0")/../lib/kmount.sh"
+. "$(dirname "$0")/../lib/testfs.sh" # NOSTALL_TEST_FS, _MKFS_OPTS, _BLOCK_SIZE
+ktype=$(testfs_kernel_type)
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 lib=$(cd "$(dirname "$0")/../lib" && pwd)
@@ -76,7 +81,7 @@ compare_all() { # image ref.json what [--times-s]
 can_mount=0
 if [ "$(id -u)" -eq 0 ] && [ -z "${NOSTALL_FS_DEBUGFS:-}" ]; then
 	truncate -s 8M "$tmp/probe.img"
-	if mke2fs -q -F -t ext3 "$tmp/probe.img" && kmount -o loop,ro -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
+	if testfs_mke2fs "$tmp/probe.img" && kmount -o loop,ro -t "$ktype" "$tmp/probe.img" "$mnt" 2>/dev/null; then
 		umount "$mnt"
 		can_mount=1
 	fi
@@ -85,13 +90,14 @@ fi
 if [ "$can_mount" -eq 1 ]; then
 	for cfg in 1024:128 2048:256 4096:256; do
 		bs=${cfg%:*} isz=${cfg#*:}
+		testfs_bs_wanted "$bs" || { echo "skipped: kernel -b $bs (NOSTALL_TEST_BLOCK_SIZE)"; continue; }
 		img="$tmp/k$bs.img" what="kernel -b $bs -I $isz"
 		truncate -s 256M "$img"
-		if ! mke2fs -q -F -t ext3 -b "$bs" -I "$isz" "$img" 2>/dev/null; then
+		if ! testfs_mke2fs -b "$bs" -I "$isz" "$img" 2>/dev/null; then
 			fail "$what: mke2fs"
 			continue
 		fi
-		if ! kmount -o loop -t ext3 "$img" "$mnt"; then
+		if ! kmount -o loop -t "$ktype" "$img" "$mnt"; then
 			fail "$what: kernel mount"
 			continue
 		fi
@@ -99,7 +105,7 @@ if [ "$can_mount" -eq 1 ]; then
 		python3 "$lib/fs_mktree.py" "$bs" "$mnt" || fail "$what: building the tree"
 		umount "$mnt" && mounted="" || fail "$what: umount"
 		# the kernel's view, from a mount that changes nothing (no atime updates)
-		kmount -o loop,ro,noatime -t ext3 "$img" "$mnt" || { fail "$what: ro mount"; continue; }
+		kmount -o loop,ro,noatime -t "$ktype" "$img" "$mnt" || { fail "$what: ro mount"; continue; }
 		mounted=$mnt
 		python3 "$lib/fs_compare.py" record "$mnt" "$tmp/ref.json" >/dev/null || fail "$what: recording"
 		umount "$mnt" && mounted="" || fail "$what: umount"
@@ -119,15 +125,17 @@ fi
 
 # ---- debugfs-built images (independent writer; the oracle is the source tree) ----
 if [ "$can_mount" -eq 1 ]; then dcfgs="1024:256"; else dcfgs="1024:128 2048:256 4096:256"; fi
+[ "$can_mount" -eq 1 ] && [ "${NOSTALL_FS_KERNEL_ONLY:-0}" = 1 ] && dcfgs=""
 for cfg in $dcfgs; do
 	bs=${cfg%:*} isz=${cfg#*:}
+	testfs_bs_wanted "$bs" || { echo "skipped: debugfs -b $bs (NOSTALL_TEST_BLOCK_SIZE)"; continue; }
 	img="$tmp/d$bs.img" what="debugfs -b $bs -I $isz" src="$tmp/src"
 	rm -rf "$src"
 	mkdir -p "$src"
 	python3 "$lib/fs_mktree.py" --small --bigdir 3000 --plain "$bs" "$src" 2>/dev/null ||
 		{ fail "$what: building the source tree"; continue; }
 	truncate -s 128M "$img"
-	mke2fs -q -F -t ext3 -b "$bs" -I "$isz" "$img" 2>/dev/null || { fail "$what: mke2fs"; continue; }
+	testfs_mke2fs -b "$bs" -I "$isz" "$img" 2>/dev/null || { fail "$what: mke2fs"; continue; }
 	python3 "$lib/fs_debugfs_build.py" "$src" "$img" "$tmp/ref.json" || { fail "$what: debugfs build"; continue; }
 	# debugfs sets whole seconds; it cannot make sockets or (without the
 	# kernel) say what ctime is: compare what it controls

@@ -30,6 +30,8 @@
 # Run by tests/run.sh with $NOSTALL = the nostall binary.
 set -u
 . "$(dirname "$0")/../lib/kmount.sh"
+. "$(dirname "$0")/../lib/testfs.sh" # NOSTALL_TEST_FS, _MKFS_OPTS, _BLOCK_SIZE
+ktype=$(testfs_kernel_type)
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 lib=$(cd "$(dirname "$0")/../lib" && pwd)
@@ -60,7 +62,7 @@ cleanup() {
 trap cleanup EXIT
 
 truncate -s 8M "$tmp/probe.img"
-if ! mke2fs -q -F -t ext3 "$tmp/probe.img" || ! kmount -o loop -t ext3 "$tmp/probe.img" "$mnt" 2>/dev/null; then
+if ! testfs_mke2fs "$tmp/probe.img" || ! kmount -o loop -t "$ktype" "$tmp/probe.img" "$mnt" 2>/dev/null; then
 	echo "SKIP: the kernel cannot loop-mount ext3 here"
 	exit 77
 fi
@@ -165,15 +167,16 @@ for cfg in "${cfgs[@]}"; do
 	bs=$1 isz=$2
 	shift 2
 	extra=("$@")
+	testfs_bs_wanted "$bs" || { echo "skipped: bs $bs (NOSTALL_TEST_BLOCK_SIZE)"; continue; }
 	n=$((n + 1))
 	tag="bs $bs${extra[*]:+ (${extra[*]})}${tune[*]:+ (tune2fs ${tune[*]})}"
 	case " ${extra[*]} " in *^dir_index*) dx=0 ;; *) dx=1 ;; esac
 	img="$tmp/img-$n"
 	ref="$tmp/ref-$n"
 	truncate -s 128M "$img"
-	mke2fs -q -F -t ext3 -b "$bs" -I "$isz" "${extra[@]}" "$img" 2>/dev/null || { fail "mke2fs: $tag"; continue; }
+	testfs_mke2fs -b "$bs" -I "$isz" "${extra[@]}" "$img" 2>/dev/null || { fail "mke2fs: $tag"; continue; }
 	[ ${#tune[@]} = 0 ] || tune2fs "${tune[@]}" "$img" >/dev/null 2>&1 || { fail "tune2fs: $tag"; continue; }
-	if ! kmount -o loop -t ext3 "$img" "$mnt"; then
+	if ! kmount -o loop -t "$ktype" "$img" "$mnt"; then
 		fail "$tag: the kernel cannot mount a fresh image"
 		continue
 	fi
@@ -205,7 +208,7 @@ for cfg in "${cfgs[@]}"; do
 	[ "$n1" -gt "$n0" ] || fail "$tag: the reference's bigdir did not grow ($n0 -> $n1)"
 
 	python3 "$lib/fs_compare.py" record "$ref" "$tmp/ref.json" >/dev/null || fail "$tag: record"
-	if kmount -o loop,ro,noatime -t ext3 "$img" "$mnt"; then
+	if kmount -o loop,ro,noatime -t "$ktype" "$img" "$mnt"; then
 		mounted=$mnt
 		python3 "$lib/fs_compare.py" tree "$tmp/ref.json" "$mnt" --fields=$fields ||
 			fail "$tag: the kernel's view differs from the reference"
@@ -216,7 +219,7 @@ for cfg in "${cfgs[@]}"; do
 		fail "$tag: the kernel refuses to mount nostall's image"
 	fi
 	# the kernel writes again on top of nostall's changes
-	if kmount -o loop -t ext3 "$img" "$mnt"; then
+	if kmount -o loop -t "$ktype" "$img" "$mnt"; then
 		mounted=$mnt
 		rm -rf "$mnt/bigdir/a-tree" "$mnt/new/a"
 		for i in $(seq 0 99); do echo "$i" >"$mnt/bigdir/kernel-again-$i"; done

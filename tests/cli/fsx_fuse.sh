@@ -31,7 +31,7 @@ mnt=$APPS_TMP/mnt
 
 fresh() { # opts label [size]
 	rm -f "$img"
-	mke2fs -q -F -t ext3 -I 256 -b 4096 "$img" "${3:-512M}" >/dev/null 2>&1 || { fail "$2: mke2fs"; return 1; }
+	testfs_mke2fs -I 256 -b "$APPS_BS" "$img" "${3:-512M}" >/dev/null 2>&1 || { fail "$2: mke2fs"; return 1; }
 	apps_mount "$img" "$mnt" "$1"
 }
 finish() { # label

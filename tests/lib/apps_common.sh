@@ -12,16 +12,25 @@
 #   NOSTALL               the nostall binary (tests/run.sh sets it)
 #   NOSTALL_DATA_MODES    data modes to run (default "journal ordered writeback guarded")
 #   NOSTALL_APPS_FULL=1   the issue's full sizes instead of the bounded CI ones
+#   NOSTALL_APPS_SMALL=1  the sanitized builds' smaller sizes on any build (the
+#                         write matrix runs every app on five more filesystems)
 #   NOSTALL_ALLOW_SKIP=1  a missing tool skips the test (exit 77) instead of failing it
+#   NOSTALL_TEST_FS, NOSTALL_TEST_MKFS_OPTS  the filesystem made (tests/lib/testfs.sh;
+#                         default ext3); the kernel mounts it as that type
+#   NOSTALL_TEST_BLOCK_SIZE  the block size (default 4096)
 set -u
 NOSTALL=${NOSTALL:-build/nostall}
 case $NOSTALL in /*) ;; *) NOSTALL=$PWD/$NOSTALL ;; esac
 APPS_LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$APPS_LIB/kmount.sh"
+. "$APPS_LIB/testfs.sh"
+APPS_BS=${NOSTALL_TEST_BLOCK_SIZE:-4096}
+APPS_KTYPE=$(testfs_kernel_type)
 APPS_MODES=${NOSTALL_DATA_MODES:-journal ordered writeback guarded}
 APPS_FULL=${NOSTALL_APPS_FULL:-0}
 APPS_SANITIZED=0
 case $NOSTALL in */asan/* | */tsan/*) APPS_SANITIZED=1 ;; esac
+[ "${NOSTALL_APPS_SMALL:-0}" = 1 ] && APPS_SANITIZED=1
 export TZ=UTC LC_ALL=C
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -76,19 +85,21 @@ trap apps_cleanup EXIT
 APPS_KERNEL=0
 if [ "$(id -u)" -eq 0 ]; then
 	mkdir -p "$APPS_TMP/kmnt"
-	if mke2fs -q -F -t ext3 "$APPS_TMP/probe.img" 4M >/dev/null 2>&1 &&
-		kmount -o loop,ro -t ext3 "$APPS_TMP/probe.img" "$APPS_TMP/kmnt" 2>/dev/null; then
+	if testfs_mke2fs "$APPS_TMP/probe.img" 4M >/dev/null 2>&1 &&
+		kmount -o loop,ro -t "$APPS_KTYPE" "$APPS_TMP/probe.img" "$APPS_TMP/kmnt" 2>/dev/null; then
 		umount "$APPS_TMP/kmnt"
 		APPS_KERNEL=1
 	else
-		fail "root, but a kernel loop mount of ext3 does not work"
+		fail "root, but a kernel loop mount of $APPS_KTYPE does not work"
 	fi
 	rm -f "$APPS_TMP/probe.img"
 fi
 
 apps_mount() { # image mountpoint opts
 	mkdir -p "$2"
-	if ! "$NOSTALL" mount -o "$3" "$1" "$2" >"$APPS_TMP/mount.log" 2>&1; then
+	local o
+	o=$(testfs_mount_opts "$3") # no data= without a journal (ext2)
+	if ! "$NOSTALL" mount ${o:+-o "$o"} "$1" "$2" >"$APPS_TMP/mount.log" 2>&1; then
 		cat "$APPS_TMP/mount.log"
 		fail "nostall mount -o $3 $1 failed"
 		return 1
@@ -139,7 +150,7 @@ apps_cycle() {
 	local mode=$1 size=$2 work=$3 kcheck=${4:-} img="$APPS_TMP/$1.img" mnt="$APPS_TMP/mnt"
 	local t0=$SECONDS before=$fails
 	rm -f "$img"
-	mke2fs -q -F -t ext3 -I 256 -b 4096 "$img" "$size" >/dev/null 2>&1 || { fail "$mode: mke2fs"; return; }
+	testfs_mke2fs -I 256 -b "$APPS_BS" "$img" "$size" >/dev/null 2>&1 || { fail "$mode: mke2fs"; return; }
 	apps_mount "$img" "$mnt" "data=$mode" || return
 	"$work" "$mnt" "$mode"
 	apps_manifest "$mnt" >"$APPS_TMP/fuse.manifest" 2>"$APPS_TMP/manifest.err" ||
@@ -148,11 +159,11 @@ apps_cycle() {
 	apps_fsck "$img" "data=$mode"
 	if [ "$APPS_KERNEL" = 1 ]; then
 		local k="$APPS_TMP/kmnt"
-		if kmount -o loop,ro,noatime -t ext3 "$img" "$k"; then
+		if kmount -o loop,ro,noatime -t "$APPS_KTYPE" "$img" "$k"; then
 			APPS_KMOUNTED=$k
 			apps_manifest "$k" >"$APPS_TMP/kernel.manifest"
 			apps_same "$APPS_TMP/fuse.manifest" "$APPS_TMP/kernel.manifest" \
-				"data=$mode: the kernel's ext3 sees another tree than the FUSE mount did"
+				"data=$mode: the kernel's $APPS_KTYPE sees another tree than the FUSE mount did"
 			[ -n "$kcheck" ] && "$kcheck" "$k" "$mode"
 			umount "$k"
 			APPS_KMOUNTED=""

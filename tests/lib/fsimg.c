@@ -1,5 +1,6 @@
 #include "fsimg.h"
 #include "oracles.h"
+#include "testfs.h"
 
 #include "dev/dev.h"
 #include "extfs/core/ext3.h"
@@ -102,8 +103,11 @@ void fsimg_tmpdir_remove(const char *dir)
 
 int fsimg_mkfs(const char *path, unsigned bs, unsigned kib, const char *extra)
 {
-	return fsimg_run("mke2fs -q -t ext3 -F -b %u %s '%s' %uk >/dev/null 2>&1", bs,
-			 extra ? extra : "", path, kib);
+	/* the type and further options from the environment (testfs.h):
+	 * unset, this is "mke2fs -q -t ext3 -F -b BS EXTRA" as always */
+	const char *more = testfs_mkfs_opts();
+	return fsimg_run("mke2fs -q -t %s -F -b %u %s%s%s '%s' %uk >/dev/null 2>&1", testfs_type(), bs,
+			 extra ? extra : "", *more ? " " : "", more, path, kib);
 }
 
 int fsimg_fsck(const char *path, char *msg, size_t n)
@@ -142,6 +146,8 @@ int fsimg_mount(const char *path, const struct ext3_mount_opts *o, struct fsimg_
 
 int fsimg_mount_spec(const char *spec, const char *opts, unsigned flags, struct fsimg_mnt *m)
 {
+	char ob[512];
+	opts = testfs_mount_opts(opts, ob, sizeof ob); /* no data= without a journal */
 	struct ext3_mount_opts o;
 	ext3_mount_opts_init(&o);
 	int rc = opts ? ext3_mount_opts_parse(&o, opts) : 0;

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "testfs.h"
+
 struct dev;
 struct jbd_handle;
 struct ext3_fs;
@@ -38,7 +40,9 @@ void fsimg_tmpdir_remove(const char *dir);
 int fsimg_main_begin(const char *test, const char *tag, const char *oracles, uint64_t *seed,
 		     char *dir, size_t n);
 
-/* mke2fs -q -t ext3 -F -b bs EXTRA PATH KIBk. 0 or mke2fs's exit status. */
+/* mke2fs -q -t ext3 -F -b bs EXTRA PATH KIBk. 0 or mke2fs's exit status.
+ * The type and more options come from the environment when set
+ * (testfs.h: NOSTALL_TEST_FS, NOSTALL_TEST_MKFS_OPTS). */
 int fsimg_mkfs(const char *path, unsigned bs, unsigned kib, const char *extra);
 /* e2fsck -fn: 0 when clean, else its exit status with its output in msg
  * (may be NULL). */
@@ -110,14 +114,28 @@ int fsimg_free_blocks(struct ext3_fs *fs, struct ext3_inode *in, uint64_t first,
  * before this header (cmocka's fail_msg is a macro). Each fails the test
  * with the oracle's output or the error's message. */
 #ifdef fail_msg
+#include <stdlib.h>
+
 #include "extfs/core/ext3.h"
 #include "extfs/core/write.h"
 #include "nostall/nostall.h"
 #include "util/err.h"
 
-/* mke2fs as fsimg_mkfs, or fail. */
+/* A block size NOSTALL_TEST_BLOCK_SIZE leaves out (testfs.h): the test
+ * is skipped, saying why. */
+static inline void fsimg_skip_unwanted_bs(unsigned bs)
+{
+	if (!testfs_bs_wanted(bs)) {
+		print_message("[  SKIP    ] %u-byte blocks: NOSTALL_TEST_BLOCK_SIZE=%s\n", bs,
+			      getenv("NOSTALL_TEST_BLOCK_SIZE"));
+		skip();
+	}
+}
+
+/* mke2fs as fsimg_mkfs, or fail (or skip: fsimg_skip_unwanted_bs). */
 static inline void fsimg_assert_mkfs(const char *path, unsigned bs, unsigned kib, const char *extra)
 {
+	fsimg_skip_unwanted_bs(bs);
 	int rc = fsimg_mkfs(path, bs, kib, extra);
 	if (rc)
 		fail_msg("mke2fs -b %u %s %s %uk: exit %d", bs, extra ? extra : "", path, kib, rc);
@@ -180,6 +198,7 @@ static inline long long fsimg_assert_num(const char *key, const char *cmd)
 static inline void fsimg_fx_open(struct fsimg_fx *x, const char *dir, const char *name,
 				 unsigned bs, unsigned kib, const char *extra, const char *mopts)
 {
+	fsimg_skip_unwanted_bs(bs);
 	int rc = fsimg_fx_mkfs(x, dir, name, bs, kib, extra);
 	if (rc)
 		fail_msg("mke2fs -b %u %s %s %uk: exit %d", bs, extra ? extra : "", x->img, kib, rc);
@@ -242,6 +261,8 @@ static inline void fsimg_assert_free_blocks(struct ext3_fs *fs, struct ext3_inod
 static inline struct nostall_fs *fsimg_api_mount(const char *spec, const char *opts,
 						 unsigned flags)
 {
+	char ob[512];
+	opts = testfs_mount_opts(opts, ob, sizeof ob); /* no data= without a journal */
 	struct nostall_fs *fs = NULL;
 	int rc = nostall_mount(spec, opts, flags, &fs);
 	if (rc)

@@ -10,6 +10,7 @@ typedef int fstarget_nostall_placeholder;
 #ifdef NOSTALL_HAVE_WRITE_API
 
 #include "fstarget_nostall.h"
+#include "testfs.h"
 
 #include "nostall/nostall.h"
 
@@ -343,8 +344,12 @@ int fst_nostall_mkfs_type(const char *image, const char *type, unsigned block_si
 {
 	char cmd[PATH_MAX + 128];
 	unlink(image);
-	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t %s -b %u -I 256 '%s' %lluk >/dev/null 2>&1",
-		 type ? type : "ext3", block_size, image, (unsigned long long)(size_bytes / 1024));
+	/* An explicit type (the ext2 cases) takes the plain image; otherwise
+	 * the matrix's (testfs.h; unset: ext3 as always) with its options. */
+	const char *more = type ? "" : testfs_mkfs_opts();
+	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t %s -b %u -I 256%s%s '%s' %lluk >/dev/null 2>&1",
+		 type ? type : testfs_type(), block_size, *more ? " " : "", more, image,
+		 (unsigned long long)(size_bytes / 1024));
 	int st = system(cmd);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
@@ -375,8 +380,8 @@ int fst_nostall_kernel_compare_type(struct fsrun *r, const char *image, const ch
 	char dir[] = "/tmp/fsmodel-mnt-XXXXXX", cmd[PATH_MAX + 128];
 	if (!mkdtemp(dir))
 		return -errno;
-	snprintf(cmd, sizeof cmd, "mount -t %s -o ro,loop,noatime '%s' %s", type ? type : "ext3", image,
-		 dir);
+	snprintf(cmd, sizeof cmd, "mount -t %s -o ro,loop,noatime '%s' %s", type ? type : testfs_kernel_type(),
+		 image, dir);
 	int st = system(cmd);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		rmdir(dir);

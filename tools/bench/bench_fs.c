@@ -19,6 +19,7 @@
 
 #include "dev/dev.h"
 #include "extfs/core/ext3.h"
+#include "extfs/format/ext3_format.h"
 #include "extfs/mkfs/mkfs.h"
 #include "util/err.h"
 
@@ -66,19 +67,35 @@ static void progress_done(void)
 
 /* ------------------------------------------------------------ env */
 
+bool fsb_fs_journal(const struct fsb *b)
+{
+	struct ext3_mkfs_params p = fsb_mkfs_params(b);
+	return !p.features_set || (p.features[0] & EXT3_FEATURE_COMPAT_HAS_JOURNAL);
+}
+
 int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e)
 {
 	memset(e, 0, sizeof *e);
 	e->b = b;
-	snprintf(e->opts, sizeof e->opts, "data=%s%s%s", mode, b->user_opts ? "," : "",
-		 b->user_opts ? b->user_opts : "");
+	/* a journal-less type (ext2) is mounted without data= (refused there,
+	 * as by the kernel's ext4 driver): every mode's run is the same mount */
+	if (!fsb_fs_journal(b))
+		snprintf(e->opts, sizeof e->opts, "%s", b->user_opts ? b->user_opts : "");
+	else
+		snprintf(e->opts, sizeof e->opts, "data=%s%s%s", mode, b->user_opts ? "," : "",
+			 b->user_opts ? b->user_opts : "");
 	int rc = dev_open(b->spec, &e->dev);
 	return rc < 0 ? err_wrap(rc, "device %s: ", b->spec) : 0;
 }
 
 struct ext3_mkfs_params fsb_mkfs_params(const struct fsb *b)
 {
-	return (struct ext3_mkfs_params){ .size_bytes = b->sz.fs_bytes, .block_size = 4096 };
+	struct ext3_mkfs_params p = { .size_bytes = b->sz.fs_bytes, .block_size = 4096 };
+	/* the default ext3 stays the mkfs it was before --fs; a bad set was
+	 * refused by the front-end (fs_list_check), mkfs would refuse it too */
+	if ((b->fs && strcmp(b->fs, "ext3")) || (b->fs_features && *b->fs_features))
+		(void)ext3_mkfs_params_fs_type(&p, b->fs, b->fs_features);
+	return p;
 }
 
 /* Not closing the device on failure: the caller's fsb_env_close does. */
@@ -87,9 +104,9 @@ int fsb_env_fresh(struct fsb_env *e)
 	struct ext3_mkfs_params p = fsb_mkfs_params(e->b);
 	int rc = ext3_mkfs(e->dev, &p);
 	if (rc < 0)
-		return err_wrap(rc, "mkfs on %s: ", e->b->spec);
+		return err_wrap(rc, "mkfs on %s", e->b->spec);
 	rc = nostall_mount_dev(e->dev, e->opts, 0, &e->fs);
-	return rc < 0 ? err_wrap(rc, "mount -o %s: ", e->opts) : 0;
+	return rc < 0 ? err_wrap(rc, "mount -o %s", e->opts) : 0;
 }
 
 int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e)
@@ -216,6 +233,10 @@ static void print_runs(const struct fsb *b, struct fsb_run *runs, int n)
 		for (int i = 0; i < n; i++) {
 			struct fsb_run *r = &runs[i];
 			printf("{\"scenario\":\"%s\",\"device\":\"%s\",\"config\":\"%s\"", r->workload, b->spec, r->config);
+			if (b->fs_given)
+				printf(",\"fs\":\"%s\"%s%s%s", b->fs ? b->fs : "ext3",
+				       b->fs_features ? ",\"features\":\"" : "", b->fs_features ? b->fs_features : "",
+				       b->fs_features ? "\"" : "");
 			for (int j = 0; j < r->nf; j++) {
 				if (isnan(r->f[j].value))
 					printf(",\"%s\":null", r->f[j].name);
@@ -227,7 +248,11 @@ static void print_runs(const struct fsb *b, struct fsb_run *runs, int n)
 		fflush(stdout);
 		return;
 	}
-	printf("\n%s on %s\n", runs[0].workload, b->spec);
+	if (b->fs_given)
+		printf("\n%s on %s (%s%s%s)\n", runs[0].workload, b->spec, b->fs ? b->fs : "ext3",
+		       b->fs_features && *b->fs_features ? " -O " : "", b->fs_features ? b->fs_features : "");
+	else
+		printf("\n%s on %s\n", runs[0].workload, b->spec);
 	printf("  %-10s", "config");
 	for (int j = 0; j < runs[0].nf; j++)
 		if (!runs[0].f[j].json_only)
@@ -279,7 +304,137 @@ const char *fsb_workload_name(enum fsb_workload w)
 struct fs_args {
 	struct fsb b;
 	const char *device, *only; /* --device, --workload */
+	const char *fs_list;       /* --fs */
 };
+
+/* ------------------------------------------------------------ --fs list */
+
+#define FS_MAX 3 /* ext2, ext3, ext4 */
+#define CMP_FIGS 5
+
+/* The closing comparison of a --fs list: per data mode and filesystem the
+ * issue's figures (Jens, stream write and read % of raw, creates/s, fsync
+ * p99 beside a streamer), NAN where a workload did not run. */
+static const struct cmp_fig {
+	enum fsb_workload w;
+	const char *field, *label;
+	bool lower_better;
+} cmp_figs[CMP_FIGS] = {
+	{ FSB_JENS, "total_s", "jens s", true },
+	{ FSB_STREAM, "write_pct", "write % raw", false },
+	{ FSB_STREAM, "read_pct", "read % raw", false },
+	{ FSB_CREATES, "creates_per_s", "creates/s", false },
+	{ FSB_FUS, "p99_ms", "fsync p99 ms", true },
+};
+
+struct fs_cmp {
+	const char *fs[FS_MAX];
+	int nfs;
+	double v[FS_MAX][4][CMP_FIGS]; /* [fs][mode][figure] */
+};
+
+static void cmp_record(struct fs_cmp *c, int fsi, const char *workload, const struct fsb_run *runs, int n)
+{
+	for (int k = 0; k < CMP_FIGS; k++) {
+		if (strcmp(fsb_workload_name(cmp_figs[k].w), workload))
+			continue;
+		for (int m = 0; m < n && m < 4; m++)
+			for (int j = 0; j < runs[m].nf; j++)
+				if (!strcmp(runs[m].f[j].name, cmp_figs[k].field))
+					c->v[fsi][m][k] = runs[m].f[j].value;
+	}
+}
+
+/* The table: a row per data mode and figure, a column per filesystem; with
+ * ext3 in the list, each other filesystem's figure that is worse than
+ * ext3's by more than 10 % is named at the end (measurement noise on a
+ * shared host is of that order; the figures are there to judge). */
+static void cmp_print(const struct fsb *b, const struct fs_cmp *c, const char **modes, int nmodes)
+{
+	if (b->json || c->nfs < 2)
+		return;
+	printf("\nfilesystems compared on %s (same device, one run; 4 KiB blocks)\n  %-10s %-13s", b->spec, "mode",
+	       "figure");
+	for (int f = 0; f < c->nfs; f++)
+		printf(" %10s", c->fs[f]);
+	printf("\n");
+	int ref = -1;
+	for (int f = 0; f < c->nfs; f++)
+		if (!strcmp(c->fs[f], "ext3"))
+			ref = f;
+	char worse[512] = "";
+	for (int m = 0; m < nmodes; m++)
+		for (int k = 0; k < CMP_FIGS; k++) {
+			bool any = false;
+			for (int f = 0; f < c->nfs; f++)
+				any = any || !isnan(c->v[f][m][k]);
+			if (!any)
+				continue;
+			printf("  %-10s %-13s", modes[m], cmp_figs[k].label);
+			for (int f = 0; f < c->nfs; f++) {
+				double v = c->v[f][m][k];
+				if (isnan(v))
+					printf(" %10s", "n/a");
+				else
+					printf(" %10.*f", v >= 100 ? 0 : 2, v);
+				double r = ref >= 0 ? c->v[ref][m][k] : NAN;
+				if (f == ref || isnan(v) || isnan(r) || r <= 0)
+					continue;
+				bool bad = cmp_figs[k].lower_better ? v > r * 1.1 : v < r / 1.1;
+				if (bad && strlen(worse) < sizeof worse - 64)
+					snprintf(worse + strlen(worse), sizeof worse - strlen(worse), "%s%s %s %s",
+						 worse[0] ? ", " : "", c->fs[f], modes[m], cmp_figs[k].label);
+			}
+			printf("\n");
+		}
+	if (ref >= 0)
+		printf("  worse than ext3 by more than 10 %%: %s\n", worse[0] ? worse : "none");
+	fflush(stdout);
+}
+
+/* --fs LIST into c->fs (each one checked as mkfs would make it with
+ * --features); 0 or -EINVAL with the message in err_last(). */
+static int fs_list_parse(const char *list, const char *features, struct fs_cmp *c)
+{
+	static char buf[64];
+	snprintf(buf, sizeof buf, "%s", list ? list : "ext3");
+	c->nfs = 0;
+	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+		if (c->nfs == FS_MAX)
+			return err_set(-EINVAL, "--fs: at most %d filesystems", FS_MAX);
+		for (int f = 0; f < c->nfs; f++)
+			if (!strcmp(c->fs[f], t))
+				return err_set(-EINVAL, "--fs: %s twice", t);
+		struct ext3_mkfs_params p = { 0 };
+		int rc = ext3_mkfs_params_fs_type(&p, t, features);
+		if (rc < 0)
+			return rc;
+		c->fs[c->nfs++] = t;
+	}
+	return c->nfs ? 0 : err_set(-EINVAL, "--fs: no filesystem type");
+}
+
+/* Can the library write this filesystem in every mode asked? A 64 MiB
+ * mem: device made by fsb_mkfs_params and mounted read-write: the
+ * library's own refusal (a feature it does not write yet, no journal)
+ * before any figure is measured. */
+static int fs_try(struct fsb *b, const char **modes, int nmodes)
+{
+	for (int i = 0; i < nmodes; i++) {
+		struct fsb t = *b;
+		t.sz.fs_bytes = 64 * FSB_MiB;
+		t.spec = "mem:64M";
+		struct fsb_env e;
+		int rc = fsb_env_open(&t, modes[i], &e);
+		if (rc < 0)
+			return err_wrap(rc, "--fs %s, data=%s", b->fs ? b->fs : "ext3", modes[i]);
+		rc = fsb_env_unmount(&e, 0);
+		fsb_env_close(&e);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
 
 static int fs_seconds(void *ctx, const struct cliopt *o, const char *arg)
 {
@@ -324,6 +479,11 @@ static const struct cliopt fs_opts[] = {
 			    "I/O, data=ordered and writeback) and fuse2fs on the same image\n"
 			    "file, with the host's dirty budget set to the nostall daemon's",
 	  CLIOPT_FLAG_AT(struct fs_args, b.peers) },
+	{ "fs", 0, "TYPE[,TYPE..]", "ext2, ext3 or ext4: the mkfs type (default ext3); a list runs\n"
+				    "each on the same device, then a table with a column per type",
+	  CLIOPT_STR_AT(struct fs_args, fs_list) },
+	{ "features", 0, "LIST", "mkfs -O edits of every --fs type (e.g. ^metadata_csum)",
+	  CLIOPT_STR_AT(struct fs_args, b.fs_features) },
 	{ "host-cache", 0, NULL, "with --peers: also kernel ext3 on a loop device through the\n"
 				 "host's page cache, the host's own dirty settings (extra rows)",
 	  CLIOPT_FLAG_AT(struct fs_args, b.host_cache) },
@@ -333,7 +493,7 @@ static const struct cliopt fs_opts[] = {
 static const struct cliopt_cmd fs_cmd = {
 	.prog = "nostall bench fs",
 	.usage = "usage: nostall bench fs [--device SPEC] [-o OPTS] [--workload NAME[,NAME..]] [--seconds S] [--reps N]\n"
-		 "                        [--json] [--quick]\n"
+		 "                        [--fs ext2|ext3|ext4[,..]] [--features LIST] [--json] [--quick]\n"
 		 "       nostall bench fs --mount [--peers [--host-cache]] [--device file:PATH] [-o OPTS] [--workload ..]\n"
 		 "                        [--json] [--quick]\n",
 	.opts = fs_opts,
@@ -394,7 +554,8 @@ static int parse_user_opts(struct fsb *b, const char **modes, int *nmodes)
 	return 0;
 }
 
-static int run_workload(struct fsb *b, const struct workload *w, const char **modes, int nmodes)
+static int run_workload(struct fsb *b, const struct workload *w, const char **modes, int nmodes,
+			struct fs_cmp *cmp, int fsi)
 {
 	struct fsb_run runs[4];
 	for (int i = 0; i < nmodes; i++) {
@@ -414,10 +575,11 @@ static int run_workload(struct fsb *b, const struct workload *w, const char **mo
 	}
 	progress_done();
 	print_runs(b, runs, nmodes);
+	cmp_record(cmp, fsi, w->name, runs, nmodes);
 	return 0;
 }
 
-static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes, int nmodes)
+static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes, int nmodes, struct fs_cmp *cmp)
 {
 	struct dev *d;
 	int rc = dev_open(b->spec, &d);
@@ -440,16 +602,36 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 		fprintf(stderr, "nostall bench fs: device '%s' is too small (want at least 64 MiB)\n", b->spec);
 		return 1;
 	}
-	if (b->mount)
-		return fsb_mount_run(b, selected, b->spec + strlen("file:"));
+	if (b->mount) {
+		/* --mount: each filesystem's own tables, one after the other */
+		int st = 0;
+		for (int f = 0; f < cmp->nfs && !st; f++) {
+			b->fs = cmp->fs[f];
+			st = fsb_mount_run(b, selected, b->spec + strlen("file:"));
+		}
+		return st;
+	}
 	if (!b->json && b->sim && !b->quick)
 		printf("simulated device: smaller sizes (fsyncs %u, stream %llu MiB, %u files, %.0f s under stream)\n",
 		       b->sz.jens_n, (unsigned long long)(b->sz.stream_bytes / FSB_MiB), b->sz.creates_n,
 		       b->sz.fus_seconds);
-	for (size_t i = 0; i < NR_WORKLOADS; i++) {
-		if (selected[i] && workloads[i].fn && run_workload(b, &workloads[i], modes, nmodes) < 0)
+	for (int f = 0; f < cmp->nfs; f++) {
+		b->fs = cmp->fs[f];
+		if (b->fs_given && (rc = fs_try(b, modes, nmodes)) < 0) {
+			fprintf(stderr, "nostall bench fs: %s\n", err_last(rc));
 			return 1;
+		}
 	}
+	/* workload by workload, each filesystem in turn: the filesystems of
+	 * one figure are measured close together on the same device */
+	for (size_t i = 0; i < NR_WORKLOADS; i++)
+		for (int f = 0; f < cmp->nfs; f++) {
+			b->fs = cmp->fs[f];
+			if (selected[i] && workloads[i].fn &&
+			    run_workload(b, &workloads[i], modes, nmodes, cmp, f) < 0)
+				return 1;
+		}
+	cmp_print(b, cmp, modes, nmodes);
 	return 0;
 }
 
@@ -468,6 +650,16 @@ int bench_fs(int argc, char **argv)
 		return st;
 	struct fsb b = a.b;
 	const char *device = a.device, *only = a.only;
+	struct fs_cmp cmp;
+	for (int f = 0; f < FS_MAX; f++)
+		for (int m = 0; m < 4; m++)
+			for (int k = 0; k < CMP_FIGS; k++)
+				cmp.v[f][m][k] = NAN;
+	b.fs_given = a.fs_list || b.fs_features;
+	if (fs_list_parse(a.fs_list, b.fs_features, &cmp) < 0) {
+		fprintf(stderr, "nostall bench fs: %s\n", err_last(-EINVAL));
+		return 2;
+	}
 	bool selected[NR_WORKLOADS] = { false };
 	if (select_workloads(only, b.mount, selected) < 0) {
 		cliopt_help(&fs_cmd, stderr);
@@ -511,7 +703,7 @@ int bench_fs(int argc, char **argv)
 		snprintf(tmpspec, sizeof tmpspec, "file:%s", tmppath);
 		b.spec = tmpspec;
 	}
-	int ret = bench_fs_run(&b, selected, modes, nmodes);
+	int ret = bench_fs_run(&b, selected, modes, nmodes, &cmp);
 	if (tmppath[0])
 		unlink(tmppath);
 	return ret;

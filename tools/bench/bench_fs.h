@@ -62,6 +62,12 @@ struct fsb {
 	double seconds;           /* --seconds: fsync-under-stream time (0 = the size's default) */
 	unsigned reps;            /* --reps: stream and jens repetitions (0 = the size's default) */
 	struct fsb_sizes sz;
+	/* --fs (one of its list at a time) and --features: the mkfs type and
+	 * -O edits of every filesystem made (NULL: ext3, the type's set);
+	 * fs_given: --fs or --features was given (the output names the
+	 * filesystem then; without, it is what it was before the option). */
+	const char *fs, *fs_features;
+	bool fs_given;
 };
 
 /* One figure; NAN prints as n/a (null in JSON). A json_only figure (a
@@ -101,8 +107,12 @@ int fsb_env_open(struct fsb *b, const char *mode, struct fsb_env *e);
 int fsb_env_dev_open(struct fsb *b, const char *mode, struct fsb_env *e);
 int fsb_env_fresh(struct fsb_env *e);
 /* The mkfs every bench filesystem gets (fsb_env_fresh; the data=journal
- * floor reads its journal's place from the same layout). */
+ * floor reads its journal's place from the same layout): 4 KiB blocks, of
+ * b->fs's type with b->fs_features (checked by the front-end first). */
 struct ext3_mkfs_params fsb_mkfs_params(const struct fsb *b);
+/* Has b->fs (with b->fs_features) a journal? Without (ext2), runs mount
+ * without data=. */
+bool fsb_fs_journal(const struct fsb *b);
 /* Unmount and mount again (the library's caches start cold). */
 int fsb_env_remount(struct fsb_env *e);
 /* Unmount (if mounted). Returns rc if already an error, else the unmount's. */

@@ -346,7 +346,7 @@ int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 	/* data=journal gets its own floor as well (raw_journal), over the
 	 * journal the filesystem's mkfs makes (where and how large; a
 	 * transaction is at most a quarter of it, as jbd sizes them). */
-	bool journal = !strcmp(mode, "journal");
+	bool journal = !strcmp(mode, "journal") && fsb_fs_journal(b); /* ext2: no journal, no floor of it */
 	struct ext3_mkfs_layout lay;
 	struct ext3_mkfs_params mp = fsb_mkfs_params(b);
 	if (journal && (rc = ext3_mkfs_layout_compute(&mp, b->sz.fs_bytes, &lay)) < 0) {

@@ -319,6 +319,10 @@ static int phase_run(struct mctx *m, struct mrow *row, enum rp_kind k, struct rp
 	char bufs[24][32];
 	char *argv[32] = { m->self, "load", m->p.dir, (char *)rp_kind_name(k) };
 	int n = 4 + rp_params_argv(&r->p, bufs, argv + 4, 24);
+	if (m->p.fs) {
+		argv[n++] = "--fs";
+		argv[n++] = (char *)m->p.fs;
+	}
 	argv[n] = NULL;
 	fsb_progress(m->b, "%s on %s (%s)...", rp_kind_name(k), row->system, row->config);
 	struct rp_exec x = { .argv = argv, .deadline_s = phase_deadline(m, k, &r->p) };
@@ -531,6 +535,14 @@ static void print_json_row(const struct fsb *b, const struct mrow *row)
 	printf("{\"scenario\":\"%s\",\"device\":\"%s\",\"system\":\"%s\",\"config\":", row->r.workload, b->spec,
 	       row->system);
 	json_str(row->config);
+	if (b->fs_given) {
+		printf(",\"fs\":");
+		json_str(b->fs ? b->fs : "ext3");
+		if (b->fs_features) {
+			printf(",\"features\":");
+			json_str(b->fs_features);
+		}
+	}
 	printf(",\"path\":");
 	json_str(row->path);
 	json_num("dirty_bytes", row->dirty_bytes, 0);
@@ -754,6 +766,10 @@ static void fuse_opts_split(struct mctx *m, const char *user)
 static void print_header(const struct mctx *m, const char *image)
 {
 	const struct fsb *b = m->b;
+	if (b->fs_given)
+		printf("bench fs --mount --fs %s%s%s: every system on that type (the kernel's own %s driver)\n",
+		       b->fs ? b->fs : "ext3", b->fs_features ? " --features " : "", b->fs_features ? b->fs_features : "",
+		       b->fs ? b->fs : "ext3");
 	printf("bench fs --mount: %llu MiB filesystems on %s (host disk), fresh per system and workload;\n"
 	       "caches made cold before reads and stats (nostall: mount restarted; all: sync + drop_caches)\n",
 	       (unsigned long long)(b->sz.fs_bytes / FSB_MiB), image);
@@ -782,6 +798,8 @@ int fsb_mount_run(struct fsb *b, const bool *selected, const char *image)
 	fuse_opts_split(m, b->user_opts);
 	budget_pick(m);
 	m->p.self = m->self;
+	m->p.fs = b->fs_given ? (b->fs ? b->fs : "ext3") : NULL;
+	m->p.features = b->fs_features;
 	/* absolute paths: the daemon is found by them (rp_peer_daemon_pid) */
 	if (image[0] != '/' && realpath(image, m->p.image) == NULL)
 		snprintf(m->p.image, sizeof m->p.image, "%s", image);

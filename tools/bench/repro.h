@@ -209,6 +209,7 @@ double rp_quantile(const double *sorted, unsigned n, double q);
 struct rp_exec {
 	const char *spec;         /* library: the device */
 	uint64_t fs_bytes;        /* library: mkfs size */
+	const char *fs, *features; /* library: mkfs type and -O (NULL: ext3, the type's) */
 	char *const *argv;        /* command (peers) */
 	double deadline_s;
 };
@@ -225,6 +226,8 @@ struct rp_bench {
 	bool kind_on[RP_NKINDS];
 	bool maxsec_on;
 	uint64_t fs_bytes;
+	const char *fs, *features; /* --fs, --features (NULL: ext3 as before; named in
+	                            * the outputs only when given) */
 	struct rp_run *runs;
 	int nruns, cap;
 	int done;                 /* progress */

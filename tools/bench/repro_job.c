@@ -250,7 +250,8 @@ static int lib_child(struct rp_run *r, const struct rp_exec *x, int fd)
 	struct rp_out *o = rp_out_new(fd);
 	if (!o)
 		return 1;
-	struct fsb b = { .spec = x->spec, .user_opts = r->opts[0] ? r->opts : NULL };
+	struct fsb b = { .spec = x->spec, .user_opts = r->opts[0] ? r->opts : NULL, .fs = x->fs,
+			 .fs_features = x->features };
 	b.sz.fs_bytes = x->fs_bytes;
 	struct fsb_env e;
 	int rc = fsb_env_open(&b, r->mode, &e);

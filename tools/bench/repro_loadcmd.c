@@ -1,7 +1,7 @@
 /* nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S]
  *                           [--period S] [--stream-bytes B] [--reader-bytes B]
  *                           [--tester-write B] [--files N] [--dirs N]
- *                           [--min-samples N] [--max-seconds S]
+ *                           [--min-samples N] [--max-seconds S] [--fs TYPE]
  *
  * bench repro's workloads with POSIX calls in a directory: the peers'
  * workload binary (the kernel's ext3 on a loop device, fuse2fs, nostall
@@ -34,6 +34,20 @@ static void load_more(FILE *out)
 		     "output: bench repro's line protocol (docs/bench-repro.md)\n");
 }
 
+/* --fs: the filesystem DIR is on, as whoever mounted it made it (load
+ * makes no image: bench repro --peers and bench fs --mount pass their
+ * --fs); checked against the three names and said in the output (an N
+ * line: the run's note), so a record tells which filesystem it measured. */
+static const char *load_fs;
+
+static int load_fs_opt(void *ctx, const struct cliopt *o, const char *arg)
+{
+	if (strcmp(arg, "ext2") && strcmp(arg, "ext3") && strcmp(arg, "ext4"))
+		return cliopt_say("nostall load", "--fs wants ext2, ext3 or ext4, not '%s'", arg);
+	load_fs = arg;
+	return 0;
+}
+
 /* The names are rp_params_parse's (repro_load.c), which checks the values. */
 static const struct cliopt load_opts[] = {
 	{ "jens-n", 0, "N", "jens' open/append/fsync/close iterations", CLIOPT_CALL(load_param) },
@@ -49,6 +63,8 @@ static const struct cliopt load_opts[] = {
 	{ "min-samples", 0, "N", "fsync-under-stream and fsync-tester measure past --seconds until\n"
 				 "N fsyncs completed ...", CLIOPT_CALL(load_param) },
 	{ "max-seconds", 0, "S", "... or S seconds of measuring, whichever first", CLIOPT_CALL(load_param) },
+	{ "fs", 0, "TYPE", "ext2, ext3 or ext4: the filesystem DIR is on (recorded in the output)",
+	  CLIOPT_CALL(load_fs_opt) },
 	{ 0 },
 };
 
@@ -56,7 +72,7 @@ static const struct cliopt_cmd load_cmd = {
 	.prog = "nostall load",
 	.usage = "usage: nostall load DIR WORKLOAD [--jens-n N] [--seconds S] [--warmup S] [--period S]\n"
 		 "                    [--stream-bytes B] [--reader-bytes B] [--tester-write B] [--files N] [--dirs N]\n"
-		 "                    [--min-samples N] [--max-seconds S]\n",
+		 "                    [--min-samples N] [--max-seconds S] [--fs ext2|ext3|ext4]\n",
 	.opts = load_opts,
 	.more = load_more,
 	.min_pos = 2,
@@ -84,6 +100,8 @@ int cmd_load(int argc, char **argv)
 	struct rp_out *o = rp_out_new(STDOUT_FILENO);
 	struct rp_fs *fs = NULL;
 	int rc = o ? rp_fs_posix(dir, &fs) : -ENOMEM;
+	if (!rc && load_fs)
+		rp_out_note(o, "fs %s", load_fs);
 	if (!rc)
 		rc = rp_load_run(fs, k, &p, o);
 	if (rc == -ETIMEDOUT) {

@@ -216,7 +216,8 @@ static int matrix_run(struct rp_bench *b)
 		 * a stopping load, and room for mkfs/set-up and a slow Jens. */
 		double deadline = rp_params_span(&r->p) + r->p.warmup + 30 + (r->kind == RP_JENS ? r->p.jens_n * 0.1 : 0) +
 				  (r->kind == RP_ATIME ? 30 : 0);
-		struct rp_exec x = { .spec = b->device, .fs_bytes = b->fs_bytes, .deadline_s = deadline };
+		struct rp_exec x = { .spec = b->device, .fs_bytes = b->fs_bytes, .fs = b->fs, .features = b->features,
+				     .deadline_s = deadline };
 		int rc = rp_job_run(r, &x);
 		if (rc < 0)
 			snprintf(r->status, sizeof r->status, "failed: %s", err_last(rc));
@@ -292,13 +293,19 @@ static const struct cliopt repro_opts[] = {
 	{ "workload", 'w', "L", "a comma-separated list of the workloads below", CLIOPT_STR_AT(struct rp_bench, only) },
 	{ "micro", 'm', NULL, "tiny sizes: checks the output, measures nothing", CLIOPT_FLAG_AT(struct rp_bench, micro) },
 	{ "opts", 'O', "OPTS", "added to every nostall run's mount options", CLIOPT_STR_AT(struct rp_bench, user_opts) },
+	{ "fs", 0, "TYPE", "ext2, ext3 or ext4: the mkfs type of every filesystem, the peers'\n"
+			   "too (the kernel's driver of that type); default ext3 (the 2009 figures)",
+	  CLIOPT_STR_AT(struct rp_bench, fs) },
+	{ "features", 0, "LIST", "mkfs -O edits of --fs's feature set (e.g. ^metadata_csum)",
+	  CLIOPT_STR_AT(struct rp_bench, features) },
 	{ 0 },
 };
 
 static const struct cliopt_cmd repro_cmd = {
 	.prog = "nostall bench repro",
 	.usage = "usage: nostall bench repro [--device SPEC] [--quick] [--peers] [--out DIR] [--json]\n"
-		 "                           [--workload NAME[,NAME..]] [--micro] [--opts OPTS]\n",
+		 "                           [--workload NAME[,NAME..]] [--micro] [--opts OPTS]\n"
+		 "                           [--fs ext2|ext3|ext4] [--features LIST]\n",
 	.opts = repro_opts,
 	.more = workloads_more,
 };
@@ -409,17 +416,38 @@ static int outputs_write(struct rp_bench *b)
 int bench_repro(int argc, char **argv)
 {
 	struct rp_bench b = { .device = "sim:hdd", .out_dir = "build/repro" };
-	int pos, st = cliopt_parse(&repro_cmd, argc, argv, &b, &pos);
+	int rc, pos, st = cliopt_parse(&repro_cmd, argc, argv, &b, &pos);
 	if (st >= 0)
 		return st;
 	if (select_workloads(&b, b.only) < 0) {
 		cliopt_help(&repro_cmd, stderr);
 		return 2;
 	}
+	if (b.features && !b.fs)
+		b.fs = "ext3";
+	if (b.fs) {
+		/* the set mkfs makes, and one the library writes: a 64 MiB
+		 * mem: filesystem mounted read-write says so (its message) */
+		struct fsb t = { .spec = "mem:64M", .fs = b.fs, .fs_features = b.features };
+		t.sz.fs_bytes = 64 * RP_MiB;
+		struct ext3_mkfs_params p = { 0 };
+		struct fsb_env e;
+		if ((rc = ext3_mkfs_params_fs_type(&p, b.fs, b.features)) < 0) {
+			fprintf(stderr, "nostall bench repro: %s\n", err_last(rc));
+			return 2;
+		}
+		if ((rc = fsb_env_open(&t, "ordered", &e)) < 0 || (rc = fsb_env_unmount(&e, 0)) < 0) {
+			fprintf(stderr, "nostall bench repro: --fs %s: %s\n", b.fs, err_last(rc));
+			if (e.dev)
+				fsb_env_close(&e);
+			return 1;
+		}
+		fsb_env_close(&e);
+	}
 	ssize_t sl = readlink("/proc/self/exe", b.self, sizeof b.self - 1);
 	b.self[sl > 0 ? sl : 0] = 0;
 	char tmppath[64], spec[96];
-	int rc = device_prepare(&b, tmppath, sizeof tmppath, spec, sizeof spec);
+	rc = device_prepare(&b, tmppath, sizeof tmppath, spec, sizeof spec);
 	if (rc < 0) {
 		fprintf(stderr, "nostall bench repro: %s\n", err_last(rc));
 		return 1;

@@ -88,7 +88,7 @@ static void peer_run_one(struct peer_env *e, struct rp_run *r)
 	if (!strcmp(r->system, "nostall")) {
 		char spec[300];
 		snprintf(spec, sizeof spec, "file:%s", e->p.image);
-		struct rp_exec x = { .spec = spec, .fs_bytes = e->b->fs_bytes,
+		struct rp_exec x = { .spec = spec, .fs_bytes = e->b->fs_bytes, .fs = e->b->fs, .features = e->b->features,
 				     .deadline_s = rp_params_span(&r->p) + r->p.warmup + 60 + r->p.jens_n * 0.1 };
 		int rc = rp_job_run(r, &x);
 		if (rc < 0)
@@ -102,6 +102,10 @@ static void peer_run_one(struct peer_env *e, struct rp_run *r)
 	char bufs[24][32];
 	char *argv[32] = { (char *)e->b->self, "load", e->p.dir, (char *)rp_kind_name(r->kind) };
 	int n = 4 + rp_params_argv(&r->p, bufs, argv + 4, 24);
+	if (e->b->fs) {
+		argv[n++] = "--fs";
+		argv[n++] = (char *)e->b->fs;
+	}
 	argv[n] = NULL;
 	struct rp_exec x = { .argv = argv, .deadline_s = rp_params_span(&r->p) + r->p.warmup + 60 + r->p.jens_n * 0.1 };
 	int rc = rp_job_run(r, &x);
@@ -112,7 +116,7 @@ static void peer_run_one(struct peer_env *e, struct rp_run *r)
 
 int rp_peers_run(struct rp_bench *b)
 {
-	struct peer_env e = { .b = b, .p = { .self = b->self } };
+	struct peer_env e = { .b = b, .p = { .self = b->self, .fs = b->fs, .features = b->features } };
 	bool any = false;
 	for (int i = 0; i < b->nruns && !any; i++)
 		any = !strcmp(b->runs[i].device, PEER_DEVICE) && !b->runs[i].status[0];

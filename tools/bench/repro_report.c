@@ -27,6 +27,8 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+static const struct rp_bench *json_bench; /* rp_json_write's: --fs for every record */
+
 static void json_record(FILE *f, const struct rp_run *r, bool *first, const char *metric, double v,
 			const char *unit, unsigned samples)
 {
@@ -45,12 +47,24 @@ static void json_record(FILE *f, const struct rp_run *r, bool *first, const char
 		fprintf(f, ", \"value\": %.6g", v);
 	fprintf(f, ", \"unit\": ");
 	json_str(f, unit);
-	fprintf(f, ", \"samples\": %u}", samples);
+	fprintf(f, ", \"samples\": %u", samples);
+	/* "fs" (and "features") only with --fs: without, the records are
+	 * what they were before the option */
+	if (json_bench && json_bench->fs) {
+		fprintf(f, ", \"fs\": ");
+		json_str(f, json_bench->fs);
+		if (json_bench->features) {
+			fprintf(f, ", \"features\": ");
+			json_str(f, json_bench->features);
+		}
+	}
+	fputc('}', f);
 }
 
 int rp_json_write(const struct rp_bench *b, FILE *f)
 {
 	bool first = true;
+	json_bench = b;
 	fputc('[', f);
 	for (int i = 0; i < b->nruns; i++) {
 		const struct rp_run *r = &b->runs[i];
@@ -324,6 +338,10 @@ int rp_report_write(const struct rp_bench *b)
 		   "What each workload shows and what to look for: docs/bench-repro.md.\n",
 		b->device, b->quick ? " (--quick)" : b->micro ? " (--micro: shape only, not a measurement)" : "",
 		b->load_before, b->load_after);
+	if (b->fs)
+		fprintf(f, "\nFilesystem: %s%s%s (`--fs`; every system, the peers' kernel-ext3 rows through the "
+			   "kernel's %s driver).\n",
+			b->fs, b->features ? ", features " : "", b->features ? b->features : "", b->fs);
 	checks_write(f, b);
 	fprintf(f, "\n## Tables\n");
 	table_write(f, b, "jens", "jens: 2,000 x open/write/fsync/close (seed 001); idle and beside a streamer",

@@ -166,18 +166,31 @@ static int fail_cmd(const char *what, int st, const char *out, char *why, size_t
 	return -1;
 }
 
+/* The peers' mkfs: mkfs.ext3 as always, or mke2fs -t FS [-O FEATURES]
+ * for --fs (the same type and features nostall mkfs gets). */
 static int mkfs_ext3(struct rp_peer *p, char *why, size_t n)
 {
 	char out[256], nbuf[16];
-	char *argv[] = { "mkfs.ext3", "-q", "-F", "-b", "4096", p->image, NULL, NULL, NULL };
+	char *argv[16] = { "mkfs.ext3", "-q", "-F", "-b", "4096" };
+	int k = 5;
+	if (p->fs) {
+		argv[0] = "mke2fs";
+		argv[k++] = "-t";
+		argv[k++] = (char *)p->fs;
+	}
+	if (p->features && *p->features) {
+		argv[k++] = "-O";
+		argv[k++] = (char *)p->features;
+	}
 	if (p->inodes) { /* -N before the image */
 		snprintf(nbuf, sizeof nbuf, "%u", p->inodes);
-		argv[5] = "-N";
-		argv[6] = nbuf;
-		argv[7] = p->image;
+		argv[k++] = "-N";
+		argv[k++] = nbuf;
 	}
+	argv[k++] = p->image;
+	argv[k] = NULL;
 	int st = cmd_run(argv, out, sizeof out);
-	return st ? fail_cmd("mkfs.ext3", st, out, why, n) : 0;
+	return st ? fail_cmd(argv[0], st, out, why, n) : 0;
 }
 
 /* Mount what is on the image (no mkfs); kernel-ext3 sets up the loop. */
@@ -198,16 +211,24 @@ static int peer_attach(struct rp_peer *p, char *why, size_t n)
 		}
 		if (p->loop_dio)
 			p->dio = loop_dio_state(p->loop);
+		const char *kfs = p->fs ? p->fs : "ext3";
 		snprintf(opts, sizeof opts, "data=%s,barrier=1", p->mode);
-		char *ma[] = { "mount", "-t", "ext3", "-o", opts, p->loop, p->dir, NULL };
+		char *ma[] = { "mount", "-t", (char *)kfs, "-o", opts, p->loop, p->dir, NULL };
+		if (!strcmp(kfs, "ext2")) { /* no journal: no data= or barrier= */
+			ma[3] = p->loop;
+			ma[4] = p->dir;
+			ma[5] = NULL;
+		}
 		st = cmd_run(ma, out, sizeof out);
 	} else if (!strcmp(p->system, "fuse2fs")) {
 		char *ma[] = { "fuse2fs", p->image, p->dir, NULL };
 		st = cmd_run(ma, out, sizeof out);
 	} else {
-		/* mode NULL: the library's default data mode (no data=) */
-		snprintf(opts, sizeof opts, "%s%s%s%s", p->mode ? "data=" : "", p->mode ? p->mode : "",
-			 p->mode && p->opts ? "," : "", p->opts ? p->opts : "");
+		/* mode NULL: the library's default data mode (no data=); ext2 has
+		 * none (data= is refused without a journal) */
+		const char *mode = p->fs && !strcmp(p->fs, "ext2") ? NULL : p->mode;
+		snprintf(opts, sizeof opts, "%s%s%s%s", mode ? "data=" : "", mode ? mode : "",
+			 mode && p->opts ? "," : "", p->opts ? p->opts : "");
 		char *ma[] = { (char *)p->self, "mount", "-o", opts, p->image, p->dir, NULL };
 		if (!opts[0]) {
 			ma[2] = p->image;
@@ -232,13 +253,23 @@ int rp_peer_mount(struct rp_peer *p, char *why, size_t n)
 			return -1;
 	} else {
 		char out[256], nbuf[16];
-		char *ka[] = { (char *)p->self, "mkfs", "-q", p->image, NULL, NULL, NULL };
+		char *ka[16] = { (char *)p->self, "mkfs", "-q" };
+		int k = 3;
+		if (p->fs) {
+			ka[k++] = "-t";
+			ka[k++] = (char *)p->fs;
+		}
+		if (p->features && *p->features) {
+			ka[k++] = "-O";
+			ka[k++] = (char *)p->features;
+		}
 		if (p->inodes) {
 			snprintf(nbuf, sizeof nbuf, "%u", p->inodes);
-			ka[3] = "-N";
-			ka[4] = nbuf;
-			ka[5] = p->image;
+			ka[k++] = "-N";
+			ka[k++] = nbuf;
 		}
+		ka[k++] = p->image;
+		ka[k] = NULL;
 		int st = cmd_run(ka, out, sizeof out);
 		if (st)
 			return fail_cmd("nostall mkfs", st, out, why, n);

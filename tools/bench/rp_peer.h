@@ -36,6 +36,13 @@ struct rp_peer {
 	bool track_hwm;       /* nostall-fuse: read the daemon's VmHWM before
 	                       * every unmount (remounts too) ... */
 	unsigned long long hwm_kb; /* ... the largest seen (caller zeroes it) */
+	/* --fs, --features (NULL: ext3 and mkfs.ext3 as before): every system
+	 * gets a fresh filesystem of this type (mke2fs -t FS -O FEATURES, or
+	 * `nostall mkfs -t FS -O FEATURES`); kernel-ext3 mounts it with the
+	 * kernel's driver of that name (-t ext4 for ext4: the kernel's ext4 in
+	 * the same data mode; ext2 without data= or barrier=, which a
+	 * journal-less mount has no use for). */
+	const char *fs, *features;
 };
 
 /* Why `system` cannot run here ("" when it can): root, tools, /dev/fuse. */

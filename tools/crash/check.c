@@ -445,10 +445,15 @@ static uint32_t sb_last_orphan(struct dev *dev, int *rc)
 				 (uint32_t)sb[0xeb] << 24;
 }
 
-/* Block-for-block, the superblock's s_wtime and s_kbytes_written masked. */
+/* Block-for-block, the superblock's s_wtime and s_kbytes_written masked,
+ * and with them s_checksum (metadata_csum: the crc32c over the superblock
+ * covers the two masked fields; zero on both sides without the feature).
+ * The rest is the same on every type: e2fsck replays jbd2 (ext4) journals
+ * as it replays ext3's, and nostall's replay reads both. */
 static void compare_images(const uint8_t *a, const uint8_t *b, unsigned bs, struct crash_verdict *v)
 {
-	static const struct { size_t off, len; } mask[] = { { 1024 + 0x30, 4 }, { 1024 + 0x178, 8 } };
+	static const struct { size_t off, len; } mask[] = { { 1024 + 0x30, 4 }, { 1024 + 0x178, 8 },
+							    { 1024 + 0x3fc, 4 } };
 	for (size_t off = 0; off < CRASH_IMAGE_BYTES; off += bs) {
 		if (!memcmp(a + off, b + off, bs))
 			continue;

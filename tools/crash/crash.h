@@ -333,9 +333,15 @@ int crash_dev_save(struct dev *dev, const char *path);
 /* Room for -o OPTS (docs/crashtest.md "Mount options"). */
 #define CRASH_OPTS_MAX 128
 
+/* --fs and --features: the mkfs type (ext2, ext3, ext4) and -O list of the
+ * base image. */
+#define CRASH_FS_MAX 8
+
 struct crash_job {
 	char mode[16];
 	char opts[CRASH_OPTS_MAX]; /* extra mount options of the recording ("": none) */
+	char fs[CRASH_FS_MAX];     /* mkfs type ("": ext3, the default) */
+	char features[CRASH_OPTS_MAX]; /* mkfs -O list ("": the type's set) */
 	unsigned bs;
 	enum crash_wl wl;
 	uint64_t seed;
@@ -388,6 +394,20 @@ bool crash_kind_shown(enum crash_kind k, const char *mode, const struct crash_ro
 void crash_record_opts(const char *mode, const char *opts, char *buf, size_t len);
 /* "MODE[,OPTS]": how reports and kept states name a mode with its options. */
 void crash_mode_label(const char *mode, const char *opts, char *buf, size_t len);
+/* The filesystem the base images of this process are made as (a job runs
+ * alone in its worker process, like crash_image_bytes): set by
+ * crash_job_run and crash_replay from the job, by main before
+ * crash_opts_try. NULL or "" type: ext3; NULL or "" features: the type's. */
+void crash_fs_set(const char *type, const char *features);
+/* Is (type, features) a set mkfs makes? 0, or -EINVAL with the message in
+ * err_last(). */
+int crash_fs_check(const char *type, const char *features);
+/* Does that set have a journal? (ext2 and ^has_journal do not: their crash
+ * states need a recovery of their own, not written yet.) */
+bool crash_fs_journal(const char *type, const char *features);
+/* " fs=TYPE[ features=LIST]" for job.txt and corpus lines, "" for the
+ * default ext3 (lines read as before the option existed). */
+void crash_fs_words(const struct crash_job *j, char *buf, size_t len);
 /* Mount a fresh image of block size bs with the recording's options for
  * mode and opts, and unmount it: 0, or the mount's -errno (its message in
  * err_last()), so a refused combination fails before any job runs. */

@@ -11,6 +11,7 @@
 #include "crash.h"
 
 #include "dev/dev.h"
+#include "extfs/format/ext3_format.h"
 #include "extfs/mkfs/mkfs.h"
 #include "nostall/nostall.h"
 #include "util/err.h"
@@ -59,8 +60,39 @@ static int set_err(struct crash_result *r, int rc, const char *what)
 
 /* ------------------------------------------------------------ base image */
 
+static char fs_type[CRASH_FS_MAX] = "ext3";
+static char fs_features[CRASH_OPTS_MAX];
+
+void crash_fs_set(const char *type, const char *features)
+{
+	snprintf(fs_type, sizeof fs_type, "%s", type && *type ? type : "ext3");
+	snprintf(fs_features, sizeof fs_features, "%s", features ? features : "");
+}
+
+int crash_fs_check(const char *type, const char *features)
+{
+	struct ext3_mkfs_params p = { 0 };
+	return ext3_mkfs_params_fs_type(&p, type && *type ? type : "ext3", features);
+}
+
+bool crash_fs_journal(const char *type, const char *features)
+{
+	struct ext3_mkfs_params p = { 0 };
+	return ext3_mkfs_params_fs_type(&p, type && *type ? type : "ext3", features) == 0 &&
+	       (p.features[0] & EXT3_FEATURE_COMPAT_HAS_JOURNAL);
+}
+
+void crash_fs_words(const struct crash_job *j, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if ((j->fs[0] && strcmp(j->fs, "ext3")) || j->features[0])
+		snprintf(buf, len, " fs=%s%s%s", j->fs[0] ? j->fs : "ext3", j->features[0] ? " features=" : "",
+			 j->features);
+}
+
 /* nostall's mkfs on a new mem: device: fixed uuid and time, so every job
- * of a block size starts from the same image. */
+ * of a block size starts from the same image; its type and features are
+ * the process's (crash_fs_set). */
 static int mkfs_mem(unsigned bs, struct dev **out)
 {
 	/* the aged image's files need inodes (about one per 25 KiB) */
@@ -74,7 +106,11 @@ static int mkfs_mem(unsigned bs, struct dev **out)
 				      .uuid_set = true, .time_set = true, .time = 1234567890, .assume_zeroed = true };
 	for (int i = 0; i < 16; i++)
 		p.uuid[i] = (uint8_t)(0x5a + 17 * i);
-	rc = ext3_mkfs(*out, &p);
+	/* the default ext3 image stays exactly the one made before --fs existed */
+	if (strcmp(fs_type, "ext3") || fs_features[0])
+		rc = ext3_mkfs_params_fs_type(&p, fs_type, fs_features);
+	if (!rc)
+		rc = ext3_mkfs(*out, &p);
 	if (rc) {
 		dev_close(*out);
 		*out = NULL;
@@ -390,6 +426,7 @@ int crash_base_image(unsigned bs, uint8_t *img, struct crash_result *r)
 int crash_job_run(const struct crash_job *j, struct crash_result *r)
 {
 	crash_wl_image_set(j->wl);
+	crash_fs_set(j->fs, j->features);
 	if (crash_wl_own_job(j->wl))
 		return crash_wl_job_run(j, r);
 	double t0 = now_s();
@@ -440,22 +477,34 @@ static int read_line(const char *dir, const char *name, char *buf, size_t len)
 }
 
 /* The rest of job.txt's line: nothing (a state kept before -o existed, or
- * without it), or " options=OPTS" (the recording's extra mount options). */
-static bool job_opts_parse(const char *rest, char opts[CRASH_OPTS_MAX])
+ * without it), or any of " options=OPTS" (the recording's extra mount
+ * options), " fs=TYPE" and " features=LIST" (--fs, --features; absent for
+ * ext3, the default). */
+static bool job_opts_parse(const char *rest, struct crash_job *j)
 {
-	opts[0] = '\0';
-	rest += strspn(rest, " \t");
-	if (!*rest)
-		return true;
-	if (strncmp(rest, "options=", 8))
-		return false;
-	rest += 8;
-	size_t n = strcspn(rest, " \t");
-	if (!n || n >= CRASH_OPTS_MAX || rest[n + strspn(rest + n, " \t")])
-		return false;
-	memcpy(opts, rest, n);
-	opts[n] = '\0';
-	return true;
+	j->opts[0] = j->fs[0] = j->features[0] = '\0';
+	for (;;) {
+		rest += strspn(rest, " \t");
+		if (!*rest)
+			return true;
+		char *dst;
+		size_t cap, key;
+		if (!strncmp(rest, "options=", 8))
+			dst = j->opts, cap = sizeof j->opts, key = 8;
+		else if (!strncmp(rest, "fs=", 3))
+			dst = j->fs, cap = sizeof j->fs, key = 3;
+		else if (!strncmp(rest, "features=", 9))
+			dst = j->features, cap = sizeof j->features, key = 9;
+		else
+			return false;
+		rest += key;
+		size_t n = strcspn(rest, " \t");
+		if (!n || n >= cap)
+			return false;
+		memcpy(dst, rest, n);
+		dst[n] = '\0';
+		rest += n;
+	}
 }
 
 static const char *const ev_names[] = { "create", "mkdir", "write", "truncate", "link", "unlink",
@@ -510,10 +559,11 @@ int crash_replay(const char *dir, bool events, FILE *out)
 	int used = 0;
 	if (sscanf(line, "mode=%15s block-size=%u workload=%31s seed=%" SCNu64 "%n", j.mode, &j.bs, wl, &j.seed,
 		   &used) != 4 ||
-	    crash_wl_parse(wl) < 0 || !job_opts_parse(line + used, j.opts))
+	    crash_wl_parse(wl) < 0 || !job_opts_parse(line + used, &j))
 		return err_set(-EINVAL, "crashtest: %s/job.txt: bad line '%s'", dir, line);
 	j.wl = (enum crash_wl)crash_wl_parse(wl);
 	crash_wl_image_set(j.wl);
+	crash_fs_set(j.fs, j.features);
 	static char sline[1 << 20];
 	rc = read_line(dir, "state.txt", sline, sizeof sline);
 	struct crash_state s;

@@ -108,11 +108,18 @@ void crash_report_table(FILE *out, const char *mode, const char *opts, const str
 /* "options" only when -o was given: without it the line is what it was
  * before the option existed. (main.c lets no '"' or '\\' into opts.) */
 static void json_obj(FILE *out, const char *mode, const char *workload, const char *opts,
-		     const struct crash_result *t, double seconds)
+		     const struct crash_job *j, const struct crash_result *t, double seconds)
 {
 	fprintf(out, "{\"mode\":\"%s\",", mode);
 	if (opts && *opts)
 		fprintf(out, "\"options\":\"%s\",", opts);
+	/* "fs" (and "features") only for another filesystem than the default
+	 * ext3: the default line stays as it was */
+	if (j && ((j->fs[0] && strcmp(j->fs, "ext3")) || j->features[0])) {
+		fprintf(out, "\"fs\":\"%s\",", j->fs[0] ? j->fs : "ext3");
+		if (j->features[0])
+			fprintf(out, "\"features\":\"%s\",", j->features);
+	}
 	fprintf(out, "\"workload\":\"%s\",\"states\":%" PRIu64 ",\"violations\":%" PRIu64 ",\"by_kind\":{", workload,
 		t->states, t->violating);
 	for (int k = 0; k < CK_NR; k++)
@@ -131,7 +138,7 @@ void crash_report_json(FILE *out, const char *mode, const char *label, const cha
 	struct crash_result t;
 	sum_rows(mode, rows, n, &t);
 	kind_cols(mode, rows, n);
-	json_obj(out, label, workload, opts, &t, seconds);
+	json_obj(out, label, workload, opts, n ? rows[0].job : NULL, &t, seconds);
 	fputc('\n', out);
 }
 
@@ -189,15 +196,18 @@ int crash_keep_state(const struct crash_job *j, const char *logpath, const struc
 	for (char *c = label; *c; c++)
 		if (*c == '/')
 			*c = '_';
-	snprintf(dir, sizeof dir, "%s/%s-%u-%s-s%" PRIu64 "-%u", j->keep, label, j->bs, crash_wl_names[j->wl],
-		 j->seed, k);
+	/* ... and the filesystem, when not the default ext3 */
+	bool other_fs = (j->fs[0] && strcmp(j->fs, "ext3")) || j->features[0];
+	snprintf(dir, sizeof dir, "%s/%s%s%s-%u-%s-s%" PRIu64 "-%u", j->keep, other_fs ? (j->fs[0] ? j->fs : "ext3") : "",
+		 other_fs ? (j->features[0] ? "+features-" : "-") : "", label, j->bs, crash_wl_names[j->wl], j->seed, k);
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return err_set(-errno, "crashtest: mkdir %s: %s", dir, strerror(errno));
 	/* options= last and only when given: job.txt of older kept states
 	 * (without it) reads the same (job.c crash_replay). */
-	char text[600];
-	snprintf(text, sizeof text, "mode=%s block-size=%u workload=%s seed=%" PRIu64 "%s%s\n", j->mode, j->bs,
-		 crash_wl_names[j->wl], j->seed, j->opts[0] ? " options=" : "", j->opts);
+	char text[800], fsw[32 + CRASH_OPTS_MAX];
+	crash_fs_words(j, fsw, sizeof fsw);
+	snprintf(text, sizeof text, "mode=%s block-size=%u workload=%s seed=%" PRIu64 "%s%s%s\n", j->mode, j->bs,
+		 crash_wl_names[j->wl], j->seed, j->opts[0] ? " options=" : "", j->opts, fsw);
 	int rc = write_text(dir, "job.txt", text, 0);
 	size_t slen = 128 + (size_t)s->nsel;
 	char *st = malloc(slen + 1);
@@ -237,8 +247,8 @@ int crash_keep_state(const struct crash_job *j, const char *logpath, const struc
 	f = fopen(path, "a");
 	if (!f)
 		return err_set(-errno, "crashtest: %s: %s", path, strerror(errno));
-	fprintf(f, "mode=%s%s%s workload=%s seed=%" PRIu64 " block-size=%u states=%u expect=clean # found:", j->mode,
-		j->opts[0] ? " options=" : "", j->opts, crash_wl_names[j->wl], j->seed, j->bs, j->budget);
+	fprintf(f, "mode=%s%s%s workload=%s seed=%" PRIu64 " block-size=%u states=%u%s expect=clean # found:",
+		j->mode, j->opts[0] ? " options=" : "", j->opts, crash_wl_names[j->wl], j->seed, j->bs, j->budget, fsw);
 	for (int i = 0; i < CK_NR; i++)
 		if (v->bad[i])
 			fprintf(f, " %s", crash_kind_names[i]);

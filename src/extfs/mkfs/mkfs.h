@@ -101,6 +101,12 @@ int ext3_mkfs_features_edit(uint32_t features[3], const char *list);
 /* Is this set one mkfs can write (only writable features, and their
  * dependencies: 64bit needs extent, ...)? -EINVAL with a message if not. */
 int ext3_mkfs_features_check(const uint32_t features[3]);
+/* The three above in one step, as `nostall mkfs -t type -O features` does:
+ * p's feature masks for type (NULL: ext3) edited by the comma list features
+ * (NULL or "": none), checked, features_set. The tools that make their own
+ * images (crashtest, bench fs, bench repro) take --fs and --features through
+ * it. -EINVAL with the message in err_last(). */
+int ext3_mkfs_params_fs_type(struct ext3_mkfs_params *p, const char *type, const char *features);
 
 /* Compute the layout for a device of dev_bytes bytes. Fails with -EINVAL
  * (bad parameter), -ENOSPC (too small) and a message in err_last(). */

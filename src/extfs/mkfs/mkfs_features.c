@@ -92,3 +92,14 @@ int ext3_mkfs_features_check(const uint32_t f[3])
 		return err_set(-EINVAL, "mkfs: nostall mkfs always writes resize_inode");
 	return 0;
 }
+
+int ext3_mkfs_params_fs_type(struct ext3_mkfs_params *p, const char *type, const char *features)
+{
+	int rc = ext3_mkfs_features_of_type(type ? type : "ext3", p->features);
+	if (!rc && features && *features)
+		rc = ext3_mkfs_features_edit(p->features, features);
+	if (!rc)
+		rc = ext3_mkfs_features_check(p->features);
+	p->features_set = rc == 0;
+	return rc;
+}
