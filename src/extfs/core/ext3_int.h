@@ -121,6 +121,8 @@ struct ext3_fs {
 	uint32_t compat, incompat, ro_compat;
 	bool needs_recovery;
 	bool unknown_ro_compat;
+	bool want_writable;         /* EXT3_MOUNT_JOURNAL asked for (set before the
+				     * descriptors are read: their checks differ) */
 	bool has_filetype;
 	uint32_t csum_seed;         /* metadata_csum: crc32c seed (core/csum.c) */
 	bool unsigned_hash;

@@ -199,6 +199,7 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 	if (!fs)
 		return err_set(-ENOMEM, "ext3: out of memory");
 	fs->dev = dev;
+	fs->want_writable = flags & EXT3_MOUNT_JOURNAL;
 	fs->opts = *o;
 	fs->opts.blk_opts = NULL;
 	/* Calls from threads without credentials, until the API sets the

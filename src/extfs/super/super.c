@@ -265,7 +265,7 @@ int ext3_gdt_load(struct ext3_fs *fs)
 			 * ext4_check_descriptors, a mismatch refuses a writable
 			 * mount and is only reported on a read-only one. */
 			if (!ext4_gd_csum_ok(fs, (uint32_t)g, d)) {
-				if (!fs->unknown_ro_compat) {
+				if (fs->want_writable && !fs->unknown_ro_compat) {
 					buf_put(bh);
 					return err_set(-EBADMSG, "ext4: group %llu: descriptor checksum mismatch",
 						       (unsigned long long)g);
