@@ -4,7 +4,7 @@
 # (metadata_csum, 64bit, flex_bg, extent ...) at 1 KiB and 4 KiB blocks,
 # ^extent (indirect files from the root down), and ^metadata_csum,uninit_bg
 # (crc16 descriptors) - nostall creates a seeded tree (put -r: many files
-# across groups, so uninitialised groups come into use; a 700-name htree
+# across groups, so uninitialised groups come into use; a 400-name htree
 # directory; symlinks, hard links, small and block-sized xattrs, POSIX
 # ACLs) and then changes it (xattrs set and removed, hard links, renames
 # of files and directories, unlinks, rm -r, truncate, chmod, mkdir trees).
@@ -49,13 +49,13 @@ import os, random, sys
 root, seed = sys.argv[1], int(sys.argv[2])
 os.chdir(root)
 r = random.Random(seed)
-for d in range(24):
+for d in range(16):
     os.makedirs('d%02d/sub/deeper' % d, exist_ok=True)
-    for i in range(40):
+    for i in range(30):
         with open('d%02d/f%03d' % (d, i), 'wb') as f:
             f.write(r.randbytes(r.choice([0, 1, 100, 1500, 5000, 40000])))
 os.makedirs('htree', exist_ok=True)
-for i in range(700):
+for i in range(400):
     with open('htree/a_rather_long_file_name_%04d' % i, 'w') as f:
         f.write(str(i))
 os.symlink('x' * 200, 'longlink')
@@ -128,7 +128,11 @@ flags_check() {
 	fi
 }
 
-layouts=("-b 1024" "-b 4096 -g 4096" "-b 1024 -O ^metadata_csum,uninit_bg" "-b 4096 -g 4096 -O ^extent,^64bit")
+# Few inodes per group (-N), so that the ~1,000 of the tree fill several
+# groups: with flex_bg the kernel (and nostall) pack a flex group's inodes
+# into its first groups, one after the other.
+layouts=("-b 1024 -N 2048" "-b 4096 -g 4096 -N 2048" "-b 1024 -N 2048 -O ^metadata_csum,uninit_bg"
+	 "-b 4096 -g 4096 -N 2048 -O ^extent,^64bit")
 img=$tmp/i.img
 for lay in "${layouts[@]}"; do
 	rm -f "$img"

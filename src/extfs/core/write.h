@@ -151,6 +151,13 @@ int ext3_free_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t first
  * also before an inode leaves the inode cache, or its window stays reserved
  * until unmount). */
 void ext3_rsv_discard(struct ext3_inode *in);
+/* Where a file's blocks start when nothing before them says (goal 0 of
+ * ext3_new_blocks): the first block of the inode's group; with flex_bg
+ * (at least 4 groups a flex group) that of its flex group's first group
+ * for directories and others, of the second for regular files (past the
+ * flex group's packed bitmaps and inode tables), as the kernel's
+ * ext4_inode_to_goal_block. */
+uint64_t ext3_inode_goal_block(const struct ext3_inode *in);
 /* ext4: write group g's block bitmap now if it is BLOCK_UNINIT (built in
  * memory, journaled, the flag cleared), as the kernel does when a group's
  * first inode is allocated. Caller holds the group's lock. */

@@ -510,6 +510,20 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 	return rc;
 }
 
+uint64_t ext3_inode_goal_block(const struct ext3_inode *in)
+{
+	const struct ext3_fs *fs = in->fs;
+	uint32_t g = ext3_geom_group_of_ino(&fs->g, in->ino);
+	unsigned log = fs->sb.s_log_groups_per_flex;
+	/* the kernel's EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME: from 4 groups a flex */
+	if ((fs->incompat & EXT4_FEATURE_INCOMPAT_FLEX_BG) && log >= 2 && log <= 16) {
+		g &= ~((1u << log) - 1);
+		if ((in->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG && g + 1 < fs->g.groups)
+			g++;
+	}
+	return ext3_geom_group_first(&fs->g, g);
+}
+
 int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, uint32_t *count,
 		    uint64_t *first)
 {
@@ -533,7 +547,7 @@ int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, 
 		if (in->rsv.last_phys && in->rsv.last_phys + 1 < fs->g.blocks_count)
 			goal = in->rsv.last_phys + 1;
 		else
-			goal = ext3_geom_group_first(&fs->g, ext3_geom_group_of_ino(&fs->g, in->ino));
+			goal = ext3_inode_goal_block(in);
 	}
 	uint32_t goal_group = ext3_geom_group_of_block(&fs->g, goal);
 	bool rsv = (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG;

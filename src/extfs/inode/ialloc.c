@@ -89,6 +89,84 @@ static int64_t group_with_inodes(const struct ext3_fs *fs, uint32_t start, uint6
 	return -1;
 }
 
+/* ---- flex_bg (ext4): the choice works on flex groups, as the kernel's
+ * find_group_orlov and find_group_other do when s_log_groups_per_flex is
+ * set: a flex group's inodes are packed in its first groups, next to its
+ * packed bitmaps and inode tables. ---- */
+
+static uint32_t flex_size(const struct ext3_fs *fs)
+{
+	if (!(fs->incompat & EXT4_FEATURE_INCOMPAT_FLEX_BG) || fs->sb.s_log_groups_per_flex > 16)
+		return 1;
+	return 1u << fs->sb.s_log_groups_per_flex;
+}
+
+struct flex_stats {
+	uint64_t freei, freeb, ndirs;
+};
+
+static void flex_stats_get(const struct ext3_fs *fs, uint32_t f, uint32_t fx, struct flex_stats *st)
+{
+	*st = (struct flex_stats){0};
+	for (uint32_t g = f * fx; g < (f + 1) * fx && g < fs->g.groups; g++) {
+		st->freei += load16(&fs->gd[g].bg_free_inodes_count);
+		st->freeb += load16(&fs->gd[g].bg_free_blocks_count);
+		st->ndirs += load16(&fs->gd[g].bg_used_dirs_count);
+	}
+}
+
+/* The first group of flex group f with a free inode, or -1. */
+static int64_t flex_first_free(const struct ext3_fs *fs, uint32_t f, uint32_t fx)
+{
+	for (uint32_t g = f * fx; g < (f + 1) * fx && g < fs->g.groups; g++)
+		if (load16(&fs->gd[g].bg_free_inodes_count))
+			return g;
+	return -1;
+}
+
+/* Orlov over flex groups: a top-level directory to the flex group (from a
+ * random start) with the fewest directories among those with the average
+ * free inodes and blocks; a subdirectory to the parent's flex group or the
+ * next one not crowded with directories and with room (the kernel's
+ * max_dirs, min_inodes, min_clusters scaled by the flex size); then the
+ * first group of it with a free inode. -1: the caller's fallback. */
+static int64_t find_flex_orlov(struct ext3_fs *fs, struct ext3_inode *dir, uint32_t fx,
+			       const struct totals *t)
+{
+	uint32_t nflex = (fs->g.groups + fx - 1) / fx, ipg = fs->g.inodes_per_group;
+	uint32_t pflex = ext3_geom_group_of_ino(&fs->g, dir->ino) / fx;
+	uint64_t avefreei = t->freei / nflex, avefreeb = t->freeb / nflex;
+	struct flex_stats st;
+	if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
+		uint32_t start = (generation_new() * 2654435761u >> 7) % nflex;
+		int64_t best = -1;
+		uint64_t best_ndir = UINT64_MAX;
+		for (uint32_t i = 0; i < nflex; i++) {
+			uint32_t f = (start + i) % nflex;
+			flex_stats_get(fs, f, fx, &st);
+			if (!st.freei || st.ndirs >= best_ndir || st.freei < avefreei || st.freeb < avefreeb)
+				continue;
+			best = f;
+			best_ndir = st.ndirs;
+		}
+		return best >= 0 ? flex_first_free(fs, (uint32_t)best, fx) : -1;
+	}
+	uint64_t max_dirs = t->ndirs / nflex + (uint64_t)ipg * fx / 16;
+	int64_t min_inodes = (int64_t)avefreei - (int64_t)ipg * fx / 4;
+	int64_t min_blocks = (int64_t)avefreeb - (int64_t)fs->g.blocks_per_group * fx / 4;
+	for (uint32_t i = 0; i < nflex; i++) {
+		uint32_t f = (pflex + i) % nflex;
+		flex_stats_get(fs, f, fx, &st);
+		if (!st.freei || st.ndirs >= max_dirs || (int64_t)st.freei < min_inodes ||
+		    (int64_t)st.freeb < min_blocks)
+			continue;
+		int64_t g = flex_first_free(fs, f, fx);
+		if (g >= 0)
+			return g;
+	}
+	return -1;
+}
+
 static int64_t find_group_orlov(struct ext3_fs *fs, struct ext3_inode *dir)
 {
 	uint32_t ngroups = fs->g.groups, ipg = fs->g.inodes_per_group;
@@ -96,7 +174,12 @@ static int64_t find_group_orlov(struct ext3_fs *fs, struct ext3_inode *dir)
 	struct totals t;
 	totals_get(fs, &t);
 	uint64_t avefreei = t.freei / ngroups, avefreeb = t.freeb / ngroups;
-	if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
+	uint32_t fx = flex_size(fs);
+	if (fx > 1) {
+		int64_t g = find_flex_orlov(fs, dir, fx, &t);
+		if (g >= 0)
+			return g;
+	} else if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
 		uint32_t start = (generation_new() * 2654435761u >> 7) % ngroups;
 		int64_t best = -1;
 		uint32_t best_ndir = ipg;
@@ -136,6 +219,14 @@ static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
 	uint32_t ngroups = fs->g.groups;
 	uint32_t parent = ext3_geom_group_of_ino(&fs->g, dir->ino);
 	const struct ext3_group_desc *d = &fs->gd[parent];
+	uint32_t fx = flex_size(fs);
+	if (fx > 1) {
+		/* flex_bg: the first group of the parent's flex group with a
+		 * free inode (the kernel packs inodes so) */
+		int64_t g = flex_first_free(fs, parent / fx, fx);
+		if (g >= 0)
+			return g;
+	}
 	if (load16(&d->bg_free_inodes_count) && load16(&d->bg_free_blocks_count))
 		return parent;
 	/* A quadratic hash from the parent (spreads the inodes of
