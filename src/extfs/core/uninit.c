@@ -1,7 +1,7 @@
 /* Bitmaps of uninitialised groups, built in memory (uninit.h). Written
  * from the ext4 disk layout's description of BLOCK_UNINIT / INODE_UNINIT
  * and checked against the bitmaps mkfs.ext4 writes for the same layout
- * without uninit_bg (test_ext4_uninit). */
+ * without uninit_bg (test_ext4_csum_write). */
 #include "extfs/core/uninit.h"
 #include "extfs/core/csum.h"
 #include "extfs/core/ext3_int.h"
