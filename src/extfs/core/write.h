@@ -192,6 +192,12 @@ int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in);
  * timestamps with their extra nanoseconds) into its inode-table block and
  * journal it. Caller holds in->lock as writer. */
 int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in);
+/* i_blocks (512-byte sectors; 48 bits with huge_file, kept in a.blocks
+ * and a.blocks_hi): the largest count the filesystem can record, and a
+ * change by a signed number of sectors (floored at 0). Caller holds
+ * in->lock as writer. */
+uint64_t ext3_inode_blocks_max(const struct ext3_fs *fs);
+void ext3_inode_blocks_add(struct ext3_inode *in, int64_t sectors);
 /* The block map with allocation: dispatched per inode to its map kind
  * (src/extfs/inode/bmap.h; today the indirect map of ext2/ext3).
  *

@@ -192,6 +192,26 @@ int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in)
 	return rc;
 }
 
+uint64_t ext3_inode_blocks_max(const struct ext3_fs *fs)
+{
+	return fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE ? (1ull << 48) - 1 : 0xffffffffull;
+}
+
+void ext3_inode_blocks_add(struct ext3_inode *in, int64_t sectors)
+{
+	struct ext3_inode_attr *a = &in->a;
+	uint64_t b = a->blocks | (uint64_t)a->blocks_hi << 32;
+	/* HUGE_FILE_FL (the kernel's, past 2^48 sectors): counted in blocks */
+	if ((in->fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE) && (a->flags & EXT4_HUGE_FILE_FL))
+		sectors /= (int64_t)(in->fs->g.block_size / 512);
+	if (sectors < 0)
+		b = b > (uint64_t)-sectors ? b - (uint64_t)-sectors : 0;
+	else
+		b += (uint64_t)sectors;
+	a->blocks = (uint32_t)b;
+	a->blocks_hi = (uint16_t)(b >> 32);
+}
+
 /* Is the file's data journaled (its data blocks are metadata to jbd)? */
 bool ext3_inode_data_is_meta(const struct ext3_inode *in)
 {

@@ -422,7 +422,7 @@ static int block_new(struct jbd_handle *h, struct ext3_inode *in, const struct x
 	in->a.file_acl = (uint32_t)nb;
 	if (old)
 		return block_release(h, in, old);
-	in->a.blocks += fs->g.block_size / 512;
+	ext3_inode_blocks_add(in, fs->g.block_size / 512);
 	return 0;
 undo:
 	ext3_free_blocks(h, in, nb, 1, true);
@@ -438,7 +438,7 @@ static int block_drop(struct jbd_handle *h, struct ext3_inode *in)
 	if (rc)
 		return rc;
 	in->a.file_acl = 0;
-	in->a.blocks -= in->fs->g.block_size / 512;
+	ext3_inode_blocks_add(in, -(int64_t)(in->fs->g.block_size / 512));
 	return 0;
 }
 
