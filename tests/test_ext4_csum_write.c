@@ -9,7 +9,8 @@
  *    mkfs.ext4 put in the uninit group's descriptor; an INODE_UNINIT
  *    group's inode bitmap is empty with the bits past inodes_per_group set;
  *  - each set-side checksum (csum.h) passes the read side's check, on the
- *    structures of a real image, and a changed byte fails it.
+ *    structures of a real image, and a changed byte fails it;
+ *  - dir_nlink: a directory of 65,010 subdirectories counts 1 link.
  * Oracles: mkfs.ext4 (the bitmaps and descriptors it writes), e2fsck (the
  * images are clean). */
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include "lib/oracles.h"
 
 #include "extfs/core/csum.h"
+#include "extfs/core/ext3_fsops.h"
 #include "extfs/core/ext3_int.h"
 #include "extfs/core/uninit.h"
 #include "util/crc32c.h"
@@ -201,6 +203,44 @@ static void test_set_side_roundtrip(void **state)
 	assert_int_equal(fsimg_umount(&m), 0);
 }
 
+/* dir_nlink: an indexed directory past 65,000 links counts 1 (the
+ * kernel's ext4_inc_count) instead of -EMLINK, stays 1 when a subdirectory
+ * goes, and e2fsck agrees. */
+static void test_dir_nlink(void **state)
+{
+	(void)state;
+	char img[512];
+	snprintf(img, sizeof img, "%s/nlink.img", tmpdir);
+	assert_int_equal(fsimg_run("mkfs.ext4 -q -F -b 1024 -I 128 -N 68000 -O ^extent,^64bit '%s' 100M "
+				   ">/dev/null 2>&1", img), 0);
+	struct fsimg_mnt m;
+	fsimg_assert_mount(img, NULL, EXT3_MOUNT_JOURNAL, &m);
+	static const struct ext3_cred cred = {.uid = 0, .gid = 0};
+	struct ext3_inode *p, *in;
+	assert_int_equal(ext3_mkdir(m.root, "p", 1, 0755, &cred, &p), 0);
+	char name[16];
+	unsigned n = 0;
+	for (; n < 65010; n++) {
+		int len = snprintf(name, sizeof name, "s%05u", n);
+		assert_int_equal(ext3_mkdir(p, name, (size_t)len, 0755, &cred, &in), 0);
+		ext3_iput(in);
+		struct ext3_inode_attr a;
+		ext3_inode_attr_get(p, &a);
+		if (n + 1 <= 64998)
+			assert_int_equal(a.links, n + 3);
+		else
+			assert_int_equal(a.links, 1);
+	}
+	assert_int_equal(ext3_rmdir(p, "s00007", 6), 0);
+	struct ext3_inode_attr a;
+	ext3_inode_attr_get(p, &a);
+	assert_int_equal(a.links, 1);
+	ext3_iput(p);
+	assert_int_equal(fsimg_umount(&m), 0);
+	char msg[512];
+	assert_int_equal(fsimg_fsck(img, msg, sizeof msg), 0);
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_ext4_csum_write", "mkfs.ext4 e2fsck");
@@ -212,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_block_uninit_flex),
 		cmocka_unit_test(test_block_uninit_noflex),
 		cmocka_unit_test(test_set_side_roundtrip),
+		cmocka_unit_test(test_dir_nlink),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);
