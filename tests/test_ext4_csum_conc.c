@@ -116,7 +116,7 @@ static void round_on(const char *name, const char *opts, unsigned seed)
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
 	for (int k = 0; k < THREADS; k++) {
-		char n[8];
+		char n[16];
 		snprintf(n, sizeof n, "T%d", k);
 		w[k] = (struct worker){.fs = m.fs, .seed = seed + (unsigned)k * 7919u};
 		assert_int_equal(ext3_mkdir(m.root, n, strlen(n), 0755, &cred, &w[k].dir), 0);
