@@ -52,4 +52,43 @@ bool ext4_xattr_block_csum_ok(const struct ext3_fs *fs, uint64_t blk, const void
  * only the low 16 bits when the descriptor has no high half. */
 bool ext4_bitmap_csum_ok(const struct ext3_fs *fs, const void *desc, bool inode_bitmap, const void *bitmap);
 
+/* ---- set side: the write path (issue 39) ----
+ * Each one stores the checksum of the object as it stands in memory (the
+ * buffer's bytes), and does nothing on a filesystem without that checksum.
+ * The caller holds the lock that protects the object (docs/ext4-csum.md,
+ * "The write side"): the inode's lock for an inode slot, the group's lock
+ * for a descriptor and its bitmaps, sb_lock for the superblock, the
+ * directory's lock for its blocks, the xattr block's buffer lock. */
+
+/* Does the filesystem checksum its group descriptors (metadata_csum or
+ * gdt_csum: the kernel's ext4_has_group_desc_csum)? Then BLOCK_UNINIT,
+ * INODE_UNINIT and bg_itable_unused mean what they say. */
+bool ext4_has_group_desc_csum(const struct ext3_fs *fs);
+/* The superblock's bytes (1024): s_checksum at 0x3FC. */
+void ext4_sb_csum_update(const struct ext3_fs *fs, void *sb);
+/* Group descriptor g as on disk (desc_size bytes): bg_checksum (crc32c
+ * with metadata_csum, crc16 with gdt_csum). */
+void ext4_gd_csum_update(const struct ext3_fs *fs, uint32_t g, void *desc);
+/* A group's bitmap checksum (the value of bg_*_bitmap_csum_lo/hi), over
+ * clusters_per_group / 8 or inodes_per_group / 8 bytes; 0 without
+ * metadata_csum. */
+uint32_t ext4_bitmap_csum_of(const struct ext3_fs *fs, bool inode_bitmap, const void *bitmap);
+/* Store it into a raw descriptor (the high half only when desc_size has
+ * one). */
+void ext4_gd_bitmap_csum_put(const struct ext3_fs *fs, void *desc, bool inode_bitmap, uint32_t csum);
+/* An inode slot (inode_size bytes): i_checksum_lo, and _hi when
+ * i_extra_isize covers it. */
+void ext4_inode_csum_update(const struct ext3_fs *fs, uint32_t ino, void *raw);
+/* A directory leaf block of (ino, gen): writes the 12-byte tail entry and
+ * its checksum (the caller's entries end at block_size - 12). */
+void ext4_dirblock_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block);
+/* An htree block (root: count_off 0x20, node: 0x08): its dx_tail
+ * (dt_reserved 0, dt_checksum) after limit entries. */
+void ext4_dx_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block, unsigned count_off);
+/* An xattr block at block number blk: h_checksum. */
+void ext4_xattr_block_csum_update(const struct ext3_fs *fs, uint64_t blk, void *block);
+/* The bytes a directory leaf keeps for its tail (12 with metadata_csum,
+ * else 0). */
+unsigned ext4_dir_tail_bytes(const struct ext3_fs *fs);
+
 #endif

@@ -122,6 +122,8 @@ struct ext3_fs {
 	uint32_t compat, incompat, ro_compat;
 	bool needs_recovery;
 	bool unknown_ro_compat;
+	bool want_writable;         /* EXT3_MOUNT_JOURNAL asked for (set before the
+				     * descriptors are read: their checks differ) */
 	bool has_filetype;
 	uint32_t csum_seed;         /* metadata_csum: crc32c seed (core/csum.c) */
 	bool unsigned_hash;
@@ -129,7 +131,12 @@ struct ext3_fs {
 	uint32_t hash_seed[4];
 	uint8_t def_hash_version;
 	char ro_reason[256];
-	struct ext3_group_desc *gd; /* [groups], host byte order */
+	struct ext3_group_desc *gd; /* [groups], host byte order; a writable mount changes
+				     * the counts, bg_flags and bg_itable_unused under the
+				     * group's lock (relaxed atomics: read racily) */
+	uint32_t *bm_csum;          /* [2 * groups]: metadata_csum's block (2g) and inode
+				     * (2g + 1) bitmap checksums, whole (lo | hi << 16);
+				     * changed under the group's lock (super_write.c) */
 	struct ext3_mount_opts opts; /* in effect (data_mode resolved, blk_opts NULL) */
 	const struct ext3_data_ops *dops; /* the data mode's table, chosen with the mode
 					   * (super/mount.c; core/data_ops.h) */

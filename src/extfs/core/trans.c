@@ -9,6 +9,7 @@
  * thread-local (handles are per thread and nest, as jbd's are).
  */
 #include "extfs/core/write.h"
+#include "extfs/core/csum.h"
 #include "extfs/core/nojournal.h"
 
 #include "blk/blk.h"
@@ -56,7 +57,10 @@ int ext3_credits_data(const struct ext3_fs *fs, uint64_t nblocks)
 int ext3_credits_dirop(const struct ext3_fs *fs)
 {
 	int grow = ext3_credits_data(fs, 1) + 1;
-	return 2 * grow + CRED_INDEX_EXTRA + 3 + EXT3_CRED_INODE + 2;
+	/* ext4: a new inode in an uninitialised group writes its block
+	 * bitmap too (ext3_block_bitmap_init_write) */
+	int uninit = ext4_has_group_desc_csum(fs) ? 1 : 0;
+	return 2 * grow + CRED_INDEX_EXTRA + 3 + EXT3_CRED_INODE + 2 + uninit;
 }
 
 int ext3_credits_rename(const struct ext3_fs *fs)
@@ -275,6 +279,7 @@ static void super_write_direct(struct ext3_fs *fs)
 	ext3_sb_lock(fs);
 	copy = fs->sb;
 	ext3_sb_unlock(fs);
+	ext4_sb_csum_update(fs, &copy);
 	(void)blk_rw(fs->q, BLK_WRITE_SYNC | BLK_REQ_FLUSH | BLK_REQ_FUA, EXT3_SUPERBLOCK_OFFSET,
 		     &copy, EXT3_SUPERBLOCK_SIZE);
 }

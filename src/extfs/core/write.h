@@ -133,6 +133,18 @@ void ext3_write_shutdown(struct ext3_fs *fs);
  * and the superblock block in h. Caller holds fs->groups_lock[g]. */
 int ext3_group_adjust(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, int32_t dblocks,
 		      int32_t dinodes, int32_t ddirs);
+/* ext4 (docs/ext4-csum.md, "The write side"): group g's block
+ * (inode_bitmap false) or inode bitmap bm was changed in h under the group's
+ * lock: note its metadata_csum checksum and clear the group's BLOCK_UNINIT /
+ * INODE_UNINIT flag (descriptor checksums only). The caller's next
+ * ext3_group_adjust of g (same handle, same lock) writes both. */
+void ext3_group_bitmap_changed(struct ext3_fs *fs, uint32_t g, bool inode_bitmap, const void *bm);
+/* ialloc: inode index idx (0-based) of group g comes into use (group lock
+ * held): with descriptor checksums, lower bg_itable_unused past it when it
+ * was in the never-initialised part of the table (or the group was
+ * INODE_UNINIT); true then (its slot on disk may hold anything). Written
+ * by the next ext3_group_adjust. */
+bool ext3_group_itable_use(struct ext3_fs *fs, uint32_t g, uint32_t idx);
 /* Journal a change of the in-memory superblock copy's other fields
  * (s_last_orphan, s_state, s_mtime, ...): copies fs->sb into the superblock
  * buffer under fs->sb_lock. */
@@ -168,6 +180,17 @@ int ext3_free_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t first
  * also before an inode leaves the inode cache, or its window stays reserved
  * until unmount). */
 void ext3_rsv_discard(struct ext3_inode *in);
+/* Where a file's blocks start when nothing before them says (goal 0 of
+ * ext3_new_blocks): the first block of the inode's group; with flex_bg
+ * (at least 4 groups a flex group) that of its flex group's first group
+ * for directories and others, of the second for regular files (past the
+ * flex group's packed bitmaps and inode tables), as the kernel's
+ * ext4_inode_to_goal_block. */
+uint64_t ext3_inode_goal_block(const struct ext3_inode *in);
+/* ext4: write group g's block bitmap now if it is BLOCK_UNINIT (built in
+ * memory, journaled, the flag cleared), as the kernel does when a group's
+ * first inode is allocated. Caller holds the group's lock. */
+int ext3_block_bitmap_init_write(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g);
 /* The reservation window set (ext3_write_init / ext3_write_shutdown). */
 int ext3_balloc_init(struct ext3_fs *fs);
 void ext3_balloc_destroy(struct ext3_fs *fs);
@@ -198,6 +221,12 @@ int ext3_free_inode(struct jbd_handle *h, struct ext3_inode *in);
  * timestamps with their extra nanoseconds) into its inode-table block and
  * journal it. Caller holds in->lock as writer. */
 int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in);
+/* i_blocks (512-byte sectors; 48 bits with huge_file, kept in a.blocks
+ * and a.blocks_hi): the largest count the filesystem can record, and a
+ * change by a signed number of sectors (floored at 0). Caller holds
+ * in->lock as writer. */
+uint64_t ext3_inode_blocks_max(const struct ext3_fs *fs);
+void ext3_inode_blocks_add(struct ext3_inode *in, int64_t sectors);
 /* The block map with allocation: dispatched per inode to its map kind
  * (src/extfs/inode/bmap.h; today the indirect map of ext2/ext3).
  *

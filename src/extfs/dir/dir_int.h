@@ -176,8 +176,16 @@ int ext3_dir_read_checked(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 int ext3_dir_append(struct jbd_handle *h, struct ext3_inode *dir, uint64_t *lblk,
 		    struct buffer_head **out);
 /* Write access to bh, the new entry into the room at off, dirty. */
-int ext3_dir_put_entry(struct jbd_handle *h, struct buffer_head *bh, unsigned off,
-		       const char *name, size_t len, uint32_t ino, uint8_t file_type);
+int ext3_dir_put_entry(struct jbd_handle *h, struct ext3_inode *dir, struct buffer_head *bh,
+		       unsigned off, const char *name, size_t len, uint32_t ino, uint8_t file_type);
+/* metadata_csum (docs/ext4-csum.md, "The write side"): a leaf's entries
+ * end at ext3_dir_leaf_bytes (block size less the 12-byte tail entry, which
+ * no insert, removal or split ever touches); every changed directory block
+ * is checksummed by ext3_dir_dirty right before it is dirtied, under the
+ * directory's lock: a leaf's tail, or an index block's dx_tail (the index
+ * limits leave it room: ext3_dx_tail_bytes). */
+unsigned ext3_dir_leaf_bytes(const struct ext3_fs *fs);
+int ext3_dir_dirty(struct jbd_handle *h, const struct ext3_inode *dir, struct buffer_head *bh);
 /* Insert into an indexed directory (dx_write.c). */
 int ext3_dx_add(struct jbd_handle *h, struct ext3_inode *dir, const char *name, size_t len,
 		uint32_t ino, uint8_t file_type);

@@ -9,6 +9,7 @@
  * the inode lock. Every block is checked before it is changed; a corrupt
  * one goes through ext3_fs_error and is never written over. */
 #include "extfs/dir/dir_int.h"
+#include "extfs/core/csum.h"
 #include "extfs/core/write.h"
 
 #include "buf/buf.h"
@@ -35,13 +36,42 @@ static int dir_nblocks_w(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 	return rc == -EUCLEAN ? ext3_dir_corrupt(fs, dir, UINT64_MAX, rc) : rc;
 }
 
+unsigned ext3_dir_leaf_bytes(const struct ext3_fs *fs)
+{
+	return fs->g.block_size - ext4_dir_tail_bytes(fs);
+}
+
+/* Is b an htree block of dir (a root or an interior node)? */
+static bool dir_block_is_index(const struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b)
+{
+	return ext3_dir_is_dx(fs, dir) && ext4_dir_is_dx_block(b, fs->g.block_size);
+}
+
+int ext3_dir_dirty(struct jbd_handle *h, const struct ext3_inode *dir, struct buffer_head *bh)
+{
+	struct ext3_fs *fs = dir->fs;
+	uint8_t *b = buf_data(bh);
+	if (!ext4_has_metadata_csum(fs)) {
+	} else if (dir_block_is_index(fs, dir, b)) {
+		bool root = le16_to_cpu(((const struct ext3_dir_entry_2 *)b)->rec_len) == 12;
+		ext4_dx_csum_update(fs, dir->ino, dir->a.generation, b,
+				    root ? EXT3_DX_ROOT_CL : EXT3_DX_NODE_CL);
+	} else {
+		ext4_dirblock_csum_update(fs, dir->ino, dir->a.generation, b);
+	}
+	return ext3_journal_dirty_metadata(h, bh);
+}
+
 int ext3_dir_read_checked(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lblk,
 			  struct buffer_head **out)
 {
 	int rc = ext3_dir_bread(fs, dir, lblk, out);
 	if (rc == 0) {
-		rc = ext3_dirblk_check(buf_data(*out), fs->g.block_size, fs->g.inodes_count,
-				       fs->has_filetype);
+		/* a leaf's entries end where its tail starts (the read
+		 * checked the tail); an index block's fake entries span it */
+		const uint8_t *b = buf_data(*out);
+		unsigned n = dir_block_is_index(fs, dir, b) ? fs->g.block_size : ext3_dir_leaf_bytes(fs);
+		rc = ext3_dirblk_check(b, n, fs->g.inodes_count, fs->has_filetype);
 		if (rc) {
 			buf_put(*out);
 			*out = NULL;
@@ -77,12 +107,13 @@ int ext3_dir_append(struct jbd_handle *h, struct ext3_inode *dir, uint64_t *lblk
 		return rc;
 	}
 	buf_lock(bh);
-	ext3_dirblk_init(buf_data(bh), bs);
+	memset(buf_data(bh), 0, bs);
+	ext3_dirblk_init(buf_data(bh), ext3_dir_leaf_bytes(fs));
 	buf_set_uptodate(bh);
 	buf_unlock(bh);
 	/* journaled as an empty block at once: whatever fails later, the
 	 * directory's new size never exposes an unwritten block */
-	rc = ext3_journal_dirty_metadata(h, bh);
+	rc = ext3_dir_dirty(h, dir, bh);
 	if (rc) {
 		buf_put(bh);
 		return rc;
@@ -100,14 +131,14 @@ int ext3_dir_append(struct jbd_handle *h, struct ext3_inode *dir, uint64_t *lblk
 	return 0;
 }
 
-int ext3_dir_put_entry(struct jbd_handle *h, struct buffer_head *bh, unsigned off,
-		       const char *name, size_t len, uint32_t ino, uint8_t file_type)
+int ext3_dir_put_entry(struct jbd_handle *h, struct ext3_inode *dir, struct buffer_head *bh,
+		       unsigned off, const char *name, size_t len, uint32_t ino, uint8_t file_type)
 {
 	int rc = ext3_journal_get_write_access(h, bh);
 	if (rc)
 		return rc;
 	ext3_dirblk_put(buf_data(bh), off, name, len, ino, file_type);
-	return ext3_journal_dirty_metadata(h, bh);
+	return ext3_dir_dirty(h, dir, bh);
 }
 
 /* After a change: mtime = ctime = now, and the inode written. */
@@ -164,8 +195,8 @@ static int dir_add_linear(struct jbd_handle *h, struct ext3_inode *dir, const ch
 		rc = ext3_dir_read_checked(fs, dir, lblk, &bh);
 		if (rc)
 			return rc;
-		if (ext3_dirblk_room(buf_data(bh), fs->g.block_size, len, &off) == 0) {
-			rc = ext3_dir_put_entry(h, bh, off, name, len, ino, ft);
+		if (ext3_dirblk_room(buf_data(bh), ext3_dir_leaf_bytes(fs), len, &off) == 0) {
+			rc = ext3_dir_put_entry(h, dir, bh, off, name, len, ino, ft);
 			buf_put(bh);
 			return rc;
 		}
@@ -180,7 +211,7 @@ static int dir_add_linear(struct jbd_handle *h, struct ext3_inode *dir, const ch
 	rc = ext3_dir_append(h, dir, &lblk, &bh);
 	if (rc)
 		return rc;
-	rc = ext3_dir_put_entry(h, bh, 0, name, len, ino, ft);
+	rc = ext3_dir_put_entry(h, dir, bh, 0, name, len, ino, ft);
 	buf_put(bh);
 	return rc;
 }
@@ -244,7 +275,7 @@ static int dir_entry_for_write(struct jbd_handle *h, struct ext3_inode *dir, con
 /* The entry's block changed: journal it, release it, touch the directory. */
 static int dir_entry_done(struct jbd_handle *h, struct ext3_inode *dir, struct buffer_head *bh)
 {
-	int rc = ext3_journal_dirty_metadata(h, bh);
+	int rc = ext3_dir_dirty(h, dir, bh);
 	buf_put(bh);
 	return rc ? rc : dir_touch(h, dir);
 }
@@ -290,8 +321,8 @@ int ext3_dir_make(struct jbd_handle *h, struct ext3_inode *dir, uint32_t parent_
 	int rc = ext3_dir_append(h, dir, &lblk, &bh);
 	if (rc)
 		return rc;
-	ext3_dirblk_dots(buf_data(bh), fs->g.block_size, dir->ino, parent_ino, fs->has_filetype);
-	rc = ext3_journal_dirty_metadata(h, bh);
+	ext3_dirblk_dots(buf_data(bh), ext3_dir_leaf_bytes(fs), dir->ino, parent_ino, fs->has_filetype);
+	rc = ext3_dir_dirty(h, dir, bh);
 	buf_put(bh);
 	return rc;
 }
@@ -314,7 +345,7 @@ int ext3_dir_set_parent(struct jbd_handle *h, struct ext3_inode *dir, uint32_t p
 		struct ext3_dir_entry_2 *e =
 			(struct ext3_dir_entry_2 *)((uint8_t *)buf_data(bh) + dotdot);
 		e->inode = cpu_to_le32(parent_ino);
-		rc = ext3_journal_dirty_metadata(h, bh);
+		rc = ext3_dir_dirty(h, dir, bh);
 	}
 	buf_put(bh);
 	return rc; /* the moved directory's ctime is the caller's (rename) */

@@ -11,6 +11,7 @@
  * end of a linear directory). Removal never touches the index (the kernel
  * does not merge leaves). Locking as dir_write.c. */
 #include "extfs/dir/dir_int.h"
+#include "extfs/core/csum.h"
 #include "extfs/core/write.h"
 
 #include "buf/buf.h"
@@ -67,6 +68,10 @@ static int dx_frame_load(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 		rc = ext3_dx_entries_check(b, fr->off, bs, ext3_dx_tail_bytes(fs), nblocks);
 	if (rc)
 		return ext3_dir_corrupt(fs, dir, lblk, rc);
+	/* metadata_csum: as the kernel's dx_probe (EFSBADCRC) */
+	if (!ext4_dx_csum_ok(fs, dir->ino, dir->a.generation, b, fr->off))
+		return err_set(-EBADMSG, "ext4: directory inode %u: block %llu: index checksum mismatch",
+			       dir->ino, (unsigned long long)lblk);
 	return 0;
 }
 
@@ -106,7 +111,7 @@ struct dx_split {
 static int dx_split_prepare(struct ext3_fs *fs, unsigned hv, uint32_t hash, size_t len,
 			    struct dx_split *s)
 {
-	uint32_t bs = fs->g.block_size;
+	uint32_t bs = ext3_dir_leaf_bytes(fs); /* the leaves' entries, tail excluded */
 	struct ext3_dx_hashfn hf = {(int)hv + (fs->unsigned_hash ? 3 : 0), fs->hash_seed};
 	int rc = ext3_dirblk_split(s->b1, s->b2, bs, &hf, &s->hash2);
 	if (rc)
@@ -121,12 +126,12 @@ static int dx_split_prepare(struct ext3_fs *fs, unsigned hv, uint32_t hash, size
 
 /* Write a prepared split: the leaf, the new leaf (appended, under access),
  * the new name, and the index entry (hash2 -> new leaf) after fr->at. */
-static int dx_split_commit(struct jbd_handle *h, struct ext3_fs *fs, const struct dx_split *s,
+static int dx_split_commit(struct jbd_handle *h, struct ext3_inode *dir, const struct dx_split *s,
 			   struct buffer_head *leaf, struct buffer_head *nleaf, uint64_t nlblk,
 			   struct dx_frame *fr, const char *name, size_t len, uint32_t ino,
 			   uint8_t ft)
 {
-	uint32_t bs = fs->g.block_size;
+	uint32_t bs = dir->fs->g.block_size;
 	int rc = ext3_journal_get_write_access(h, leaf);
 	if (rc == 0)
 		rc = ext3_journal_get_write_access(h, fr->bh);
@@ -136,11 +141,11 @@ static int dx_split_commit(struct jbd_handle *h, struct ext3_fs *fs, const struc
 	memcpy(buf_data(nleaf), s->b2, bs);
 	ext3_dirblk_put(buf_data(s->to_new ? nleaf : leaf), s->off, name, len, ino, ft);
 	ext3_dx_insert(buf_data(fr->bh), fr->off, fr->at, s->hash2, (uint32_t)nlblk);
-	rc = ext3_journal_dirty_metadata(h, leaf);
+	rc = ext3_dir_dirty(h, dir, leaf);
 	if (rc == 0)
-		rc = ext3_journal_dirty_metadata(h, nleaf);
+		rc = ext3_dir_dirty(h, dir, nleaf);
 	if (rc == 0)
-		rc = ext3_journal_dirty_metadata(h, fr->bh);
+		rc = ext3_dir_dirty(h, dir, fr->bh);
 	return rc;
 }
 
@@ -150,6 +155,8 @@ static int dx_split_commit(struct jbd_handle *h, struct ext3_fs *fs, const struc
 static int dx_grow_index(struct jbd_handle *h, struct ext3_inode *dir, struct dx_path *p)
 {
 	uint32_t bs = dir->fs->g.block_size;
+	/* count/limit arrays end before metadata_csum's dx_tail */
+	uint32_t lim_bs = bs - ext3_dx_tail_bytes(dir->fs);
 	const size_t es = sizeof(struct ext3_dx_entry);
 	uint64_t nb;
 	struct buffer_head *nbh;
@@ -158,6 +165,7 @@ static int dx_grow_index(struct jbd_handle *h, struct ext3_inode *dir, struct dx
 		return rc;
 	uint8_t *node = buf_data(nbh);
 	ext3_dx_node_init(node, bs);
+	ext3_dx_set_count(node, EXT3_DX_NODE_CL, lim_bs, 0);
 	struct dx_frame *r = &p->f[0];
 	rc = ext3_journal_get_write_access(h, r->bh);
 	if (rc) {
@@ -168,8 +176,8 @@ static int dx_grow_index(struct jbd_handle *h, struct ext3_inode *dir, struct dx
 	if (p->levels == 0) {
 		unsigned count = ext3_dx_count(rb, EXT3_DX_ROOT_CL);
 		memcpy(node + EXT3_DX_NODE_CL, rb + EXT3_DX_ROOT_CL, count * es);
-		ext3_dx_set_count(node, EXT3_DX_NODE_CL, bs, count);
-		ext3_dx_set_count(rb, EXT3_DX_ROOT_CL, bs, 1);
+		ext3_dx_set_count(node, EXT3_DX_NODE_CL, lim_bs, count);
+		ext3_dx_set_count(rb, EXT3_DX_ROOT_CL, lim_bs, 1);
 		struct ext3_dx_root *root = (struct ext3_dx_root *)rb;
 		root->block0 = cpu_to_le32((uint32_t)nb);
 		root->info.indirect_levels = 1;
@@ -177,8 +185,8 @@ static int dx_grow_index(struct jbd_handle *h, struct ext3_inode *dir, struct dx
 		r->at = 0;
 		p->levels = 1;
 		p->nframes = 2;
-		rc = ext3_journal_dirty_metadata(h, nbh);
-		return rc ? rc : ext3_journal_dirty_metadata(h, r->bh);
+		rc = ext3_dir_dirty(h, dir, nbh);
+		return rc ? rc : ext3_dir_dirty(h, dir, r->bh);
 	}
 	struct dx_frame *n = &p->f[1];
 	rc = ext3_journal_get_write_access(h, n->bh);
@@ -190,14 +198,14 @@ static int dx_grow_index(struct jbd_handle *h, struct ext3_inode *dir, struct dx
 	unsigned count = ext3_dx_count(nd, EXT3_DX_NODE_CL), c1 = count / 2;
 	uint32_t hash2 = ext3_dx_hash_at(nd, EXT3_DX_NODE_CL, c1);
 	memcpy(node + EXT3_DX_NODE_CL, nd + EXT3_DX_NODE_CL + c1 * es, (count - c1) * es);
-	ext3_dx_set_count(node, EXT3_DX_NODE_CL, bs, count - c1);
-	ext3_dx_set_count(nd, EXT3_DX_NODE_CL, bs, c1);
+	ext3_dx_set_count(node, EXT3_DX_NODE_CL, lim_bs, count - c1);
+	ext3_dx_set_count(nd, EXT3_DX_NODE_CL, lim_bs, c1);
 	ext3_dx_insert(rb, EXT3_DX_ROOT_CL, r->at, hash2, (uint32_t)nb);
-	rc = ext3_journal_dirty_metadata(h, nbh);
+	rc = ext3_dir_dirty(h, dir, nbh);
 	if (rc == 0)
-		rc = ext3_journal_dirty_metadata(h, n->bh);
+		rc = ext3_dir_dirty(h, dir, n->bh);
 	if (rc == 0)
-		rc = ext3_journal_dirty_metadata(h, r->bh);
+		rc = ext3_dir_dirty(h, dir, r->bh);
 	if (n->at >= c1) { /* the leaf's entry moved to the new node */
 		buf_put(n->bh);
 		*n = (struct dx_frame){nbh, nb, EXT3_DX_NODE_CL, n->at - c1};
@@ -229,12 +237,12 @@ int ext3_dx_add(struct jbd_handle *h, struct ext3_inode *dir, const char *name, 
 	if (rc)
 		goto out;
 	unsigned off;
-	if (ext3_dirblk_room(buf_data(leaf), bs, len, &off) == 0) {
-		rc = ext3_dir_put_entry(h, leaf, off, name, len, ino, ft);
+	if (ext3_dirblk_room(buf_data(leaf), ext3_dir_leaf_bytes(fs), len, &off) == 0) {
+		rc = ext3_dir_put_entry(h, dir, leaf, off, name, len, ino, ft);
 		goto out;
 	}
 	/* The leaf is full: split it (compute first, nothing changed yet). */
-	mem = malloc(2 * (size_t)bs);
+	mem = calloc(2, (size_t)bs);
 	if (!mem) {
 		rc = err_set(-ENOMEM, "ext3: directory split buffers");
 		goto out;
@@ -260,7 +268,7 @@ int ext3_dx_add(struct jbd_handle *h, struct ext3_inode *dir, const char *name, 
 	uint64_t nlblk;
 	rc = ext3_dir_append(h, dir, &nlblk, &nleaf);
 	if (rc == 0)
-		rc = dx_split_commit(h, fs, &s, leaf, nleaf, nlblk, fr, name, len, ino, ft);
+		rc = dx_split_commit(h, dir, &s, leaf, nleaf, nlblk, fr, name, len, ino, ft);
 out:
 	free(mem);
 	buf_put(nleaf);
@@ -276,15 +284,24 @@ int ext3_dx_make_indexed(struct jbd_handle *h, struct ext3_inode *dir,
 	struct ext3_fs *fs = dir->fs;
 	uint32_t bs = fs->g.block_size;
 	unsigned hv = fs->def_hash_version;
-	uint8_t *mem = malloc(3 * (size_t)bs);
+	uint8_t *mem = calloc(3, (size_t)bs);
 	if (!mem)
 		return err_set(-ENOMEM, "ext3: directory index buffers");
+	unsigned ls = ext3_dir_leaf_bytes(fs);
 	struct buffer_head *l1 = NULL, *l2 = NULL;
 	uint8_t *root = mem;
 	struct dx_split s = {.b1 = mem + bs, .b2 = mem + 2 * (size_t)bs};
 	memcpy(root, buf_data(root_bh), bs);
 	uint32_t hash;
-	int rc = ext3_dx_root_make(root, s.b1, bs, hv);
+	/* built over the leaf's bytes (its entries end at the tail), then
+	 * made a root of the whole block: ".." spans it, the limit leaves
+	 * room for metadata_csum's dx_tail */
+	int rc = ext3_dx_root_make(root, s.b1, ls, hv);
+	if (rc == 0 && ls != bs) {
+		((struct ext3_dir_entry_2 *)(root + 12))->rec_len = cpu_to_le16((uint16_t)(bs - 12));
+		memset(root + ls, 0, bs - ls);
+		ext3_dx_set_count(root, EXT3_DX_ROOT_CL, bs - ext3_dx_tail_bytes(fs), 1);
+	}
 	if (rc == 0)
 		rc = ext3_dx_name_hash(fs, hv, name, len, &hash);
 	if (rc == 0)
@@ -312,11 +329,11 @@ int ext3_dx_make_indexed(struct jbd_handle *h, struct ext3_inode *dir,
 	memcpy(buf_data(l2), s.b2, bs);
 	ext3_dirblk_put(buf_data(s.to_new ? l2 : l1), s.off, name, len, ino, ft);
 	dir->a.flags |= EXT3_INDEX_FL;
-	rc = ext3_journal_dirty_metadata(h, root_bh);
+	rc = ext3_dir_dirty(h, dir, root_bh);
 	if (rc == 0)
-		rc = ext3_journal_dirty_metadata(h, l1);
+		rc = ext3_dir_dirty(h, dir, l1);
 	if (rc == 0)
-		rc = ext3_journal_dirty_metadata(h, l2);
+		rc = ext3_dir_dirty(h, dir, l2);
 	if (rc == 0)
 		rc = ext3_mark_inode_dirty(h, dir);
 out:

@@ -34,6 +34,27 @@
 
 static bool is_dir(uint16_t mode) { return (mode & EXT3_S_IFMT) == EXT3_S_IFDIR; }
 
+/* dir_nlink (ext4): 65000 links (EXT4_LINK_MAX); an indexed directory
+ * past it counts 1 ("many"), as the kernel's ext4_inc_count, instead of
+ * -EMLINK. Without it ext3's 32000 and -EMLINK. */
+#define NAMEI_LINK_MAX4 65000
+static bool dir_nlink(const struct ext3_fs *fs) { return fs->ro_compat & EXT4_FEATURE_RO_COMPAT_DIR_NLINK; }
+static unsigned link_max(const struct ext3_fs *fs) { return dir_nlink(fs) ? NAMEI_LINK_MAX4 : NAMEI_LINK_MAX; }
+static bool dir_links_full(const struct ext3_inode *d)
+{
+	return !(dir_nlink(d->fs) && ext3_dir_is_dx(d->fs, d)) && d->a.links >= link_max(d->fs);
+}
+
+/* One link more (or less) for a directory gaining (losing) a subdirectory. */
+static void dir_links(struct ext3_inode *d, int delta)
+{
+	if (delta > 0 || d->a.links > 2)
+		d->a.links = (uint16_t)(d->a.links + delta);
+	if (delta > 0 && dir_nlink(d->fs) && ext3_dir_is_dx(d->fs, d) &&
+	    (d->a.links > NAMEI_LINK_MAX4 || d->a.links == 2))
+		d->a.links = 1;
+}
+
 static void touch(int64_t *sec, uint32_t *ns) { ext3_now(sec, ns); }
 
 /* 1 for ".", 2 for "..", else 0. */
@@ -310,7 +331,7 @@ static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 	struct ext3_inode *in = NULL;
 	struct jbd_handle *h = NULL;
 	rc = dir_name_free(dir, name, len);
-	if (!rc && mkdir && dir->a.links >= NAMEI_LINK_MAX)
+	if (!rc && mkdir && dir_links_full(dir))
 		rc = err_set(-EMLINK, "ext3: directory inode %u has %u links", dir->ino,
 			     dir->a.links);
 	if (!rc)
@@ -338,7 +359,7 @@ static int namei_new_once(struct ext3_inode *dir, const char *name, size_t len,
 	if (!rc)
 		rc = ext3_dir_add(h, dir, name, len, in->ino, mode);
 	if (!rc && mkdir)
-		dir->a.links++;
+		dir_links(dir, +1);
 	if (!rc)
 		rc = dir_changed(h, dir);
 	if (rc) {
@@ -434,7 +455,7 @@ static int link_once(struct ext3_inode *in, struct ext3_inode *dir, const char *
 		rc = not_frozen(in, EXT3_IMMUTABLE_FL | EXT3_APPEND_FL);
 	if (!rc && in->a.links == 0)
 		rc = err_set(-ENOENT, "ext3: inode %u has no links left", in->ino);
-	if (!rc && in->a.links >= NAMEI_LINK_MAX)
+	if (!rc && in->a.links >= link_max(in->fs))
 		rc = err_set(-EMLINK, "ext3: inode %u has %u links", in->ino, in->a.links);
 	if (!rc)
 		rc = ext3_journal_start(dir->fs, ext3_credits_dirop(dir->fs), &h);
@@ -704,18 +725,12 @@ static int rn_check(struct rn *r)
 		gains = r->nd;
 	else if (r->cross && r->exchange && r->sdir != r->tdir)
 		gains = r->sdir ? r->nd : r->od;
-	if (!rc && gains && gains->a.links >= NAMEI_LINK_MAX)
+	if (!rc && gains && dir_links_full(gains))
 		rc = err_set(-EMLINK, "ext3: directory inode %u has %u links", gains->ino,
 			     gains->a.links);
 	return rc;
 }
 
-/* One link more (or less) for a directory gaining (losing) a subdirectory. */
-static void dir_links(struct ext3_inode *d, int delta)
-{
-	if (delta > 0 || d->a.links > 2)
-		d->a.links = (uint16_t)(d->a.links + delta);
-}
 
 /* RENAME_WHITEOUT: the inode the old name will name, a character device
  * 0:0 with mode 0 (overlayfs's whiteout), owned by the caller (the old

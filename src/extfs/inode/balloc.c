@@ -24,6 +24,7 @@
  * The inode's rsv fields change under in->lock (writer), held by callers.
  */
 #include "extfs/core/ext3_fsops.h"
+#include "extfs/core/uninit.h"
 #include "extfs/core/write.h"
 #include "extfs/inode/cred.h"
 
@@ -184,15 +185,35 @@ static uint32_t next_allocatable(const uint8_t *bm, const uint8_t *cd, uint32_t 
 
 /* Does block blk of group g hold metadata (superblock/GDT/reserved GDT
  * copy, a bitmap, the inode table)? */
-static bool block_is_meta(const struct ext3_fs *fs, uint32_t g, uint64_t blk)
+static bool group_meta_at(const struct ext3_fs *fs, uint32_t o, uint64_t blk)
 {
-	const struct ext3_group_desc *d = &fs->gd[g];
-	uint64_t first = ext3_geom_group_first(&fs->g, g);
-	if (blk < first + ext3_geom_super_blocks(&fs->g, g))
-		return true;
+	const struct ext3_group_desc *d = &fs->gd[o];
 	if (blk == d->bg_block_bitmap || blk == d->bg_inode_bitmap)
 		return true;
 	return blk >= d->bg_inode_table && blk < (uint64_t)d->bg_inode_table + fs->g.itable_blocks;
+}
+
+/* With flex_bg (ext4) a group's bitmaps and inode table are packed in the
+ * first group of its flex group (s_log_groups_per_flex): the groups of
+ * g's own flex group and of the one before are checked too (mkfs may
+ * spill a flex group's tables into the next). */
+static bool block_is_meta(const struct ext3_fs *fs, uint32_t g, uint64_t blk)
+{
+	uint64_t first = ext3_geom_group_first(&fs->g, g);
+	if (blk < first + ext3_geom_super_blocks(&fs->g, g))
+		return true;
+	if (group_meta_at(fs, g, blk))
+		return true;
+	if (!(fs->incompat & EXT4_FEATURE_INCOMPAT_FLEX_BG))
+		return false;
+	unsigned log = fs->sb.s_log_groups_per_flex < 31 ? fs->sb.s_log_groups_per_flex : 0;
+	uint32_t size = 1u << log;
+	uint32_t from = (g & ~(size - 1)) >= size ? (g & ~(size - 1)) - size : 0;
+	uint64_t to = (uint64_t)(g & ~(size - 1)) + size;
+	for (uint32_t o = from; o < to && o < fs->g.groups; o++)
+		if (o != g && group_meta_at(fs, o, blk))
+			return true;
+	return false;
 }
 
 /* The group being allocated from: its lock is held, undo access taken and
@@ -398,11 +419,47 @@ bool ext3_should_retry_alloc(struct ext3_fs *fs, int *retries)
 	return jbd_journal_force_commit(fs->journal) == 0;
 }
 
-/* Group g's block bitmap with undo access (group lock held). */
+/* Group g's block bitmap with undo access (group lock held). A
+ * BLOCK_UNINIT group's bitmap is not on disk: it is built in the buffer
+ * (uninit.h) before jbd takes its committed copy, and written with the
+ * first change (ext3_group_bitmap_changed clears the flag). */
 static int bitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		      struct buffer_head **bh)
 {
-	return ext3_journal_bread(h, fs, fs->gd[g].bg_block_bitmap, "block bitmap", true, bh);
+	if (!ext4_group_bitmap_uninit(fs, g, false))
+		return ext3_journal_bread(h, fs, fs->gd[g].bg_block_bitmap, "block bitmap", true, bh);
+	int err = 0;
+	uint64_t blk = fs->gd[g].bg_block_bitmap;
+	if (blk >= fs->g.blocks_count)
+		return ext3_fs_error(fs, "group %u: block bitmap %llu past the end", g,
+				     (unsigned long long)blk);
+	*bh = buf_get(fs->cache, blk, &err);
+	if (!*bh)
+		return err_set(err ? err : -ENOMEM, "ext4: group %u: block bitmap buffer", g);
+	buf_lock(*bh);
+	ext4_block_bitmap_init(fs, g, buf_data(*bh));
+	buf_set_uptodate(*bh);
+	buf_unlock(*bh);
+	int rc = ext3_journal_get_undo_access(h, *bh);
+	if (rc) {
+		buf_put(*bh);
+		*bh = NULL;
+	}
+	return rc;
+}
+
+int ext3_block_bitmap_init_write(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g)
+{
+	if (!ext4_group_bitmap_uninit(fs, g, false))
+		return 0;
+	struct buffer_head *bh;
+	int rc = bitmap_get(h, fs, g, &bh);
+	if (rc)
+		return rc;
+	ext3_group_bitmap_changed(fs, g, false, buf_data(bh));
+	rc = ext3_journal_dirty_metadata(h, bh);
+	buf_put(bh);
+	return rc ? rc : ext3_group_adjust(h, fs, g, 0, 0, 0);
 }
 
 /* Try group g: 1 with *first and *count set, 0 when nothing was found, or an
@@ -438,6 +495,7 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 		rc = ext3_fs_error(fs, "group %u: block bitmap marks metadata block %llu free", g,
 				   (unsigned long long)gr.meta_blk);
 	} else if (n) {
+		ext3_group_bitmap_changed(fs, g, false, gr.bm);
 		rc = ext3_journal_dirty_metadata(h, bh);
 		if (!rc)
 			rc = ext3_group_adjust(h, fs, g, -(int32_t)n, 0, 0);
@@ -450,6 +508,20 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 	buf_put(bh);
 	ext3_group_unlock(fs, g);
 	return rc;
+}
+
+uint64_t ext3_inode_goal_block(const struct ext3_inode *in)
+{
+	const struct ext3_fs *fs = in->fs;
+	uint32_t g = ext3_geom_group_of_ino(&fs->g, in->ino);
+	unsigned log = fs->sb.s_log_groups_per_flex;
+	/* the kernel's EXT4_FLEX_SIZE_DIR_ALLOC_SCHEME: from 4 groups a flex */
+	if ((fs->incompat & EXT4_FEATURE_INCOMPAT_FLEX_BG) && log >= 2 && log <= 16) {
+		g &= ~((1u << log) - 1);
+		if ((in->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG && g + 1 < fs->g.groups)
+			g++;
+	}
+	return ext3_geom_group_first(&fs->g, g);
 }
 
 int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, uint32_t *count,
@@ -475,7 +547,7 @@ int ext3_new_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t goal, 
 		if (in->rsv.last_phys && in->rsv.last_phys + 1 < fs->g.blocks_count)
 			goal = in->rsv.last_phys + 1;
 		else
-			goal = ext3_geom_group_first(&fs->g, ext3_geom_group_of_ino(&fs->g, in->ino));
+			goal = ext3_inode_goal_block(in);
 	}
 	uint32_t goal_group = ext3_geom_group_of_block(&fs->g, goal);
 	bool rsv = (in->a.mode & EXT3_S_IFMT) == EXT3_S_IFREG;
@@ -569,6 +641,7 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 		(void)jbd_buffer_committed_update(bh, committed_mark_used, &run);
 		for (uint32_t i = 0; i < n; i++)
 			bit_clear(bm, bit + i);
+		ext3_group_bitmap_changed(fs, g, false, bm);
 		buf_unlock(bh);
 		rc = ext3_journal_dirty_metadata(h, bh);
 		if (!rc)

@@ -271,7 +271,8 @@ int ext3_ind_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lb
 	int nind = depth - 1 - found;
 	uint32_t want = found == depth - 1 ? hole : max;
 	uint64_t units = (uint64_t)(nind + want) * (fs->g.block_size / 512);
-	if ((uint64_t)in->a.blocks + units > 0xffffffffull) {
+	uint64_t have = in->a.blocks | (uint64_t)in->a.blocks_hi << 32;
+	if (have + units > ext3_inode_blocks_max(fs)) {
 		branch_release(chain, found + 1);
 		return err_set(-EFBIG, "ext3: inode %u: i_blocks would overflow", in->ino);
 	}
@@ -292,7 +293,7 @@ int ext3_ind_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lb
 		return rc;
 	}
 	branch_release(chain, found + 1);
-	in->a.blocks += (uint32_t)((uint64_t)(nb.nind + nb.ndata) * (fs->g.block_size / 512));
+	ext3_inode_blocks_add(in, (int64_t)(nb.nind + nb.ndata) * (fs->g.block_size / 512));
 	in->rsv.last_lblk = lblk + nb.ndata - 1;
 	in->rsv.last_phys = nb.data + nb.ndata - 1;
 	ext3_inode_map_invalidate(in);

@@ -50,8 +50,7 @@ static int parr_clear(struct ext3_bmap_trunc *t, struct parr *a, uint32_t i, uin
 
 static void blocks_drop(struct ext3_bmap_trunc *t, uint32_t n)
 {
-	uint64_t u = (uint64_t)n * t->units;
-	t->in->a.blocks = t->in->a.blocks > u ? t->in->a.blocks - (uint32_t)u : 0;
+	ext3_inode_blocks_add(t->in, -(int64_t)((uint64_t)n * t->units));
 }
 
 /* Free entries [i, i + n) of a: n blocks first..first+n-1 (data, or one

@@ -19,6 +19,7 @@
  * and written with ext3_mark_inode_dirty. Its inode-table block is not read
  * from disk when no other inode of the block is in use (itable_fresh).
  */
+#include "extfs/core/uninit.h"
 #include "extfs/core/write.h"
 #include "extfs/inode/extent_write.h"
 
@@ -89,6 +90,84 @@ static int64_t group_with_inodes(const struct ext3_fs *fs, uint32_t start, uint6
 	return -1;
 }
 
+/* ---- flex_bg (ext4): the choice works on flex groups, as the kernel's
+ * find_group_orlov and find_group_other do when s_log_groups_per_flex is
+ * set: a flex group's inodes are packed in its first groups, next to its
+ * packed bitmaps and inode tables. ---- */
+
+static uint32_t flex_size(const struct ext3_fs *fs)
+{
+	if (!(fs->incompat & EXT4_FEATURE_INCOMPAT_FLEX_BG) || fs->sb.s_log_groups_per_flex > 16)
+		return 1;
+	return 1u << fs->sb.s_log_groups_per_flex;
+}
+
+struct flex_stats {
+	uint64_t freei, freeb, ndirs;
+};
+
+static void flex_stats_get(const struct ext3_fs *fs, uint32_t f, uint32_t fx, struct flex_stats *st)
+{
+	*st = (struct flex_stats){0};
+	for (uint32_t g = f * fx; g < (f + 1) * fx && g < fs->g.groups; g++) {
+		st->freei += load16(&fs->gd[g].bg_free_inodes_count);
+		st->freeb += load16(&fs->gd[g].bg_free_blocks_count);
+		st->ndirs += load16(&fs->gd[g].bg_used_dirs_count);
+	}
+}
+
+/* The first group of flex group f with a free inode, or -1. */
+static int64_t flex_first_free(const struct ext3_fs *fs, uint32_t f, uint32_t fx)
+{
+	for (uint32_t g = f * fx; g < (f + 1) * fx && g < fs->g.groups; g++)
+		if (load16(&fs->gd[g].bg_free_inodes_count))
+			return g;
+	return -1;
+}
+
+/* Orlov over flex groups: a top-level directory to the flex group (from a
+ * random start) with the fewest directories among those with the average
+ * free inodes and blocks; a subdirectory to the parent's flex group or the
+ * next one not crowded with directories and with room (the kernel's
+ * max_dirs, min_inodes, min_clusters scaled by the flex size); then the
+ * first group of it with a free inode. -1: the caller's fallback. */
+static int64_t find_flex_orlov(struct ext3_fs *fs, struct ext3_inode *dir, uint32_t fx,
+			       const struct totals *t)
+{
+	uint32_t nflex = (fs->g.groups + fx - 1) / fx, ipg = fs->g.inodes_per_group;
+	uint32_t pflex = ext3_geom_group_of_ino(&fs->g, dir->ino) / fx;
+	uint64_t avefreei = t->freei / nflex, avefreeb = t->freeb / nflex;
+	struct flex_stats st;
+	if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
+		uint32_t start = (generation_new() * 2654435761u >> 7) % nflex;
+		int64_t best = -1;
+		uint64_t best_ndir = UINT64_MAX;
+		for (uint32_t i = 0; i < nflex; i++) {
+			uint32_t f = (start + i) % nflex;
+			flex_stats_get(fs, f, fx, &st);
+			if (!st.freei || st.ndirs >= best_ndir || st.freei < avefreei || st.freeb < avefreeb)
+				continue;
+			best = f;
+			best_ndir = st.ndirs;
+		}
+		return best >= 0 ? flex_first_free(fs, (uint32_t)best, fx) : -1;
+	}
+	uint64_t max_dirs = t->ndirs / nflex + (uint64_t)ipg * fx / 16;
+	int64_t min_inodes = (int64_t)avefreei - (int64_t)ipg * fx / 4;
+	int64_t min_blocks = (int64_t)avefreeb - (int64_t)fs->g.blocks_per_group * fx / 4;
+	for (uint32_t i = 0; i < nflex; i++) {
+		uint32_t f = (pflex + i) % nflex;
+		flex_stats_get(fs, f, fx, &st);
+		if (!st.freei || st.ndirs >= max_dirs || (int64_t)st.freei < min_inodes ||
+		    (int64_t)st.freeb < min_blocks)
+			continue;
+		int64_t g = flex_first_free(fs, f, fx);
+		if (g >= 0)
+			return g;
+	}
+	return -1;
+}
+
 static int64_t find_group_orlov(struct ext3_fs *fs, struct ext3_inode *dir)
 {
 	uint32_t ngroups = fs->g.groups, ipg = fs->g.inodes_per_group;
@@ -96,7 +175,12 @@ static int64_t find_group_orlov(struct ext3_fs *fs, struct ext3_inode *dir)
 	struct totals t;
 	totals_get(fs, &t);
 	uint64_t avefreei = t.freei / ngroups, avefreeb = t.freeb / ngroups;
-	if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
+	uint32_t fx = flex_size(fs);
+	if (fx > 1) {
+		int64_t g = find_flex_orlov(fs, dir, fx, &t);
+		if (g >= 0)
+			return g;
+	} else if (dir->ino == EXT3_ROOT_INO || (dir->a.flags & EXT3_TOPDIR_FL)) {
 		uint32_t start = (generation_new() * 2654435761u >> 7) % ngroups;
 		int64_t best = -1;
 		uint32_t best_ndir = ipg;
@@ -136,6 +220,14 @@ static int64_t find_group_other(struct ext3_fs *fs, struct ext3_inode *dir)
 	uint32_t ngroups = fs->g.groups;
 	uint32_t parent = ext3_geom_group_of_ino(&fs->g, dir->ino);
 	const struct ext3_group_desc *d = &fs->gd[parent];
+	uint32_t fx = flex_size(fs);
+	if (fx > 1) {
+		/* flex_bg: the first group of the parent's flex group with a
+		 * free inode (the kernel packs inodes so) */
+		int64_t g = flex_first_free(fs, parent / fx, fx);
+		if (g >= 0)
+			return g;
+	}
 	if (load16(&d->bg_free_inodes_count) && load16(&d->bg_free_blocks_count))
 		return parent;
 	/* A quadratic hash from the parent (spreads the inodes of
@@ -175,7 +267,48 @@ static uint32_t first_zero_bit(const uint8_t *bm, uint32_t nbits)
 static int ibitmap_get(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		       struct buffer_head **bh)
 {
-	return ext3_journal_bread(h, fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", false, bh);
+	if (!ext4_group_bitmap_uninit(fs, g, true))
+		return ext3_journal_bread(h, fs, fs->gd[g].bg_inode_bitmap, "inode bitmap", false, bh);
+	/* INODE_UNINIT (ext4): no bitmap on disk, every inode free; built
+	 * here, written with the first claim (which clears the flag) */
+	uint64_t blk = fs->gd[g].bg_inode_bitmap;
+	if (blk >= fs->g.blocks_count)
+		return ext3_fs_error(fs, "group %u: inode bitmap %llu past the end", g,
+				     (unsigned long long)blk);
+	int err = 0;
+	*bh = buf_get(fs->cache, blk, &err);
+	if (!*bh)
+		return err_set(err ? err : -ENOMEM, "ext4: group %u: inode bitmap buffer", g);
+	buf_lock(*bh);
+	ext4_inode_bitmap_init(fs, buf_data(*bh));
+	buf_set_uptodate(*bh);
+	buf_unlock(*bh);
+	int rc = ext3_journal_get_write_access(h, *bh);
+	if (rc) {
+		buf_put(*bh);
+		*bh = NULL;
+	}
+	return rc;
+}
+
+/* ext4: the slot of inode ino came out of the never-initialised part of
+ * its inode table (ext3_group_itable_use), which may hold anything
+ * (lazy_itable_init): zero it under write access before the inode cache
+ * reads it, so the new inode starts from nothing (its block is journaled
+ * by ext3_mark_inode_dirty in the same handle anyway). */
+static int itable_slot_zero(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino)
+{
+	uint64_t blk;
+	unsigned off;
+	ext3_fs_inode_loc(fs, ino, &blk, &off);
+	struct buffer_head *bh;
+	int rc = ext3_journal_bread(h, fs, blk, "inode table", false, &bh);
+	if (rc)
+		return rc;
+	memset((uint8_t *)buf_data(bh) + off, 0, fs->g.inode_size);
+	rc = ext3_journal_dirty_metadata(h, bh);
+	buf_put(bh);
+	return rc;
 }
 
 /* The inode-table block of the inode at bit (just claimed in bm, group g's
@@ -246,11 +379,20 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		goto out;
 	}
 	bm[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+	/* ext4: the table's used part grows past the slot (before the flag
+	 * goes: INODE_UNINIT means none of it is); the block bitmap of an
+	 * INODE_UNINIT group is written now too, as the kernel does */
+	bool fresh_slot = ext3_group_itable_use(fs, g, bit);
+	ext3_group_bitmap_changed(fs, g, true, bm);
 	rc = ext3_journal_dirty_metadata(h, bh);
+	if (!rc)
+		rc = ext3_block_bitmap_init_write(h, fs, g);
 	if (!rc)
 		rc = ext3_group_adjust(h, fs, g, 0, -1, is_dir ? 1 : 0);
 	if (!rc)
 		*itable = itable_fresh(fs, g, bm, bit);
+	if (!rc && fresh_slot)
+		rc = itable_slot_zero(h, fs, ino);
 	ret = rc ? rc : (int64_t)ino;
 out:
 	buf_put(bh);
@@ -272,6 +414,7 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 			rc = ext3_fs_error(fs, "freeing free inode %u", ino);
 		} else {
 			bm[bit >> 3] &= (uint8_t)~(1u << (bit & 7));
+			ext3_group_bitmap_changed(fs, g, true, bm);
 			rc = ext3_journal_dirty_metadata(h, bh);
 			if (!rc)
 				rc = ext3_group_adjust(h, fs, g, 0, 1, is_dir ? -1 : 0);
@@ -283,6 +426,32 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 }
 
 /* ---- the new inode ---- */
+
+/* i_extra_isize of a new inode: ext3's 28; on ext4 (any ext4 feature)
+ * the kernel's 32 (sizeof(struct ext4_inode) - 128: i_checksum_hi, the
+ * time extras, i_crtime and its extra, i_version_hi, i_projid), at least
+ * s_want_extra_isize and s_min_extra_isize with the extra_isize feature,
+ * as far as the inode has room. */
+static uint32_t new_extra_isize(const struct ext3_fs *fs)
+{
+	const uint32_t ext4_ro = EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE | EXT4_FEATURE_RO_COMPAT_METADATA_CSUM |
+				 EXT4_FEATURE_RO_COMPAT_GDT_CSUM | EXT4_FEATURE_RO_COMPAT_HUGE_FILE |
+				 EXT4_FEATURE_RO_COMPAT_DIR_NLINK;
+	const uint32_t ext4_in = EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT |
+				 EXT4_FEATURE_INCOMPAT_FLEX_BG;
+	if (!(fs->ro_compat & ext4_ro) && !(fs->incompat & ext4_in))
+		return NEW_EXTRA_ISIZE;
+	uint32_t xi = 32;
+	if (fs->ro_compat & EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE) {
+		uint32_t want = le16_to_cpu(fs->sb.s_want_extra_isize);
+		uint32_t min = le16_to_cpu(fs->sb.s_min_extra_isize);
+		xi = want > xi ? want : xi;
+		xi = min > xi ? min : xi;
+		xi &= ~3u;
+	}
+	uint32_t room = fs->g.inode_size - EXT3_GOOD_OLD_INODE_SIZE;
+	return xi <= room ? xi : NEW_EXTRA_ISIZE;
+}
 
 /* Fill in (held as writer) as a fresh inode. */
 static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, uint16_t mode,
@@ -310,8 +479,9 @@ static void inode_init_new(struct ext3_inode *in, const struct ext3_inode *dir, 
 	uint32_t nsec;
 	ext3_now(&sec, &nsec);
 	a->atime = a->mtime = a->ctime = a->crtime = sec;
-	if (fs->g.inode_size >= EXT3_GOOD_OLD_INODE_SIZE + NEW_EXTRA_ISIZE) {
-		a->extra_isize = NEW_EXTRA_ISIZE;
+	uint32_t xi = new_extra_isize(fs);
+	if (fs->g.inode_size >= EXT3_GOOD_OLD_INODE_SIZE + xi) {
+		a->extra_isize = (uint16_t)xi;
 		a->atime_ns = a->mtime_ns = a->ctime_ns = a->crtime_ns = nsec;
 	}
 	in->i_size = in->i_disksize = 0;

@@ -117,10 +117,13 @@ static bool inode_in_uninit_table(const struct ext3_fs *fs, uint32_t ino)
 	uint32_t g = ext3_geom_group_of_ino(&fs->g, ino);
 	uint32_t idx = ext3_geom_ino_index(&fs->g, ino);
 	const struct ext3_group_desc *d = &fs->gd[g];
-	if (d->bg_flags & EXT4_BG_INODE_UNINIT)
+	/* a writable mount changes both under the group's lock (ialloc.c,
+	 * super_write.c); a slot claimed there is zeroed before it is read */
+	uint16_t fl = __atomic_load_n(&d->bg_flags, __ATOMIC_RELAXED);
+	uint16_t unused = __atomic_load_n(&d->bg_itable_unused, __ATOMIC_RELAXED);
+	if (fl & EXT4_BG_INODE_UNINIT)
 		return true;
-	return d->bg_itable_unused <= fs->g.inodes_per_group &&
-	       idx >= fs->g.inodes_per_group - d->bg_itable_unused;
+	return unused <= fs->g.inodes_per_group && idx >= fs->g.inodes_per_group - unused;
 }
 
 uint64_t ext3_inode_attr_blocks512(const struct ext3_fs *fs, const struct ext3_inode_attr *a)

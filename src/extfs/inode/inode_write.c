@@ -17,6 +17,7 @@
  * changes.
  */
 #include "extfs/inode/inode_write.h"
+#include "extfs/core/csum.h"
 #include "extfs/core/data_ops.h"
 
 #include "buf/buf.h"
@@ -70,6 +71,10 @@ static void inode_encode(const struct ext3_fs *fs, struct ext3_inode *in)
 	put_le16(raw + 0x18, (uint16_t)a->gid);
 	put_le16(raw + 0x1A, a->links);
 	put_le32(raw + 0x1C, a->blocks);
+	/* huge_file: osd2.l_i_blocks_high (the kernel writes it whenever the
+	 * feature is on; without it the field is reserved and kept as read) */
+	if (fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE)
+		put_le16(raw + 0x74, a->blocks_hi);
 	put_le32(raw + 0x20, a->flags);
 	for (int i = 0; i < EXT3_N_BLOCKS; i++)
 		put_le32(raw + 0x28 + 4 * i, a->block[i]);
@@ -150,6 +155,9 @@ int ext3_inode_write_raw(struct jbd_handle *h, struct ext3_inode *in, bool orpha
 		pthread_mutex_lock(&fs->orphan_lock);
 	inode_encode(fs, in);
 	memcpy(slot, in->raw, fs->g.inode_size);
+	/* metadata_csum: computed on the slot under the locks that cover all
+	 * of its bytes (in->lock, and orphan_lock for an orphan's i_dtime) */
+	ext4_inode_csum_update(fs, in->ino, slot);
 	if (lock)
 		pthread_mutex_unlock(&fs->orphan_lock);
 	rc = ext3_journal_dirty_metadata(h, bh);
@@ -166,6 +174,9 @@ int ext3_inode_write_orphan_next(struct jbd_handle *h, struct ext3_inode *in)
 		return rc;
 	put_le32(in->raw + 0x14, in->orphan_next ? in->orphan_next->ino : 0);
 	memcpy(slot + 0x14, in->raw + 0x14, 4);
+	/* the owner writes the slot under orphan_lock too while the inode is
+	 * an orphan, so the checksum covers the whole slot as it is */
+	ext4_inode_csum_update(in->fs, in->ino, slot);
 	rc = ext3_journal_dirty_metadata(h, bh);
 	buf_put(bh);
 	return rc;
@@ -179,6 +190,26 @@ int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in)
 	if (!rc) /* fsync commits this transaction (file_data.c) */
 		ext3_inode_note_tid(h, in, false);
 	return rc;
+}
+
+uint64_t ext3_inode_blocks_max(const struct ext3_fs *fs)
+{
+	return fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE ? (1ull << 48) - 1 : 0xffffffffull;
+}
+
+void ext3_inode_blocks_add(struct ext3_inode *in, int64_t sectors)
+{
+	struct ext3_inode_attr *a = &in->a;
+	uint64_t b = a->blocks | (uint64_t)a->blocks_hi << 32;
+	/* HUGE_FILE_FL (the kernel's, past 2^48 sectors): counted in blocks */
+	if ((in->fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE) && (a->flags & EXT4_HUGE_FILE_FL))
+		sectors /= (int64_t)(in->fs->g.block_size / 512);
+	if (sectors < 0)
+		b = b > (uint64_t)-sectors ? b - (uint64_t)-sectors : 0;
+	else
+		b += (uint64_t)sectors;
+	a->blocks = (uint32_t)b;
+	a->blocks_hi = (uint16_t)(b >> 32);
 }
 
 /* Is the file's data journaled (its data blocks are metadata to jbd)? */

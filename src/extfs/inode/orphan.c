@@ -19,6 +19,7 @@
  * lets a thread read it.
  */
 #include "extfs/inode/inode_write.h"
+#include "extfs/core/uninit.h"
 
 #include "buf/buf.h"
 #include "util/err.h"
@@ -136,7 +137,9 @@ int ext3_inode_bitmap_test(struct ext3_fs *fs, uint32_t ino, bool *in_use)
 	const uint8_t *bits = buf_data(bh);
 	/* The allocator changes the bitmap under the group lock. */
 	pthread_mutex_lock(&fs->group_locks[g]);
-	*in_use = (bits[idx / 8] >> (idx % 8)) & 1;
+	/* INODE_UNINIT (ext4): the bitmap on disk means nothing, no inode of
+	 * the group is in use */
+	*in_use = !ext4_group_bitmap_uninit(fs, g, true) && ((bits[idx / 8] >> (idx % 8)) & 1);
 	pthread_mutex_unlock(&fs->group_locks[g]);
 	buf_put(bh);
 	return 0;

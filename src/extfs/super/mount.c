@@ -37,6 +37,7 @@
  * Threads: mount and unmount are single-threaded; after ext3_fs_mount
  * returns, everything in struct ext3_fs set here is read-only.
  */
+#include "extfs/core/csum.h"
 #include "extfs/core/ext3_fsops.h"
 #include "extfs/data/data_modes.h"
 #include "extfs/inode/cred.h"
@@ -72,6 +73,7 @@ int ext3_fs_journal_location(struct ext3_fs *fs, struct jbd_location *loc)
 static int super_write(struct ext3_fs *fs)
 {
 	fs->sb.s_wtime = cpu_to_le32((uint32_t)time(NULL));
+	ext4_sb_csum_update(fs, &fs->sb);
 	int rc = blk_rw(fs->q, BLK_WRITE_SYNC | BLK_REQ_FLUSH | BLK_REQ_FUA, EXT3_SUPERBLOCK_OFFSET,
 			&fs->sb, EXT3_SUPERBLOCK_SIZE);
 	if (rc)
@@ -228,6 +230,7 @@ static void fs_free(struct ext3_fs *fs)
 	ext3_journal_close(fs->jmap);
 	ext3_icache_destroy(fs);
 	free(fs->gd);
+	free(fs->bm_csum);
 	free(fs);
 }
 
@@ -239,6 +242,7 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 	if (!fs)
 		return err_set(-ENOMEM, "ext3: out of memory");
 	fs->dev = dev;
+	fs->want_writable = flags & EXT3_MOUNT_JOURNAL;
 	fs->opts = *o;
 	fs->opts.blk_opts = NULL;
 	/* Calls from threads without credentials, until the API sets the

@@ -240,7 +240,8 @@ static int super_check(struct ext3_fs *fs, uint64_t dev_bytes)
 int ext3_gdt_load(struct ext3_fs *fs)
 {
 	fs->gd = calloc(fs->g.groups, sizeof *fs->gd);
-	if (!fs->gd)
+	fs->bm_csum = calloc(2 * (size_t)fs->g.groups, sizeof *fs->bm_csum);
+	if (!fs->gd || !fs->bm_csum)
 		return err_set(-ENOMEM, "ext3: out of memory for %u group descriptors", fs->g.groups);
 	/* The classic table starts in the block after the one holding the
 	 * superblock; with meta_bg, later blocks live in their metagroups. */
@@ -264,7 +265,7 @@ int ext3_gdt_load(struct ext3_fs *fs)
 			 * ext4_check_descriptors, a mismatch refuses a writable
 			 * mount and is only reported on a read-only one. */
 			if (!ext4_gd_csum_ok(fs, (uint32_t)g, d)) {
-				if (!fs->unknown_ro_compat) {
+				if (fs->want_writable && !fs->unknown_ro_compat) {
 					buf_put(bh);
 					return err_set(-EBADMSG, "ext4: group %llu: descriptor checksum mismatch",
 						       (unsigned long long)g);
@@ -282,6 +283,13 @@ int ext3_gdt_load(struct ext3_fs *fs)
 			o->bg_flags = le16_to_cpu(d->bg_flags);
 			o->bg_itable_unused = le16_to_cpu(d->bg_itable_unused);
 			o->bg_checksum = le16_to_cpu(d->bg_checksum);
+			const uint8_t *rd = (const uint8_t *)d;
+			fs->bm_csum[2 * g] = (uint32_t)rd[0x18] | (uint32_t)rd[0x19] << 8;
+			fs->bm_csum[2 * g + 1] = (uint32_t)rd[0x1A] | (uint32_t)rd[0x1B] << 8;
+			if (fs->g.desc_size >= EXT4_DESC_SIZE_64BIT) {
+				fs->bm_csum[2 * g] |= ((uint32_t)rd[0x38] | (uint32_t)rd[0x39] << 8) << 16;
+				fs->bm_csum[2 * g + 1] |= ((uint32_t)rd[0x3A] | (uint32_t)rd[0x3B] << 8) << 16;
+			}
 			if (fs->g.desc_size >= EXT4_DESC_SIZE_64BIT) {
 				const struct ext4_group_desc_hi *hi = (const void *)(d + 1);
 				if (hi->bg_block_bitmap_hi || hi->bg_inode_bitmap_hi || hi->bg_inode_table_hi ||

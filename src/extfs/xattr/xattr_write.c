@@ -14,6 +14,7 @@
  * refcount is read and changed under the buffer lock (another inode sharing
  * the block may drop it at the same time); write access is taken before the
  * buffer lock, as jbd may lock the buffer itself. */
+#include "extfs/core/csum.h"
 #include "extfs/core/ext3_fsops.h"
 #include "extfs/core/write.h"
 
@@ -252,31 +253,18 @@ static int ibody_load(const struct ext3_inode *in, struct xa_list *l)
 	return xa_parse(l, copy, size, 4, 4, "in-inode xattrs", in->ino);
 }
 
-/* Write the region into raw and into the inode table block (so it does not
- * depend on what ext3_mark_inode_dirty copies from raw). */
+/* Write the region into raw and the whole inode into its inode-table block
+ * (its metadata_csum checksum covers the region: ext3_inode_write_raw
+ * computes it, under ext3_mark_inode_dirty). */
 static int ibody_store(struct jbd_handle *h, struct ext3_inode *in, const struct xa_list *l)
 {
-	struct ext3_fs *fs = in->fs;
 	unsigned s = ibody_start(in);
 	size_t size = in->raw_size - s;
 	uint8_t *region = in->raw + s;
 	xa_build(l, region, size, 4, 4);
 	uint32_t magic = l->n ? cpu_to_le32(EXT3_XATTR_MAGIC) : 0;
 	memcpy(region, &magic, 4);
-	uint64_t blk;
-	unsigned off;
-	ext3_fs_inode_loc(fs, in->ino, &blk, &off);
-	struct buffer_head *bh;
-	int rc = ext3_bread(fs, blk, "inode table", &bh);
-	if (rc)
-		return rc;
-	rc = ext3_journal_get_write_access(h, bh);
-	if (!rc) {
-		memcpy((uint8_t *)buf_data(bh) + off + s, region, size);
-		rc = ext3_journal_dirty_metadata(h, bh);
-	}
-	buf_put(bh);
-	return rc;
+	return ext3_mark_inode_dirty(h, in);
 }
 
 /* ---- the attribute block ---- */
@@ -291,6 +279,10 @@ static int block_check(struct ext3_inode *in, struct buffer_head *bh)
 				     "blocks %u, refcount %u)", in->ino, in->a.file_acl,
 				     le32_to_cpu(hd.h_magic), le32_to_cpu(hd.h_blocks),
 				     le32_to_cpu(hd.h_refcount));
+	/* metadata_csum: as the read side (the kernel's EFSBADCRC) */
+	if (!ext4_xattr_block_csum_ok(in->fs, in->a.file_acl, buf_data(bh)))
+		return err_set(-EBADMSG, "ext4: inode %u: xattr block %u: checksum mismatch", in->ino,
+			       in->a.file_acl);
 	return 0;
 }
 
@@ -345,8 +337,12 @@ static int block_release(struct jbd_handle *h, struct ext3_inode *in, uint64_t b
 	buf_lock(bh);
 	struct ext3_xattr_header *hd = buf_data(bh);
 	uint32_t refs = le32_to_cpu(hd->h_refcount);
-	if (refs > 1)
+	if (refs > 1) {
 		hd->h_refcount = cpu_to_le32(refs - 1);
+		/* metadata_csum: under the buffer lock, which every change of
+		 * a (shareable) xattr block holds */
+		ext4_xattr_block_csum_update(in->fs, blk, buf_data(bh));
+	}
 	buf_unlock(bh);
 	rc = refs > 1 ? ext3_journal_dirty_metadata(h, bh) : 0;
 	buf_put(bh);
@@ -380,8 +376,10 @@ static int block_rewrite(struct jbd_handle *h, struct ext3_inode *in, const stru
 	struct ext3_xattr_header hd;
 	memcpy(&hd, b, sizeof hd);
 	bool mine = le32_to_cpu(hd.h_refcount) == 1;
-	if (mine)
+	if (mine) {
 		block_header(b, xa_build(l, b, fs->g.block_size, 0, sizeof hd));
+		ext4_xattr_block_csum_update(fs, in->a.file_acl, b);
+	}
 	buf_unlock(bh);
 	if (mine)
 		rc = ext3_journal_dirty_metadata(h, bh);
@@ -413,6 +411,7 @@ static int block_new(struct jbd_handle *h, struct ext3_inode *in, const struct x
 	uint8_t *b = buf_data(bh);
 	memset(b, 0, fs->g.block_size);
 	block_header(b, xa_build(l, b, fs->g.block_size, 0, sizeof(struct ext3_xattr_header)));
+	ext4_xattr_block_csum_update(fs, nb, b);
 	buf_set_uptodate(bh);
 	buf_unlock(bh);
 	rc = ext3_journal_dirty_metadata(h, bh);
@@ -423,7 +422,7 @@ static int block_new(struct jbd_handle *h, struct ext3_inode *in, const struct x
 	in->a.file_acl = (uint32_t)nb;
 	if (old)
 		return block_release(h, in, old);
-	in->a.blocks += fs->g.block_size / 512;
+	ext3_inode_blocks_add(in, fs->g.block_size / 512);
 	return 0;
 undo:
 	ext3_free_blocks(h, in, nb, 1, true);
@@ -439,7 +438,7 @@ static int block_drop(struct jbd_handle *h, struct ext3_inode *in)
 	if (rc)
 		return rc;
 	in->a.file_acl = 0;
-	in->a.blocks -= in->fs->g.block_size / 512;
+	ext3_inode_blocks_add(in, -(int64_t)(in->fs->g.block_size / 512));
 	return 0;
 }
 
