@@ -86,10 +86,13 @@ static int ext_lookup(struct ext3_fs *fs, const struct ext3_inode *in, uint64_t 
 
 static uint64_t ext_max_blocks(const struct ext3_fs *fs)
 {
-	/* The 32-bit logical space, and i_blocks (512-byte units, 32 bits
-	 * without huge_file) counting the data: ext4_max_size's bound. */
+	/* ext4_max_size: the 32-bit logical block of an extent (blocks 0 to
+	 * 2^32 - 2), and without huge_file i_blocks (32 bits of 512-byte
+	 * units) counting the data. */
+	uint64_t space = 0xffffffffull;
+	if (fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE)
+		return space;
 	uint64_t limit = 0xffffffffull / (fs->g.block_size / 512);
-	uint64_t space = (uint64_t)1 << 32;
 	return limit < space ? limit : space;
 }
 
