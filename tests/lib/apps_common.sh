@@ -125,10 +125,11 @@ apps_manifest() { # dir [fields]
 
 # The varied host tree of tests/lib/fs_mktree.py (every file type, sparse
 # files, hard links, symlinks, xattrs, odd owners, modes and times) with a
-# big directory of N entries.
+# big directory of N entries, shaped for the images' block size (a symlink
+# or an xattr block value fits in one block).
 apps_mktree() { # dir N
 	mkdir -p "$1"
-	python3 "$APPS_LIB/fs_mktree.py" --small --plain --bigdir "$2" 4096 "$1" >/dev/null ||
+	python3 "$APPS_LIB/fs_mktree.py" --small --plain --bigdir "$2" "$APPS_BS" "$1" >/dev/null ||
 		{ echo "FAIL: fs_mktree.py"; exit 1; }
 }
 
