@@ -8,6 +8,7 @@
 # directory; symlinks, hard links, small and block-sized xattrs, POSIX
 # ACLs) and then changes it (xattrs set and removed, hard links, renames
 # of files and directories, unlinks, rm -r, truncate, chmod, mkdir trees).
+# New inodes carry i_extra_isize 32 and a creation time the kernel sees.
 # After every step e2fsck -fn is clean: it checks every checksum
 # (superblock, descriptors, bitmaps, inodes, directory leaves and htree
 # blocks, xattr blocks) and the uninit flags against the bitmaps. dumpe2fs
@@ -142,6 +143,7 @@ for lay in "${layouts[@]}"; do
 	rm -rf "$exp"
 	mkdir -p "$exp"
 	# ---- the tree ----
+	t0=$(date +%s)
 	op "mkdir" mkdir /w -- mkdir w
 	op "put -r" put -r "$src" /w/t -- cp -a "$src" w/t
 	op "mkdir -p" mkdir -p /w/new/a/b/c -- mkdir -p w/new/a/b/c
@@ -169,6 +171,10 @@ for lay in "${layouts[@]}"; do
 	op "truncate up" truncate /w/t/d12/f003 70000 -- truncate -s 70000 w/t/d12/f003
 	op "chmod" chmod 0600 /w/t/d12/f004 -- chmod 0600 w/t/d12/f004
 	flags_check
+	# a new inode has the kernel's 32 extra bytes (i_checksum_hi, the time
+	# extras, i_crtime, i_version_hi, i_projid)
+	debugfs -R "stat /w/t/d00/f000" "$img" 2>/dev/null | grep -q "Size of extra inode fields: 32" ||
+		fail "[$lay] a new inode's i_extra_isize is not 32"
 	# ---- the kernel reads it, then writes it ----
 	if [ $can_mount -eq 1 ]; then
 		if kmount -o loop,ro "$img" "$mnt"; then
@@ -188,6 +194,9 @@ for d, dirs, files in os.walk(exp):
 PY2
 			python3 "$here/tests/lib/treecmp.py" "$exp/w" "$mnt/w" >"$tmp/cmp" ||
 				fail "[$lay] the kernel's view differs: $(head -5 "$tmp/cmp" | tr '\n' ';')"
+			# creation time (i_crtime, with nanoseconds) set at create
+			born=$(stat -c %W "$mnt/w/t/d00/f000" 2>/dev/null)
+			[ "${born:-0}" -ge "$t0" ] || fail "[$lay] the kernel sees no creation time ($born)"
 			if [ $acls -eq 1 ]; then
 				[ "$(cd "$mnt/w/t" && getfacl -n -p d00/f006 d01 2>&1)" = "$(cd "$exp/w/t" && getfacl -n -p d00/f006 d01 2>&1)" ] ||
 					fail "[$lay] the kernel's ACLs differ"
