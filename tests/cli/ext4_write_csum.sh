@@ -8,6 +8,7 @@
 # directory; symlinks, hard links, small and block-sized xattrs, POSIX
 # ACLs) and then changes it (xattrs set and removed, hard links, renames
 # of files and directories, unlinks, rm -r, truncate, chmod, mkdir trees).
+# New inodes carry i_extra_isize 32 and a creation time the kernel sees.
 # After every step e2fsck -fn is clean: it checks every checksum
 # (superblock, descriptors, bitmaps, inodes, directory leaves and htree
 # blocks, xattr blocks) and the uninit flags against the bitmaps. dumpe2fs
@@ -142,6 +143,7 @@ for lay in "${layouts[@]}"; do
 	rm -rf "$exp"
 	mkdir -p "$exp"
 	# ---- the tree ----
+	t0=$(date +%s)
 	op "mkdir" mkdir /w -- mkdir w
 	op "put -r" put -r "$src" /w/t -- cp -a "$src" w/t
 	op "mkdir -p" mkdir -p /w/new/a/b/c -- mkdir -p w/new/a/b/c
@@ -169,6 +171,10 @@ for lay in "${layouts[@]}"; do
 	op "truncate up" truncate /w/t/d12/f003 70000 -- truncate -s 70000 w/t/d12/f003
 	op "chmod" chmod 0600 /w/t/d12/f004 -- chmod 0600 w/t/d12/f004
 	flags_check
+	# a new inode has the kernel's 32 extra bytes (i_checksum_hi, the time
+	# extras, i_crtime, i_version_hi, i_projid)
+	debugfs -R "stat /w/t/d00/f000" "$img" 2>/dev/null | grep -q "Size of extra inode fields: 32" ||
+		fail "[$lay] a new inode's i_extra_isize is not 32"
 	# ---- the kernel reads it, then writes it ----
 	if [ $can_mount -eq 1 ]; then
 		if kmount -o loop,ro "$img" "$mnt"; then
@@ -188,6 +194,9 @@ for d, dirs, files in os.walk(exp):
 PY2
 			python3 "$here/tests/lib/treecmp.py" "$exp/w" "$mnt/w" >"$tmp/cmp" ||
 				fail "[$lay] the kernel's view differs: $(head -5 "$tmp/cmp" | tr '\n' ';')"
+			# creation time (i_crtime, with nanoseconds) set at create
+			born=$(stat -c %W "$mnt/w/t/d00/f000" 2>/dev/null)
+			[ "${born:-0}" -ge "$t0" ] || fail "[$lay] the kernel sees no creation time ($born)"
 			if [ $acls -eq 1 ]; then
 				[ "$(cd "$mnt/w/t" && getfacl -n -p d00/f006 d01 2>&1)" = "$(cd "$exp/w/t" && getfacl -n -p d00/f006 d01 2>&1)" ] ||
 					fail "[$lay] the kernel's ACLs differ"
@@ -208,6 +217,27 @@ PY2
 	fi
 	echo "ok [$lay]"
 done
+
+# lazy_itable_init over a device full of junk: the inode tables past each
+# group's bg_itable_unused (and of INODE_UNINIT groups) hold garbage, and
+# bitmaps of uninit groups too. New inodes there start from nothing (their
+# slot is zeroed, never read as an inode), and e2fsck stays clean.
+lay="junk, lazy_itable_init"
+rm -f "$img"
+head -c 32M /dev/urandom >"$img"
+if mkfs.ext4 -q -F -E lazy_itable_init=1,nodiscard -b 1024 -N 512 -O ^extent,^64bit "$img" 32M >/dev/null 2>&1; then
+	mkdir -p "$tmp/junk"
+	for i in $(seq 1 300); do echo "$i" >"$tmp/junk/f$i"; done
+	"$NOSTALL" put -r "$img" "$tmp/junk" /j 2>"$tmp/err" || fail "[$lay] put -r: $(head -2 "$tmp/err")"
+	clean "put -r"
+	"$NOSTALL" rm "$img" /j/f7 /j/f8 2>"$tmp/err" || fail "[$lay] rm: $(head -2 "$tmp/err")"
+	"$NOSTALL" mkdir -p "$img" /j/a/b 2>"$tmp/err" || fail "[$lay] mkdir: $(head -2 "$tmp/err")"
+	clean "rm, mkdir"
+	[ "$("$NOSTALL" cat "$img" /j/f300 2>&1)" = 300 ] || fail "[$lay] /j/f300 does not read back"
+	echo "ok [$lay]"
+else
+	fail "[$lay] mkfs.ext4"
+fi
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails failure(s)"

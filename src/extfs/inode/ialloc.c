@@ -391,8 +391,14 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 		rc = ext3_group_adjust(h, fs, g, 0, -1, is_dir ? 1 : 0);
 	if (!rc)
 		*itable = itable_fresh(fs, g, bm, bit);
+	/* after itable_fresh, which spares the read of a block without a
+	 * live inode (the slot's block is then in the cache) */
 	if (!rc && fresh_slot)
 		rc = itable_slot_zero(h, fs, ino);
+	if (rc && *itable) {
+		buf_put(*itable);
+		*itable = NULL;
+	}
 	ret = rc ? rc : (int64_t)ino;
 out:
 	buf_put(bh);
