@@ -226,6 +226,8 @@ int ext3_mark_inode_dirty(struct jbd_handle *h, struct ext3_inode *in);
  * change by a signed number of sectors (floored at 0). Caller holds
  * in->lock as writer. */
 uint64_t ext3_inode_blocks_max(const struct ext3_fs *fs);
+/* The inode's i_blocks now, 48 bits (caller holds in->lock). */
+uint64_t ext3_inode_blocks_now(const struct ext3_inode *in);
 void ext3_inode_blocks_add(struct ext3_inode *in, int64_t sectors);
 /* The block map with allocation: dispatched per inode to its map kind
  * (src/extfs/inode/bmap.h; today the indirect map of ext2/ext3).

@@ -191,7 +191,7 @@ static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t 
 		if (n > EXT4_EXT_INIT_MAX_LEN)
 			n = EXT4_EXT_INIT_MAX_LEN;
 		uint64_t units = (uint64_t)n * (fs->g.block_size / 512);
-		if ((uint64_t)in->a.blocks + units > 0xffffffffull)
+		if (ext3_inode_blocks_now(in) + units > ext3_inode_blocks_max(fs))
 			return err_set(-EFBIG, "ext4: inode %u: i_blocks would overflow", in->ino);
 		uint64_t goal = ext4_ext_find_goal(in, (uint32_t)lblk), first;
 		credits_ensure(h, in);
@@ -203,7 +203,7 @@ static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t 
 			(void)ext3_free_blocks(h, in, first, n, false);
 			return rc;
 		}
-		in->a.blocks += (uint32_t)((uint64_t)n * (fs->g.block_size / 512));
+		ext3_inode_blocks_add(in, (int64_t)n * (fs->g.block_size / 512));
 		*phys = first;
 	}
 	in->rsv.last_lblk = lblk + n - 1;

@@ -101,7 +101,7 @@ static int shrink(struct xctx *c, struct ext3_bmap_trunc *t)
 static void blocks_drop(struct xctx *c, uint32_t n)
 {
 	uint64_t u = (uint64_t)n * c->units;
-	c->in->a.blocks = c->in->a.blocks > u ? c->in->a.blocks - (uint32_t)u : 0;
+	ext3_inode_blocks_add(c->in, -(int64_t)u);
 	c->root_dirty = true;
 }
 

@@ -287,7 +287,7 @@ int xnode_end(struct xctx *c, int l)
 int xblock_new(struct xctx *c, uint64_t goal, unsigned depth, struct buffer_head **out)
 {
 	*out = NULL;
-	if ((uint64_t)c->in->a.blocks + c->units > 0xffffffffull)
+	if (ext3_inode_blocks_now(c->in) + c->units > ext3_inode_blocks_max(c->fs))
 		return err_set(-EFBIG, "ext4: inode %u: i_blocks would overflow", c->in->ino);
 	uint32_t n = 1;
 	uint64_t blk;
@@ -311,7 +311,7 @@ int xblock_new(struct xctx *c, uint64_t goal, unsigned depth, struct buffer_head
 	xnode_init(buf_data(bh), c->cap, depth);
 	buf_set_uptodate(bh);
 	buf_unlock(bh);
-	c->in->a.blocks += c->units;
+	ext3_inode_blocks_add(c->in, (int64_t)c->units);
 	c->root_dirty = true;
 	*out = bh;
 	return 0;
@@ -322,7 +322,7 @@ int xblock_free(struct xctx *c, uint64_t blk)
 	int rc = ext3_free_blocks(c->h, c->in, blk, 1, true);
 	if (rc)
 		return rc;
-	c->in->a.blocks = c->in->a.blocks > c->units ? c->in->a.blocks - c->units : 0;
+	ext3_inode_blocks_add(c->in, -(int64_t)c->units);
 	c->root_dirty = true;
 	return 0;
 }

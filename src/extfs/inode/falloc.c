@@ -100,7 +100,7 @@ static int alloc_step(struct falloc_tx *t, uint32_t b, uint32_t n, uint64_t goal
 	struct ext3_inode *in = t->in;
 	struct ext3_fs *fs = in->fs;
 	uint64_t units = fs->g.block_size / 512;
-	if ((uint64_t)in->a.blocks + (uint64_t)n * units > 0xffffffffull)
+	if (ext3_inode_blocks_now(in) + (uint64_t)n * units > ext3_inode_blocks_max(fs))
 		return err_set(-EFBIG, "ext4: inode %u: i_blocks would overflow", in->ino);
 	uint32_t count = n;
 	uint64_t first;
@@ -113,7 +113,7 @@ static int alloc_step(struct falloc_tx *t, uint32_t b, uint32_t n, uint64_t goal
 		(void)ext3_free_blocks(t->h, in, first, count, false);
 		return rc;
 	}
-	in->a.blocks += (uint32_t)(count * units);
+	ext3_inode_blocks_add(in, (int64_t)count * (int64_t)units);
 	in->rsv.last_lblk = (uint64_t)b + count - 1;
 	in->rsv.last_phys = first + count - 1;
 	t->budget -= step_credits(in);

@@ -197,6 +197,11 @@ uint64_t ext3_inode_blocks_max(const struct ext3_fs *fs)
 	return fs->ro_compat & EXT4_FEATURE_RO_COMPAT_HUGE_FILE ? (1ull << 48) - 1 : 0xffffffffull;
 }
 
+uint64_t ext3_inode_blocks_now(const struct ext3_inode *in)
+{
+	return in->a.blocks | (uint64_t)in->a.blocks_hi << 32;
+}
+
 void ext3_inode_blocks_add(struct ext3_inode *in, int64_t sectors)
 {
 	struct ext3_inode_attr *a = &in->a;
