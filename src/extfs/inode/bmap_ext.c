@@ -145,7 +145,7 @@ static int ext_map_prefetch(struct ext3_fs *fs, struct ext3_inode *in, uint64_t 
  * has to do. */
 static void credits_ensure(struct jbd_handle *h, struct ext3_inode *in)
 {
-	(void)jbd_handle_extend(h, ext4_ext_credits(in->fs, in));
+	(void)ext3_handle_extend(h, ext4_ext_credits(in->fs, in));
 }
 
 static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t lblk, uint32_t max, bool create,

@@ -78,14 +78,14 @@ static int tx_room(struct falloc_tx *t)
 	if (t->budget >= need)
 		return 0;
 	int c = need * FALLOC_STEPS;
-	if (jbd_handle_extend(t->h, c) == 0) {
+	if (ext3_handle_extend(t->h, c) == 0) {
 		t->budget += c;
 		return 0;
 	}
 	int rc = ext3_mark_inode_dirty(t->h, t->in);
 	if (rc)
 		return rc;
-	rc = jbd_handle_restart(t->h, c);
+	rc = ext3_handle_restart(t->h, c);
 	if (rc)
 		return err_wrap(rc, "ext4: inode %u: restarting the fallocate handle", t->in->ino);
 	t->budget = c;
