@@ -70,6 +70,12 @@ unsigned buf_size(const struct buffer_head *bh) { return bh->cache->block_size; 
 struct buf_cache *buf_cache_of(const struct buffer_head *bh) { return bh->cache; }
 struct blk_queue *buf_cache_queue(const struct buf_cache *c) { return c->q; }
 unsigned buf_cache_block_size(const struct buf_cache *c) { return c->block_size; }
+
+void buf_cache_set_fua_block(struct buf_cache *c, uint64_t block)
+{
+	c->fua_block_set = true;
+	c->fua_block = block;
+}
 uint64_t buf_cache_nr_blocks(const struct buf_cache *c) { return c->nr_blocks; }
 
 /* ------------------------------------------------- hash, LRU, references */

@@ -68,6 +68,11 @@ int buf_cache_create(struct blk_queue *q, unsigned block_size, const struct buf_
 void buf_cache_destroy(struct buf_cache *c);
 struct blk_queue *buf_cache_queue(const struct buf_cache *c);
 unsigned buf_cache_block_size(const struct buf_cache *c);
+/* Every write of `block` (buf_submit, or a run holding it) carries
+ * BLK_REQ_FUA: a filesystem's superblock, whose checksum a write torn by a
+ * crash (some sectors kept by a volatile cache) would break. Call once
+ * after create, before any write. */
+void buf_cache_set_fua_block(struct buf_cache *c, uint64_t block);
 /* Blocks on the device (device size / block size). */
 uint64_t buf_cache_nr_blocks(const struct buf_cache *c);
 

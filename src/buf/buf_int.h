@@ -100,6 +100,10 @@ struct buf_cache {
 	pthread_cond_t wb_cond;
 
 	atomic_int write_err;      /* first async write error since the last sync */
+	/* buf_cache_set_fua_block: every write of this block carries FUA (set
+	 * once after create, before any write). */
+	bool fua_block_set;
+	uint64_t fua_block;
 
 	/* Run buffers kept for the next buf_write_run (c->lock): each
 	 * BUF_RUN_MAX blocks long; freed by buf_cache_destroy. */

@@ -116,6 +116,8 @@ int buf_submit(struct buffer_head *bh, unsigned rw)
 		return err_set(-EINVAL, "buf_submit: block %" PRIu64 " is not locked", bh->blocknr);
 	rw &= ~(unsigned)BLK_REQ_SWRITE;
 	bool write = rw & BLK_RW_WRITE;
+	if (write && c->fua_block_set && bh->blocknr == c->fua_block)
+		rw |= BLK_REQ_FUA;
 	bh_set(bh, BH_REQ);
 	pthread_mutex_lock(&c->lock);
 	buf_hold_locked(bh);

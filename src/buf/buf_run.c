@@ -191,7 +191,11 @@ int buf_write_run(int n, struct buffer_head **bhs, unsigned rw)
 	int rc = 0;
 	for (int i = 0; i < n; i += (int)BUF_RUN_MAX) {
 		int k = n - i < (int)BUF_RUN_MAX ? n - i : (int)BUF_RUN_MAX;
-		int s = run_submit(c, k, bhs + i, rw);
+		unsigned krw = rw;
+		if (c->fua_block_set && c->fua_block >= bhs[i]->blocknr &&
+		    c->fua_block < bhs[i]->blocknr + (uint64_t)k)
+			krw |= BLK_REQ_FUA; /* buf_cache_set_fua_block */
+		int s = run_submit(c, k, bhs + i, krw);
 		if (s < 0 && !rc)
 			rc = s;
 	}

@@ -61,6 +61,15 @@ struct jbd_location {
 	uint64_t first_block;  /* contiguous: device block of journal block 0 */
 	uint32_t nr_blocks;    /* journal blocks available: contiguous: the range
 				* length; with bmap: 0 = trust s_maxlen, else a bound */
+	/* Replay writes this filesystem block with FUA when fua_block_set:
+	 * the block holding the filesystem's superblock. A replayed copy is
+	 * a multi-sector write; torn by a crash (the volatile cache keeping
+	 * some of its sectors), it leaves a superblock whose checksum fails,
+	 * and the next recovery cannot even map the journal that would
+	 * rewrite it (nor can e2fsck without a backup superblock, nor the
+	 * kernel). The filesystem's own superblock writes are FUA too. */
+	bool fua_block_set;
+	uint64_t fua_block;
 };
 
 /* ---- options ("commit=5,barrier=1,journal_ioprio=BE/4,journal_shadow=copy,journal_checkpoint=early,data_err=abort") ---- */

@@ -30,6 +30,8 @@ struct jbd_map {
 	unsigned bs;
 	uint32_t nr;              /* mapped journal blocks */
 	uint64_t *phys;           /* [nr] */
+	bool fua_block_set;       /* jbd_location's: replay writes it FUA */
+	uint64_t fua_block;
 };
 
 int jbd_map_build(struct jbd_map *m, struct dev *dev, struct blk_queue *q, const struct jbd_location *loc,
@@ -39,6 +41,7 @@ void jbd_map_free(struct jbd_map *m);
 int jbd_map_read(struct jbd_map *m, uint32_t jblock, void *buf);
 int jbd_map_write(struct jbd_map *m, uint32_t jblock, const void *buf, unsigned rw);
 int jbd_dev_block_read(struct jbd_map *m, uint64_t block, void *buf);
+/* (jbd_location.fua_block: with FUA) */
 int jbd_dev_block_write(struct jbd_map *m, uint64_t block, const void *buf);
 int jbd_map_flush(struct jbd_map *m);
 /* Read journal block 0 (the superblock) of loc through a one-block map. */

@@ -30,6 +30,8 @@ int jbd_map_build(struct jbd_map *m, struct dev *dev, struct blk_queue *q, const
 	m->dev = dev;
 	m->q = q;
 	m->bs = loc->block_size;
+	m->fua_block_set = loc->fua_block_set;
+	m->fua_block = loc->fua_block;
 	if (m->bs != 1024 && m->bs != 2048 && m->bs != 4096)
 		return err_set(-EINVAL, "jbd: unsupported block size %u", m->bs);
 	if (!loc->bmap && loc->nr_blocks && need_blocks > loc->nr_blocks)
@@ -112,7 +114,10 @@ int jbd_dev_block_read(struct jbd_map *m, uint64_t block, void *buf)
 
 int jbd_dev_block_write(struct jbd_map *m, uint64_t block, const void *buf)
 {
-	return dev_block_io(m, block, (void *)buf, true, BLK_WRITE);
+	unsigned rw = BLK_WRITE;
+	if (m->fua_block_set && block == m->fua_block)
+		rw |= BLK_REQ_FUA; /* jbd_location.fua_block: the fs superblock's */
+	return dev_block_io(m, block, (void *)buf, true, rw);
 }
 
 int jbd_map_flush(struct jbd_map *m)

@@ -34,10 +34,32 @@ struct ext3_journal {
 	uint64_t *map;              /* [nblocks]: logical journal block -> fs block */
 };
 
+/* The superblock's crc32c over its first 1020 bytes (metadata_csum). */
+static uint32_t sb_csum(const struct ext3_super_block *sb)
+{
+	return crc32c(~0u, sb, sizeof *sb - 4);
+}
+
+static bool sb_csum_ok(const struct ext3_super_block *sb)
+{
+	if (!(le32_to_cpu(sb->s_feature_ro_compat) & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM))
+		return true;
+	uint32_t stored;
+	memcpy(&stored, (const uint8_t *)sb + sizeof *sb - 4, 4);
+	return le32_to_cpu(stored) == sb_csum(sb);
+}
+
+/* Re-read the primary; one whose checksum fails (a write of it torn by a
+ * crash, one the journal does not restore) is refused: sb_write would
+ * otherwise bless its mixed bytes with a fresh checksum. */
 static int sb_read(struct ext3_journal *e)
 {
-	return dev_rw_sync(e->dev, DEV_OP_READ, EXT3_SUPERBLOCK_OFFSET / DEV_SECTOR_SIZE,
-			   sizeof e->sb / DEV_SECTOR_SIZE, &e->sb, 0);
+	int rc = dev_rw_sync(e->dev, DEV_OP_READ, EXT3_SUPERBLOCK_OFFSET / DEV_SECTOR_SIZE,
+			     sizeof e->sb / DEV_SECTOR_SIZE, &e->sb, 0);
+	if (!rc && !sb_csum_ok(&e->sb))
+		rc = err_set(-EBADMSG, "ext4: superblock checksum mismatch (0x%08x computed; run e2fsck)",
+			     sb_csum(&e->sb));
+	return rc;
 }
 
 static int sb_write(struct ext3_journal *e)
@@ -47,13 +69,16 @@ static int sb_write(struct ext3_journal *e)
 	/* metadata_csum (ext4): the superblock's crc32c over its first 1020
 	 * bytes, in its last four. */
 	if (le32_to_cpu(e->sb.s_feature_ro_compat) & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM) {
-		uint8_t *raw = (uint8_t *)&e->sb;
-		uint32_t c = cpu_to_le32(crc32c(~0u, raw, sizeof e->sb - 4));
-		memcpy(raw + sizeof e->sb - 4, &c, 4);
+		uint32_t c = cpu_to_le32(sb_csum(&e->sb));
+		memcpy((uint8_t *)&e->sb + sizeof e->sb - 4, &c, 4);
 	}
-	int rc = dev_rw_sync(e->dev, DEV_OP_WRITE, EXT3_SUPERBLOCK_OFFSET / DEV_SECTOR_SIZE,
-			     sizeof e->sb / DEV_SECTOR_SIZE, &e->sb, 0);
-	return rc ? rc : dev_flush_sync(e->dev);
+	/* Flushed before (the replayed blocks are durable before the flags
+	 * say recovery is done) and FUA, as the mounted filesystem writes it
+	 * (mount.c's super_write) and the kernel's ext4_commit_super: a
+	 * superblock left half-written by a plain write's crash would fail its
+	 * checksum, and the next recovery would refuse the filesystem. */
+	return dev_rw_sync(e->dev, DEV_OP_WRITE, EXT3_SUPERBLOCK_OFFSET / DEV_SECTOR_SIZE,
+			   sizeof e->sb / DEV_SECTOR_SIZE, &e->sb, DEV_IO_PREFLUSH | DEV_IO_FUA);
 }
 
 /* Map every block of inode 8 through the read path of a mounted fs (its
@@ -162,6 +187,10 @@ void ext3_journal_location(struct ext3_journal *e, struct jbd_location *loc)
 	loc->bmap = journal_bmap;
 	loc->bmap_ctx = e;
 	loc->nr_blocks = e->nblocks;
+	/* The superblock's block (1 with 1 KiB blocks, else 0): replayed
+	 * with FUA, never torn (jbd_location). */
+	loc->fua_block_set = true;
+	loc->fua_block = e->bs == EXT3_SUPERBLOCK_OFFSET ? 1 : 0;
 }
 
 void ext3_journal_config_features(const struct ext3_journal *e, struct jbd_config *cfg)

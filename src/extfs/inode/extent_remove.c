@@ -10,8 +10,11 @@
  * handle between steps commits a tree e2fsck accepts (the inode, on the
  * orphan list, finishes at the next mount). A range inside one extent
  * splits it first (its tail inserted as an extent of its own), then the
- * middle goes as a tail cut. At the end the tree moves back up into the
- * inode while the root holds one index entry whose child fits in i_block.
+ * middle goes as a tail cut. The tree keeps its depth while it holds an
+ * extent: only a root left empty becomes a leaf of depth 0 again, as the
+ * kernel's ext4_ext_remove_space and e2fsprogs' punch do (no tree
+ * reduction), so that a truncate finished by nostall's orphan cleanup frees
+ * the same blocks as e2fsck's.
  *
  * Locking: in->lock as writer, t->h running (extent_write.h). */
 #include "extfs/inode/extent_path.h"
@@ -63,38 +66,6 @@ static int remove_at(struct xctx *c, int l, unsigned pos)
 	rc = xnode_end(c, l);
 	if (!rc && pos == 0)
 		rc = xfix_keys(c, l);
-	return rc;
-}
-
-/* While the root is an index of one entry whose child fits in i_block:
- * the child's entries move into the root, the child is freed. */
-static int shrink(struct xctx *c, struct ext3_bmap_trunc *t)
-{
-	int rc = 0;
-	while (!rc && xnode_depth(c->root) > 0 && xnode_entries(c->root) == 1) {
-		rc = room_for(t, EXT3_BMAP_TRUNC_STEP_CREDITS);
-		if (!rc)
-			rc = xpath_walk(c, 0);
-		if (rc)
-			break;
-		uint8_t *child = c->lv[1].node;
-		unsigned n = xnode_entries(child);
-		if (n > 4)
-			break;
-		rc = xnode_begin(c, 0);
-		if (rc)
-			break;
-		unsigned depth = xnode_depth(child);
-		memcpy(c->root + XENT, child + XENT, (size_t)n * XENT);
-		xnode_init(c->root, 4, depth);
-		xnode_set_entries(c->root, n);
-		rc = xnode_end(c, 0);
-		uint64_t blk = c->lv[1].blk;
-		xpath_release(c);
-		if (!rc)
-			rc = xblock_free(c, blk);
-		t->budget -= EXT3_BMAP_TRUNC_STEP_CREDITS;
-	}
 	return rc;
 }
 
@@ -197,7 +168,5 @@ int ext4_ext_remove(struct ext3_bmap_trunc *t, uint32_t first, uint64_t end)
 		if (!rc)
 			blocks_drop(&c, k);
 	}
-	if (!rc)
-		rc = shrink(&c, t);
 	return xctx_done(&c, rc);
 }

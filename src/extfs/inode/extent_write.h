@@ -52,8 +52,10 @@ int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk,
  * cut (punching inside one extent splits it in two). In steps of at most
  * EXT3_BMAP_TRUNC_STEP_CREDITS-sized changes with ext3_bmap_trunc_room
  * between them, so that each committed transaction leaves a consistent
- * tree. When the tree fits in the inode again it moves back to i_block
- * (depth 0). */
+ * tree. The tree keeps its depth while it holds an extent (no tree
+ * reduction, as the kernel's ext4_ext_remove_space and e2fsprogs' punch:
+ * an orphan truncate finished by e2fsck frees the same blocks); a tree
+ * left empty is an empty root leaf of depth 0 again. */
 int ext4_ext_remove(struct ext3_bmap_trunc *t, uint32_t first, uint64_t end);
 
 /* Added with the implementation (additive to the agreed contract): */

@@ -271,6 +271,9 @@ static int mount_once(struct dev *dev, const struct ext3_mount_opts *o, unsigned
 		rc = err_wrap(rc, "ext3: buffer cache");
 		goto fail;
 	}
+	/* The superblock's block (checkpointed from the journal) is written
+	 * FUA, as super_write writes the superblock: never torn. */
+	buf_cache_set_fua_block(fs->cache, fs->g.block_size == EXT3_SUPERBLOCK_OFFSET ? 1 : 0);
 	rc = ext3_gdt_load(fs);
 	if (!rc)
 		rc = root_check(fs);
