@@ -85,6 +85,44 @@ static void test_get_put_refcount(void **state)
 	env_close(&e);
 }
 
+/* buf_verified (the kernel's buffer_verified): a check of the contents
+ * holds until they are read again or lose uptodate, so a checksum is
+ * verified once per read from disk, never skipped on fresh contents. */
+static void test_verified(void **state)
+{
+	(void)state;
+	struct env e;
+	env_open(&e, "mem:16M", NULL, NULL);
+	struct buffer_head *bh;
+	assert_int_equal(buf_read(e.c, 5, &bh), 0);
+	assert_false(buf_verified(bh));
+	buf_set_verified(bh);
+	assert_true(buf_verified(bh));
+	/* a hit keeps it */
+	struct buffer_head *again;
+	assert_int_equal(buf_read(e.c, 5, &again), 0);
+	assert_ptr_equal(again, bh);
+	assert_true(buf_verified(again));
+	buf_put(again);
+	/* losing uptodate voids it, and the read that follows leaves it clear */
+	buf_clear_uptodate(bh);
+	assert_false(buf_verified(bh));
+	buf_set_verified(bh);
+	buf_clear_uptodate(bh);
+	buf_put(bh);
+	assert_int_equal(buf_read(e.c, 5, &bh), 0);
+	assert_false(buf_verified(bh));
+	/* a read submitted over verified contents clears it before the I/O */
+	buf_set_verified(bh);
+	buf_lock(bh);
+	assert_int_equal(buf_submit(bh, BLK_READ_SYNC), 0);
+	assert_false(buf_verified(bh));
+	buf_wait(bh);
+	assert_false(buf_verified(bh));
+	buf_put(bh);
+	env_close(&e);
+}
+
 static void test_bad_create(void **state)
 {
 	(void)state;
@@ -542,6 +580,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get_put_refcount),
 		cmocka_unit_test(test_bad_create),
+		cmocka_unit_test(test_verified),
 		cmocka_unit_test(test_bread_known_data),
 		cmocka_unit_test(test_dirty_sync_roundtrip),
 		cmocka_unit_test(test_readahead),

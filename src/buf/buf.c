@@ -32,7 +32,9 @@ void buf_params_default(struct buf_params *p)
 
 bool buf_uptodate(const struct buffer_head *bh) { return bh_state(bh) & BH_UPTODATE; }
 void buf_set_uptodate(struct buffer_head *bh) { bh_set(bh, BH_UPTODATE); }
-void buf_clear_uptodate(struct buffer_head *bh) { bh_clear(bh, BH_UPTODATE); }
+void buf_clear_uptodate(struct buffer_head *bh) { bh_clear(bh, BH_UPTODATE | BH_VERIFIED); }
+bool buf_verified(const struct buffer_head *bh) { return bh_state(bh) & BH_VERIFIED; }
+void buf_set_verified(struct buffer_head *bh) { bh_set(bh, BH_VERIFIED); }
 bool buf_dirty(const struct buffer_head *bh) { return bh_state(bh) & BH_DIRTY; }
 bool buf_locked(const struct buffer_head *bh) { return bh_state(bh) & BH_LOCK; }
 bool buf_mapped(const struct buffer_head *bh) { return bh_state(bh) & BH_MAPPED; }

@@ -106,6 +106,13 @@ struct buf_cache *buf_cache_of(const struct buffer_head *bh);
 bool buf_uptodate(const struct buffer_head *bh);
 void buf_set_uptodate(struct buffer_head *bh);
 void buf_clear_uptodate(struct buffer_head *bh);
+/* The owner's check of the contents (a metadata checksum) passed since
+ * they were read, as the kernel's buffer_verified: later users skip the
+ * check. Cleared when the buffer is read again or loses uptodate; a writer
+ * that changes a verified buffer keeps it valid (it sets the new
+ * checksum). */
+bool buf_verified(const struct buffer_head *bh);
+void buf_set_verified(struct buffer_head *bh);
 bool buf_dirty(const struct buffer_head *bh);
 /* mark_buffer_dirty: dirty + on the writeback list (records the time). */
 void buf_mark_dirty(struct buffer_head *bh);

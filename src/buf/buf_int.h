@@ -41,6 +41,7 @@ enum {
 	BH_REQ = 1u << 5,
 	BH_WRITE_EIO = 1u << 6,
 	BH_JBD = 1u << 7,
+	BH_VERIFIED = 1u << 8, /* buf_set_verified: contents checked since read */
 };
 
 #define BUF_DATA_ALIGN 4096u

@@ -119,6 +119,10 @@ int buf_submit(struct buffer_head *bh, unsigned rw)
 	if (write && c->fua_block_set && bh->blocknr == c->fua_block)
 		rw |= BLK_REQ_FUA;
 	bh_set(bh, BH_REQ);
+	/* A read replaces the contents: whatever was verified of them is
+	 * void (buf_verified). */
+	if (!write)
+		bh_clear(bh, BH_VERIFIED);
 	pthread_mutex_lock(&c->lock);
 	buf_hold_locked(bh);
 	c->inflight++;

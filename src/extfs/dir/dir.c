@@ -327,16 +327,20 @@ static int dx_search_leaf(struct ext3_fs *fs, const struct ext3_inode *dir, uint
 /* ---- walking the index in hash order (shared with dx_readdir.c) ---- */
 
 /* Check and load the count/limit array at byte `off` of block `b`. */
-static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, const uint8_t *b,
+static int dx_load(struct ext3_fs *fs, const struct ext3_inode *dir, struct buffer_head *bh,
 		   unsigned off, uint64_t nblocks, uint64_t lblk, struct ext3_dx_level *lv)
 {
+	const uint8_t *b = buf_data(bh);
 	int rc = ext3_dx_entries_check(b, off, fs->g.block_size, ext3_dx_tail_bytes(fs), nblocks);
 	if (rc)
 		return err_wrap(rc, "ext3: directory inode %u: htree block %llu", dir->a.ino,
 				(unsigned long long)lblk);
-	if (!ext4_dx_csum_ok(fs, dir->a.ino, dir->a.generation, b, off))
-		return err_set(-EBADMSG, "ext4: directory inode %u: htree block %llu: checksum mismatch",
-			       dir->a.ino, (unsigned long long)lblk);
+	if (!buf_verified(bh)) {
+		if (!ext4_dx_csum_ok(fs, dir->a.ino, dir->a.generation, b, off))
+			return err_set(-EBADMSG, "ext4: directory inode %u: htree block %llu: checksum mismatch",
+				       dir->a.ino, (unsigned long long)lblk);
+		buf_set_verified(bh);
+	}
 	lv->count = ext3_dx_count(b, off);
 	memcpy(lv->raw, b + off, (size_t)lv->count * sizeof(struct ext3_dx_entry));
 	return 0;
@@ -363,7 +367,7 @@ static int dx_node_load(struct ext3_fs *fs, const struct ext3_inode *dir, struct
 		rc = err_wrap(rc, "ext3: directory inode %u: block %llu", dir->a.ino,
 			      (unsigned long long)child);
 	else
-		rc = dx_load(fs, dir, b, EXT3_DX_NODE_CL, w->nblocks, child, &w->lv[l]);
+		rc = dx_load(fs, dir, bh, EXT3_DX_NODE_CL, w->nblocks, child, &w->lv[l]);
 	buf_put(bh);
 	if (!rc)
 		w->lv[l].at = first ? 0 : ext3_dx_choose(w->lv[l].raw, 0, h);
@@ -387,7 +391,7 @@ int ext3_dx_walk_start(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_
 	if (name)
 		rc = ext3_dx_name_hash(fs, w->hv, name, len, &h);
 	if (!rc)
-		rc = dx_load(fs, dir, b, EXT3_DX_ROOT_CL, nblocks, 0, &w->lv[0]);
+		rc = dx_load(fs, dir, bh, EXT3_DX_ROOT_CL, nblocks, 0, &w->lv[0]);
 	buf_put(bh);
 	if (rc)
 		return rc;

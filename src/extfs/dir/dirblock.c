@@ -49,14 +49,16 @@ int ext3_dir_bread(struct ext3_fs *fs, const struct ext3_inode *dir, uint64_t lb
 	 * (dx_tail) where the index is loaded (dir.c, dx_load), as the kernel
 	 * checks an index block only when the caller expects one. */
 	const uint8_t *b = buf_data(*out);
-	if (!ext4_dir_is_dx_block(b, fs->g.block_size) &&
-	    !ext4_dirblock_csum_ok(fs, dir->a.ino, dir->a.generation, b)) {
-		buf_put(*out);
-		*out = NULL;
-		return err_set(-EBADMSG, "ext4: directory inode %u: block %llu: checksum mismatch", dir->a.ino,
-			       (unsigned long long)lblk);
+	if (buf_verified(*out) || ext4_dir_is_dx_block(b, fs->g.block_size))
+		return 0; /* checked since read (the write path keeps its tail right) */
+	if (ext4_dirblock_csum_ok(fs, dir->a.ino, dir->a.generation, b)) {
+		buf_set_verified(*out);
+		return 0;
 	}
-	return 0;
+	buf_put(*out);
+	*out = NULL;
+	return err_set(-EBADMSG, "ext4: directory inode %u: block %llu: checksum mismatch", dir->a.ino,
+		       (unsigned long long)lblk);
 }
 
 /* ---- htree checks and hashing ---- */

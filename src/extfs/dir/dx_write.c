@@ -69,9 +69,12 @@ static int dx_frame_load(struct ext3_fs *fs, const struct ext3_inode *dir, uint6
 	if (rc)
 		return ext3_dir_corrupt(fs, dir, lblk, rc);
 	/* metadata_csum: as the kernel's dx_probe (EFSBADCRC) */
+	if (buf_verified(fr->bh))
+		return 0;
 	if (!ext4_dx_csum_ok(fs, dir->ino, dir->a.generation, b, fr->off))
 		return err_set(-EBADMSG, "ext4: directory inode %u: block %llu: index checksum mismatch",
 			       dir->ino, (unsigned long long)lblk);
+	buf_set_verified(fr->bh);
 	return 0;
 }
 

@@ -37,8 +37,13 @@ static int tree_read(void *ctx, uint64_t pblk, void *buf)
 	if (rc < 0)
 		return rc;
 	memcpy(buf, buf_data(bh), ext3_fs_block_size(t->fs));
+	bool checked = buf_verified(bh);
+	if (!checked && ext4_extent_block_csum_ok(t->fs, t->ino, t->gen, buf)) {
+		buf_set_verified(bh);
+		checked = true;
+	}
 	buf_put(bh);
-	if (!ext4_extent_block_csum_ok(t->fs, t->ino, t->gen, buf))
+	if (!checked)
 		return err_set(-EBADMSG, "checksum mismatch (metadata_csum)");
 	return 0;
 }

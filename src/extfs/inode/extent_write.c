@@ -254,8 +254,11 @@ int xpath_walk(struct xctx *c, uint32_t lblk)
 		c->lv[l + 1].bh = bh;
 		c->lv[l + 1].node = buf_data(bh);
 		c->lv[l + 1].blk = child;
-		if (!ext4_extent_block_csum_ok(c->fs, c->in->ino, c->in->a.generation, buf_data(bh)))
-			return xcorrupt(c, child, "checksum mismatch (metadata_csum)");
+		if (!buf_verified(bh)) {
+			if (!ext4_extent_block_csum_ok(c->fs, c->in->ino, c->in->a.generation, buf_data(bh)))
+				return xcorrupt(c, child, "checksum mismatch (metadata_csum)");
+			buf_set_verified(bh);
+		}
 		rc = node_check(c, buf_data(bh), c->cap, (int)(depth - l - 1), child);
 		if (rc)
 			return rc;

@@ -100,7 +100,7 @@ static int xattr_walk_locked(struct ext3_fs *fs, const struct ext3_inode *in, ex
 			       le32_to_cpu(h.h_blocks));
 	}
 	/* metadata_csum: the kernel's EFSBADCRC for this block. */
-	if (!ext4_xattr_block_csum_ok(fs, in->a.file_acl, b)) {
+	if (!buf_verified(bh) && !ext4_xattr_block_csum_ok(fs, in->a.file_acl, b)) {
 		buf_put(bh);
 		return err_set(-EBADMSG, "ext4: inode %u: xattr block %u: checksum mismatch", in->a.ino,
 			       in->a.file_acl);

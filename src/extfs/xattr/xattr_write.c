@@ -280,9 +280,12 @@ static int block_check(struct ext3_inode *in, struct buffer_head *bh)
 				     le32_to_cpu(hd.h_magic), le32_to_cpu(hd.h_blocks),
 				     le32_to_cpu(hd.h_refcount));
 	/* metadata_csum: as the read side (the kernel's EFSBADCRC) */
+	if (buf_verified(bh))
+		return 0;
 	if (!ext4_xattr_block_csum_ok(in->fs, in->a.file_acl, buf_data(bh)))
 		return err_set(-EBADMSG, "ext4: inode %u: xattr block %u: checksum mismatch", in->ino,
 			       in->a.file_acl);
+	buf_set_verified(bh);
 	return 0;
 }
 
