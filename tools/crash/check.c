@@ -566,7 +566,26 @@ static int kernel_recover(const struct crash_check_cfg *cfg, const char *img)
 		usleep(250000);
 	}
 	rc = run_cmd(umount_argv, out);
+	if (rc) {
+		/* never leave it mounted: a lazy unmount detaches it */
+		char *lazy_argv[] = { "umount", "-l", mnt, NULL };
+		run_cmd(lazy_argv, out);
+	}
 	return rc == 0 ? 0 : rc < 0 ? rc : -EIO;
+}
+
+/* Remove what the kernel's recovery leaves in tmpdir (the scratch
+ * directory's owner removes only the files it knows). */
+static void kernel_cleanup(const struct crash_check_cfg *cfg)
+{
+	const char *names[] = { "kernel.img", "kernel.out" };
+	char p[400];
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", cfg->tmpdir, names[i]);
+		unlink(p);
+	}
+	snprintf(p, sizeof p, "%s/kmnt", cfg->tmpdir);
+	rmdir(p);
 }
 
 /* A copy of a file (kept sparse: the crash images are). */
@@ -673,6 +692,8 @@ static int oracle(const struct crash_check_cfg *cfg, struct dev *dev, const uint
 		if (!rc && v->bad[CK_RECOVERY] && kernel)
 			kernel_tie_break(cfg, kimg, img, t, sf, v);
 	}
+	if (kernel)
+		kernel_cleanup(cfg);
 	rc = crash_dev_save(dev, mine);
 	if (rc)
 		return rc;
