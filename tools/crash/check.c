@@ -479,12 +479,14 @@ static void compare_images(const uint8_t *a, const uint8_t *b, unsigned bs, stru
 	}
 }
 
-/* The same tree, data and free counts (orphans were cleaned on both sides). */
+/* The same tree, data and free counts (orphans were cleaned on both sides);
+ * who recovered b: "e2fsck" or "the kernel". */
 static void compare_trees(const struct tree *a, const struct nostall_statfs *sa, const struct tree *b,
-			  const struct nostall_statfs *sb, struct crash_verdict *v)
+			  const struct nostall_statfs *sb, const char *who, struct crash_verdict *v)
 {
 	if (a->n != b->n) {
-		crash_verdict_add(v, CK_RECOVERY, "after orphan cleanup nostall has %zu names, e2fsck %zu", a->n, b->n);
+		crash_verdict_add(v, CK_RECOVERY, "after orphan cleanup nostall has %zu names, %s %zu", a->n, who,
+				  b->n);
 		return;
 	}
 	for (size_t i = 0; i < a->n; i++) {
@@ -492,18 +494,147 @@ static void compare_trees(const struct tree *a, const struct nostall_statfs *sa,
 		if (strcmp(x->path, y->path) || x->ino != y->ino || x->size != y->size || x->blocks != y->blocks ||
 		    x->nlink != y->nlink || x->hash != y->hash || x->mode != y->mode) {
 			crash_verdict_add(v, CK_RECOVERY, "after orphan cleanup %s differs: nostall ino %llu size %llu "
-					  "blocks %llu, e2fsck %s ino %llu size %llu blocks %llu",
+					  "blocks %llu, %s %s ino %llu size %llu blocks %llu",
 					  x->path, (unsigned long long)x->ino, (unsigned long long)x->size,
-					  (unsigned long long)x->blocks, y->path, (unsigned long long)y->ino,
+					  (unsigned long long)x->blocks, who, y->path, (unsigned long long)y->ino,
 					  (unsigned long long)y->size, (unsigned long long)y->blocks);
 			return;
 		}
 	}
 	if (sa->blocks_free != sb->blocks_free || sa->files_free != sb->files_free)
 		crash_verdict_add(v, CK_RECOVERY, "after orphan cleanup nostall has %llu free blocks %llu free inodes, "
-				  "e2fsck %llu and %llu", (unsigned long long)sa->blocks_free,
-				  (unsigned long long)sa->files_free, (unsigned long long)sb->blocks_free,
+				  "%s %llu and %llu", (unsigned long long)sa->blocks_free,
+				  (unsigned long long)sa->files_free, who, (unsigned long long)sb->blocks_free,
 				  (unsigned long long)sb->files_free);
+}
+
+/* ------------------------------------------------------------ the kernel */
+
+/* The kernel as the tie-breaker of an orphan cleanup where e2fsck and
+ * nostall differ (docs/crashtest.md "The kernel as tie-breaker"): e2fsck
+ * 1.47's orphan truncate can keep a split extent leaf, or give up on the
+ * inode with its i_blocks left; semantics are the kernel's. Only as root
+ * (loop mounts), and not with NOSTALL_CRASH_NO_KERNEL set (non-empty). */
+static bool kernel_available(void)
+{
+	const char *no = getenv("NOSTALL_CRASH_NO_KERNEL");
+	return (!no || !*no) && geteuid() == 0;
+}
+
+/* Run argv (PATH searched), its output to out: its exit status or -errno. */
+static int run_cmd(char *const argv[], const char *out)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc)
+		return -rc;
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The kernel's recovery of the crash state in img (a file): a read-write
+ * loop mount (the kernel's ext4 replays the journal and cleans the orphan
+ * list) and its unmount (-o loop detaches the loop device). 0, or < 0 when
+ * the kernel did not recover it (the mount or unmount failed). A loop
+ * device just released can refuse a mount for a moment (EBUSY, see
+ * tests/lib/kmount.sh): retried. */
+static int kernel_recover(const struct crash_check_cfg *cfg, const char *img)
+{
+	char mnt[400], out[400];
+	snprintf(mnt, sizeof mnt, "%s/kmnt", cfg->tmpdir);
+	snprintf(out, sizeof out, "%s/kernel.out", cfg->tmpdir);
+	if (mkdir(mnt, 0755) && errno != EEXIST)
+		return -errno;
+	char *mount_argv[] = { "mount", "-t", "ext4", "-o", "loop", (char *)img, mnt, NULL };
+	char *umount_argv[] = { "umount", mnt, NULL };
+	int rc;
+	for (int i = 0;; i++) {
+		rc = run_cmd(mount_argv, out);
+		if (rc == 0)
+			break;
+		if (i >= 20 || !out_contains(out, "busy"))
+			return rc < 0 ? rc : -EIO;
+		usleep(250000);
+	}
+	rc = run_cmd(umount_argv, out);
+	if (rc) {
+		/* never leave it mounted: a lazy unmount detaches it */
+		char *lazy_argv[] = { "umount", "-l", mnt, NULL };
+		run_cmd(lazy_argv, out);
+	}
+	return rc == 0 ? 0 : rc < 0 ? rc : -EIO;
+}
+
+/* Remove what the kernel's recovery leaves in tmpdir (the scratch
+ * directory's owner removes only the files it knows). */
+static void kernel_cleanup(const struct crash_check_cfg *cfg)
+{
+	const char *names[] = { "kernel.img", "kernel.out" };
+	char p[400];
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", cfg->tmpdir, names[i]);
+		unlink(p);
+	}
+	snprintf(p, sizeof p, "%s/kmnt", cfg->tmpdir);
+	rmdir(p);
+}
+
+/* A copy of a file (kept sparse: the crash images are). */
+static int file_copy(const char *from, const char *to, uint8_t *buf)
+{
+	int rc = file_read_all(from, buf);
+	if (rc)
+		return rc;
+	int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	rc = ftruncate(fd, (off_t)CRASH_IMAGE_BYTES) ? -errno : 0;
+	for (uint64_t off = 0; !rc && off < CRASH_IMAGE_BYTES; off += CHUNK)
+		if (!crash_all_zero(buf + off, CHUNK) && pwrite(fd, buf + off, CHUNK, (off_t)off) != (ssize_t)CHUNK)
+			rc = -EIO;
+	close(fd);
+	return rc;
+}
+
+/* e2fsck's orphan cleanup differed from nostall's (v's recovery_mismatch):
+ * does the kernel's, on kimg (a copy of the crash state), give nostall's
+ * tree, data and free counts (compare_trees, the same fields)? Then the
+ * mismatch is no violation: v->kernel_agrees, the e2fsck difference kept in
+ * v->kernel_why. Otherwise (or when the kernel cannot say) v is left as it
+ * is. img: a CRASH_IMAGE_BYTES buffer. */
+static void kernel_tie_break(const struct crash_check_cfg *cfg, const char *kimg, uint8_t *img,
+			     const struct tree *t, const struct nostall_statfs *sf, struct crash_verdict *v)
+{
+	if (kernel_recover(cfg, kimg) || file_read_all(kimg, img))
+		return;
+	struct dev *d = NULL;
+	struct tree tk = { 0 };
+	struct nostall_statfs sk;
+	struct crash_verdict kv;
+	memset(&kv, 0, sizeof kv);
+	int rc = mem_dev_from(img, &d);
+	if (!rc)
+		rc = mount_walk(d, &tk, &sk, NULL);
+	if (!rc)
+		compare_trees(t, sf, &tk, &sk, "the kernel", &kv);
+	if (!rc && !kv.bad[CK_RECOVERY]) {
+		v->bad[CK_RECOVERY] = false;
+		v->kernel_agrees = true;
+		snprintf(v->kernel_why, sizeof v->kernel_why, "%s", v->why[CK_RECOVERY]);
+		v->why[CK_RECOVERY][0] = '\0';
+	}
+	tree_free(&tk);
+	if (d)
+		dev_close(d);
 }
 
 /* The e2fsck oracle: crash.img holds the crash state, replay the image
@@ -519,11 +650,14 @@ static int oracle(const struct crash_check_cfg *cfg, struct dev *dev, const uint
 	}
 	if (!img)
 		return -ENOMEM;
-	char crash[400], out[400], mine[400];
+	char crash[400], out[400], mine[400], kimg[400];
 	snprintf(crash, sizeof crash, "%s/crash.img", cfg->tmpdir);
 	snprintf(out, sizeof out, "%s/e2fsck.out", cfg->tmpdir);
 	snprintf(mine, sizeof mine, "%s/nostall.img", cfg->tmpdir);
+	snprintf(kimg, sizeof kimg, "%s/kernel.img", cfg->tmpdir);
 	char sum[200];
+	/* e2fsck recovers crash.img in place: the kernel gets a copy */
+	bool kernel = orphans && kernel_available() && !file_copy(crash, kimg, img);
 	int rc = crash_e2fsck_run("-y", "-Ejournal_only", crash, out);
 	if (rc < 0)
 		return rc;
@@ -549,13 +683,17 @@ static int oracle(const struct crash_check_cfg *cfg, struct dev *dev, const uint
 				crash_verdict_add(v, CK_RECOVERY, "e2fsck's recovered image does not mount: %s",
 						  nostall_errmsg(rc));
 			else
-				compare_trees(t, sf, &te, &se, v);
+				compare_trees(t, sf, &te, &se, "e2fsck", v);
 		}
 		tree_free(&te);
 		dev_close(d);
 		if (rc && !v->bad[CK_RECOVERY])
 			return rc;
+		if (!rc && v->bad[CK_RECOVERY] && kernel)
+			kernel_tie_break(cfg, kimg, img, t, sf, v);
 	}
+	if (kernel)
+		kernel_cleanup(cfg);
 	rc = crash_dev_save(dev, mine);
 	if (rc)
 		return rc;

@@ -307,7 +307,12 @@ struct crash_verdict {
 	bool bad[CK_NR];
 	bool e2fsck_ran;
 	bool orphans;          /* the replayed image had an orphan list */
+	/* e2fsck's orphan cleanup differed from nostall's, the kernel's (a
+	 * loop mount of the same crash state) did not: no violation, counted
+	 * and described apart (kernel_why: the difference with e2fsck) */
+	bool kernel_agrees;
 	char why[CK_NR][240];
+	char kernel_why[240];
 };
 /* Mark kind k in v with a description (the first one of each kind stays). */
 void crash_verdict_add(struct crash_verdict *v, enum crash_kind k, const char *fmt, ...)
@@ -360,6 +365,7 @@ struct crash_result {
 	uint64_t by_kind[CK_NR];
 	uint64_t e2fsck_states; /* states the e2fsck oracle checked */
 	uint64_t orphan_states; /* states whose replayed image had orphans */
+	uint64_t kernel_agrees; /* e2fsck's orphan cleanup differed, the kernel's agreed */
 	uint64_t epoch_states;  /* states at an epoch's end (every one gets one) */
 	uint64_t prefix_states; /* other in-order prefixes */
 	uint64_t random_states; /* random subsets and torn writes */
@@ -372,6 +378,8 @@ struct crash_result {
 	unsigned nwhy;
 	char why[CRASH_WHY_MAX][400]; /* the first violations, described */
 	bool why_bad[CRASH_WHY_MAX];  /* of a kind the mode does not allow */
+	unsigned nkwhy;
+	char kwhy[CRASH_WHY_MAX][400]; /* the first kernel_agrees states, described */
 };
 
 int crash_job_run(const struct crash_job *j, struct crash_result *r);

@@ -390,6 +390,19 @@ static int check_all(const struct crash_job *j, struct crash_log *l, struct cras
 		r->random_states += st[i].how == 's' || st[i].how == 't';
 		r->e2fsck_states += v.e2fsck_ran;
 		r->orphan_states += v.orphans;
+		if (v.kernel_agrees) {
+			r->kernel_agrees++;
+			if (r->nkwhy < CRASH_WHY_MAX) {
+				char ks[64], kl[16 + CRASH_OPTS_MAX];
+				crash_state_format(&st[i], ks, sizeof ks);
+				crash_mode_label(j->mode, j->opts, kl, sizeof kl);
+				/* cut when long (the head is enough) */
+				if (snprintf(r->kwhy[r->nkwhy++], sizeof r->kwhy[0],
+					 "%s bs=%u %s seed=%" PRIu64 " state %.40s: e2fsck_differs_kernel_agrees: %.200s", kl,
+					 j->bs, crash_wl_names[j->wl], j->seed, ks, v.kernel_why) < 0)
+					r->kwhy[r->nkwhy - 1][0] = '\0';
+			}
+		}
 		if (any_bad(&v)) {
 			r->violating++;
 			for (int k = 0; k < CK_NR; k++)
@@ -606,6 +619,9 @@ int crash_replay(const char *dir, bool events, FILE *out)
 		for (int k = 0; k < CK_NR; k++)
 			if (v.bad[k])
 				fprintf(out, "  %s: %s\n", crash_kind_names[k], v.why[k]);
+		if (v.kernel_agrees)
+			fprintf(out, "  e2fsck_differs_kernel_agrees (no violation: the kernel's recovery gives "
+				     "nostall's): %s\n", v.kernel_why);
 		if (!any_bad(&v))
 			fprintf(out, "  no violation\n");
 		if (events) {

@@ -24,6 +24,7 @@ static void sum_rows(const char *mode, const struct crash_row *rows, size_t n, s
 		t->violating += r->violating;
 		t->e2fsck_states += r->e2fsck_states;
 		t->orphan_states += r->orphan_states;
+		t->kernel_agrees += r->kernel_agrees;
 		t->epoch_states += r->epoch_states;
 		t->prefix_states += r->prefix_states;
 		t->random_states += r->random_states;
@@ -103,6 +104,16 @@ void crash_report_table(FILE *out, const char *mode, const char *opts, const str
 		for (unsigned k = 0; k < r->nwhy && shown < 12; k++, shown++)
 			fprintf(out, "  %s\n", r->why[k]);
 	}
+	/* not violations, but shown: nothing is hidden */
+	if (!t.kernel_agrees)
+		return;
+	fprintf(out, "%" PRIu64 " state%s where e2fsck's orphan cleanup differs and the kernel's agrees with "
+		     "nostall (e2fsck_differs_kernel_agrees, not violations):\n",
+		t.kernel_agrees, t.kernel_agrees == 1 ? "" : "s");
+	shown = 0;
+	for (size_t i = 0; i < n; i++)
+		for (unsigned k = 0; !strcmp(rows[i].job->mode, mode) && k < rows[i].res.nkwhy && shown < 12; k++, shown++)
+			fprintf(out, "  %s\n", rows[i].res.kwhy[k]);
 }
 
 /* "options" only when -o was given: without it the line is what it was
@@ -127,9 +138,10 @@ static void json_obj(FILE *out, const char *mode, const char *workload, const ch
 			fprintf(out, "%s\"%s\":%" PRIu64, k ? "," : "", crash_kind_names[k], t->by_kind[k]);
 	fprintf(out, "},\"seconds\":%.1f,\"e2fsck_states\":%" PRIu64 ",\"orphan_states\":%" PRIu64
 		     ",\"epoch_states\":%" PRIu64 ",\"prefix_states\":%" PRIu64 ",\"random_states\":%" PRIu64
-		     ",\"states_per_second\":%.1f,\"errors\":%d,\"ops\":%" PRIu64 "}",
+		     ",\"states_per_second\":%.1f,\"errors\":%d,\"ops\":%" PRIu64
+		     ",\"e2fsck_differs_kernel_agrees\":%" PRIu64 "}",
 		seconds, t->e2fsck_states, t->orphan_states, t->epoch_states, t->prefix_states, t->random_states,
-		seconds > 0 ? (double)t->states / seconds : 0.0, t->error ? 1 : 0, t->ops);
+		seconds > 0 ? (double)t->states / seconds : 0.0, t->error ? 1 : 0, t->ops, t->kernel_agrees);
 }
 
 void crash_report_json(FILE *out, const char *mode, const char *label, const char *workload, const char *opts,

@@ -172,6 +172,7 @@ void wl_count(struct crash_result *r, const struct crash_job *j, const struct cr
 	r->states++;
 	r->e2fsck_states += v->e2fsck_ran;
 	r->orphan_states += v->orphans;
+	r->kernel_agrees += v->kernel_agrees;
 	bool any = false, bad = false;
 	for (int k = 0; k < CK_NR; k++) {
 		if (!v->bad[k])
