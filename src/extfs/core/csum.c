@@ -8,6 +8,7 @@
 #include "extfs/format/ext4_extent.h"
 
 #include "util/crc32c.h"
+#include "util/endian.h"
 #include "util/err.h"
 
 #include <errno.h>
@@ -225,18 +226,6 @@ bool ext4_bitmap_csum_ok(const struct ext3_fs *fs, const void *desc, bool inode_
  * comparing; the verify side is the test of each (a block set here must
  * pass its _ok, test_ext4_csum_write). */
 
-static void put_le16_at(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_le32_at(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 bool ext4_has_group_desc_csum(const struct ext3_fs *fs)
 {
 	return fs->ro_compat & (EXT4_FEATURE_RO_COMPAT_METADATA_CSUM | EXT4_FEATURE_RO_COMPAT_GDT_CSUM);
@@ -252,7 +241,7 @@ void ext4_sb_csum_update(const struct ext3_fs *fs, void *sb)
 	if (!ext4_has_metadata_csum(fs))
 		return;
 	uint8_t *s = sb;
-	put_le32_at(s + SB_CSUM_OFF, crc32c(~0u, s, SB_CSUM_OFF));
+	put_le32(s + SB_CSUM_OFF, crc32c(~0u, s, SB_CSUM_OFF));
 }
 
 void ext4_gd_csum_update(const struct ext3_fs *fs, uint32_t g, void *desc)
@@ -262,11 +251,11 @@ void ext4_gd_csum_update(const struct ext3_fs *fs, uint32_t g, void *desc)
 	uint8_t *d = desc;
 	uint32_t le_g = cpu_to_le32(g);
 	size_t size = fs->g.desc_size;
-	put_le16_at(d + GD_CSUM_OFF, 0);
+	put_le16(d + GD_CSUM_OFF, 0);
 	if (ext4_has_metadata_csum(fs)) {
 		uint32_t c = crc32c(fs->csum_seed, &le_g, 4);
 		c = crc32c(c, d, size);
-		put_le16_at(d + GD_CSUM_OFF, (uint16_t)(c & 0xFFFF));
+		put_le16(d + GD_CSUM_OFF, (uint16_t)(c & 0xFFFF));
 		return;
 	}
 	uint16_t c = crc16(0xFFFF, fs->sb.s_uuid, sizeof fs->sb.s_uuid);
@@ -274,7 +263,7 @@ void ext4_gd_csum_update(const struct ext3_fs *fs, uint32_t g, void *desc)
 	c = crc16(c, d, GD_CSUM_OFF);
 	if (size > GD_CSUM_OFF + 2)
 		c = crc16(c, d + GD_CSUM_OFF + 2, size - GD_CSUM_OFF - 2);
-	put_le16_at(d + GD_CSUM_OFF, c);
+	put_le16(d + GD_CSUM_OFF, c);
 }
 
 uint32_t ext4_bitmap_csum_of(const struct ext3_fs *fs, bool inode_bitmap, const void *bitmap)
@@ -294,9 +283,9 @@ void ext4_gd_bitmap_csum_put(const struct ext3_fs *fs, void *desc, bool inode_bi
 	uint8_t *d = desc;
 	unsigned lo = inode_bitmap ? GD_IBITMAP_CSUM_LO : GD_BBITMAP_CSUM_LO;
 	unsigned hi = inode_bitmap ? GD_IBITMAP_CSUM_HI : GD_BBITMAP_CSUM_HI;
-	put_le16_at(d + lo, (uint16_t)csum);
+	put_le16(d + lo, (uint16_t)csum);
 	if (fs->g.desc_size >= hi + 2u)
-		put_le16_at(d + hi, (uint16_t)(csum >> 16));
+		put_le16(d + hi, (uint16_t)(csum >> 16));
 }
 
 void ext4_inode_csum_update(const struct ext3_fs *fs, uint32_t ino, void *raw)
@@ -306,13 +295,13 @@ void ext4_inode_csum_update(const struct ext3_fs *fs, uint32_t ino, void *raw)
 	uint8_t *r = raw;
 	size_t isz = fs->g.inode_size;
 	bool hi = isz > EXT3_GOOD_OLD_INODE_SIZE && le16_at(r + INODE_EXTRA) >= INODE_CSUM_HI + 2 - INODE_EXTRA;
-	put_le16_at(r + INODE_CSUM_LO, 0);
+	put_le16(r + INODE_CSUM_LO, 0);
 	if (hi)
-		put_le16_at(r + INODE_CSUM_HI, 0);
+		put_le16(r + INODE_CSUM_HI, 0);
 	uint32_t c = crc32c(inode_seed(fs, ino, le32_at(r + 0x64)), r, isz);
-	put_le16_at(r + INODE_CSUM_LO, (uint16_t)c);
+	put_le16(r + INODE_CSUM_LO, (uint16_t)c);
 	if (hi)
-		put_le16_at(r + INODE_CSUM_HI, (uint16_t)(c >> 16));
+		put_le16(r + INODE_CSUM_HI, (uint16_t)(c >> 16));
 }
 
 void ext4_dirblock_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block)
@@ -322,9 +311,9 @@ void ext4_dirblock_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t 
 	size_t bs = fs->g.block_size;
 	uint8_t *t = (uint8_t *)block + bs - 12;
 	memset(t, 0, 12);
-	put_le16_at(t + 4, 12);
+	put_le16(t + 4, 12);
 	t[7] = 0xDE;
-	put_le32_at(t + 8, crc32c(inode_seed(fs, ino, gen), block, bs - 12));
+	put_le32(t + 8, crc32c(inode_seed(fs, ino, gen), block, bs - 12));
 }
 
 void ext4_dx_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block, unsigned count_off)
@@ -339,7 +328,7 @@ void ext4_dx_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, v
 	memset(b + tail, 0, 8); /* dt_reserved, dt_checksum */
 	uint32_t c = crc32c(inode_seed(fs, ino, gen), b, count_off + (size_t)count * 8);
 	c = crc32c(c, b + tail, 8);
-	put_le32_at(b + tail + 4, c);
+	put_le32(b + tail + 4, c);
 }
 
 void ext4_xattr_block_csum_update(const struct ext3_fs *fs, uint64_t blk, void *block)
@@ -350,8 +339,8 @@ void ext4_xattr_block_csum_update(const struct ext3_fs *fs, uint64_t blk, void *
 	uint8_t le_blk[8];
 	for (int i = 0; i < 8; i++)
 		le_blk[i] = (uint8_t)(blk >> (8 * i));
-	put_le32_at(b + XATTR_CSUM_OFF, 0);
+	put_le32(b + XATTR_CSUM_OFF, 0);
 	uint32_t c = crc32c(fs->csum_seed, le_blk, 8);
 	c = crc32c(c, b, fs->g.block_size);
-	put_le32_at(b + XATTR_CSUM_OFF, c);
+	put_le32(b + XATTR_CSUM_OFF, c);
 }

@@ -4,6 +4,7 @@
 #include "extfs/format/ext4_csum_calc.h"
 
 #include "util/crc32c.h"
+#include "util/endian.h"
 
 #include <string.h>
 
@@ -13,23 +14,6 @@
 #define INODE_EXTRA 0x80
 #define INODE_CSUM_HI 0x82
 #define GOOD_OLD_INODE 128
-
-static void put_le16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static uint32_t obj_seed(uint32_t seed, uint32_t ino, uint32_t gen)
 {

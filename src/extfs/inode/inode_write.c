@@ -21,24 +21,13 @@
 #include "extfs/core/data_ops.h"
 
 #include "buf/buf.h"
+#include "util/endian.h"
 #include "util/err.h"
 
 #include <errno.h>
 #include <string.h>
 
 /* ---- encoding ---- */
-
-static void put_le16(uint8_t *p, uint16_t v)
-{
-	v = cpu_to_le16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = cpu_to_le32(v);
-	memcpy(p, &v, 4);
-}
 
 /* Seconds as the 32-bit field plus, when the extra word at extra_off is in
  * the inode's used extra space, 2 epoch bits and the nanoseconds. */
