@@ -36,6 +36,27 @@ void buf_clear_uptodate(struct buffer_head *bh) { bh_clear(bh, BH_UPTODATE | BH_
 bool buf_verified(const struct buffer_head *bh) { return bh_state(bh) & BH_VERIFIED; }
 void buf_set_verified(struct buffer_head *bh) { bh_set(bh, BH_VERIFIED); }
 bool buf_dirty(const struct buffer_head *bh) { return bh_state(bh) & BH_DIRTY; }
+
+void buf_csum_defer(struct buffer_head *bh, buf_csum_fn fn, uint32_t seed)
+{
+	bh->csum_fn = fn;
+	bh->csum_seed = seed;
+	/* the owner's contents: a reader's checksum check of them (before
+	 * the sum is settled) would fail and is not needed */
+	bh_set(bh, BH_CSUM_STALE | BH_VERIFIED);
+}
+
+void buf_csum_settle(struct buffer_head *bh)
+{
+	if (!(bh_state(bh) & BH_CSUM_STALE))
+		return;
+	unsigned was = atomic_fetch_and_explicit(&bh->state, ~(unsigned)BH_CSUM_STALE, memory_order_acq_rel);
+	if (was & BH_CSUM_STALE)
+		bh->csum_fn(bh->csum_seed, bh->data, bh->cache->block_size);
+}
+
+void buf_csum_cancel(struct buffer_head *bh) { bh_clear(bh, BH_CSUM_STALE); }
+bool buf_csum_pending(const struct buffer_head *bh) { return bh_state(bh) & BH_CSUM_STALE; }
 bool buf_locked(const struct buffer_head *bh) { return bh_state(bh) & BH_LOCK; }
 bool buf_mapped(const struct buffer_head *bh) { return bh_state(bh) & BH_MAPPED; }
 bool buf_req(const struct buffer_head *bh) { return bh_state(bh) & BH_REQ; }

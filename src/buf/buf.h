@@ -132,6 +132,26 @@ void buf_set_jbd(struct buffer_head *bh, bool v);
 void *buf_private(const struct buffer_head *bh);
 void buf_set_private(struct buffer_head *bh, void *p);
 
+/* Deferred checksums (jbd2's frozen trigger; docs/ext4-csum.md): a
+ * metadata block whose checksum covers the whole block (an ext4 directory
+ * leaf, an extent tree block) is changed many times per transaction; its
+ * owner records, instead of computing the sum at every change, how to
+ * compute it (fn with a 32-bit seed, e.g. the inode's checksum seed), and
+ * the sum is computed once, when the contents leave memory: the journal's
+ * log copy or frozen copy of the buffer, or a write of the buffer.
+ * buf_csum_defer: the caller owns the buffer (the journal's write access)
+ * and has just changed it; a later defer replaces fn and seed; the buffer
+ * counts as verified (buf_verified: its contents are the owner's).
+ * buf_csum_settle: if a checksum is pending, run it on the buffer's data
+ * (the caller excludes every writer of the buffer: the journal does under
+ * its lock, a write under the buffer lock). buf_csum_cancel: the contents
+ * get a new meaning (a new block's create access, a freed block). */
+typedef void (*buf_csum_fn)(uint32_t seed, void *data, unsigned size);
+void buf_csum_defer(struct buffer_head *bh, buf_csum_fn fn, uint32_t seed);
+void buf_csum_settle(struct buffer_head *bh);
+void buf_csum_cancel(struct buffer_head *bh);
+bool buf_csum_pending(const struct buffer_head *bh);
+
 /* The buffer lock. */
 void buf_lock(struct buffer_head *bh);
 bool buf_trylock(struct buffer_head *bh);

@@ -42,6 +42,7 @@ enum {
 	BH_WRITE_EIO = 1u << 6,
 	BH_JBD = 1u << 7,
 	BH_VERIFIED = 1u << 8, /* buf_set_verified: contents checked since read */
+	BH_CSUM_STALE = 1u << 9, /* buf_csum_defer: csum_fn must run before the data leaves */
 };
 
 #define BUF_DATA_ALIGN 4096u
@@ -61,6 +62,11 @@ struct buffer_head {
 	struct list_node lru;      /* c->lock: on c->lru iff count == 0 */
 	struct list_node dirty;    /* c->lock: on c->dirty iff BH_DIRTY */
 	_Atomic(void *) private;
+	/* buf_csum_defer: written by the buffer's owner before BH_CSUM_STALE
+	 * is set (release), read by buf_csum_settle after it saw the bit
+	 * (acquire). */
+	buf_csum_fn csum_fn;
+	uint32_t csum_seed;
 	pthread_mutex_t wlock;
 	pthread_cond_t wcond;
 	unsigned waiters;          /* wlock */

@@ -123,6 +123,8 @@ int buf_submit(struct buffer_head *bh, unsigned rw)
 	 * void (buf_verified). */
 	if (!write)
 		bh_clear(bh, BH_VERIFIED);
+	else
+		buf_csum_settle(bh); /* the buffer lock excludes its writers */
 	pthread_mutex_lock(&c->lock);
 	buf_hold_locked(bh);
 	c->inflight++;

@@ -152,6 +152,7 @@ static int run_submit(struct buf_cache *c, int n, struct buffer_head **bhs, unsi
 	for (int i = 0; i < n; i++) {
 		r->bh[i] = bhs[i];
 		bh_set(bhs[i], BH_REQ);
+		buf_csum_settle(bhs[i]); /* locked: its writers are excluded */
 		memcpy((char *)buf + (size_t)i * c->block_size, bhs[i]->data, c->block_size);
 	}
 	pthread_mutex_lock(&c->lock);

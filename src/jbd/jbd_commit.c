@@ -477,6 +477,10 @@ static void metadata_copy(struct jbd_commit *c, struct jbd_jh *jh, struct jbd_lo
 			  struct jbd_logblk *b, int ntag)
 {
 	struct jbd_journal *j = c->j;
+	/* A frozen copy was settled when taken; the buffer itself has no
+	 * writer now (jbd_trans.c: a new owner gets a frozen copy first). */
+	if (!jh->frozen)
+		buf_csum_settle(jh->bh);
 	const void *src = jh->frozen ? jh->frozen : buf_data(jh->bh);
 	memcpy(b->data, src, j->bs);
 	jh->copied = true;

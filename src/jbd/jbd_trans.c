@@ -409,6 +409,10 @@ again:
 				rc = -ENOMEM;
 				goto out;
 			}
+			/* the committing contents with their checksum (the
+			 * commit logs this copy; the buffer lock and j->lock
+			 * exclude every writer) */
+			buf_csum_settle(bh);
 			memcpy(jh->frozen, buf_data(bh), j->bs);
 			j->st.frozen_copies++;
 		}
@@ -442,7 +446,13 @@ int jbd_get_write_access(struct jbd_handle *h, struct buffer_head *bh)
 
 int jbd_get_create_access(struct jbd_handle *h, struct buffer_head *bh)
 {
-	return do_get_access(h, bh, ACCESS_CREATE);
+	int rc = do_get_access(h, bh, ACCESS_CREATE);
+	/* The block gets new contents: a checksum deferred for the old ones
+	 * must not run on them (the committing transaction, if it still
+	 * logs the old contents, has its frozen copy, settled). */
+	if (!rc)
+		buf_csum_cancel(bh);
+	return rc;
 }
 
 int jbd_get_undo_access(struct jbd_handle *h, struct buffer_head *bh)
@@ -632,6 +642,9 @@ int jbd_forget(struct jbd_handle *h, struct buffer_head *bh)
 	}
 	buf_lock(bh);
 	pthread_mutex_lock(&j->lock);
+	/* The contents still mean what the pending checksum covers, and a
+	 * committing transaction may still log them from the buffer. */
+	buf_csum_settle(bh);
 	struct jbd_jh *jh = buf_private(bh);
 	if (jh)
 		forget_locked(h, jh);

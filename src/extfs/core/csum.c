@@ -7,6 +7,8 @@
 #include "extfs/format/ext4_csum_calc.h"
 #include "extfs/format/ext4_extent.h"
 
+#include "buf/buf.h"
+
 #include "util/crc32c.h"
 #include "util/endian.h"
 #include "util/err.h"
@@ -343,4 +345,55 @@ void ext4_xattr_block_csum_update(const struct ext3_fs *fs, uint64_t blk, void *
 	uint32_t c = crc32c(fs->csum_seed, le_blk, 8);
 	c = crc32c(c, b, fs->g.block_size);
 	put_le32(b + XATTR_CSUM_OFF, c);
+}
+
+/* ---- deferred sums (buf_csum_defer, docs/ext4-csum.md) ----
+ * The settle functions run on the commit thread or a freezing handle with
+ * every writer of the block excluded (buf.h). They write only the sum's 4
+ * bytes: lookups may read the rest of the block meanwhile. A block whose
+ * shape no longer matches (it cannot: a new meaning goes through create
+ * access, which cancels) is left alone rather than overwritten. */
+
+static void dirleaf_settle(uint32_t seed, void *data, unsigned bs)
+{
+	uint8_t *b = data;
+	const uint8_t *t = b + bs - 12;
+	if (le32_at(t) != 0 || le16_at(t + 4) != 12 || t[7] != 0xDE)
+		return;
+	put_le32(b + bs - 4, crc32c(seed, b, bs - 12));
+}
+
+static void extent_settle(uint32_t seed, void *data, unsigned bs)
+{
+	uint8_t *b = data;
+	size_t tail = 12 + (size_t)le16_at(b + 4) * 12;
+	if (le16_at(b) != EXT4_EXT_MAGIC || tail + 4 > bs)
+		return;
+	put_le32(b + tail, crc32c(seed, b, tail));
+}
+
+void ext4_dirblock_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh)
+{
+	if (!ext4_has_metadata_csum(fs))
+		return;
+	if (!fs->journal) {
+		ext4_dirblock_csum_update(fs, ino, gen, buf_data(bh));
+		return;
+	}
+	uint8_t *t = (uint8_t *)buf_data(bh) + fs->g.block_size - 12;
+	memset(t, 0, 8);
+	put_le16(t + 4, 12);
+	t[7] = 0xDE;
+	buf_csum_defer(bh, dirleaf_settle, inode_seed(fs, ino, gen));
+}
+
+void ext4_extent_block_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh)
+{
+	if (!ext4_has_metadata_csum(fs))
+		return;
+	if (!fs->journal) {
+		ext4_extent_block_csum_update(fs, ino, gen, buf_data(bh));
+		return;
+	}
+	buf_csum_defer(bh, extent_settle, inode_seed(fs, ino, gen));
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 struct ext3_fs;
+struct buffer_head;
 
 /* At mount, after the superblock is read: the seed and which checksums
  * the filesystem carries. -EBADMSG (with a message) when the superblock's
@@ -85,6 +86,14 @@ void ext4_dirblock_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t 
 /* An htree block (root: count_off 0x20, node: 0x08): its dx_tail
  * (dt_reserved 0, dt_checksum) after limit entries. */
 void ext4_dx_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block, unsigned count_off);
+/* The same two for a journaled buffer, deferred (buf_csum_defer): the
+ * dir tail's header is written now, the sums when the journal takes the
+ * block's log or frozen copy, once per transaction instead of once per
+ * change. Without a journal (ext2) they are computed at once. An htree or
+ * xattr block's sum is computed at once (xxx_csum_update) and cancels a
+ * deferred one: a leaf turned into an htree root keeps no leaf sum. */
+void ext4_dirblock_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh);
+void ext4_extent_block_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh);
 /* An xattr block at block number blk: h_checksum. */
 void ext4_xattr_block_csum_update(const struct ext3_fs *fs, uint64_t blk, void *block);
 /* The bytes a directory leaf keeps for its tail (12 with metadata_csum,

@@ -53,11 +53,14 @@ int ext3_dir_dirty(struct jbd_handle *h, const struct ext3_inode *dir, struct bu
 	uint8_t *b = buf_data(bh);
 	if (!ext4_has_metadata_csum(fs)) {
 	} else if (dir_block_is_index(fs, dir, b)) {
+		/* a leaf's deferred sum must not land in an index (a leaf
+		 * becomes the htree root in place) */
+		buf_csum_cancel(bh);
 		bool root = le16_to_cpu(((const struct ext3_dir_entry_2 *)b)->rec_len) == 12;
 		ext4_dx_csum_update(fs, dir->ino, dir->a.generation, b,
 				    root ? EXT3_DX_ROOT_CL : EXT3_DX_NODE_CL);
 	} else {
-		ext4_dirblock_csum_update(fs, dir->ino, dir->a.generation, b);
+		ext4_dirblock_csum_defer(fs, dir->ino, dir->a.generation, bh);
 	}
 	return ext3_journal_dirty_metadata(h, bh);
 }

@@ -281,7 +281,7 @@ int xnode_end(struct xctx *c, int l)
 		c->root_dirty = true;
 		return 0;
 	}
-	ext4_extent_block_csum_update(c->fs, c->in->ino, c->in->a.generation, c->lv[l].node);
+	ext4_extent_block_csum_defer(c->fs, c->in->ino, c->in->a.generation, c->lv[l].bh);
 	return ext3_journal_dirty_metadata(c->h, c->lv[l].bh);
 }
 
@@ -332,7 +332,7 @@ int xblock_free(struct xctx *c, uint64_t blk)
 
 static int block_dirty(struct xctx *c, struct buffer_head *bh)
 {
-	ext4_extent_block_csum_update(c->fs, c->in->ino, c->in->a.generation, buf_data(bh));
+	ext4_extent_block_csum_defer(c->fs, c->in->ino, c->in->a.generation, bh);
 	return ext3_journal_dirty_metadata(c->h, bh);
 }
 
