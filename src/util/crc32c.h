@@ -23,6 +23,20 @@ uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len);
 /* Whether crc32c uses the CPU's instruction (SSE4.2 on x86-64). */
 int crc32c_hw_available(void);
 
+/* crc32c(crc, <n zero bytes>, n), in a time that does not grow with n (a
+ * few carry-less products; n beyond 64 KiB adds one per set bit of
+ * n / 65536). For incremental checksums: the raw register is linear in
+ * (seed, message) jointly, so for equal-length messages
+ *   crc32c(s, M ^ D, len) == crc32c(s, M, len) ^ crc32c(0, D, len)
+ * and a change confined to a span costs the span alone:
+ *   crc32c(0, zeros(a) || X || zeros(b)) == crc32c_zeros(crc32c(0, X, |X|), b)
+ * (leading zeros leave a zero register at zero). So when bytes [off,
+ * off + n) of a len-byte buffer change by D (old ^ new over the span):
+ *   new_crc = old_crc ^ crc32c_zeros(crc32c(0, D, n), len - off - n). */
+uint32_t crc32c_zeros(uint32_t crc, size_t n);
+/* The portable way alone (a loop over bits instead of PCLMULQDQ; tests). */
+uint32_t crc32c_zeros_sw(uint32_t crc, size_t n);
+
 uint16_t crc16(uint16_t crc, const void *buf, size_t len);
 
 #endif
