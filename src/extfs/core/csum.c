@@ -278,6 +278,26 @@ uint32_t ext4_bitmap_csum_of(const struct ext3_fs *fs, bool inode_bitmap, const 
 	return crc32c(fs->csum_seed, bitmap, bits / 8);
 }
 
+bool ext4_bitmap_csum_flip(const struct ext3_fs *fs, bool inode_bitmap, uint32_t *csum, uint32_t bit,
+			   uint32_t nbits)
+{
+	uint32_t bits = inode_bitmap ? fs->g.inodes_per_group : le32_at((const uint8_t *)&fs->sb + 0x24);
+	if ((size_t)bits / 8 > fs->g.block_size)
+		bits = fs->g.block_size * 8;
+	size_t len = bits / 8;
+	uint64_t end = (uint64_t)bit + nbits; /* bits [bit, end) */
+	size_t b0 = bit / 8, b1 = (size_t)((end + 7) / 8); /* bytes [b0, b1) */
+	uint8_t mask[256];
+	if (!nbits || end > (uint64_t)len * 8 || b1 - b0 > sizeof mask)
+		return false;
+	memset(mask, 0xFF, b1 - b0);
+	mask[0] &= (uint8_t)(0xFFu << (bit & 7));
+	if (end & 7)
+		mask[b1 - b0 - 1] &= (uint8_t)(0xFFu >> (8 - (end & 7)));
+	*csum ^= crc32c_zeros(crc32c(0, mask, b1 - b0), len - b1);
+	return true;
+}
+
 void ext4_gd_bitmap_csum_put(const struct ext3_fs *fs, void *desc, bool inode_bitmap, uint32_t csum)
 {
 	if (!ext4_has_metadata_csum(fs))

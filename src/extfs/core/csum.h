@@ -76,6 +76,12 @@ void ext4_gd_csum_update(const struct ext3_fs *fs, uint32_t g, void *desc);
 uint32_t ext4_bitmap_csum_of(const struct ext3_fs *fs, bool inode_bitmap, const void *bitmap);
 /* Store it into a raw descriptor (the high half only when desc_size has
  * one). */
+/* Update *csum, the sum of a bitmap, for the flip of bits [bit, bit +
+ * nbits) (crc32c is linear: the sum changes by the sum of the flipped
+ * mask alone, carried to the bitmap's end). false (nothing changed) for a
+ * range past the bitmap or too long to gain from it: sum it again. */
+bool ext4_bitmap_csum_flip(const struct ext3_fs *fs, bool inode_bitmap, uint32_t *csum, uint32_t bit,
+			   uint32_t nbits);
 void ext4_gd_bitmap_csum_put(const struct ext3_fs *fs, void *desc, bool inode_bitmap, uint32_t csum);
 /* An inode slot (inode_size bytes): i_checksum_lo, and _hi when
  * i_extra_isize covers it. */

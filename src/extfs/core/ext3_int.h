@@ -137,6 +137,10 @@ struct ext3_fs {
 	uint32_t *bm_csum;          /* [2 * groups]: metadata_csum's block (2g) and inode
 				     * (2g + 1) bitmap checksums, whole (lo | hi << 16);
 				     * changed under the group's lock (super_write.c) */
+	bool *bm_csum_live;         /* [2 * groups]: bm_csum[i] is the sum of the bitmap
+				     * in memory (computed since mount), so a change of a
+				     * few bits updates it (crc32c_zeros) instead of
+				     * summing the block again; group's lock */
 	struct ext3_mount_opts opts; /* in effect (data_mode resolved, blk_opts NULL) */
 	const struct ext3_data_ops *dops; /* the data mode's table, chosen with the mode
 					   * (super/mount.c; core/data_ops.h) */

@@ -90,9 +90,17 @@ static void desc_encode(const struct ext3_fs *fs, uint32_t g, uint8_t *d)
 	ext4_gd_csum_update(fs, g, d);
 }
 
-void ext3_group_bitmap_changed(struct ext3_fs *fs, uint32_t g, bool inode_bitmap, const void *bm)
+void ext3_group_bitmap_changed(struct ext3_fs *fs, uint32_t g, bool inode_bitmap, const void *bm,
+			       uint32_t bit, uint32_t nbits)
 {
-	fs->bm_csum[2 * g + (inode_bitmap ? 1 : 0)] = ext4_bitmap_csum_of(fs, inode_bitmap, bm);
+	size_t i = 2 * (size_t)g + (inode_bitmap ? 1 : 0);
+	if (!ext4_has_metadata_csum(fs)) {
+	} else if (fs->bm_csum_live[i] && nbits &&
+		   ext4_bitmap_csum_flip(fs, inode_bitmap, &fs->bm_csum[i], bit, nbits)) {
+	} else {
+		fs->bm_csum[i] = ext4_bitmap_csum_of(fs, inode_bitmap, bm);
+		fs->bm_csum_live[i] = true;
+	}
 	if (!ext4_has_group_desc_csum(fs))
 		return;
 	uint16_t fl = __atomic_load_n(&fs->gd[g].bg_flags, __ATOMIC_RELAXED);

@@ -137,8 +137,12 @@ int ext3_group_adjust(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, int3
  * (inode_bitmap false) or inode bitmap bm was changed in h under the group's
  * lock: note its metadata_csum checksum and clear the group's BLOCK_UNINIT /
  * INODE_UNINIT flag (descriptor checksums only). The caller's next
- * ext3_group_adjust of g (same handle, same lock) writes both. */
-void ext3_group_bitmap_changed(struct ext3_fs *fs, uint32_t g, bool inode_bitmap, const void *bm);
+ * ext3_group_adjust of g (same handle, same lock) writes both. The change
+ * flipped exactly bits [bit, bit + nbits) (all set or all cleared): the
+ * sum is updated from those alone once it is known; nbits 0 sums the whole
+ * bitmap again (any other change). */
+void ext3_group_bitmap_changed(struct ext3_fs *fs, uint32_t g, bool inode_bitmap, const void *bm,
+			       uint32_t bit, uint32_t nbits);
 /* ialloc: inode index idx (0-based) of group g comes into use (group lock
  * held): with descriptor checksums, lower bg_itable_unused past it when it
  * was in the never-initialised part of the table (or the group was

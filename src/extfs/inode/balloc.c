@@ -456,7 +456,7 @@ int ext3_block_bitmap_init_write(struct jbd_handle *h, struct ext3_fs *fs, uint3
 	int rc = bitmap_get(h, fs, g, &bh);
 	if (rc)
 		return rc;
-	ext3_group_bitmap_changed(fs, g, false, buf_data(bh));
+	ext3_group_bitmap_changed(fs, g, false, buf_data(bh), 0, 0);
 	rc = ext3_journal_dirty_metadata(h, bh);
 	buf_put(bh);
 	return rc ? rc : ext3_group_adjust(h, fs, g, 0, 0, 0);
@@ -495,7 +495,7 @@ static int group_alloc(struct jbd_handle *h, struct ext3_inode *in, uint32_t g, 
 		rc = ext3_fs_error(fs, "group %u: block bitmap marks metadata block %llu free", g,
 				   (unsigned long long)gr.meta_blk);
 	} else if (n) {
-		ext3_group_bitmap_changed(fs, g, false, gr.bm);
+		ext3_group_bitmap_changed(fs, g, false, gr.bm, start, n);
 		rc = ext3_journal_dirty_metadata(h, bh);
 		if (!rc)
 			rc = ext3_group_adjust(h, fs, g, -(int32_t)n, 0, 0);
@@ -641,7 +641,7 @@ static int group_free(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g, uint
 		(void)jbd_buffer_committed_update(bh, committed_mark_used, &run);
 		for (uint32_t i = 0; i < n; i++)
 			bit_clear(bm, bit + i);
-		ext3_group_bitmap_changed(fs, g, false, bm);
+		ext3_group_bitmap_changed(fs, g, false, bm, bit, n);
 		buf_unlock(bh);
 		rc = ext3_journal_dirty_metadata(h, bh);
 		if (!rc)

@@ -383,7 +383,7 @@ static int64_t group_claim(struct jbd_handle *h, struct ext3_fs *fs, uint32_t g,
 	 * goes: INODE_UNINIT means none of it is); the block bitmap of an
 	 * INODE_UNINIT group is written now too, as the kernel does */
 	bool fresh_slot = ext3_group_itable_use(fs, g, bit);
-	ext3_group_bitmap_changed(fs, g, true, bm);
+	ext3_group_bitmap_changed(fs, g, true, bm, bit, 1);
 	rc = ext3_journal_dirty_metadata(h, bh);
 	if (!rc)
 		rc = ext3_block_bitmap_init_write(h, fs, g);
@@ -420,7 +420,7 @@ static int ino_release(struct jbd_handle *h, struct ext3_fs *fs, uint32_t ino, b
 			rc = ext3_fs_error(fs, "freeing free inode %u", ino);
 		} else {
 			bm[bit >> 3] &= (uint8_t)~(1u << (bit & 7));
-			ext3_group_bitmap_changed(fs, g, true, bm);
+			ext3_group_bitmap_changed(fs, g, true, bm, bit, 1);
 			rc = ext3_journal_dirty_metadata(h, bh);
 			if (!rc)
 				rc = ext3_group_adjust(h, fs, g, 0, 1, is_dir ? -1 : 0);

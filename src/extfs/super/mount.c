@@ -231,6 +231,7 @@ static void fs_free(struct ext3_fs *fs)
 	ext3_icache_destroy(fs);
 	free(fs->gd);
 	free(fs->bm_csum);
+	free(fs->bm_csum_live);
 	free(fs);
 }
 

@@ -241,7 +241,8 @@ int ext3_gdt_load(struct ext3_fs *fs)
 {
 	fs->gd = calloc(fs->g.groups, sizeof *fs->gd);
 	fs->bm_csum = calloc(2 * (size_t)fs->g.groups, sizeof *fs->bm_csum);
-	if (!fs->gd || !fs->bm_csum)
+	fs->bm_csum_live = calloc(2 * (size_t)fs->g.groups, sizeof *fs->bm_csum_live);
+	if (!fs->gd || !fs->bm_csum || !fs->bm_csum_live)
 		return err_set(-ENOMEM, "ext3: out of memory for %u group descriptors", fs->g.groups);
 	/* The classic table starts in the block after the one holding the
 	 * superblock; with meta_bg, later blocks live in their metagroups. */
