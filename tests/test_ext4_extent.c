@@ -32,7 +32,7 @@ static int rd(void *ctx, uint64_t pblk, void *buf)
 	return 0;
 }
 
-static struct ext4_ext_source src = { rd, NULL, BS, 1ull << 48, 12 };
+static struct ext4_ext_source src = { .read = rd, .block_size = BS, .blocks_count = 1ull << 48, .ino = 12 };
 
 static void hdr(void *p, unsigned n, unsigned max, unsigned depth)
 {

@@ -24,28 +24,46 @@
 
 struct tree_ctx {
 	struct ext3_fs *fs;
+	const struct ext4_ext_source *src;
 	uint32_t ino, gen;
 };
 
-/* A tree block through the buffer cache, its metadata_csum tail checked
- * (-EBADMSG, as the kernel's EFSBADCRC). */
-static int tree_read(void *ctx, uint64_t pblk, void *buf)
+/* A tree block in the buffer cache, read in place (the caller holds
+ * in->lock: the tree's writers hold it exclusively; the journal's settling
+ * of the checksum writes only the tail, past the entries). Checked once per
+ * read from disk, as the kernel's buffer_verified: the metadata_csum tail
+ * (-EBADMSG, as the kernel's EFSBADCRC) and the node's structure
+ * (ext4_ext_node_check); the tree's writers keep both valid. */
+static const void *tree_get(void *ctx, uint64_t pblk, void **ref, bool *checked, int *err)
 {
 	struct tree_ctx *t = ctx;
 	struct buffer_head *bh;
 	int rc = ext3_bread(t->fs, pblk, "extent tree", &bh);
-	if (rc < 0)
-		return rc;
-	memcpy(buf, buf_data(bh), ext3_fs_block_size(t->fs));
-	bool checked = buf_verified(bh);
-	if (!checked && ext4_extent_block_csum_ok(t->fs, t->ino, t->gen, buf)) {
-		buf_set_verified(bh);
-		checked = true;
+	if (rc < 0) {
+		*err = rc;
+		return NULL;
 	}
-	buf_put(bh);
-	if (!checked)
-		return err_set(-EBADMSG, "checksum mismatch (metadata_csum)");
-	return 0;
+	const void *node = buf_data(bh);
+	if (!buf_verified(bh)) {
+		if (!ext4_extent_block_csum_ok(t->fs, t->ino, t->gen, node))
+			rc = err_set(-EBADMSG, "checksum mismatch (metadata_csum)");
+		else if (!(rc = ext4_ext_node_check(t->src, node, pblk)))
+			buf_set_verified(bh);
+	}
+	if (rc < 0) {
+		buf_put(bh);
+		*err = rc;
+		return NULL;
+	}
+	*checked = true;
+	*ref = bh;
+	return node;
+}
+
+static void tree_put(void *ctx, void *ref)
+{
+	(void)ctx;
+	buf_put(ref);
 }
 
 int ext4_ext_map(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
@@ -54,17 +72,11 @@ int ext4_ext_map(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
 	uint32_t root[EXT3_N_BLOCKS];
 	for (int i = 0; i < EXT3_N_BLOCKS; i++)
 		root[i] = cpu_to_le32(in->a.block[i]); /* the tree is little-endian bytes */
-	struct tree_ctx tc = { fs, in->ino, in->a.generation };
-	struct ext4_ext_source src = { tree_read, &tc, ext3_fs_block_size(fs), ext3_fs_blocks_count(fs), in->ino };
-	/* A tree block buffer only when the root is an index (an in-inode
-	 * leaf, most files, needs none). */
-	const struct ext4_extent_header *eh = (const void *)root;
-	void *scratch = NULL;
-	if (eh->eh_depth && !(scratch = malloc(src.block_size)))
-		return -ENOMEM;
-	int rc = ext4_ext_lookup(&src, root, lblk, scratch, out);
-	free(scratch);
-	return rc;
+	struct ext4_ext_source src = { .get = tree_get, .put = tree_put, .block_size = ext3_fs_block_size(fs),
+				       .blocks_count = ext3_fs_blocks_count(fs), .ino = in->ino };
+	struct tree_ctx tc = { fs, &src, in->ino, in->a.generation };
+	src.ctx = &tc;
+	return ext4_ext_lookup(&src, root, lblk, NULL, out);
 }
 
 /* The run at logical: *physical 0 for a hole (or an unwritten extent),

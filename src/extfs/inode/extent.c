@@ -112,16 +112,18 @@ int ext4_ext_lookup(const struct ext4_ext_source *src, const void *i_block, uint
 	int want = -1;
 	/* The next mapped logical block after lblk seen so far (2^32: none). */
 	uint64_t next = (uint64_t)1 << 32;
+	void *ref = NULL;       /* a get source's block held */
+	bool checked = false;   /* ...and its entries checked before */
+	int rc;
 	for (;;) { /* at most 6 levels: header_check pins each child's depth */
 		const struct ext4_extent_header *eh = (const void *)node;
-		int rc = header_check(src, eh, bytes, want, blk);
+		rc = header_check(src, eh, bytes, want, blk);
 		if (rc)
-			return rc;
+			break;
 		unsigned n = le16_to_cpu(eh->eh_entries), depth = le16_to_cpu(eh->eh_depth);
 		const uint8_t *first = node + sizeof *eh;
-		rc = entries_check(src, first, n, depth, blk);
-		if (rc)
-			return rc;
+		if (!checked && (rc = entries_check(src, first, n, depth, blk)))
+			break;
 		int i = entry_find(first, n, lblk);
 		if ((unsigned)(i + 1) < n && first_block(first, (unsigned)(i + 1)) < next)
 			next = first_block(first, (unsigned)(i + 1));
@@ -138,25 +140,49 @@ int ext4_ext_lookup(const struct ext4_ext_source *src, const void *i_block, uint
 				out->pblk = pstart + (lblk - start);
 				out->len = (uint32_t)(start + len - lblk);
 				out->unwritten = unwritten;
-				return 0;
+				break;
 			}
 		}
 		if (depth == 0 || i < 0) {
 			/* A hole: up to the nearest next entry of any level. */
 			uint64_t hole = next - lblk;
 			out->len = hole > UINT32_MAX ? UINT32_MAX : (uint32_t)hole;
-			return 0;
+			break;
 		}
 		struct ext4_extent_idx ix;
 		memcpy(&ix, first + (size_t)i * 12, sizeof ix);
 		uint64_t child = (uint64_t)le16_to_cpu(ix.ei_leaf_hi) << 32 | le32_to_cpu(ix.ei_leaf_lo);
-		rc = src->read(src->ctx, child, scratch);
-		if (rc < 0)
-			return err_wrap(rc, "ext4: inode %u: reading extent tree block %llu", src->ino,
-					(unsigned long long)child);
-		node = scratch;
+		if (src->get) {
+			if (ref)
+				src->put(src->ctx, ref);
+			ref = NULL;
+			int err = 0;
+			node = src->get(src->ctx, child, &ref, &checked, &err);
+			rc = node ? 0 : (err < 0 ? err : -EIO);
+		} else {
+			rc = src->read(src->ctx, child, scratch);
+			node = scratch;
+		}
+		if (rc < 0) {
+			rc = err_wrap(rc, "ext4: inode %u: reading extent tree block %llu", src->ino,
+				      (unsigned long long)child);
+			break;
+		}
 		bytes = src->block_size;
 		blk = child;
 		want = (int)depth - 1;
 	}
+	if (ref)
+		src->put(src->ctx, ref);
+	return rc;
+}
+
+int ext4_ext_node_check(const struct ext4_ext_source *src, const void *node, uint64_t pblk)
+{
+	const struct ext4_extent_header *eh = node;
+	int rc = header_check(src, eh, src->block_size, -1, pblk);
+	if (rc)
+		return rc;
+	return entries_check(src, (const uint8_t *)node + sizeof *eh, le16_to_cpu(eh->eh_entries),
+			     le16_to_cpu(eh->eh_depth), pblk);
 }

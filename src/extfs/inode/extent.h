@@ -22,6 +22,13 @@
 struct ext4_ext_source {
 	/* Read tree block pblk (block_size bytes) into buf: 0 or -errno. */
 	int (*read)(void *ctx, uint64_t pblk, void *buf);
+	/* Or, when set (read is then unused): the block in place, valid
+	 * until put(ctx, *ref), or NULL with *err. *checked: the block
+	 * passed ext4_ext_node_check since it was read from disk (a cached
+	 * buffer that was: the kernel's buffer_verified), so its entries are
+	 * not walked again. The caller keeps writers of the tree out. */
+	const void *(*get)(void *ctx, uint64_t pblk, void **ref, bool *checked, int *err);
+	void (*put)(void *ctx, void *ref);
 	void *ctx;
 	unsigned block_size;
 	uint64_t blocks_count; /* physical blocks past this are corrupt */
@@ -36,8 +43,14 @@ struct ext4_ext_map {
 };
 
 /* Map lblk through the tree rooted in i_block (the inode's 60 bytes).
- * scratch: block_size bytes the walk reads tree blocks into. */
+ * scratch: block_size bytes the walk reads tree blocks into (NULL with a
+ * get source). */
 int ext4_ext_lookup(const struct ext4_ext_source *src, const void *i_block, uint32_t lblk, void *scratch,
 		    struct ext4_ext_map *out);
+
+/* The checks ext4_ext_lookup makes of a tree block (block_size bytes at
+ * pblk), except the depth its parent gives it: for a get source that
+ * checks a block once per read from disk. 0 or -EUCLEAN with a message. */
+int ext4_ext_node_check(const struct ext4_ext_source *src, const void *node, uint64_t pblk);
 
 #endif
