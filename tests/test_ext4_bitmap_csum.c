@@ -7,6 +7,9 @@
  * every group whose bitmap is initialised; a changed bitmap byte fails; a
  * filesystem without metadata_csum has nothing to check.
  *
+ * The update of a sum from flipped bits (ext4_bitmap_csum_flip) is
+ * checked against whole sums on random bitmaps.
+ *
  * Oracles: mkfs.ext4, e2fsck (the images are clean). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char tmpdir[256];
 
@@ -91,6 +95,63 @@ static void test_bitmap_csum_none(void **state)
 	assert_true(check_image("nocsum", "-b 4096 -O ^metadata_csum", false) >= 2);
 }
 
+/* ext4_bitmap_csum_flip (the write path's update of a bitmap sum from the
+ * bits an allocation or a free flipped) against a whole sum, on random
+ * bitmaps and random runs, block and inode bitmaps, 1 KiB and 4 KiB
+ * blocks. A run it declines (too long, past the end) is summed again. */
+static void flip_image(const char *name, const char *opts, unsigned seed)
+{
+	char img[512];
+	snprintf(img, sizeof img, "%s/%s.img", tmpdir, name);
+	assert_int_equal(fsimg_run("mkfs.ext4 -q -F %s '%s' 40M >/dev/null 2>&1", opts, img), 0);
+	struct fsimg_mnt m;
+	assert_int_equal(fsimg_mount_opts(img, NULL, 0, &m), 0);
+	struct ext3_fs *fs = m.fs;
+	unsigned bs = fs->g.block_size;
+	uint8_t *bm = malloc(bs);
+	assert_non_null(bm);
+	srand(seed);
+	unsigned flips = 0, declined = 0;
+	for (int inode = 0; inode < 2; inode++) {
+		uint32_t bits = inode ? fs->g.inodes_per_group : fs->g.blocks_per_group;
+		for (unsigned i = 0; i < bs; i++)
+			bm[i] = (uint8_t)rand();
+		uint32_t sum = ext4_bitmap_csum_of(fs, inode, bm);
+		for (int k = 0; k < 400; k++) {
+			uint32_t len = k % 4 == 0 ? 1 : 1 + (uint32_t)rand() % (k % 4 == 3 ? 4000 : 70);
+			if (len > bits)
+				len = bits;
+			uint32_t start = (uint32_t)rand() % (bits - len + 1);
+			for (uint32_t b = start; b < start + len; b++)
+				bm[b >> 3] ^= (uint8_t)(1u << (b & 7));
+			if (ext4_bitmap_csum_flip(fs, inode, &sum, start, len)) {
+				flips++;
+			} else {
+				sum = ext4_bitmap_csum_of(fs, inode, bm);
+				declined++;
+			}
+			assert_int_equal(sum, ext4_bitmap_csum_of(fs, inode, bm));
+		}
+		/* past the bitmap: declined, the sum untouched */
+		uint32_t before = sum;
+		assert_false(ext4_bitmap_csum_flip(fs, inode, &sum, bits - 1, 2));
+		assert_int_equal(sum, before);
+	}
+	assert_true(flips > 500);
+	assert_true(declined > 0);
+	free(bm);
+	assert_int_equal(fsimg_umount(&m), 0);
+}
+
+static void test_bitmap_csum_flip(void **state)
+{
+	(void)state;
+	unsigned seed = (unsigned)time(NULL);
+	printf("test_bitmap_csum_flip: seed %u\n", seed);
+	flip_image("f4k", "-b 4096", seed);
+	flip_image("f1k", "-b 1024 -O ^64bit", seed + 1);
+}
+
 int main(void)
 {
 	int orc = oracles_check("test_ext4_bitmap_csum", "mkfs.ext4 e2fsck");
@@ -102,6 +163,7 @@ int main(void)
 		cmocka_unit_test(test_bitmap_csum_64bit),
 		cmocka_unit_test(test_bitmap_csum_32byte_desc),
 		cmocka_unit_test(test_bitmap_csum_none),
+		cmocka_unit_test(test_bitmap_csum_flip),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	fsimg_tmpdir_remove(tmpdir);
