@@ -470,8 +470,9 @@ static const struct cliopt fs_opts[] = {
 			     "from 100 samples on: until it has them, the run goes on, up\n"
 			     "to 2.5 x S)", CLIOPT_CALL(fs_seconds) },
 	{ "reps", 0, "N", "stream and jens: N repetitions, each beside its own raw floor,\n"
-			  "fs and raw in alternating order; medians (default 5, 3 on sim:,\n"
-			  "2 with --quick)", CLIOPT_CALL(fs_reps) },
+			  "fs and raw in alternating order; creates: N repetitions, each\n"
+			  "on a fresh filesystem; medians (default 5, 3 on sim:, 2 with\n"
+			  "--quick)", CLIOPT_CALL(fs_reps) },
 	{ "mount", 0, NULL, "the workloads through `nostall mount` (FUSE), its default data\n"
 			    "mode unless -o data=MODE; -o also takes the daemon's options\n"
 			    "(docs/fuse.md, docs/bench-fs-mount.md)", CLIOPT_FLAG_AT(struct fs_args, b.mount) },

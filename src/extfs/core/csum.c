@@ -314,13 +314,31 @@ void ext4_inode_csum_update(const struct ext3_fs *fs, uint32_t ino, void *raw)
 {
 	if (!ext4_has_metadata_csum(fs))
 		return;
+	ext4_inode_csum_update_seeded(fs, inode_seed(fs, ino, le32_at((const uint8_t *)raw + 0x64)), raw);
+}
+
+uint32_t ext4_inode_csum_seed(const struct ext3_inode *in, uint32_t gen)
+{
+	_Atomic uint64_t *cache = &((struct ext3_inode *)in)->csum_seed;
+	uint64_t v = atomic_load_explicit(cache, memory_order_relaxed);
+	if (v && (uint32_t)(v >> 32) == gen)
+		return (uint32_t)v;
+	uint32_t seed = inode_seed(in->fs, in->ino, gen);
+	atomic_store_explicit(cache, (uint64_t)gen << 32 | seed, memory_order_relaxed);
+	return seed;
+}
+
+void ext4_inode_csum_update_seeded(const struct ext3_fs *fs, uint32_t seed, void *raw)
+{
+	if (!ext4_has_metadata_csum(fs))
+		return;
 	uint8_t *r = raw;
 	size_t isz = fs->g.inode_size;
 	bool hi = isz > EXT3_GOOD_OLD_INODE_SIZE && le16_at(r + INODE_EXTRA) >= INODE_CSUM_HI + 2 - INODE_EXTRA;
 	put_le16(r + INODE_CSUM_LO, 0);
 	if (hi)
 		put_le16(r + INODE_CSUM_HI, 0);
-	uint32_t c = crc32c(inode_seed(fs, ino, le32_at(r + 0x64)), r, isz);
+	uint32_t c = crc32c(seed, r, isz);
 	put_le16(r + INODE_CSUM_LO, (uint16_t)c);
 	if (hi)
 		put_le16(r + INODE_CSUM_HI, (uint16_t)(c >> 16));
@@ -392,28 +410,50 @@ static void extent_settle(uint32_t seed, void *data, unsigned bs)
 	put_le32(b + tail, crc32c(seed, b, tail));
 }
 
-void ext4_dirblock_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh)
+void ext4_dirblock_csum_defer(const struct ext3_inode *dir, struct buffer_head *bh)
 {
+	const struct ext3_fs *fs = dir->fs;
 	if (!ext4_has_metadata_csum(fs))
 		return;
 	if (!fs->journal) {
-		ext4_dirblock_csum_update(fs, ino, gen, buf_data(bh));
+		ext4_dirblock_csum_update(fs, dir->ino, dir->a.generation, buf_data(bh));
 		return;
 	}
 	uint8_t *t = (uint8_t *)buf_data(bh) + fs->g.block_size - 12;
 	memset(t, 0, 8);
 	put_le16(t + 4, 12);
 	t[7] = 0xDE;
-	buf_csum_defer(bh, dirleaf_settle, inode_seed(fs, ino, gen));
+	buf_csum_defer(bh, dirleaf_settle, ext4_inode_csum_seed(dir, dir->a.generation));
 }
 
-void ext4_extent_block_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh)
+void ext4_extent_block_csum_defer(const struct ext3_inode *in, struct buffer_head *bh)
+{
+	const struct ext3_fs *fs = in->fs;
+	if (!ext4_has_metadata_csum(fs))
+		return;
+	if (!fs->journal) {
+		ext4_extent_block_csum_update(fs, in->ino, in->a.generation, buf_data(bh));
+		return;
+	}
+	buf_csum_defer(bh, extent_settle, ext4_inode_csum_seed(in, in->a.generation));
+}
+
+/* seed: the superblock's offset in its block */
+static void sb_settle(uint32_t off, void *data, unsigned bs)
+{
+	if (off + 1024u > bs)
+		return;
+	uint8_t *s = (uint8_t *)data + off;
+	put_le32(s + SB_CSUM_OFF, crc32c(~0u, s, SB_CSUM_OFF));
+}
+
+void ext4_sb_csum_defer(const struct ext3_fs *fs, struct buffer_head *bh, unsigned off)
 {
 	if (!ext4_has_metadata_csum(fs))
 		return;
 	if (!fs->journal) {
-		ext4_extent_block_csum_update(fs, ino, gen, buf_data(bh));
+		ext4_sb_csum_update(fs, (uint8_t *)buf_data(bh) + off);
 		return;
 	}
-	buf_csum_defer(bh, extent_settle, inode_seed(fs, ino, gen));
+	buf_csum_defer(bh, sb_settle, off);
 }

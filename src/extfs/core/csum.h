@@ -67,6 +67,10 @@ bool ext4_bitmap_csum_ok(const struct ext3_fs *fs, const void *desc, bool inode_
 bool ext4_has_group_desc_csum(const struct ext3_fs *fs);
 /* The superblock's bytes (1024): s_checksum at 0x3FC. */
 void ext4_sb_csum_update(const struct ext3_fs *fs, void *sb);
+/* The same for the superblock's journaled buffer (the superblock at byte
+ * off of it), deferred to the journal's copy like a directory leaf's
+ * (below): every allocation journals the superblock's counts. */
+void ext4_sb_csum_defer(const struct ext3_fs *fs, struct buffer_head *bh, unsigned off);
 /* Group descriptor g as on disk (desc_size bytes): bg_checksum (crc32c
  * with metadata_csum, crc16 with gdt_csum). */
 void ext4_gd_csum_update(const struct ext3_fs *fs, uint32_t g, void *desc);
@@ -86,6 +90,13 @@ void ext4_gd_bitmap_csum_put(const struct ext3_fs *fs, void *desc, bool inode_bi
 /* An inode slot (inode_size bytes): i_checksum_lo, and _hi when
  * i_extra_isize covers it. */
 void ext4_inode_csum_update(const struct ext3_fs *fs, uint32_t ino, void *raw);
+/* The same with the inode's seed from ext4_inode_csum_seed. */
+void ext4_inode_csum_update_seeded(const struct ext3_fs *fs, uint32_t seed, void *raw);
+/* The checksum seed of in's objects (its inode, directory blocks, extent
+ * blocks) at generation gen: crc32c(fs seed, ino, gen), kept in the inode
+ * (in->csum_seed) so that every change does not sum it again. */
+struct ext3_inode;
+uint32_t ext4_inode_csum_seed(const struct ext3_inode *in, uint32_t gen);
 /* A directory leaf block of (ino, gen): writes the 12-byte tail entry and
  * its checksum (the caller's entries end at block_size - 12). */
 void ext4_dirblock_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, void *block);
@@ -98,8 +109,8 @@ void ext4_dx_csum_update(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, v
  * change. Without a journal (ext2) they are computed at once. An htree or
  * xattr block's sum is computed at once (xxx_csum_update) and cancels a
  * deferred one: a leaf turned into an htree root keeps no leaf sum. */
-void ext4_dirblock_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh);
-void ext4_extent_block_csum_defer(const struct ext3_fs *fs, uint32_t ino, uint32_t gen, struct buffer_head *bh);
+void ext4_dirblock_csum_defer(const struct ext3_inode *dir, struct buffer_head *bh);
+void ext4_extent_block_csum_defer(const struct ext3_inode *in, struct buffer_head *bh);
 /* An xattr block at block number blk: h_checksum. */
 void ext4_xattr_block_csum_update(const struct ext3_fs *fs, uint64_t blk, void *block);
 /* The bytes a directory leaf keeps for its tail (12 with metadata_csum,

@@ -57,6 +57,11 @@ struct ext3_inode {
 	 * map then walks its metadata). */
 	pthread_mutex_t map_lock;
 	struct ext3_map_cache *map;
+	/* metadata_csum: the inode's checksum seed (crc32c of the fs seed, ino
+	 * and generation) and the generation it is for, generation << 32 |
+	 * seed, 0 when not known (ext4_inode_csum_seed; relaxed atomic: any
+	 * reader may fill it, all with the same value). */
+	_Atomic uint64_t csum_seed;
 	/* Dirty data blocks/pages not yet written (atomic; 0 today). */
 	atomic_uint_least64_t dirty_data;
 	/* ---- the write path (src/extfs/core/write.h, docs/write-path.md) ---- */

@@ -40,8 +40,9 @@ static int super_journal(struct jbd_handle *h, struct ext3_fs *fs, int64_t dbloc
 	fs->sb.s_free_inodes_count = cpu_to_le32((uint32_t)fs->free_inodes);
 	memcpy((uint8_t *)buf_data(bh) + off, &fs->sb, sizeof fs->sb);
 	/* metadata_csum: the buffer's copy, under sb_lock (every writer of
-	 * the superblock's bytes holds it) */
-	ext4_sb_csum_update(fs, (uint8_t *)buf_data(bh) + off);
+	 * the superblock's bytes holds it); deferred to the journal's copy,
+	 * when no handle writes (docs/ext4-csum.md) */
+	ext4_sb_csum_defer(fs, bh, off);
 	ext3_sb_unlock(fs);
 	rc = ext3_journal_dirty_metadata(h, bh);
 	buf_put(bh);

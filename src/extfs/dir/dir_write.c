@@ -60,7 +60,7 @@ int ext3_dir_dirty(struct jbd_handle *h, const struct ext3_inode *dir, struct bu
 		ext4_dx_csum_update(fs, dir->ino, dir->a.generation, b,
 				    root ? EXT3_DX_ROOT_CL : EXT3_DX_NODE_CL);
 	} else {
-		ext4_dirblock_csum_defer(fs, dir->ino, dir->a.generation, bh);
+		ext4_dirblock_csum_defer(dir, bh);
 	}
 	return ext3_journal_dirty_metadata(h, bh);
 }

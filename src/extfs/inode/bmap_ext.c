@@ -200,9 +200,11 @@ static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t 
 		/* Data lands in an unwritten extent: those blocks become
 		 * initialized in this handle and count as new, as a hole fill. */
 		credits_ensure(h, in);
-		rc = ext4_ext_convert(h, in, (uint32_t)lblk, n, false);
-		if (rc)
+		rc = ext4_ext_convert_nowrite(h, in, (uint32_t)lblk, n, false);
+		if (rc) {
+			(void)ext3_mark_inode_dirty(h, in); /* the root may have changed */
 			return rc;
+		}
 		*phys = m.pblk;
 	} else {
 		if (n > EXT4_EXT_INIT_MAX_LEN)
@@ -215,9 +217,10 @@ static int ext_get_blocks(struct jbd_handle *h, struct ext3_inode *in, uint64_t 
 		rc = ext3_new_blocks(h, in, goal, &n, &first);
 		if (rc)
 			return rc;
-		rc = ext4_ext_insert(h, in, (uint32_t)lblk, first, n, false);
+		rc = ext4_ext_insert_nowrite(h, in, (uint32_t)lblk, first, n, false);
 		if (rc) {
 			(void)ext3_free_blocks(h, in, first, n, false);
+			(void)ext3_mark_inode_dirty(h, in); /* the root may have changed */
 			return rc;
 		}
 		ext3_inode_blocks_add(in, (int64_t)n * (fs->g.block_size / 512));

@@ -31,6 +31,7 @@ struct xctx {
 	struct xlevel lv[XMAX_LEVELS];
 	uint64_t next;           /* after xpath_walk: the first key after the path (2^32: none) */
 	bool root_dirty;         /* the inode must be written (root or i_blocks changed) */
+	bool caller_writes;      /* ...by the caller, in the same handle (xctx_done leaves it) */
 };
 
 /* An extent in host order. */

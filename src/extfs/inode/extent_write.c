@@ -164,7 +164,7 @@ void xpath_release(struct xctx *c)
 int xctx_done(struct xctx *c, int rc)
 {
 	xpath_release(c);
-	if (c->root_dirty) {
+	if (c->root_dirty && !c->caller_writes) {
 		int mrc = ext3_mark_inode_dirty(c->h, c->in);
 		if (!rc)
 			rc = mrc;
@@ -281,7 +281,7 @@ int xnode_end(struct xctx *c, int l)
 		c->root_dirty = true;
 		return 0;
 	}
-	ext4_extent_block_csum_defer(c->fs, c->in->ino, c->in->a.generation, c->lv[l].bh);
+	ext4_extent_block_csum_defer(c->in, c->lv[l].bh);
 	return ext3_journal_dirty_metadata(c->h, c->lv[l].bh);
 }
 
@@ -332,7 +332,7 @@ int xblock_free(struct xctx *c, uint64_t blk)
 
 static int block_dirty(struct xctx *c, struct buffer_head *bh)
 {
-	ext4_extent_block_csum_defer(c->fs, c->in->ino, c->in->a.generation, bh);
+	ext4_extent_block_csum_defer(c->in, bh);
 	return ext3_journal_dirty_metadata(c->h, bh);
 }
 
@@ -609,8 +609,8 @@ int ext4_ext_credits(const struct ext3_fs *fs, const struct ext3_inode *in)
 	return (int)(2 * (d + 3 * (d + 1) + 2));
 }
 
-int ext4_ext_insert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint64_t pblk, uint32_t len,
-		    bool unwritten)
+static int ext_insert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint64_t pblk, uint32_t len,
+		      bool unwritten, bool caller_writes)
 {
 	if (len == 0)
 		return 0;
@@ -620,6 +620,7 @@ int ext4_ext_insert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, 
 		return err_set(-EINVAL, "ext4: inode %u: mapping blocks outside the filesystem", in->ino);
 	struct xctx c;
 	xctx_init(&c, h, in);
+	c.caller_writes = caller_writes;
 	int rc = 0;
 	unsigned max = xext_max_len(unwritten);
 	while (len && !rc) {
@@ -632,13 +633,27 @@ int ext4_ext_insert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, 
 	return xctx_done(&c, rc);
 }
 
-int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint32_t len, bool to_unwritten)
+int ext4_ext_insert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint64_t pblk, uint32_t len,
+		    bool unwritten)
+{
+	return ext_insert(h, in, lblk, pblk, len, unwritten, false);
+}
+
+int ext4_ext_insert_nowrite(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint64_t pblk,
+			    uint32_t len, bool unwritten)
+{
+	return ext_insert(h, in, lblk, pblk, len, unwritten, true);
+}
+
+static int ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint32_t len, bool to_unwritten,
+		       bool caller_writes)
 {
 	uint64_t cur = lblk, end = (uint64_t)lblk + len;
 	if (end > (uint64_t)1 << 32)
 		return err_set(-EFBIG, "ext4: inode %u: blocks past the 32-bit logical space", in->ino);
 	struct xctx c;
 	xctx_init(&c, h, in);
+	c.caller_writes = caller_writes;
 	int rc = 0;
 	while (cur < end && !rc) {
 		rc = xpath_walk(&c, (uint32_t)cur);
@@ -713,6 +728,17 @@ int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk,
 		cur = b;
 	}
 	return xctx_done(&c, rc);
+}
+
+int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint32_t len, bool to_unwritten)
+{
+	return ext_convert(h, in, lblk, len, to_unwritten, false);
+}
+
+int ext4_ext_convert_nowrite(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint32_t len,
+			     bool to_unwritten)
+{
+	return ext_convert(h, in, lblk, len, to_unwritten, true);
 }
 
 uint64_t ext4_ext_find_goal(struct ext3_inode *in, uint32_t lblk)

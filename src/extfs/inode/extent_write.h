@@ -39,12 +39,21 @@ int ext4_ext_map(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
  * allocated them and added them to i_blocks. */
 int ext4_ext_insert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint64_t pblk, uint32_t len,
 		    bool unwritten);
+/* The same, leaving the inode to the caller: it writes it in the same
+ * handle, also when this fails (the root in i_block may have changed).
+ * get_blocks writes it anyway for i_blocks: one inode write (and
+ * checksum) per allocation instead of two. */
+int ext4_ext_insert_nowrite(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint64_t pblk,
+			    uint32_t len, bool unwritten);
 
 /* Change the state of the mapped blocks in [lblk, lblk + len) to unwritten
  * (to_unwritten: ZERO_RANGE) or initialized (data landed in an unwritten
  * extent), splitting extents at the range's edges and merging with
  * neighbours of the new state; holes in the range are skipped. */
 int ext4_ext_convert(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint32_t len, bool to_unwritten);
+/* The same, the inode left to the caller (as ext4_ext_insert_nowrite). */
+int ext4_ext_convert_nowrite(struct jbd_handle *h, struct ext3_inode *in, uint32_t lblk, uint32_t len,
+			     bool to_unwritten);
 
 /* Remove every mapping in [first, end) (end up to 2^32: truncate) and free
  * the data blocks (metadata: t->meta, data=journal) and the tree blocks

@@ -146,7 +146,7 @@ int ext3_inode_write_raw(struct jbd_handle *h, struct ext3_inode *in, bool orpha
 	memcpy(slot, in->raw, fs->g.inode_size);
 	/* metadata_csum: computed on the slot under the locks that cover all
 	 * of its bytes (in->lock, and orphan_lock for an orphan's i_dtime) */
-	ext4_inode_csum_update(fs, in->ino, slot);
+	ext4_inode_csum_update_seeded(fs, ext4_inode_csum_seed(in, in->a.generation), slot);
 	if (lock)
 		pthread_mutex_unlock(&fs->orphan_lock);
 	rc = ext3_journal_dirty_metadata(h, bh);
@@ -165,7 +165,7 @@ int ext3_inode_write_orphan_next(struct jbd_handle *h, struct ext3_inode *in)
 	memcpy(slot + 0x14, in->raw + 0x14, 4);
 	/* the owner writes the slot under orphan_lock too while the inode is
 	 * an orphan, so the checksum covers the whole slot as it is */
-	ext4_inode_csum_update(in->fs, in->ino, slot);
+	ext4_inode_csum_update_seeded(in->fs, ext4_inode_csum_seed(in, get_le32(slot + 0x64)), slot);
 	rc = ext3_journal_dirty_metadata(h, bh);
 	buf_put(bh);
 	return rc;
