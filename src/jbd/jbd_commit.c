@@ -113,11 +113,9 @@ bool jbd_log_start_commit(struct jbd_journal *j, uint32_t tid)
 
 int jbd_log_wait_commit(struct jbd_journal *j, uint32_t tid)
 {
-	uint64_t w0 = stalltrace_t0();
 	pthread_mutex_lock(&j->lock);
 	while (!j->aborted && jbd_tid_gt(tid, j->commit_sequence))
 		pthread_cond_wait(&j->wait_commit, &j->lock);
-	stalltrace_wait("log_wait_commit", w0, tid);
 	int rc = jbd_tid_geq(j->commit_sequence, tid) ? 0 : -EIO;
 	pthread_mutex_unlock(&j->lock);
 	return rc;
@@ -392,11 +390,8 @@ static enum jbd_commit_phase phase_lock(struct jbd_commit *c)
 		return JBD_CP_DONE;
 	}
 	jbd_transaction_set_state(t, JBD_T_LOCKED);
-	stalltrace_mark("commit: LOCKED", t->tid);
-	uint64_t w0 = stalltrace_t0();
 	while (t->updates && !j->aborted)
 		pthread_cond_wait(&j->wait_updates, &j->lock);
-	stalltrace_wait("commit: updates drained", w0, t->tid);
 	c->t = t;
 	c->tid = t->tid;
 	bool aborted = j->aborted;
@@ -705,7 +700,6 @@ static enum jbd_commit_phase phase_finish(struct jbd_commit *c)
 	j->st.last_write_op = c->write_op;
 	j->st.last_commit_op = commit_block_op(c);
 	hist_add(&j->st.commit_ns, clock_now_ns() - c->t0);
-	stalltrace_mark("commit: done", c->tid);
 	jbd__cp_kick(j);
 	pthread_mutex_unlock(&j->lock);
 	/* Woken after the unlock: a waiter woken under it (the fsync caller)
@@ -822,7 +816,7 @@ void jbd_commit_transaction(struct jbd_journal *j)
 	c.batch.bio_done_ctx = j;
 	enum jbd_commit_phase p = JBD_CP_LOCK;
 	while (p != JBD_CP_DONE) {
-		uint64_t p0 = stalltrace_t0();
+		uint64_t p0 = stalltrace_t0(); /* phases of a millisecond or more */
 		enum jbd_commit_phase next = phase_order(&c, p, phase_fns[p](&c));
 		stalltrace_wait(jbd_commit_phase_name(p), p0, c.tid);
 		phase_check(&c, p, next);

@@ -226,8 +226,8 @@ static size_t run_submit(struct page_cache *pc, struct page_run *r, unsigned rw)
 	pc->st.copied_bytes += direct ? 0 : n * pc->page_size;
 	pc->st.pages_written += n;
 	pthread_mutex_unlock(&pc->lock);
-	if (n <= 2)
-		stalltrace_mark("page run submit (rw | n<<32)", rw | (uint64_t)n << 32);
+	if (n <= 2) /* an fsync's own pages, not a streamer's runs */
+		stalltrace_mark("page run of <= 2 submitted (rw | n<<32)", rw | (uint64_t)n << 32);
 	int rc = blk_submit_bio(pc->q, &r->bio);
 	if (rc < 0)
 		run_end_io(&r->bio, rc);

@@ -1,6 +1,6 @@
 /* The wait trace (stalltrace.h). One ring under one mutex: the sites are
- * waits of a millisecond or more and per-phase marks, not per-page work,
- * so the lock is cold. */
+ * waits of a millisecond or more and marks of rare events, not per-page
+ * work, so the lock is cold; the oldest events are overwritten. */
 #include "stalltrace.h"
 
 #include "clock.h"
@@ -20,7 +20,7 @@ struct ev {
 	int thread;
 };
 
-int stalltrace_state;
+atomic_int stalltrace_state;
 static uint64_t threshold_ns;
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ev *ring;
@@ -32,16 +32,16 @@ static char thread_names[64][16];
 bool stalltrace_init(void)
 {
 	pthread_mutex_lock(&ring_lock);
-	if (stalltrace_state == 0) {
+	if (atomic_load_explicit(&stalltrace_state, memory_order_relaxed) == 0) {
 		const char *e = getenv("NOSTALL_FSYNC_TRACE");
 		if (e)
-			ring = calloc(RING, sizeof *ring);
+			ring = calloc(RING, sizeof *ring); /* no memory: stays off */
 		long ms = e ? strtol(e, NULL, 10) : 0;
 		threshold_ns = (uint64_t)(ms > 0 ? ms : 50) * 1000000ull;
-		stalltrace_state = ring ? 2 : 1;
+		atomic_store_explicit(&stalltrace_state, ring ? 2 : 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&ring_lock);
-	return stalltrace_state == 2;
+	return atomic_load_explicit(&stalltrace_state, memory_order_relaxed) == 2;
 }
 
 uint64_t stalltrace__now(void)
