@@ -4,6 +4,7 @@
  * completing requests and their bios. Locking: see blk_internal.h; the queue
  * lock is dropped around dev_submit() and bio end_io().
  */
+#include "util/stalltrace.h"
 #include "blk.h"
 #include "blk_internal.h"
 
@@ -106,6 +107,8 @@ void blk_rq_done(struct dev_io *io, int err)
 		q->st.errors++;
 	q->st.bytes[write] += (uint64_t)rq->nr_sectors << DEV_SECTOR_SHIFT;
 	hist_add(&q->st.service_lat[sync], now - rq->dispatch_ns);
+	stalltrace_span("blk rq in device (flags|sect<<32)", rq->dispatch_ns, now, 5 * STALLTRACE_MIN_NS,
+			rq->flags | (uint64_t)rq->nr_sectors << 32);
 	struct bio *bios = rq->bio;
 	for (struct bio *b = bios; b; b = b->bi_next)
 		hist_add(&q->st.total_lat[sync], now - b->bi_submit_ns);
@@ -193,6 +196,8 @@ void blk_rq_account_dispatch(struct blk_queue *q, struct request *rq)
 	q->st.device_requests[sync]++;
 	q->st.class_requests[blk_ioc_class(rq->ioc) & 3]++;
 	hist_add(&q->st.queue_lat[sync], rq->dispatch_ns - rq->insert_ns);
+	stalltrace_span(sync ? "blk SYNC rq queued (in_flight)" : "blk async rq queued (in_flight)", rq->insert_ns,
+			rq->dispatch_ns, sync ? STALLTRACE_MIN_NS : 20 * STALLTRACE_MIN_NS, q->in_flight);
 }
 
 /* Move requests from the elevator to the device while the queue is not

@@ -5,6 +5,7 @@
  * with nothing allocated; one exclusive waiter woken per freed request.
  * Everything here runs under q->lock (blk_internal.h).
  */
+#include "util/stalltrace.h"
 #include "blk.h"
 #include "blk_internal.h"
 
@@ -186,8 +187,10 @@ struct request *blk_rq_alloc_wait(struct blk_queue *q, unsigned rw, struct blk_i
 		/* A woken waiter gets to batch, so it makes progress. */
 		ioc_set_batching(q, ioc, now);
 	}
-	if (slept)
+	if (slept) {
 		q->st.alloc_sleeps++;
+		stalltrace_wait(idx ? "blk rq alloc sleep (pool 1)" : "blk rq alloc sleep (pool 0)", t0, (uint64_t)rw);
+	}
 	hist_add(&q->st.alloc_wait[blk_rw_is_sync(rw)], now - t0);
 	return rq;
 }

@@ -4,6 +4,7 @@
  * the thresholds), and waiting for groups of bios. Locking: see
  * blk_internal.h.
  */
+#include "util/stalltrace.h"
 #include "blk.h"
 #include "blk_internal.h"
 #include "../util/err.h"
@@ -211,9 +212,11 @@ int blk_batch_wait(struct blk_queue *q, struct blk_batch *b)
 	/* A waiter unplugs: whatever it waits for must reach the device now. */
 	if (need)
 		blk_queue_unplug(q);
+	uint64_t w0 = stalltrace_t0();
 	pthread_mutex_lock(&b->lock);
 	while (b->pending)
 		pthread_cond_wait(&b->cond, &b->lock);
+	stalltrace_wait("blk batch wait", w0, 0);
 	int err = b->err;
 	pthread_mutex_unlock(&b->lock);
 	return err;

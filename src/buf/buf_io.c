@@ -3,6 +3,7 @@
  * completion, ll_rw_block, sync_dirty_buffer, fsync_buffers_list, and the
  * cache-wide sync. Locking rules: buf_int.h.
  */
+#include "util/stalltrace.h"
 #include "buf/buf_int.h"
 
 #include "util/err.h"
@@ -29,6 +30,7 @@ bool buf_trylock(struct buffer_head *bh)
  * the plug. */
 static void wait_unlocked(struct buffer_head *bh, bool take)
 {
+	uint64_t w0 = stalltrace_t0();
 	pthread_mutex_lock(&bh->wlock);
 	while (bh_state(bh) & BH_LOCK) {
 		pthread_mutex_unlock(&bh->wlock);
@@ -43,6 +45,7 @@ static void wait_unlocked(struct buffer_head *bh, bool take)
 	if (take)
 		bh_set(bh, BH_LOCK);
 	pthread_mutex_unlock(&bh->wlock);
+	stalltrace_wait(take ? "buf lock" : "buf wait unlocked", w0, buf_blocknr(bh));
 }
 
 void buf_lock(struct buffer_head *bh)

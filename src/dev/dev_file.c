@@ -63,6 +63,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/opts.h"
+#include "util/stalltrace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,6 +117,7 @@ struct file_dev {
 	_Atomic uint64_t completed; /* bytes of writes completed (monotonic) */
 	_Atomic uint64_t durable; /* `completed` covered by a finished flush (flushed_upto) */
 	bool bg_inflight;     /* a background flush is queued (completion thread) */
+	uint64_t bg_t0;       /* stalltrace.h: when it was queued */
 	bool closing;         /* the close sentinel arrived first: exit after the flush */
 	uint64_t bg_snap;     /* its snapshot of `completed` (completion thread) */
 	atomic_int bg_err;    /* a background flush failed: the next durability command reports it */
@@ -350,12 +352,16 @@ static void write_done(struct file_dev *f, size_t len)
 	/* A failed submit leaves the SQE queued: the next submit sends it. */
 	f->bg_inflight = true;
 	f->bg_snap = done;
+	f->bg_t0 = stalltrace_t0();
+	stalltrace_mark("dev bg flush start (unflushed MiB)",
+			(done - atomic_load_explicit(&f->durable, memory_order_relaxed)) >> 20);
 }
 
 /* The CQE of a background flush (completion thread). */
 static void bg_flush_done(struct file_dev *f, int res)
 {
 	f->bg_inflight = false;
+	stalltrace_span("dev bg flush", f->bg_t0, stalltrace__now(), 0, 0);
 	if (res >= 0) {
 		flushed_upto(f, f->bg_snap);
 		atomic_fetch_add_explicit(&f->bg_flushes, 1, memory_order_relaxed);

@@ -26,6 +26,7 @@
  * it).
  */
 #include "jbd_int.h"
+#include "../util/stalltrace.h"
 
 #include "../blk/blk.h"
 #include "../buf/buf.h"
@@ -459,14 +460,19 @@ int jbd__log_wait_for_space(struct jbd_journal *j)
 			pthread_mutex_lock(&j->lock);
 			bool still = jbd__log_space_left(j) < jbd__space_needed(j);
 			pthread_mutex_unlock(&j->lock);
-			if (still)
+			if (still) {
+				uint64_t w0 = stalltrace_t0();
 				(void)jbd_log_do_checkpoint(j);
+				stalltrace_wait("log space: do_checkpoint", w0, 0);
+			}
 			pthread_mutex_unlock(&j->checkpoint_mutex);
 			pthread_mutex_lock(&j->lock);
 		} else if (j->committing) {
 			uint32_t tid = j->committing->tid;
+			uint64_t w0 = stalltrace_t0();
 			while (!j->aborted && j->committing && j->committing->tid == tid)
 				pthread_cond_wait(&j->wait_commit, &j->lock);
+			stalltrace_wait("log space: wait commit", w0, tid);
 		} else {
 			/* Only the tail record can be behind: move it. */
 			uint32_t free_before = j->free;

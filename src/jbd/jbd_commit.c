@@ -71,6 +71,7 @@
 #include "../util/blockmem.h"
 #include "../util/crc32.h"
 #include "../util/crc32c.h"
+#include "../util/stalltrace.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -815,7 +816,9 @@ void jbd_commit_transaction(struct jbd_journal *j)
 	c.batch.bio_done_ctx = j;
 	enum jbd_commit_phase p = JBD_CP_LOCK;
 	while (p != JBD_CP_DONE) {
+		uint64_t p0 = stalltrace_t0(); /* phases of a millisecond or more */
 		enum jbd_commit_phase next = phase_order(&c, p, phase_fns[p](&c));
+		stalltrace_wait(jbd_commit_phase_name(p), p0, c.tid);
 		phase_check(&c, p, next);
 		p = next;
 	}

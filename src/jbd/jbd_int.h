@@ -116,6 +116,7 @@ struct jbd_handle {
 	int credits;     /* still unused */
 	int ref;         /* nesting depth in the owning thread */
 	bool sync;
+	uint64_t trace_t0; /* stalltrace.h: when it started (0: off) */
 };
 
 /* Journal head: the journal's state of one buffer (buf_private). */

@@ -29,6 +29,7 @@
  * lock first (waiting for checkpoint I/O on it), then j->lock.
  */
 #include "jbd_int.h"
+#include "../util/stalltrace.h"
 
 #include "../buf/buf.h"
 #include "../util/clock.h"
@@ -143,27 +144,36 @@ static int start_this_handle(struct jbd_journal *j, struct jbd_handle *h, int n)
 		}
 		if (j->barrier_depth) {
 			/* jbd_journal_lock_updates: wait for the unlock. */
+			uint64_t w0 = stalltrace_t0();
 			while (j->barrier_depth && !j->aborted)
 				pthread_cond_wait(&j->wait_barrier, &j->lock);
+			stalltrace_wait("handle: barrier", w0, 0);
 			continue;
 		}
 		if (t->state == JBD_T_LOCKED) {
 			j->st.handle_waits_locked++;
+			uint64_t w0 = stalltrace_t0();
 			while (j->running == t && !j->aborted)
 				pthread_cond_wait(&j->wait_locked, &j->lock);
+			stalltrace_wait("handle: T_LOCKED", w0, t->tid);
 			continue;
 		}
 		if (t->outstanding + n > j->max_transaction_buffers) {
 			/* Does not fit: commit this one and join the next. */
 			j->st.handle_waits_nofit++;
 			jbd__log_start_commit(j, t->tid, JBD_COMMIT_NOFIT);
+			uint64_t w0 = stalltrace_t0();
 			while (j->running == t && !j->aborted)
 				pthread_cond_wait(&j->wait_locked, &j->lock);
+			stalltrace_wait("handle: nofit", w0, t->tid);
 			continue;
 		}
 		if (jbd__log_space_left(j) < jbd__space_needed(j)) {
 			j->st.handle_waits_space++;
+			uint64_t w0 = stalltrace_t0();
+			stalltrace_mark("handle: log space wait begin", j->free);
 			int rc = jbd__log_wait_for_space(j);
+			stalltrace_wait("handle: log space", w0, j->free);
 			if (rc < 0) {
 				pthread_mutex_unlock(&j->lock);
 				return rc;
@@ -198,6 +208,7 @@ int jbd_handle_start(struct jbd_journal *j, int credits, struct jbd_handle **out
 		return -ENOMEM;
 	h->j = j;
 	h->ref = 1;
+	h->trace_t0 = stalltrace_t0();
 	lockdep_acquire(&jbd_lockdep_handle, h, 0);
 	int rc = start_this_handle(j, h, credits);
 	if (rc < 0) {
@@ -250,6 +261,7 @@ int jbd_handle_stop(struct jbd_handle *h)
 	bool had = h->t != NULL, wake = false;
 	if (had)
 		tid = handle_leave(h, &wake);
+	stalltrace_wait("handle held (start..stop)", h->trace_t0, tid);
 	if (j->aborted)
 		rc = -EIO;
 	pthread_mutex_unlock(&j->lock);
@@ -346,6 +358,7 @@ static void shadow_wait(struct jbd_journal *j, struct buffer_head *bh)
 			break;
 		pthread_cond_wait(&j->wait_shadow, &j->lock);
 	}
+	stalltrace_wait("shadow wait", t0, 0);
 	j->st.shadow_wait_ns += clock_now_ns() - t0;
 	pthread_mutex_unlock(&j->lock);
 }

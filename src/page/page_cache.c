@@ -5,6 +5,7 @@
  * write paths are in page_rw.c, writeback and the threads in
  * page_writeback.c. Locking rules: page_int.h.
  */
+#include "util/stalltrace.h"
 #include "page/page_int.h"
 
 #include "dev/dev.h"
@@ -73,8 +74,10 @@ void page_wait_locked(struct page_cache *pc)
 	pthread_mutex_unlock(&pc->lock);
 	blk_queue_unplug(pc->q);
 	pthread_mutex_lock(&pc->lock);
+	uint64_t w0 = stalltrace_t0();
 	if (pc->gen == g)
 		clock_cond_wait_until(&pc->cond, &pc->lock, clock_now_ns() + WAIT_RECHECK_NS);
+	stalltrace_wait("page wait", w0, 0);
 }
 
 /* --------------------------------------------------------------- hash */

@@ -3,6 +3,7 @@
  * and wait, the writer throttle (balance_dirty_pages), direct reclaim, and
  * the flusher (expiry + background). Locking rules: page_int.h.
  */
+#include "util/stalltrace.h"
 #include "page/page_int.h"
 
 #include "util/clock.h"
@@ -225,6 +226,8 @@ static size_t run_submit(struct page_cache *pc, struct page_run *r, unsigned rw)
 	pc->st.copied_bytes += direct ? 0 : n * pc->page_size;
 	pc->st.pages_written += n;
 	pthread_mutex_unlock(&pc->lock);
+	if (n <= 2) /* an fsync's own pages, not a streamer's runs */
+		stalltrace_mark("page run of <= 2 submitted (rw | n<<32)", rw | (uint64_t)n << 32);
 	int rc = blk_submit_bio(pc->q, &r->bio);
 	if (rc < 0)
 		run_end_io(&r->bio, rc);
@@ -543,6 +546,7 @@ static uint64_t task_dirty_limit_locked(const struct page_cache *pc)
 void page_cache_balance_dirty(struct page_cache *pc)
 {
 	bool throttled = false;
+	uint64_t w0 = stalltrace_t0();
 	pthread_mutex_lock(&pc->lock);
 	if (pc->kick_limit && pc->nr_dirty > pc->kick_limit)
 		page_flusher_wake_locked(pc);
@@ -561,6 +565,8 @@ void page_cache_balance_dirty(struct page_cache *pc)
 		wait_writeback_locked(pc);
 	}
 	pthread_mutex_unlock(&pc->lock);
+	if (throttled)
+		stalltrace_wait("balance_dirty throttled", w0, 0);
 }
 
 bool page_reclaim_wait_locked(struct page_cache *pc)

@@ -14,6 +14,7 @@
 #include "extfs/mkfs/mkfs.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/stalltrace.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -594,13 +595,17 @@ static int fsync_samples(struct nostall_file *f, const char *buf, uint64_t *v, u
 			break;
 		clock_sleep_until_ns(next);
 		uint64_t t0 = clock_now_ns();
+		stalltrace_mark("fus: write", 0);
 		ssize_t w = nostall_write(f, buf, FUS_APPEND);
+		stalltrace_mark("fus: fsync", 0);
 		if (w < 0)
 			return api_err((int)w, "write", "/fsyncer");
 		int rc = nostall_fsync(f, 0);
 		if (rc < 0)
 			return api_err(rc, "fsync", "/fsyncer");
 		uint64_t t1 = clock_now_ns();
+		if (stalltrace_on() && t1 - t0 >= stalltrace_threshold_ns())
+			stalltrace_dump("fsync-under-stream: slow append + fsync", t0, t1);
 		v[(*n)++] = t1 - t0;
 		next += FUS_PERIOD_NS;
 		if (next < t1)

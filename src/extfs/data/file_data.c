@@ -36,6 +36,7 @@
  * written bitmap is atomic. The commit thread's ops take no inode lock and
  * start no handle.
  */
+#include "util/stalltrace.h"
 #include "extfs/data/file_data.h"
 #include "extfs/inode/inode_write.h"
 
@@ -464,11 +465,13 @@ int ext3_data_fsync_filed(struct ext3_inode *in, uint32_t tid, int credits,
 	ext3_inode_wrlock(in);
 	struct jbd_handle *h = NULL;
 	int rc = ext3_journal_start(fs, credits, &h);
+	stalltrace_mark("fsync: filed handle started", h ? jbd_handle_tid(h) : 0);
 	if (!h) {
 		ext3_inode_unlock(in);
 		return rc;
 	}
 	rc = file(h, in, tid);
+	stalltrace_mark("fsync: data filed rc", (uint64_t)(int64_t)rc);
 	int filed = rc == 1;
 	if (rc == 1)
 		rc = 0;
@@ -529,8 +532,10 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	ext3_inode_unlock(in);
 	int rc = 0;
 	const struct ext3_data_ops *ops = ext3_dops(in);
+	stalltrace_mark("fsync: begin (tid)", tid);
 	if (m && have && !dir && ext3_data_paged(in)) {
 		rc = fsync_data_in_commit(in, tid);
+		stalltrace_mark("fsync: data in commit rc", (uint64_t)(int64_t)rc);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
@@ -540,6 +545,7 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	}
 	if (m && ext3_data_paged(in))
 		rc = page_mapping_sync(m, 0, PAGE_INDEX_MAX, blk_queue_sync_batch_op(fs->q));
+	stalltrace_mark("fsync: pages synced", 0);
 	if (m && ops->fsync_wait) {
 		/* Guarded: this file's completions only, then its size in a
 		 * handle: the commit below then covers it, and writes nobody's
@@ -557,6 +563,7 @@ int ext3_file_fsync(struct ext3_inode *in, bool datasync)
 	if (!rc)
 		rc = crc;
 done:
+	stalltrace_mark("fsync: end", 0);
 	if (in->jinode) {
 		int e = jbd_inode_error(in->jinode);
 		if (!rc && e)
