@@ -45,7 +45,8 @@ cleanup() {
 trap cleanup EXIT
 
 truncate -s 1G "$img"
-mke2fs -q -F -t ext3 -I 256 "$img" >/dev/null 2>&1 || { echo "FAIL: mke2fs"; exit 1; }
+# inodes for the third part too (1.5 N files; 1 GiB's default is 65,536)
+mke2fs -q -F -t ext3 -I 256 -N $((N * 2)) "$img" >/dev/null 2>&1 || { echo "FAIL: mke2fs"; exit 1; }
 "$NOSTALL" mount -f -o cache=4M "$img" "$m" 2>"$tmp/daemon.err" &
 pid=$!
 for _ in $(seq 200); do mountpoint -q "$m" && break; sleep 0.05; done
