@@ -410,32 +410,32 @@ static void extent_settle(uint32_t seed, void *data, unsigned bs)
 	put_le32(b + tail, crc32c(seed, b, tail));
 }
 
+/* Deferred to the journal's copy, or (no journal: nothing would settle
+ * it) computed now by the same function. */
+static void csum_defer(const struct ext3_fs *fs, struct buffer_head *bh, buf_csum_fn fn, uint32_t seed)
+{
+	if (fs->journal)
+		buf_csum_defer(bh, fn, seed);
+	else
+		fn(seed, buf_data(bh), fs->g.block_size);
+}
+
 void ext4_dirblock_csum_defer(const struct ext3_inode *dir, struct buffer_head *bh)
 {
 	const struct ext3_fs *fs = dir->fs;
 	if (!ext4_has_metadata_csum(fs))
 		return;
-	if (!fs->journal) {
-		ext4_dirblock_csum_update(fs, dir->ino, dir->a.generation, buf_data(bh));
-		return;
-	}
 	uint8_t *t = (uint8_t *)buf_data(bh) + fs->g.block_size - 12;
 	memset(t, 0, 8);
 	put_le16(t + 4, 12);
 	t[7] = 0xDE;
-	buf_csum_defer(bh, dirleaf_settle, ext4_inode_csum_seed(dir, dir->a.generation));
+	csum_defer(fs, bh, dirleaf_settle, ext4_inode_csum_seed(dir, dir->a.generation));
 }
 
 void ext4_extent_block_csum_defer(const struct ext3_inode *in, struct buffer_head *bh)
 {
-	const struct ext3_fs *fs = in->fs;
-	if (!ext4_has_metadata_csum(fs))
-		return;
-	if (!fs->journal) {
-		ext4_extent_block_csum_update(fs, in->ino, in->a.generation, buf_data(bh));
-		return;
-	}
-	buf_csum_defer(bh, extent_settle, ext4_inode_csum_seed(in, in->a.generation));
+	if (ext4_has_metadata_csum(in->fs))
+		csum_defer(in->fs, bh, extent_settle, ext4_inode_csum_seed(in, in->a.generation));
 }
 
 /* seed: the superblock's offset in its block */
@@ -449,11 +449,6 @@ static void sb_settle(uint32_t off, void *data, unsigned bs)
 
 void ext4_sb_csum_defer(const struct ext3_fs *fs, struct buffer_head *bh, unsigned off)
 {
-	if (!ext4_has_metadata_csum(fs))
-		return;
-	if (!fs->journal) {
-		ext4_sb_csum_update(fs, (uint8_t *)buf_data(bh) + off);
-		return;
-	}
-	buf_csum_defer(bh, sb_settle, off);
+	if (ext4_has_metadata_csum(fs))
+		csum_defer(fs, bh, sb_settle, off);
 }

@@ -95,10 +95,9 @@ void ext3_group_bitmap_changed(struct ext3_fs *fs, uint32_t g, bool inode_bitmap
 			       uint32_t bit, uint32_t nbits)
 {
 	size_t i = 2 * (size_t)g + (inode_bitmap ? 1 : 0);
-	if (!ext4_has_metadata_csum(fs)) {
-	} else if (fs->bm_csum_live[i] && nbits &&
-		   ext4_bitmap_csum_flip(fs, inode_bitmap, &fs->bm_csum[i], bit, nbits)) {
-	} else {
+	bool updated = fs->bm_csum_live[i] && nbits &&
+		       ext4_bitmap_csum_flip(fs, inode_bitmap, &fs->bm_csum[i], bit, nbits);
+	if (ext4_has_metadata_csum(fs) && !updated) {
 		fs->bm_csum[i] = ext4_bitmap_csum_of(fs, inode_bitmap, bm);
 		fs->bm_csum_live[i] = true;
 	}
