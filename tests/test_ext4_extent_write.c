@@ -202,6 +202,31 @@ static void check_model(struct fx *x)
 		assert_int_equal(x->in->a.blocks, data);
 }
 
+/* One block against the model (ext4_ext_map: the run cache of a tree with
+ * a level below the root answers when it holds the block). */
+static void check_block(struct fx *x, uint32_t l)
+{
+	struct ext4_ext_map m;
+	ext3_inode_rdlock(x->in);
+	int rc = ext4_ext_map(x->in, l, &m);
+	ext3_inode_unlock(x->in);
+	assert_int_equal(rc, 0);
+	assert_true(m.len > 0);
+	uint8_t st = x->st[l];
+	bool mapped = st == INIT || st == UNWR;
+	if (mapped ? (m.pblk != x->pool + l || m.unwritten != (st == UNWR)) : m.pblk != 0)
+		fail_msg("seed %llu: block %u: tree %llu%s, model %s", (unsigned long long)seed, l,
+			 (unsigned long long)m.pblk, m.unwritten ? " unwritten" : "",
+			 st == UNWR ? "unwritten" : st == INIT ? "initialized" : "a hole");
+	/* the run it reports: as far as the model agrees */
+	uint32_t last = l + (m.len < NL - l ? m.len : NL - l) - 1;
+	uint8_t lst = x->st[last];
+	bool lmapped = lst == INIT || lst == UNWR;
+	if (lmapped != mapped || (mapped && lst != st))
+		fail_msg("seed %llu: block %u: run of %u reaches block %u of another kind", (unsigned long long)seed,
+			 l, m.len, last);
+}
+
 /* Free the pool blocks the tree does not map, unmount, e2fsck. */
 static void fx_finish(struct fx *x)
 {
@@ -511,6 +536,15 @@ static void test_random_model(void **s)
 			assert_int_equal(op_convert(&x, l, len, fsop_rand(&st) & 1), 0);
 		} else {
 			assert_int_equal(op_remove(&x, l, (uint64_t)l + (fsop_rand(&st) % 4 ? len : 3 * len)), 0);
+		}
+		/* Around the change and elsewhere, twice (the second from the
+		 * run cache, which every change of the tree must empty). */
+		for (int k = 0; k < 2; k++) {
+			check_block(&x, l);
+			check_block(&x, l + len - 1);
+			if (l + len < NL)
+				check_block(&x, l + len);
+			check_block(&x, (uint32_t)(fsop_rand(&st) % NL));
 		}
 		if (op % 500 == 499)
 			check_model(&x);

@@ -170,7 +170,11 @@ bool guarded_ext_failed_below(const struct ginode *gi, uint64_t below)
 
 static struct ginode **bucket(struct ext3_guarded *g, uint32_t ino)
 {
-	return &g->hash[(ino * 2654435761u) & (g->nbuckets - 1)];
+	/* Fibonacci hashing: the product's high bits (nbuckets is a power of
+	 * two). Its low bits alone would chain inode numbers a multiple of
+	 * nbuckets apart - the same slot of each group's inode table. */
+	unsigned bits = (unsigned)__builtin_ctzll((unsigned long long)g->nbuckets);
+	return &g->hash[bits ? (ino * 2654435761u) >> (32 - bits) : 0];
 }
 
 /* Double the buckets once the states outnumber twice them; best effort (no

@@ -34,6 +34,17 @@
  * the inode's. */
 struct ext3_map_cache {
 	bool valid;
+	/* extent (a tree with a level below the root): the last runs found,
+	 * extents and holes alike, so a directory whose few blocks lie in
+	 * separate extents maps each block without a tree-block lookup (the
+	 * kernel keeps them all, its extent status tree). Slots are reused
+	 * round-robin. */
+	uint8_t ext_n, ext_next;
+	struct ext3_map_run {
+		uint32_t lblk, len; /* [lblk, lblk + len) */
+		uint64_t pblk;      /* of lblk; 0: a hole */
+		bool unwritten;
+	} ext[8];
 	uint32_t leaf_blk;          /* indirect: the pointer block copied */
 	uint64_t first;             /* indirect: logical block mapped by ptr[0] */
 	uint32_t n;                 /* indirect: pointers (apb) */

@@ -66,9 +66,72 @@ static void tree_put(void *ctx, void *ref)
 	buf_put(ref);
 }
 
+/* ---- the run cache (bmap.h's struct ext3_map_cache, ext[]) ----
+ *
+ * Only for a tree with a level below the root: an in-inode root maps
+ * without touching a block. Filled by lookups (in->lock as reader, so
+ * several at once: map_lock serialises them); emptied by every change of
+ * the tree (xnode_begin / xnode_end, get_blocks, falloc, truncate call
+ * ext3_inode_map_invalidate with in->lock as writer, so no lookup runs
+ * between a change and its invalidation). */
+
+static bool run_cache_get(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
+{
+	bool hit = false;
+	pthread_mutex_lock(&in->map_lock);
+	struct ext3_map_cache *mc = in->map;
+	if (mc && mc->valid) {
+		for (unsigned i = 0; i < mc->ext_n; i++) {
+			const struct ext3_map_run *r = &mc->ext[i];
+			if (lblk - r->lblk < r->len) { /* unsigned: lblk in [r->lblk, r->lblk + len) */
+				uint32_t off = lblk - r->lblk;
+				out->pblk = r->pblk ? r->pblk + off : 0;
+				out->len = r->len - off;
+				out->unwritten = r->unwritten;
+				hit = true;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&in->map_lock);
+	return hit;
+}
+
+static void run_cache_put(struct ext3_inode *in, uint32_t lblk, const struct ext4_ext_map *m)
+{
+	if (m->len == 0)
+		return;
+	pthread_mutex_lock(&in->map_lock);
+	if (!in->map) {
+		in->map = ext3_map_cache_new();
+		if (!in->map) { /* no memory: the tree is walked every time */
+			pthread_mutex_unlock(&in->map_lock);
+			return;
+		}
+	}
+	struct ext3_map_cache *mc = in->map;
+	if (!mc->valid) {
+		mc->valid = true;
+		mc->n = 0; /* the indirect map's part: nothing */
+		mc->ext_n = 0;
+		mc->ext_next = 0;
+	}
+	unsigned cap = sizeof mc->ext / sizeof mc->ext[0];
+	unsigned i = mc->ext_next;
+	mc->ext[i] = (struct ext3_map_run){ lblk, m->len, m->pblk, m->unwritten };
+	mc->ext_next = (uint8_t)((i + 1) % cap);
+	if (mc->ext_n < cap)
+		mc->ext_n++;
+	pthread_mutex_unlock(&in->map_lock);
+}
+
 int ext4_ext_map(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
 {
 	struct ext3_fs *fs = in->fs;
+	/* eh_depth: bytes 6..7 of the root, the high half of i_block[1] */
+	bool deep = (in->a.block[1] >> 16) != 0;
+	if (deep && run_cache_get(in, lblk, out))
+		return 0;
 	uint32_t root[EXT3_N_BLOCKS];
 	for (int i = 0; i < EXT3_N_BLOCKS; i++)
 		root[i] = cpu_to_le32(in->a.block[i]); /* the tree is little-endian bytes */
@@ -76,7 +139,10 @@ int ext4_ext_map(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
 				       .blocks_count = ext3_fs_blocks_count(fs), .ino = in->ino };
 	struct tree_ctx tc = { fs, &src, in->ino, in->a.generation };
 	src.ctx = &tc;
-	return ext4_ext_lookup(&src, root, lblk, NULL, out);
+	int rc = ext4_ext_lookup(&src, root, lblk, NULL, out);
+	if (rc == 0 && deep)
+		run_cache_put(in, lblk, out);
+	return rc;
 }
 
 /* The run at logical: *physical 0 for a hole (or an unwritten extent),

@@ -267,6 +267,7 @@ int xpath_walk(struct xctx *c, uint32_t lblk)
 
 int xnode_begin(struct xctx *c, int l)
 {
+	ext3_inode_map_invalidate(c->in); /* the run cache (bmap_ext.c) */
 	if (!c->lv[l].bh)
 		return 0;
 	return ext3_journal_get_write_access(c->h, c->lv[l].bh);
@@ -274,6 +275,7 @@ int xnode_begin(struct xctx *c, int l)
 
 int xnode_end(struct xctx *c, int l)
 {
+	ext3_inode_map_invalidate(c->in);
 	if (!c->lv[l].bh) {
 		/* The root: into i_block at once, so an inode written by a
 		 * truncate step's restart carries it (ext3_bmap_trunc_room). */

@@ -53,7 +53,12 @@ LOCKDEP_CLASS_DEFINE(ext3_lockdep_inode, "ext3 inode", LOCKDEP_NEST_ASCENDING);
 LOCKDEP_CLASS_DEFINE(ext3_lockdep_group, "ext3 group lock", LOCKDEP_NEST_ASCENDING);
 LOCKDEP_CLASS_DEFINE(ext3_lockdep_sb, "ext3 sb_lock", 0);
 
-#define ICACHE_BUCKETS 1024u
+/* Twice the unreferenced inodes kept, a power of two: the cache holds
+ * about max_unused inodes plus those in use, so chains stay under one
+ * entry on average (each hop is a cache miss: a longer chain cost a
+ * microsecond per lookup beside an unlink's few). */
+#define ICACHE_BUCKET_BITS 13u
+#define ICACHE_BUCKETS (1u << ICACHE_BUCKET_BITS)
 #define ICACHE_MAX_UNUSED 4096u /* unreferenced inodes kept */
 
 int ext3_icache_init(struct ext3_fs *fs)
@@ -115,7 +120,12 @@ void ext3_icache_destroy(struct ext3_fs *fs)
 
 static unsigned bucket(const struct ext3_icache *c, uint32_t ino)
 {
-	return (ino * 2654435761u) % c->nbuckets;
+	/* Fibonacci hashing, the product's high bits: the low bits alone
+	 * would put inode numbers a multiple of the bucket count apart (the
+	 * same slot in each group's inode table, 8192 inodes per group) into
+	 * one chain. */
+	(void)c;
+	return (ino * 2654435761u) >> (32 - ICACHE_BUCKET_BITS);
 }
 
 /* Caller holds c->lock. */
