@@ -4,9 +4,21 @@
 #                           plus a clang -Werror build; ends with "N passed, N failed"
 #   make VARIANT=asan    -> build/asan/...   (VARIANT = release | asan | tsan)
 #   make install         -> PREFIX=/usr/local, DESTDIR= (docs/packaging.md);
-#                           make uninstall, make shared, make deb
+#                           make uninstall, make shared
+#   make deb             -> dpkg-buildpackage -us -uc -b (debian/, docs/packaging.md)
+# CFLAGS, CPPFLAGS and LDFLAGS from the environment or the command line are
+# added to the project's own flags (dpkg-buildflags' hardening flags, say);
+# they never replace -Wall -Wextra -Werror or a variant's sanitizer flags.
+# `make test` and `make bench` first install the packages they miss (.ci/deps).
 CC ?= gcc
 VARIANT ?= release
+# The library's version (SONAME major, docs/packaging.md) and the version
+# `nostall --version` prints: debian/rules sets NOSTALL_VERSION to the
+# Debian package's version, which may carry a suffix (a local rebuild).
+VERSION_MAJOR := 0
+VERSION_MINOR := 1
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR)
+NOSTALL_VERSION ?= $(VERSION)
 
 ifeq ($(VARIANT),release)
 BUILD := build
@@ -26,7 +38,8 @@ $(error unknown VARIANT $(VARIANT))
 endif
 
 CFLAGS ?=
-CPPFLAGS += -D_GNU_SOURCE -Isrc -Iinclude
+LDFLAGS ?=
+override CPPFLAGS += -D_GNU_SOURCE -Isrc -Iinclude
 # Test builds (issue 35): NOSTALL_TEST_HOOKS compiles the test-only switches
 # (jbd_debug_skip_ordered: NOSTALL_DEBUG_SKIP_ORDERED), NOSTALL_LOCKDEP the
 # lock-order checker (src/util/lockdep.h). The release library has neither
@@ -36,7 +49,7 @@ CPPFLAGS += -D_GNU_SOURCE -Isrc -Iinclude
 # objects under $(BUILD)/hooks), and links test_lockdep with them.
 HOOKS_DEFS := -DNOSTALL_TEST_HOOKS -DNOSTALL_LOCKDEP
 ifneq ($(filter asan tsan,$(VARIANT)),)
-CPPFLAGS += $(HOOKS_DEFS)
+override CPPFLAGS += $(HOOKS_DEFS)
 HOOKS_OBJDIR := $(BUILD)/obj
 HOOKS_LIB := $(BUILD)/libnostall.a
 else
@@ -44,14 +57,14 @@ HOOKS_OBJDIR := $(BUILD)/hooks/obj
 HOOKS_LIB := $(BUILD)/hooks/libnostall.a
 endif
 # The write API links (issue 8): build the nostall target of the model-based tests.
-CPPFLAGS += -DNOSTALL_HAVE_WRITE_API
+override CPPFLAGS += -DNOSTALL_HAVE_WRITE_API
 WFLAGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 ALLCFLAGS := -std=c17 -g -pthread $(WFLAGS) $(VFLAGS) $(CFLAGS) -MMD -MP
 LDLIBS := -luring -lpthread -lm
 LDLIBS += -lnbd
 TEST_LDLIBS := -lcmocka $(LDLIBS)
 # libfuse3 for the FUSE daemon (tools/fuse/, docs/fuse.md): the binary only.
-CPPFLAGS += $(shell pkg-config --cflags fuse3)
+override CPPFLAGS += $(shell pkg-config --cflags fuse3)
 LDLIBS += $(shell pkg-config --libs fuse3)
 
 LIB_SRCS := $(sort $(shell find src -name "*.c"))
@@ -76,7 +89,7 @@ lib: $(BUILD)/libnostall.a
 # Objects depend on the compiler flags they were built with: a change of
 # CC, CPPFLAGS or CFLAGS rebuilds them (a stale -D left link errors).
 FLAGS_STAMP := $(BUILD)/.flags
-FLAGS_NOW := $(CC) $(CPPFLAGS) $(ALLCFLAGS)
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LDFLAGS) $(NOSTALL_VERSION)
 $(shell mkdir -p $(BUILD); [ "`cat $(FLAGS_STAMP) 2>/dev/null`" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -89,11 +102,14 @@ $(BUILD)/libnostall.a: $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/nostall: $(TOOL_OBJS) $(BUILD)/libnostall.a
-	$(CC) $(ALLCFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libnostall.a $(LDLIBS)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libnostall.a $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TESTLIB_OBJS) $(BUILD)/libnostall.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libnostall.a $(TEST_LDLIBS) $(TEST_WRAP)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libnostall.a $(TEST_LDLIBS) $(TEST_WRAP)
+
+$(BUILD)/obj/tools/cli/nostall.o $(HOOKS_OBJDIR)/tools/cli/nostall.o: \
+	override CPPFLAGS += -DNOSTALL_VERSION='"$(NOSTALL_VERSION)"'
 
 # The CLI and test_lockdep built with the test hooks (HOOKS_DEFS above).
 HOOKS_LIB_OBJS := $(LIB_SRCS:%.c=$(HOOKS_OBJDIR)/%.o)
@@ -109,11 +125,11 @@ $(BUILD)/hooks/libnostall.a: $(HOOKS_LIB_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/nostall-testhooks: $(HOOKS_TOOL_OBJS) $(HOOKS_LIB)
-	$(CC) $(ALLCFLAGS) -o $@ $(HOOKS_TOOL_OBJS) $(HOOKS_LIB) $(LDLIBS)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $(HOOKS_TOOL_OBJS) $(HOOKS_LIB) $(LDLIBS)
 
 $(BUILD)/tests/test_lockdep: $(HOOKS_OBJDIR)/tests/test_lockdep.o $(TESTLIB_OBJS) $(HOOKS_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -o $@ $< $(TESTLIB_OBJS) $(HOOKS_LIB) $(TEST_LDLIBS)
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $< $(TESTLIB_OBJS) $(HOOKS_LIB) $(TEST_LDLIBS)
 
 # Fault injection without hooks in the library: a test binary may wrap
 # library functions it fails on purpose (ld --wrap: the library's calls
@@ -128,10 +144,13 @@ tests: shared
 endif
 
 $(BUILD)/fsx: $(FSX_OBJS)
-	$(CC) $(ALLCFLAGS) -o $@ $^
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -o $@ $^
 
-# The whole test command (README): every variant, then the summary line.
-test: check-layers
+# The whole test command (README): the packages it needs (.ci/deps), every
+# variant, then the summary line.
+test:
+	@.ci/deps
+	$(MAKE) --no-print-directory check-layers
 	$(MAKE) --no-print-directory VARIANT=release tests
 	$(MAKE) --no-print-directory VARIANT=asan tests
 	$(MAKE) --no-print-directory VARIANT=tsan tests
@@ -151,9 +170,6 @@ clean:
 # non-PIC code. Its version script (src/libnostall.map) exports the public
 # nostall_* API only; the SONAME carries the major version, which changes
 # whenever that API changes incompatibly.
-VERSION_MAJOR := 0
-VERSION_MINOR := 1
-VERSION := $(VERSION_MAJOR).$(VERSION_MINOR)
 SONAME := libnostall.so.$(VERSION_MAJOR)
 SHLIB := libnostall.so.$(VERSION)
 # The library's own link dependencies (LDLIBS may gain the tools' ones).
@@ -185,7 +201,7 @@ $(BUILD)/pic/%.o: %.c $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -fPIC -c $< -o $@
 
 $(BUILD)/$(SHLIB): $(PIC_OBJS) src/libnostall.map
-	$(CC) $(ALLCFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libnostall.map \
+	$(CC) $(ALLCFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libnostall.map \
 		-Wl,--no-undefined -Wl,--as-needed -o $@ $(PIC_OBJS) $(LIB_LDLIBS)
 
 $(BUILD)/nostall.pc: nostall.pc.in Makefile
@@ -215,26 +231,12 @@ ifneq ($(MOUNT_HELPER),)
 endif
 	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig || true; fi
 
-# A Debian package of the same install (PREFIX=/usr, the helper in /usr/sbin
-# where mount(8) finds it): one package with the command, both libraries,
-# headers, nostall.pc and the man pages.
-DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
-DEB_ROOT = $(BUILD)/deb/root
-deb: all shared
-	rm -rf $(BUILD)/deb
-	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_ROOT) PREFIX=/usr HELPERDIR=/usr/sbin
-	mkdir -p $(DEB_ROOT)/DEBIAN
-	printf '%s\n' 'Package: nostall' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
-		'Maintainer: nostall <nostall@localhost>' 'Section: admin' 'Priority: optional' \
-		'Depends: libc6, liburing2, libfuse3-3, fuse3' \
-		'Description: the Linux 2.6.30 ext3 I/O stack in userspace' \
-		' ext3 images mounted through FUSE (nostall mount), image tools, the libnostall' \
-		' library (static and shared, pkg-config) and block-layer benchmarks.' \
-		>$(DEB_ROOT)/DEBIAN/control
-	printf '#!/bin/sh\nset -e\n[ "$$1" = configure ] && ldconfig || true\n' >$(DEB_ROOT)/DEBIAN/postinst
-	printf '#!/bin/sh\nset -e\n[ "$$1" = remove ] && ldconfig || true\n' >$(DEB_ROOT)/DEBIAN/postrm
-	chmod 755 $(DEB_ROOT)/DEBIAN/postinst $(DEB_ROOT)/DEBIAN/postrm
-	dpkg-deb --build --root-owner-group $(DEB_ROOT) $(BUILD)/nostall_$(VERSION)_$(DEB_ARCH).deb
+# The Debian packages (debian/, docs/packaging.md): nostall, libnostall0,
+# libnostall-dev and their -dbgsym, written to the parent directory as
+# dpkg-buildpackage does. The package build uses its own build directory
+# (debian/build), so this leaves build/ alone.
+deb:
+	dpkg-buildpackage -us -uc -b
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/nostall $(DESTDIR)$(HELPERDIR)/mount.fuse.nostall \
@@ -251,5 +253,9 @@ uninstall:
 # The main job: build, then the block-layer reproduction on the default
 # simulated disk (README).
 .PHONY: bench
-bench: all
+# The packages first (.ci/deps), then the build in a new make that sees them
+# (pkg-config --cflags fuse3 is read when the Makefile is).
+bench:
+	@.ci/deps
+	$(MAKE) --no-print-directory all
 	$(BUILD)/nostall bench repro --quick --out $(BUILD)/repro

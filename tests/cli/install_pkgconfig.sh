@@ -166,23 +166,7 @@ make -s uninstall DESTDIR="$dest" PREFIX="$prefix" >"$tmp/make.log" 2>&1 || { ca
 left=$(find "$dest" -type f -o -type l)
 [ -z "$left" ] || fail "make uninstall left: $(echo $left | head -c 300)"
 
-# make deb (when dpkg-deb is there): the package holds the same files under /usr.
-if command -v dpkg-deb >/dev/null 2>&1; then
-	if make -s deb >"$tmp/make.log" 2>&1; then
-		debf=$(ls build/nostall_"$major.$minor"_*.deb 2>/dev/null | head -1)
-		list=$(dpkg-deb -c "$debf" 2>/dev/null)
-		for f in ./usr/bin/nostall ./usr/sbin/mount.fuse.nostall "./usr/lib/libnostall.so.$major.$minor" \
-			./usr/include/nostall/nostall.h ./usr/lib/pkgconfig/nostall.pc; do
-			echo "$list" | grep -q " $f\( \|\$\)" || fail "make deb: $f not in $debf"
-		done
-		[ "$(dpkg-deb -f "$debf" Package)" = nostall ] || fail "make deb: bad control file"
-	else
-		cat "$tmp/make.log"
-		fail "make deb"
-	fi
-else
-	echo "SKIP: make deb (no dpkg-deb)"
-fi
+# The Debian packages: tests/cli/deb_package.sh.
 
 [ "$fails" -eq 0 ] || exit 1
 echo "install_pkgconfig: ok (soname libnostall.so.$major, $(wc -l <"$tmp/exported") symbols)"

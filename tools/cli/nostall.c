@@ -7,6 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The Makefile passes the package's version (debian/rules: the Debian
+ * version); a compile outside it still says something true. */
+#ifndef NOSTALL_VERSION
+#define NOSTALL_VERSION "unknown"
+#endif
+
 /* A command is either a function (fn, usage) or a filesystem command
  * descriptor (fs), which carries its own usage line. */
 static const struct {
@@ -52,7 +58,7 @@ static const struct {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: nostall COMMAND [ARGS]\ncommands:\n");
+	fprintf(out, "usage: nostall COMMAND [ARGS] | --help | --version\ncommands:\n");
 	for (size_t i = 0; i < NR_COMMANDS; i++)
 		fprintf(out, "  nostall %s\n", commands[i].fs ? commands[i].fs->usage : commands[i].usage);
 }
@@ -65,6 +71,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("nostall %s\n", NOSTALL_VERSION);
 		return 0;
 	}
 	/* `nostall info MOUNTPOINT` asks a running FUSE daemon (an image is a
