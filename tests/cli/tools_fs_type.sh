@@ -60,7 +60,8 @@ rc=$?
 if [ $rc = 1 ] && grep -q "^nostall bench fs: --fs ext4, data=ordered: mount -o [^ ]*: ext3: " "$tmp/bf2.txt"; then
 	echo "bench fs --fs ext3,ext4: ext4 refused by the library"
 elif [ $rc = 0 ] && grep -q "^filesystems compared on $dev" "$tmp/bf2.txt" &&
-	grep -q "^  worse than ext3 by more than 10 %: " "$tmp/bf2.txt"; then
+	grep -q "^  worse than ext3 by more than 10 %: " "$tmp/bf2.txt" &&
+	grep -q "alternating with the other --fs types" "$tmp/bf2.txt"; then
 	echo "bench fs --fs ext3,ext4: compared"
 else
 	cat "$tmp/bf2.txt"

@@ -141,6 +141,10 @@ int fsb_mount_run(struct fsb *b, const bool *selected, const char *image);
 int fsb_jens(struct fsb *b, const char *mode, struct fsb_run *r);
 int fsb_stream(struct fsb *b, const char *mode, struct fsb_run *r);
 int fsb_creates(struct fsb *b, const char *mode, struct fsb_run *r);
+/* creates for several mkfs types at once (b->fs each in turn, restored):
+ * r[ntypes], the repetitions alternating between the types (at most 3). */
+int fsb_creates_types(struct fsb *b, const char *mode, const char *const *types, int ntypes,
+		      struct fsb_run *r);
 int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r);
 
 /* Peak resident set (VmHWM) in bytes since the last fsb_rss_reset, 0 if
