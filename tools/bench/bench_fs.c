@@ -580,37 +580,55 @@ static int run_workload(struct fsb *b, const struct workload *w, const char **mo
 	return 0;
 }
 
-/* creates with several filesystem types: their repetitions alternate
- * (fsb_creates_types), then each type's table as run_workload prints it. */
-static int run_creates_types(struct fsb *b, const char **modes, int nmodes, struct fs_cmp *cmp)
+/* A workload on several filesystem types: per data mode each type in
+ * turn (reversed every other mode), so the figures one row of the
+ * comparison puts side by side are measured minutes apart at most and the
+ * host's drift falls on the types alike; creates, which has no device
+ * floor to divide by, alternates within the mode, repetition by repetition
+ * (fsb_creates_types). Then each type's table as run_workload prints it. */
+static int run_workload_types(struct fsb *b, const struct workload *w, enum fsb_workload wi, const char **modes,
+			      int nmodes, struct fs_cmp *cmp)
 {
 	struct fsb_run runs[FS_MAX][4];
 	memset(runs, 0, sizeof runs);
-	for (int i = 0; i < nmodes; i++) {
-		struct fsb_run per[FS_MAX];
-		memset(per, 0, sizeof per);
+	const char *keep = b->fs;
+	int rc = 0;
+	for (int i = 0; i < nmodes && !rc; i++) {
 		for (int f = 0; f < cmp->nfs; f++) {
-			per[f].workload = "creates";
-			per[f].config = modes[i];
+			runs[f][i].workload = w->name;
+			runs[f][i].config = modes[i];
 		}
-		fsb_progress(b, "creates (data=%s)...", modes[i]);
 		err_clear();
-		int rc = fsb_creates_types(b, modes[i], cmp->fs, cmp->nfs, per);
+		if (wi == FSB_CREATES) {
+			struct fsb_run per[FS_MAX];
+			for (int f = 0; f < cmp->nfs; f++)
+				per[f] = runs[f][i];
+			fsb_progress(b, "%s (data=%s)...", w->name, modes[i]);
+			rc = fsb_creates_types(b, modes[i], cmp->fs, cmp->nfs, per);
+			for (int f = 0; f < cmp->nfs && !rc; f++)
+				runs[f][i] = per[f];
+		} else {
+			for (int k = 0; k < cmp->nfs && !rc; k++) {
+				int f = i % 2 ? cmp->nfs - 1 - k : k;
+				b->fs = cmp->fs[f];
+				fsb_progress(b, "%s (data=%s, %s)...", w->name, modes[i], b->fs ? b->fs : "ext3");
+				rc = w->fn(b, modes[i], &runs[f][i]);
+			}
+		}
 		if (rc < 0) {
 			progress_done();
-			fprintf(stderr, "nostall bench fs: creates (data=%s) on %s failed: %s\n", modes[i], b->spec,
-				err_last(rc));
-			return rc;
+			fprintf(stderr, "nostall bench fs: %s (data=%s) on %s (%s) failed: %s\n", w->name, modes[i],
+				b->spec, b->fs ? b->fs : "ext3", err_last(rc));
 		}
-		for (int f = 0; f < cmp->nfs; f++)
-			runs[f][i] = per[f];
 	}
+	b->fs = keep;
+	if (rc < 0)
+		return rc;
 	progress_done();
-	const char *keep = b->fs;
 	for (int f = 0; f < cmp->nfs; f++) {
 		b->fs = cmp->fs[f];
 		print_runs(b, runs[f], nmodes);
-		cmp_record(cmp, f, "creates", runs[f], nmodes);
+		cmp_record(cmp, f, w->name, runs[f], nmodes);
 	}
 	b->fs = keep;
 	return 0;
@@ -659,11 +677,12 @@ static int bench_fs_run(struct fsb *b, const bool *selected, const char **modes,
 			return 1;
 		}
 	}
-	/* workload by workload, each filesystem in turn: the filesystems of
-	 * one figure are measured close together on the same device */
+	/* workload by workload; with several types, each mode on each type in
+	 * turn (run_workload_types): one figure's types measured close together
+	 * on the same device */
 	for (size_t i = 0; i < NR_WORKLOADS; i++) {
-		if (selected[i] && i == FSB_CREATES && cmp->nfs > 1) {
-			if (run_creates_types(b, modes, nmodes, cmp) < 0)
+		if (selected[i] && workloads[i].fn && cmp->nfs > 1) {
+			if (run_workload_types(b, &workloads[i], (enum fsb_workload)i, modes, nmodes, cmp) < 0)
 				return 1;
 			continue;
 		}
