@@ -3,7 +3,7 @@
  * decides how long the sync requests take at the device and so drives the
  * limit down (target missed) and up again (target met), and checks that
  * background writes keep moving at the smallest limit and are not held at
- * all with the toggle off. */
+ * all with the toggle off. nostall-test: concurrent */
 #include "test_blk_env.h"
 
 /* A thread submitting n background 4 KiB writes, 8 KiB apart (no merges). */
