@@ -75,7 +75,10 @@ static void test_wbt_presets_and_range(void **state)
 {
 	(void)state;
 	char v[32];
-	struct fixture f = open_q(true, 31, NULL);
+	/* A queue as created without options (open_q would switch it off). */
+	struct fixture f;
+	f.g = gate_open(true, 31);
+	assert_int_equal(blk_queue_create(&f.g->d, NULL, &f.q), 0);
 	/* nostall (the default) throttles at Linux's rotational target. */
 	assert_int_equal(blk_queue_get(f.q, "wbt_lat_usec", v, sizeof v), 0);
 	assert_string_equal(v, "75000");
@@ -98,6 +101,7 @@ static void test_wbt_presets_and_range(void **state)
 	close_q(&f);
 	/* Non-rotational: Linux's 2 ms; a device without queuing keeps 2. */
 	f = open_q(false, 1, NULL);
+	assert_int_equal(blk_queue_set(f.q, "preset", "nostall"), 0);
 	assert_int_equal(blk_queue_get(f.q, "wbt_lat_usec", v, sizeof v), 0);
 	assert_string_equal(v, "2000");
 	assert_int_equal(wbt(f.q).limit, 2);
