@@ -238,11 +238,10 @@ uint64_t blk_wbt_default_usec(const struct blk_queue *q);
 /* wbt_lat_usec changed (or the preset): back to step 0, waiters rechecked. */
 void blk_wbt_changed_locked(struct blk_queue *q);
 /* Before allocating a request for a bio with flags rw: sleep while the
- * queue holds its limit of throttled requests. May drop and retake q->lock. */
-void blk_wbt_throttle_locked(struct blk_queue *q, unsigned rw);
-/* A request was allocated and filled from its first bio: count it if it
- * is throttled. */
-void blk_wbt_track_locked(struct blk_queue *q, struct request *rq);
+ * queue holds its limit of throttled requests, then count one more.
+ * Returns true when counted: the caller sets rq->wbt_tracked on the
+ * request it allocates. May drop and retake q->lock. */
+bool blk_wbt_throttle_locked(struct blk_queue *q, unsigned rw);
 /* rq went to the device (rq->dispatch_ns set). */
 void blk_wbt_issue_locked(struct blk_queue *q, struct request *rq);
 /* rq completed at the device at `now` (before it is freed): a latency

@@ -140,31 +140,31 @@ void blk_wbt_changed_locked(struct blk_queue *q)
 	pthread_cond_broadcast(&w->cond);
 }
 
-void blk_wbt_throttle_locked(struct blk_queue *q, unsigned rw)
+bool blk_wbt_throttle_locked(struct blk_queue *q, unsigned rw)
 {
 	struct blk_wbt *w = &q->wbt;
-	if (!q->t.wbt_lat_usec || !wbt_throttled_rw(rw) || w->inflight < w->limit || q->dying)
-		return;
-	uint64_t t0 = clock_now_ns();
-	q->st.wbt_waits++;
-	w->waiters++;
-	while (q->t.wbt_lat_usec && w->inflight >= w->limit && !q->dying) {
-		/* What we wait for must be moving toward the device. */
-		blk_queue_unplug_locked(q, NULL);
-		if (!(q->t.wbt_lat_usec && w->inflight >= w->limit && !q->dying))
-			break;
-		pthread_cond_wait(&w->cond, &q->lock);
+	if (!q->t.wbt_lat_usec || !wbt_throttled_rw(rw))
+		return false;
+	if (w->inflight >= w->limit && !q->dying) {
+		uint64_t t0 = clock_now_ns();
+		q->st.wbt_waits++;
+		w->waiters++;
+		while (q->t.wbt_lat_usec && w->inflight >= w->limit && !q->dying) {
+			/* What we wait for must be moving toward the device. */
+			blk_queue_unplug_locked(q, NULL);
+			if (!(q->t.wbt_lat_usec && w->inflight >= w->limit && !q->dying))
+				break;
+			pthread_cond_wait(&w->cond, &q->lock);
+		}
+		w->waiters--;
+		hist_add(&q->st.wbt_wait, clock_now_ns() - t0);
+		if (!q->t.wbt_lat_usec)
+			return false; /* switched off meanwhile */
 	}
-	w->waiters--;
-	hist_add(&q->st.wbt_wait, clock_now_ns() - t0);
-}
-
-void blk_wbt_track_locked(struct blk_queue *q, struct request *rq)
-{
-	if (!q->t.wbt_lat_usec || !wbt_throttled_rw(rq->flags) || !rq->nr_sectors)
-		return;
-	rq->wbt_tracked = true;
-	q->wbt.inflight++;
+	/* Counted now, under the lock that checked the limit: the request
+	 * allocation below may sleep, and others must see this slot taken. */
+	w->inflight++;
+	return true;
 }
 
 void blk_wbt_issue_locked(struct blk_queue *q, struct request *rq)
