@@ -155,7 +155,16 @@ static void test_wbt_scale_down_and_up(void **state)
 	/* At the smallest limit background writes still progress. */
 	int before = atomic_load(&s.submitted);
 	for (int i = 0; i < 20; i++) {
-		WAIT_FOR(gate_release_kind(f.g, 1, false) == 1 || wbt(f.q).inflight == 0);
+		uint64_t until = clock_now_ns() + 5 * NS_PER_SEC;
+		while (gate_release_kind(f.g, 1, false) != 1 && wbt(f.q).inflight && clock_now_ns() < until)
+			clock_sleep_ns(100 * NS_PER_US);
+		if (clock_now_ns() >= until) {
+			unsigned qd, fl;
+			blk_queue_counts(f.q, &qd, &fl);
+			w = wbt(f.q);
+			fprintf(stderr, "stuck: i=%d queued %u in_flight %u held %d limit %u inflight %u waiters %d step %d plugged %d\n", i, qd, fl, gate_held(f.g), w.limit, w.inflight, w.waiters, w.step, blk_queue_plugged(f.q));
+			fail();
+		}
 		clock_sleep_ns(2 * NS_PER_MS);
 		w = wbt(f.q);
 		assert_int_equal(w.limit, 1);
