@@ -204,6 +204,55 @@ static void test_wbt_scale_down_and_up(void **state)
 	close_q(&f);
 }
 
+/* Scaled down to 1, then nothing completes for many windows: the next
+ * completion finds them empty and the limit drifts back to the default
+ * (one step per 3 empty windows). */
+static void test_wbt_idle_drifts_back(void **state)
+{
+	(void)state;
+	struct fixture f = open_q(true, 31, "scheduler=noop,wbt_lat_usec=20000");
+	struct submitter s;
+	submitter_start(&s, f.q, 60, 4096);
+	WAIT_FOR(wbt(f.q).waiters == 1);
+	submit(f.q, SYNC_BASE, 4096, BLK_WRITE_SYNC);
+	uint64_t deadline = clock_now_ns() + 5 * NS_PER_SEC;
+	while (wbt(f.q).limit > 1 && clock_now_ns() < deadline) {
+		gate_release_kind(f.g, 1, false);
+		clock_sleep_ns(5 * NS_PER_MS);
+	}
+	assert_int_equal(wbt(f.q).limit, 1);
+	/* The rest of the writer's 60 go through one by one (the sync write,
+	 * still held, keeps the limit at 1); then everything completes. */
+	while (atomic_load(&s.submitted) < 60 && clock_now_ns() < deadline) {
+		gate_release_kind(f.g, 1, false);
+		clock_sleep_ns(NS_PER_MS);
+	}
+	pthread_join(s.tid, NULL);
+	assert_int_equal(wbt(f.q).limit, 1);
+	int step = wbt(f.q).step;
+	assert_true(step >= 4);
+	/* (the last writes may still be plugged: release until all are done) */
+	deadline = clock_now_ns() + 5 * NS_PER_SEC;
+	while ((wbt(f.q).inflight || gate_held(f.g)) && clock_now_ns() < deadline) {
+		gate_release(f.g, GATE_MAX);
+		clock_sleep_ns(NS_PER_MS);
+	}
+	assert_int_equal(wbt(f.q).inflight, 0);
+	step = wbt(f.q).step; /* those completions may have ended a window */
+	assert_true(step >= 3);
+	/* Idle: more than 3 x step windows (at most 100 ms each) pass. */
+	clock_sleep_ns((uint64_t)(3 * step + 3) * 100 * NS_PER_MS);
+	assert_int_equal(wbt(f.q).step, step); /* nothing completed: unchanged */
+	submit(f.q, 8, 4096, BLK_WRITE);
+	WAIT_FOR(gate_held(f.g) == 1);
+	gate_release(f.g, 1);
+	WAIT_FOR(wbt(f.q).inflight == 0);
+	struct blk_wbt_state w = wbt(f.q);
+	assert_int_equal(w.step, 0);
+	assert_int_equal(w.limit, 16);
+	close_q(&f);
+}
+
 /* Only background writes complete (no sync I/O to protect): the limit
  * opens past the default, to 3/4 of the queue depth. */
 static void test_wbt_writes_only_opens(void **state)
@@ -235,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_wbt_presets_and_range),
 		cmocka_unit_test(test_wbt_off_no_cap),
 		cmocka_unit_test(test_wbt_scale_down_and_up),
+		cmocka_unit_test(test_wbt_idle_drifts_back),
 		cmocka_unit_test(test_wbt_writes_only_opens),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,7 +17,8 @@
  *   so what it waits for is on its way to the device.
  * - The limit follows a scale step, re-evaluated once per window (100 ms,
  *   shorter while scaled down: 100 / sqrt(step + 1) ms) at the first
- *   completion after the window's end:
+ *   completion after the window's end (which opens the next window; the
+ *   whole windows in between saw no completion):
  *     sync latency too high -> step + 1 (the limit halves, down to 1);
  *     sync requests served in time -> step - 1 (the limit doubles);
  *     only async writes completed -> step - 1, past the default up to 3/4
@@ -176,26 +177,32 @@ void blk_wbt_issue_locked(struct blk_queue *q, struct request *rq)
 	}
 }
 
-/* The end of a window: one scale decision (the contract above). */
+/* The end of a window that saw completions: one scale decision (the
+ * contract above). */
 static void wbt_window_end(struct blk_queue *q, uint64_t now)
 {
 	struct blk_wbt *w = &q->wbt;
 	uint64_t lat = q->t.wbt_lat_usec * NS_PER_US;
 	bool stuck = w->sync_issue_rq && now - w->sync_issue_ns > lat;
 	q->st.wbt_windows++;
+	w->unknown = 0;
 	if (stuck || (w->win_sync && 4 * w->win_slow >= w->win_sync)) {
-		w->unknown = 0;
 		if (wbt_step_to(q, w->step + 1))
 			q->st.wbt_scale_down++;
-	} else if (w->win_sync || w->win_async) {
-		w->unknown = 0;
-		if (w->limit < wbt_top(q) && wbt_step_to(q, w->step - 1))
-			q->st.wbt_scale_up++;
-	} else if (++w->unknown >= WBT_UNKNOWN_WINDOWS && w->step) {
-		w->unknown = 0;
-		wbt_step_to(q, w->step > 0 ? w->step - 1 : w->step + 1);
+	} else if (w->limit < wbt_top(q) && wbt_step_to(q, w->step - 1)) {
+		q->st.wbt_scale_up++; /* sync in time, or only background writes */
 	}
-	wbt_window_reset(w, now);
+}
+
+/* n whole windows passed with no completion at all: every
+ * WBT_UNKNOWN_WINDOWS of them, one step back toward 0. */
+static void wbt_idle_windows(struct blk_queue *q, uint64_t n)
+{
+	struct blk_wbt *w = &q->wbt;
+	q->st.wbt_windows += n;
+	for (w->unknown += n > 1000 ? 1000 : (int)n; w->unknown >= WBT_UNKNOWN_WINDOWS && w->step;
+	     w->unknown -= WBT_UNKNOWN_WINDOWS)
+		wbt_step_to(q, w->step > 0 ? w->step - 1 : w->step + 1);
 }
 
 void blk_wbt_done_locked(struct blk_queue *q, struct request *rq, uint64_t now)
@@ -205,6 +212,19 @@ void blk_wbt_done_locked(struct blk_queue *q, struct request *rq, uint64_t now)
 		w->sync_issue_rq = NULL;
 	if (!q->t.wbt_lat_usec)
 		return;
+	/* Windows end at the first completion past their end (no timer):
+	 * the window that ended is judged, the whole windows after it saw
+	 * nothing, and this completion opens the next one. */
+	uint64_t win = wbt_window_ns(w);
+	if (now - w->win_start_ns >= win) {
+		uint64_t n = (now - w->win_start_ns) / win;
+		if (w->win_sync || w->win_async) {
+			wbt_window_end(q, now);
+			n--;
+		}
+		wbt_idle_windows(q, n);
+		wbt_window_reset(w, now);
+	}
 	if (wbt_sync_rq(rq)) {
 		w->win_sync++;
 		if (now - rq->dispatch_ns > q->t.wbt_lat_usec * NS_PER_US)
@@ -212,8 +232,6 @@ void blk_wbt_done_locked(struct blk_queue *q, struct request *rq, uint64_t now)
 	} else {
 		w->win_async++;
 	}
-	if (now - w->win_start_ns >= wbt_window_ns(w))
-		wbt_window_end(q, now);
 }
 
 void blk_wbt_free_locked(struct blk_queue *q, struct request *rq)
