@@ -17,6 +17,11 @@
  *   and completes, later requests wait, then pre-flush, the write, and a
  *   post-flush (drain) or FUA on the write (drain_fua); without a write
  *   cache only the drain.
+ * - writeback throttling (wbt_lat_usec, Linux 4.10's blk-wbt; on in the
+ *   nostall preset, off in the eras): while sync requests spend longer
+ *   than the target at the device, background writes (no SYNC/FLUSH/FUA)
+ *   wait before they get a request, so fewer of them sit in the drive's
+ *   queue ahead of the sync ones (blk_wbt.c).
  *
  * Threads: callers submit bios (they may sleep waiting for a request); one
  * dispatcher thread per queue moves requests from the elevator to the device
@@ -130,7 +135,7 @@ struct dev *blk_queue_dev(const struct blk_queue *q);
 
 /* Tunables by name, sysfs-like: queue ones (nr_requests, max_sectors_kb,
  * scheduler, preset, rq_pools, noidle, ssd_plug, sync_batch_op, barrier_mode,
- * unplug_thresh, unplug_delay_ms) and those of the current scheduler
+ * unplug_thresh, unplug_delay_ms, wbt_lat_usec) and those of the current scheduler
  * (slice_idle, ...). Presets: 2.6.29, 2.6.30-rc1, 2.6.30 (the eras) and
  * nostall (the default: 2.6.30's block layer with modern barriers).
  * Unknown names and out of range values fail with a message (err_last()). */
@@ -190,6 +195,16 @@ void blk_queue_pool_state(struct blk_queue *q, int pool, struct blk_pool_state *
 /* Requests queued in the elevator, and requests at the device. */
 void blk_queue_counts(struct blk_queue *q, unsigned *queued, unsigned *in_flight);
 
+/* Writeback throttling right now (diagnostics and tests). */
+struct blk_wbt_state {
+	uint64_t lat_usec; /* the target; 0: off */
+	int step;          /* scale step: > 0 scaled down, < 0 opened up, 0 default */
+	unsigned limit;    /* background writes allowed in the queue (0 when off) */
+	unsigned inflight; /* background writes allocated and not yet completed */
+	int waiters;       /* submitters waiting for the limit */
+};
+void blk_queue_wbt_state(struct blk_queue *q, struct blk_wbt_state *out);
+
 /* Waiting on a group of bios, as upper layers wait on buffers. */
 struct blk_batch {
 	pthread_mutex_t lock;
@@ -227,6 +242,9 @@ struct blk_stats {
 	uint64_t barrier_drained;             /* requests ahead of a barrier (queued or at the
 					       * device when it arrived) that completed first */
 	struct hist barrier_wait;             /* barrier arrival -> its pre-flush (the drain) */
+	uint64_t wbt_waits;                   /* background writes that waited for the wbt limit */
+	uint64_t wbt_windows, wbt_scale_down, wbt_scale_up; /* wbt windows ended, limit changes */
+	struct hist wbt_wait;                 /* ... how long they waited */
 	uint64_t bytes[2];                    /* completed bytes: [0] read, [1] write */
 	/* latencies in ns, per pool kind: [0] async, [1] sync */
 	struct hist alloc_wait[2];            /* time to get a request */

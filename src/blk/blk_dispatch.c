@@ -107,6 +107,7 @@ void blk_rq_done(struct dev_io *io, int err)
 		q->st.errors++;
 	q->st.bytes[write] += (uint64_t)rq->nr_sectors << DEV_SECTOR_SHIFT;
 	hist_add(&q->st.service_lat[sync], now - rq->dispatch_ns);
+	blk_wbt_done_locked(q, rq, now);
 	stalltrace_span("blk rq in device (flags|sect<<32)", rq->dispatch_ns, now, 5 * STALLTRACE_MIN_NS,
 			rq->flags | (uint64_t)rq->nr_sectors << 32);
 	struct bio *bios = rq->bio;
@@ -192,6 +193,7 @@ void blk_rq_account_dispatch(struct blk_queue *q, struct request *rq)
 	q->in_flight++;
 	q->elv.in_driver[sync]++;
 	rq->dispatch_ns = q->elv.now_ns;
+	blk_wbt_issue_locked(q, rq);
 	q->st.dispatched++;
 	q->st.device_requests[sync]++;
 	q->st.class_requests[blk_ioc_class(rq->ioc) & 3]++;

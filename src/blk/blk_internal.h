@@ -72,10 +72,32 @@ struct blk_tunables {
 				    * queue's requests in the driver (4x alone) */
 	uint64_t async_ramp;       /* cfq 2.6.32 low_latency async depth ramp (off in
 				    * every preset) */
+	uint64_t wbt_lat_usec;     /* writeback throttling's sync latency target, 0 = off
+				    * (blk_wbt.c; on in the nostall preset only) */
 };
 
 /* The table of struct blk_tunables (blk_tunables.c). */
 extern const struct tunable_desc blk_queue_tunables[];
+
+/* Writeback throttling's state (blk_wbt.c), under q->lock. */
+struct blk_wbt {
+	pthread_cond_t cond;      /* throttled submitters wait here */
+	int step;                 /* scale step: > 0 scaled down, < 0 opened up */
+	unsigned limit;           /* throttled requests allowed in the queue */
+	unsigned inflight;        /* throttled requests allocated and not yet freed */
+	int waiters;
+	uint64_t win_start_ns;    /* the current monitoring window ... */
+	unsigned win_sync, win_slow, win_async; /* ... its completions, slow sync ones */
+	int unknown;              /* consecutive windows with no completion */
+	const struct request *sync_issue_rq; /* a sync request at the device ... */
+	uint64_t sync_issue_ns;   /* ... since then (the oldest one tracked) */
+};
+
+/* wbt_lat_usec in the nostall preset: the target for rotational and
+ * non-rotational devices (docs/block-layer.md, "Writeback throttling"). */
+#define BLK_WBT_DEFAULT_ROT_USEC 75000u
+#define BLK_WBT_DEFAULT_NONROT_USEC 2000u
+#define BLK_WBT_MAX_USEC 10000000u /* 10 s: the tunable's range is 0 .. this */
 
 struct blk_pool {
 	int count;
@@ -128,6 +150,7 @@ struct blk_queue {
 	unsigned in_flight; /* requests at the device */
 	unsigned allocated; /* requests allocated, all pools */
 	uint64_t idle_base_ns, idle_base_count; /* elevator idle counters at the last reset */
+	struct blk_wbt wbt;
 	struct blk_stats st;
 };
 
@@ -206,6 +229,26 @@ bool blk_barrier_dispatch_locked(struct blk_queue *q, struct list_node *out, uns
 /* Issue rq to the device: its next barrier step, or the request itself.
  * Without q->lock. */
 void blk_barrier_submit(struct blk_queue *q, struct request *rq);
+
+/* ---- blk_wbt.c: writeback throttling (the contract is at its top) ---- */
+void blk_wbt_init(struct blk_queue *q);
+void blk_wbt_exit(struct blk_queue *q);
+/* The nostall preset's wbt_lat_usec for this queue's device. */
+uint64_t blk_wbt_default_usec(const struct blk_queue *q);
+/* wbt_lat_usec changed (or the preset): back to step 0, waiters rechecked. */
+void blk_wbt_changed_locked(struct blk_queue *q);
+/* Before allocating a request for a bio with flags rw: sleep while the
+ * queue holds its limit of throttled requests, then count one more.
+ * Returns true when counted: the caller sets rq->wbt_tracked on the
+ * request it allocates. May drop and retake q->lock. */
+bool blk_wbt_throttle_locked(struct blk_queue *q, unsigned rw);
+/* rq went to the device (rq->dispatch_ns set). */
+void blk_wbt_issue_locked(struct blk_queue *q, struct request *rq);
+/* rq completed at the device at `now` (before it is freed): a latency
+ * sample; may end the window and rescale. */
+void blk_wbt_done_locked(struct blk_queue *q, struct request *rq, uint64_t now);
+/* rq is being freed (completed or merged away): uncount it. */
+void blk_wbt_free_locked(struct blk_queue *q, struct request *rq);
 
 /* ---- blk_queue.c ---- */
 /* Apply preset `name` (fails on an unknown name, or with -EBUSY when it

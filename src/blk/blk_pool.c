@@ -199,6 +199,7 @@ void blk_rq_free(struct blk_queue *q, struct request *rq)
 {
 	if (q->elv.ops->put_request)
 		q->elv.ops->put_request(&q->elv, rq);
+	blk_wbt_free_locked(q, rq);
 	int idx = rq->pool_sync;
 	blk_ioc_put(rq->ioc);
 	free(rq->buf);

@@ -15,6 +15,7 @@
 struct blk_preset {
 	const char *name;
 	bool sync_async_pools, noidle, ssd_plug, single_dispatch, async_ramp;
+	bool wbt; /* writeback throttling at the device's default target */
 	unsigned sync_batch_op;
 	unsigned barrier_mode;
 	bool era; /* a 2009 kernel: its mount defaults too (barrier=0) */
@@ -22,12 +23,13 @@ struct blk_preset {
 
 /* The eras run barriers as 2.6.30 did (drain + flushes; libata shipped
  * with FUA off). "nostall" is the default: 2.6.30's block layer with the
- * barriers of later kernels (flush + FUA, no drain). */
+ * barriers of later kernels (flush + FUA, no drain) and writeback
+ * throttling (wbt_lat_usec, Linux 4.10), which no 2009 kernel had. */
 static const struct blk_preset presets[] = {
-	{ "2.6.29", false, false, false, false, false, BLK_WRITE, BLK_BARRIER_DRAIN, true },
-	{ "2.6.30-rc1", false, false, false, false, false, BLK_WRITE_SYNC, BLK_BARRIER_DRAIN, true },
-	{ "2.6.30", true, true, true, true, false, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_DRAIN, true },
-	{ "nostall", true, true, true, true, false, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_MODERN, false },
+	{ "2.6.29", false, false, false, false, false, false, BLK_WRITE, BLK_BARRIER_DRAIN, true },
+	{ "2.6.30-rc1", false, false, false, false, false, false, BLK_WRITE_SYNC, BLK_BARRIER_DRAIN, true },
+	{ "2.6.30", true, true, true, true, false, false, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_DRAIN, true },
+	{ "nostall", true, true, true, true, false, true, BLK_WRITE_SYNC_PLUG, BLK_BARRIER_MODERN, false },
 };
 #define NR_PRESETS (sizeof presets / sizeof presets[0])
 
@@ -69,6 +71,8 @@ int blk_queue_preset_apply(struct blk_queue *q, const char *name)
 	q->t.ssd_plug = p->ssd_plug;
 	q->t.single_dispatch = p->single_dispatch;
 	q->t.async_ramp = p->async_ramp;
+	q->t.wbt_lat_usec = p->wbt ? blk_wbt_default_usec(q) : 0;
+	blk_wbt_changed_locked(q);
 	q->sync_batch_op = p->sync_batch_op;
 	q->barrier_mode = p->barrier_mode;
 	q->preset = p->name;
@@ -81,6 +85,7 @@ int blk_queue_preset_apply(struct blk_queue *q, const char *name)
 /* Free a queue whose dispatcher is not running and whose elevator is gone. */
 static void queue_free(struct blk_queue *q)
 {
+	blk_wbt_exit(q);
 	pthread_cond_destroy(&q->switch_cond);
 	pthread_cond_destroy(&q->idle_cond);
 	pthread_cond_destroy(&q->kick);
@@ -104,6 +109,8 @@ int blk_queue_create(struct dev *dev, const char *opts, struct blk_queue **out)
 	q->sync_batch_op = BLK_WRITE_SYNC_PLUG;
 	q->barrier_mode = BLK_BARRIER_MODERN;
 	q->preset = "nostall";
+	blk_wbt_init(q);
+	q->t.wbt_lat_usec = blk_wbt_default_usec(q);
 	list_init(&q->ord_list);
 	pthread_mutex_init(&q->lock, NULL);
 	clock_cond_init(&q->kick);
@@ -146,6 +153,7 @@ void blk_queue_destroy(struct blk_queue *q)
 	__atomic_store_n(&q->dying, true, __ATOMIC_RELEASE);
 	q->draining = true;
 	q->stopped = false;
+	pthread_cond_broadcast(&q->wbt.cond); /* throttled submitters: go */
 	blk_queue_unplug_locked(q, NULL);
 	while (q->allocated)
 		pthread_cond_wait(&q->idle_cond, &q->lock);

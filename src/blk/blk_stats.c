@@ -17,6 +17,7 @@ void blk_stats_clear(struct blk_stats *st)
 		hist_init(&st->total_lat[i]);
 	}
 	hist_init(&st->barrier_wait);
+	hist_init(&st->wbt_wait);
 }
 
 void blk_queue_stats_get(struct blk_queue *q, struct blk_stats *out)
@@ -75,6 +76,10 @@ void blk_stats_print(const struct blk_stats *s, FILE *out)
 	if (s->barriers)
 		fprintf(out, "barriers %" PRIu64 " (ordered, drain): %" PRIu64 " requests drained ahead of them\n",
 			s->barriers, s->barrier_drained);
+	if (s->wbt_windows)
+		fprintf(out, "wbt: %" PRIu64 " windows, limit down %" PRIu64 " / up %" PRIu64 " times, %" PRIu64
+			" background writes waited\n", s->wbt_windows, s->wbt_scale_down, s->wbt_scale_up, s->wbt_waits);
+	print_hist(out, "wbt/wait", &s->wbt_wait);
 	print_hist(out, "barrier/wait", &s->barrier_wait);
 	static const char *const kind[2] = { "async", "sync" };
 	for (int i = 0; i < 2; i++) {

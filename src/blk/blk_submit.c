@@ -38,11 +38,15 @@ static void make_request(struct blk_queue *q, struct bio *bio)
 	if (blk_bio_try_merge(q, bio, ioc))
 		goto out;
 
+	/* Writeback throttling: a background write waits here while the
+	 * queue holds its limit of them (blk_wbt.c). */
+	bool wbt_tracked = blk_wbt_throttle_locked(q, bio->rw);
 	struct request *rq = blk_rq_alloc_wait(q, bio->rw, ioc);
 	blk_elv_sync_state(q);
 	rq->sector = bio->sector;
 	rq->nr_sectors = bio->size >> DEV_SECTOR_SHIFT;
 	rq->bio = rq->biotail = bio;
+	rq->wbt_tracked = wbt_tracked;
 	/* A request into an empty elevator plugs the queue (2.6.30: unless
 	 * the device is non-rotational and queuing). The dispatcher is woken
 	 * to arm the plug timer only if the plug outlives this call: an

@@ -33,6 +33,8 @@ const struct tunable_desc blk_queue_tunables[] = {
 	  "cfq: quantum caps a queue's requests in the drive, 4x when alone (1, 2.6.30) or only while others wait (0, 2.6.29)" },
 	{ "async_ramp", TUNABLE_BOOL, 0, 1, 0, offsetof(struct blk_tunables, async_ramp), "",
 	  "cfq: after a sync completion an async queue keeps 1 request in the drive, 1 more per slice_sync (1, 2.6.32 low_latency; 0, 2.6.30)" },
+	{ "wbt_lat_usec", TUNABLE_U64, 0, BLK_WBT_MAX_USEC, 0, offsetof(struct blk_tunables, wbt_lat_usec), "us",
+	  "writeback throttling: sync latency target at the device, 0 = off (nostall preset: 75000 rotational, 2000 else)" },
 	{ NULL, 0, 0, 0, 0, 0, NULL, NULL },
 };
 
@@ -122,6 +124,8 @@ int blk_queue_set(struct blk_queue *q, const char *name, const char *value)
 		tunable_set(blk_queue_tunables, &q->t, name, value);
 		if (d->offset == offsetof(struct blk_tunables, nr_requests))
 			blk_pools_reevaluate(q);
+		if (d->offset == offsetof(struct blk_tunables, wbt_lat_usec))
+			blk_wbt_changed_locked(q);
 		if (d->offset == offsetof(struct blk_tunables, sync_async_pools) ||
 		    d->offset == offsetof(struct blk_tunables, noidle) ||
 		    d->offset == offsetof(struct blk_tunables, ssd_plug) ||

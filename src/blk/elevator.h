@@ -65,6 +65,7 @@ struct request {
 	bool barrier;               /* runs the ordered sequence (blk_barrier.c) */
 	bool alone;                 /* dispatched with nothing else queued or in flight */
 	bool more;                  /* not the last of its dispatch pass (DEV_IO_MORE) */
+	bool wbt_tracked;           /* counted by writeback throttling (blk_wbt.c) */
 	int ord_stage;              /* its current step */
 	int err;
 };

@@ -24,7 +24,7 @@ for mode in journal ordered writeback guarded; do
 		"\"scenario\":\"jens\",$dev,\"config\":\"$mode\",\"total_s\":$pos,\"floor_s\":$pos,\"x_floor\":$pos,\"x_floor_min\":$pos,\"x_floor_max\":$pos,\"ms_per_fsync\":$pos,\"fsyncs\":20,\"reps\":2}"
 		"\"scenario\":\"stream\",$dev,\"config\":\"$mode\",\"write_mbps\":$pos,\"raw_write_mbps\":$pos,\"write_pct\":$pos,\"write_pct_min\":$pos,\"write_pct_max\":$pos,\"read_mbps\":$pos,\"raw_read_mbps\":$pos,\"read_pct\":$pos,\"read_pct_min\":$pos,\"read_pct_max\":$pos,\"rss_peak_mib\":$pos,\"rss_bound_mib\":$pos,\"reps\":2$jfloor}"
 		"\"scenario\":\"creates\",$dev,\"config\":\"$mode\",\"creates_per_s\":$pos,\"stats_per_s\":$pos,\"unlinks_per_s\":$pos,\"files\":100,\"reps\":2}"
-		"\"scenario\":\"fsync-under-stream\",$dev,\"config\":\"$mode\",\"floor_ms\":$pos,\"idle_p50_ms\":$pos,\"p50_ms\":$pos,\"p99_ms\":(null|$pos),\"max_ms\":$pos,\"samples\":$pos,\"stream_mbps\":$pos}"
+		"\"scenario\":\"fsync-under-stream\",$dev,\"config\":\"$mode\",\"floor_ms\":$pos,\"idle_p50_ms\":$pos,\"p50_ms\":$pos,\"p99_ms\":(null|$pos),\"max_ms\":$pos,\"samples\":$pos,\"stream_mbps\":$pos,\"fsync_per_s\":$pos}"
 	)
 	for re in "${want[@]}"; do
 		grep -Eq "^\{$re\$" "$tmp/all.json" || { cat "$tmp/all.json"; echo "FAIL: no line matching $re"; exit 1; }

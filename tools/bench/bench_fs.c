@@ -253,13 +253,17 @@ static void print_runs(const struct fsb *b, struct fsb_run *runs, int n)
 		       b->fs_features && *b->fs_features ? " -O " : "", b->fs_features ? b->fs_features : "");
 	else
 		printf("\n%s on %s\n", runs[0].workload, b->spec);
-	printf("  %-10s", "config");
+	int cw = 10; /* config column: the widest label */
+	for (int i = 0; i < n; i++)
+		if ((int)strlen(runs[i].config) > cw)
+			cw = (int)strlen(runs[i].config);
+	printf("  %-*s", cw, "config");
 	for (int j = 0; j < runs[0].nf; j++)
 		if (!runs[0].f[j].json_only)
 			printf(" %*s", (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)), runs[0].f[j].name);
 	printf("\n");
 	for (int i = 0; i < n; i++) {
-		printf("  %-10s", runs[i].config);
+		printf("  %-*s", cw, runs[i].config);
 		for (int j = 0; j < runs[i].nf; j++)
 			if (!runs[i].f[j].json_only)
 				print_value(&runs[i].f[j], (int)(strlen(runs[0].f[j].name) < 8 ? 8 : strlen(runs[0].f[j].name)));
@@ -555,27 +559,80 @@ static int parse_user_opts(struct fsb *b, const char **modes, int *nmodes)
 	return 0;
 }
 
+/* fsync-under-stream's block-layer rows: with one data mode (-o data=M)
+ * and no queue setting of the user's, the mode also runs with writeback
+ * throttling off (wbt_lat_usec=0, the preset's default is on) and with
+ * Linus' 2009 experiment instead (max_sectors_kb=64, throttling off), so
+ * the toggle shows beside the smaller requests in one run. Only with one
+ * mode: each row is another full run (30 s on sim, up to 75 s). */
+#define FUS_VARIANTS 2
+static const struct fus_variant {
+	const char *opts; /* appended to -o */
+} fus_variants[FUS_VARIANTS] = { { "wbt_lat_usec=0" }, { "max_sectors_kb=64,wbt_lat_usec=0" } };
+
+static bool fus_variants_apply(const struct fsb *b, const struct workload *w, int nmodes)
+{
+	const char *o = b->user_opts ? b->user_opts : "";
+	return w->fn == fsb_fsync_under_stream && nmodes == 1 && !b->quick && !strstr(o, "wbt_lat_usec") &&
+	       !strstr(o, "max_sectors_kb") && !strstr(o, "preset");
+}
+
+static double run_value(const struct fsb_run *r, const char *name)
+{
+	for (int j = 0; j < r->nf; j++)
+		if (!strcmp(r->f[j].name, name))
+			return r->f[j].value;
+	return NAN;
+}
+
+static int run_one(struct fsb *b, const struct workload *w, const char *mode, const char *config, struct fsb_run *r)
+{
+	memset(r, 0, sizeof *r);
+	r->workload = w->name;
+	r->config = config;
+	fsb_progress(b, "%s (data=%s%s%s)...", w->name, mode, config == mode ? "" : ", ",
+		     config == mode ? "" : config + strlen(mode) + 1);
+	err_clear();
+	int rc = w->fn(b, mode, r);
+	if (rc < 0) {
+		progress_done();
+		fprintf(stderr, "nostall bench fs: %s (%s) on %s failed: %s\n", w->name, config, b->spec, err_last(rc));
+	}
+	return rc;
+}
+
 static int run_workload(struct fsb *b, const struct workload *w, const char **modes, int nmodes,
 			struct fs_cmp *cmp, int fsi)
 {
-	struct fsb_run runs[4];
-	for (int i = 0; i < nmodes; i++) {
-		struct fsb_run *r = &runs[i];
-		memset(r, 0, sizeof *r);
-		r->workload = w->name;
-		r->config = modes[i];
-		fsb_progress(b, "%s (data=%s)...", w->name, modes[i]);
-		err_clear();
-		int rc = w->fn(b, modes[i], r);
-		if (rc < 0) {
-			progress_done();
-			fprintf(stderr, "nostall bench fs: %s (data=%s) on %s failed: %s\n", w->name, modes[i], b->spec,
-				err_last(rc));
-			return rc;
+	struct fsb_run runs[4 + FUS_VARIANTS];
+	char labels[FUS_VARIANTS][128], opts[FUS_VARIANTS][512];
+	int n = nmodes;
+	for (int i = 0; i < nmodes; i++)
+		if (run_one(b, w, modes[i], modes[i], &runs[i]) < 0)
+			return -1;
+	if (fus_variants_apply(b, w, nmodes)) {
+		for (int k = 0; k < FUS_VARIANTS; k++) {
+			struct fsb v = *b;
+			snprintf(labels[k], sizeof labels[k], "%s,%s", modes[0], fus_variants[k].opts);
+			snprintf(opts[k], sizeof opts[k], "%s%s%s", b->user_opts ? b->user_opts : "",
+				 b->user_opts ? "," : "", fus_variants[k].opts);
+			v.user_opts = opts[k];
+			if (run_one(&v, w, modes[0], labels[k], &runs[n]) < 0)
+				return -1;
+			n++;
 		}
+		/* The toggle's two figures: fsync p99 with it (the default) and
+		 * the streamer's rate with it as a share of its rate without. */
+		double on = run_value(&runs[0], "stream_mbps"), off = run_value(&runs[1], "stream_mbps");
+		double pct = off > 0 ? 100.0 * on / off : NAN;
+		fsb_field_json(&runs[0], "stream_pct_of_wbt_off", pct, 1);
+		snprintf(runs[0].extra, sizeof runs[0].extra,
+			 "writeback throttling (wbt_lat_usec, on by default): fsync p99 %.2f ms vs %.2f ms off; "
+			 "streamer %.1f %% of its rate with it off",
+			 run_value(&runs[0], "p99_ms"), run_value(&runs[1], "p99_ms"), pct);
 	}
 	progress_done();
-	print_runs(b, runs, nmodes);
+	print_runs(b, runs, n);
 	cmp_record(cmp, fsi, w->name, runs, nmodes);
 	return 0;
 }

@@ -722,6 +722,9 @@ int fsb_fsync_under_stream(struct fsb *b, const char *mode, struct fsb_run *r)
 		fsb_field(r, "max_ms", n ? (double)v[n - 1] / 1e6 : NAN, 2);
 		fsb_field(r, "samples", n, 0);
 		fsb_field(r, "stream_mbps", mibps(b1 - b0, t1 - t0), 1);
+		/* fsyncs completed per second beside the streamer: each costs
+		 * the streamer disk time (docs/block-layer.md, wbt's floor) */
+		fsb_field_json(r, "fsync_per_s", t1 > t0 ? n * 1e9 / (double)(t1 - t0) : NAN, 2);
 		snprintf(r->note, sizeof r->note,
 			 "4 KiB append + fsync every 50 ms beside a streamer; %s; floor = 2 raw write+flush; "
 			 "p99 n/a under 100 samples",
