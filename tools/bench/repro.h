@@ -10,7 +10,7 @@
  *                   deadline, kill; a hung fsync is censored, not waited for
  *   repro_fsops.c   where a workload's files live: the library or POSIX
  *   repro_load.c    the workloads (jens, fsync-under-stream, fsync-tester,
- *                   atime), written once against repro_fsops
+ *                   atime, overwrite), written once against repro_fsops
  *   repro_loadcmd.c `nostall load DIR WORKLOAD`: the peers' workload binary
  *   repro_peers.c   kernel ext3 on a loop device, fuse2fs, nostall-fuse
  *   repro_report.c  results.json, report.md and the done-when checks
@@ -129,7 +129,7 @@ void rp_out_error(struct rp_out *o, int rc);
  * one load each, so that the driver can make caches cold between them
  * (repro_files.c; bench repro itself does not run them). */
 enum rp_kind {
-	RP_JENS, RP_JENS_STREAM, RP_FUS, RP_TESTER, RP_ATIME,
+	RP_JENS, RP_JENS_STREAM, RP_FUS, RP_TESTER, RP_ATIME, RP_OVERWRITE,
 	RP_STREAM_WRITE, RP_STREAM_READ, RP_CREATES, RP_STATS, RP_UNLINKS, RP_NKINDS
 };
 const char *rp_kind_name(enum rp_kind k);

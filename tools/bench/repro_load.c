@@ -35,7 +35,7 @@
 
 static const char *const kind_names[RP_NKINDS] = {
 	[RP_JENS] = "jens", [RP_JENS_STREAM] = "jens-stream", [RP_FUS] = "fsync-under-stream",
-	[RP_TESTER] = "fsync-tester", [RP_ATIME] = "atime", [RP_STREAM_WRITE] = "stream-write",
+	[RP_TESTER] = "fsync-tester", [RP_ATIME] = "atime", [RP_OVERWRITE] = "overwrite", [RP_STREAM_WRITE] = "stream-write",
 	[RP_STREAM_READ] = "stream-read", [RP_CREATES] = "creates", [RP_STATS] = "stats", [RP_UNLINKS] = "unlinks",
 };
 
@@ -204,6 +204,38 @@ static void *random_writer_main(void *arg)
 		clock_sleep_ns(RAND_PERIOD_NS);
 	}
 	return worker_end(l, f, NULL, rc);
+}
+
+/* Linus' overwrite.c beside Ts'o's fsync-tester (LWN 327107): rewrites a
+ * file that is already allocated (overwrite_setup wrote it whole and
+ * synced it) in large sequential writes, wrapping at its end. No block is
+ * allocated, so in data=ordered only the inode's dirty pages tie it to a
+ * commit (every chunk files the inode, as 2.6.29/2.6.30 ext3 filed every
+ * written buffer). */
+#define OVERWRITE_CHUNK (4u * IO_CHUNK)
+#define OVERWRITE_PATH "overwrite"
+
+static void *overwriter_main(void *arg)
+{
+	struct worker *w = arg;
+	struct load *l = w->l;
+	char *buf = pattern(OVERWRITE_CHUNK, 'w');
+	struct rp_file *f = NULL;
+	int rc = buf ? rp_open(l->fs, OVERWRITE_PATH, O_WRONLY, &f) : err_set(-ENOMEM, "out of memory");
+	for (uint64_t off = 0; !rc && !atomic_load(&l->stop);) {
+		size_t len = l->p->stream_bytes - off < OVERWRITE_CHUNK ? (size_t)(l->p->stream_bytes - off)
+									  : OVERWRITE_CHUNK;
+		ssize_t n = rp_pwrite(f, buf, len, off);
+		if (n < 0) {
+			rc = (int)n;
+			break;
+		}
+		atomic_fetch_add(&l->bytes, (uint64_t)n);
+		off += (uint64_t)n;
+		if (off >= l->p->stream_bytes)
+			off = 0;
+	}
+	return worker_end(l, f, buf, rc);
 }
 
 static void reader_path(char *p, size_t n, unsigned i)
@@ -468,6 +500,12 @@ static int probe_warm(struct load *l)
 	return rc;
 }
 
+/* overwrite's file, allocated and on disk before the overwriter starts. */
+static int overwrite_setup(struct load *l)
+{
+	return write_file(l, OVERWRITE_PATH, l->p->stream_bytes);
+}
+
 /* atime's files: the readers' big files (then made cold), the probe's
  * files, the build's directories. */
 static int atime_setup(struct load *l)
@@ -520,9 +558,13 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	int rc = 0;
 	if (k == RP_ATIME)
 		rc = atime_setup(&l);
+	if (k == RP_OVERWRITE)
+		rc = overwrite_setup(&l);
 	/* background load, then a warm-up (the streamer fills the cache) */
 	if (!rc && (k == RP_JENS_STREAM || k == RP_FUS))
 		rc = worker_start(&bg[nbg++], &l, streamer_main, 0);
+	if (!rc && k == RP_OVERWRITE)
+		rc = worker_start(&bg[nbg++], &l, overwriter_main, 0);
 	if (!rc && k == RP_TESTER) {
 		rp_out_note(o, "random writer seed %u", l.seed);
 		rc = worker_start(&bg[nbg++], &l, random_writer_main, 0);
@@ -537,7 +579,7 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	rp_out_zero(o, t0);
 	void *(*fn)(void *) = k == RP_JENS || k == RP_JENS_STREAM ? jens_main : k == RP_ATIME ? probe_main : fsyncer_main;
 	if (!rc)
-		rc = worker_start(&timed, &l, fn, k == RP_TESTER);
+		rc = worker_start(&timed, &l, fn, k == RP_TESTER || k == RP_OVERWRITE);
 	/* The idle Jens loop runs to its end (bounded by the parent's
 	 * deadline); every other run lasts `seconds`. */
 	uint64_t end = t0 + (uint64_t)(p->seconds * 1e9);
@@ -549,7 +591,7 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	 * streamer takes seconds): go on until min_samples or the cap. The
 	 * figures below cover the whole measured time. */
 	uint64_t cap = t0 + (uint64_t)(p->max_seconds * 1e9);
-	bool sample_floor = k == RP_FUS || k == RP_TESTER;
+	bool sample_floor = k == RP_FUS || k == RP_TESTER || k == RP_OVERWRITE;
 	for (uint64_t now; !rc && sample_floor && !atomic_load(&l.stop) && atomic_load(&l.fsyncs) < p->min_samples &&
 			   (now = clock_now_ns()) < cap;)
 		load_sleep(&l, now + 50 * NS_PER_MS < cap ? now + 50 * NS_PER_MS : cap);

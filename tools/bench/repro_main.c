@@ -94,7 +94,7 @@ struct rp_params rp_params_pick(const struct rp_bench *b, enum rp_kind k)
 		p = (struct rp_params){ .jens_n = 10, .seconds = 0.4, .warmup = 0.1, .period = 0.05,
 					.stream_bytes = 8 * RP_MiB, .reader_bytes = 4 * RP_MiB };
 	/* jens-stream: `seconds` bounds the loop (then total_s_extrapolated) */
-	if (k == RP_TESTER) {
+	if (k == RP_TESTER || k == RP_OVERWRITE) {
 		p.period = b->micro ? 0.1 : 1.0;
 		p.tester_write = b->micro ? 64 * 1024 : 1024 * 1024;
 		p.seconds = b->micro ? 0.5 : b->quick ? 4 : p.seconds;
@@ -103,7 +103,7 @@ struct rp_params rp_params_pick(const struct rp_bench *b, enum rp_kind k)
 	 * (~4.5 s once the cache is full), so `seconds` holds 1-3; the run goes
 	 * on until RP_MIN_SAMPLES fsyncs (a full run: twice that), capped.
 	 * fsync-tester (one a second) the same way. */
-	if (k == RP_FUS || k == RP_TESTER) {
+	if (k == RP_FUS || k == RP_TESTER || k == RP_OVERWRITE) {
 		p.min_samples = b->micro ? 3 : b->quick ? RP_MIN_SAMPLES : 2 * RP_MIN_SAMPLES;
 		p.max_seconds = b->micro ? 1 : b->quick ? 30 : 60;
 	}
@@ -176,6 +176,12 @@ static void matrix_build(struct rp_bench *b)
 					    fus_config(presets[i], modes[m]), NULL);
 	for (int i = 0; i < NPRESETS && b->kind_on[RP_TESTER]; i++)
 		add_nostall(b, "fsync-tester", RP_TESTER, presets[i], "ordered", "random-writer", NULL);
+	/* Ts'o's test (LWN 327107) per era in data=ordered; 2.6.30's writeback
+	 * and guarded beside it: the era gain decomposed (report.md) */
+	for (int i = 0; i < NPRESETS && b->kind_on[RP_OVERWRITE]; i++)
+		add_nostall(b, "overwrite", RP_OVERWRITE, presets[i], "ordered", "overwriter", NULL);
+	for (int m = 1; m < 3 && b->kind_on[RP_OVERWRITE]; m++)
+		add_nostall(b, "overwrite", RP_OVERWRITE, "2.6.30", modes[m], "overwriter", NULL);
 	static const char *const prio[] = { "journal_ioprio=BE/4", "journal_ioprio=RT/4" };
 	for (int i = 0; i < 2 && b->kind_on[RP_ATIME]; i++)
 		add_nostall(b, "atime", RP_ATIME, "2.6.30", "ordered", prio[i], prio[i]);
@@ -215,7 +221,8 @@ static int matrix_run(struct rp_bench *b)
 		/* The deadline: the run's own time, its warm-up, the grace for
 		 * a stopping load, and room for mkfs/set-up and a slow Jens. */
 		double deadline = rp_params_span(&r->p) + r->p.warmup + 30 + (r->kind == RP_JENS ? r->p.jens_n * 0.1 : 0) +
-				  (r->kind == RP_ATIME ? 30 : 0);
+				  (r->kind == RP_ATIME ? 30 : 0) +
+				  (r->kind == RP_OVERWRITE ? (double)r->p.stream_bytes / RP_MiB / 20 : 0);
 		struct rp_exec x = { .spec = b->device, .fs_bytes = b->fs_bytes, .fs = b->fs, .features = b->features,
 				     .deadline_s = deadline };
 		int rc = rp_job_run(r, &x);
@@ -236,7 +243,8 @@ static const struct {
 	int kind; /* enum rp_kind; -1: max-sectors (fsync-under-stream runs) */
 } repro_workloads[] = {
 	{ "jens", RP_JENS },     { "jens-stream", RP_JENS_STREAM }, { "fsync-under-stream", RP_FUS },
-	{ "fsync-tester", RP_TESTER }, { "atime", RP_ATIME },     { "max-sectors", -1 },
+	{ "fsync-tester", RP_TESTER }, { "atime", RP_ATIME },     { "overwrite", RP_OVERWRITE },
+	{ "max-sectors", -1 },
 };
 #define NWORKLOADS (sizeof repro_workloads / sizeof repro_workloads[0])
 
