@@ -64,6 +64,9 @@ double rp_params_span(const struct rp_params *p);
  * samples with probability 1 - 2/2^5 = 94%; a p99 of fewer than 100
  * samples is their maximum (nearest rank), and the report says so. */
 #define RP_MIN_SAMPLES 5u
+/* The fewest samples behind a p99 the report prints as a p99: under it the
+ * nearest-rank p99 is the maximum, and the tables and checks say "max". */
+#define RP_P99_SAMPLES 100u
 
 /* The full run's parameters (what `nostall load` assumes unless told). */
 void rp_params_default(struct rp_params *p);
@@ -232,6 +235,7 @@ struct rp_bench {
 	int nruns, cap;
 	int done;                 /* progress */
 	char load_before[64], load_after[64];
+	double wall_s;            /* the whole run's wall time (report.md) */
 	char self[4096];          /* this binary, for the peers' load */
 };
 

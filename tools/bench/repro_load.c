@@ -13,6 +13,7 @@
 
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/stalltrace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -361,9 +362,16 @@ static void *fsyncer_main(void *arg)
 	int rc = buf ? rp_open(l->fs, "fsyncer", O_CREAT | O_WRONLY | O_APPEND, &f) : err_set(-ENOMEM, "out of memory");
 	uint64_t period = (uint64_t)(l->p->period * 1e9), next = clock_now_ns();
 	while (!rc && !atomic_load(&l->stop)) {
+		uint64_t t0 = clock_now_ns();
 		rc = TIMED(l, "fsync", append_fsync(f, buf, len));
 		if (!rc)
 			atomic_fetch_add(&l->fsyncs, 1);
+		/* NOSTALL_FSYNC_TRACE=MS (src/util/stalltrace.h): what every
+		 * thread waited on during a slow one, to stderr (the request
+		 * traces behind docs/bench-repro.md's mechanism notes) */
+		uint64_t t1 = clock_now_ns();
+		if (!rc && stalltrace_on() && t1 - t0 >= stalltrace_threshold_ns())
+			stalltrace_dump("bench repro: slow write + fsync", t0, t1);
 		next += period;
 		uint64_t now = clock_now_ns();
 		if (next < now)

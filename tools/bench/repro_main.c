@@ -468,6 +468,7 @@ int bench_repro(int argc, char **argv)
 	if (!tmppath[0])
 		dev_close(d);
 	loadavg(b.load_before, sizeof b.load_before);
+	uint64_t wall0 = clock_now_ns();
 	matrix_build(&b);
 	if (b.peers)
 		rp_peers_add(&b);
@@ -476,6 +477,7 @@ int bench_repro(int argc, char **argv)
 		rp_peers_run(&b);
 	rp_progress_done();
 	loadavg(b.load_after, sizeof b.load_after);
+	b.wall_s = (double)(clock_now_ns() - wall0) / 1e9;
 	if (tmppath[0])
 		unlink(tmppath);
 	int ret = outputs_write(&b);
