@@ -532,7 +532,8 @@ int rp_report_write(const struct rp_bench *b)
 	else
 		fprintf(f, "- fsync latency over time: ![](plots/timeline-eras.svg) ![](plots/timeline-modes.svg)\n"
 			   "- latency CDFs: ![](plots/cdf-eras.svg) ![](plots/cdf-modes.svg) ![](plots/cdf-atime.svg)\n"
-			   "- the Jens loop per era: ![](plots/jens.svg)\n"
+			   "- the Jens loop per era, beside Axboe's figures scaled: ![](plots/jens.svg)\n"
+			   "- overwrite per era beside Ts'o's ranges: ![](plots/overwrite.svg)\n"
 			   "- data files (one per run and series) under plots/*.dat\n");
 	rc = ferror(f) ? -EIO : 0;
 	if (fclose(f) || rc)
