@@ -224,8 +224,8 @@ static int overwrite_write(FILE *gp, const char *dir, const struct rp_bench *b)
 			    "set title \"fsync-tester beside an overwriter, data=ordered: ours vs Ts'o's (LWN 327107)\"\n"
 			    "unset logscale x\nset logscale y\nset xlabel 'era preset'\nset ylabel 'fsync (ms)'\n"
 			    "set key top right\nset xrange [-0.5:2.5]\nset yrange [*:*]\nset style data points\n"
-			    "plot 'overwrite.dat' using ($1-0.1):3:4:5:xtic(2) with yerrorbars pt 7 title 'nostall: median, min..max', "
-			    "'' using ($1+0.1):6:7:8 with yerrorbars pt 5 lw 2 title \"Ts'o: 2.43-6.33 s (2.6.29), "
+			    "plot 'overwrite.dat' using ($1-0.1):3:4:5:xtic(2) with yerrorbars pt 7 ps 1.5 title 'nostall: median, min..max', "
+			    "'' using ($1+0.1):6:7:8 with yerrorbars pt 5 ps 1.5 lw 2 title \"Ts'o: 2.43-6.33 s (2.6.29), "
 			    "0.29-1.81 s (patched)\"\n");
 	return 0;
 }

@@ -263,7 +263,7 @@ static void check_print(FILE *f, const struct rp_bench *b, const struct check *c
 #define A_TSO "Ts'o (LWN 327107, 2009-04-03): fsync-tester beside overwrite.c, 2.43-6.33 s per fsync on 2.6.29 (9 samples), 0.29-1.81 s with the patches (11); overwrite.c 24 -> 21 MB/s"
 #define A_ARJAN "Arjan (seed 010, 2.6.27): atime updates during a kernel build \"had latencies of 6 seconds or longer\"; RT kjournald: \"go down by a factor of 3x to 4x\""
 #define A_DEFAULT "Article (seed 000): \"ext3 mounts to silently switch to data=writeback mode with 2.6.30 kernels\" (no figure)"
-#define A_ORDERED "Article (seed 000): \"in data=ordered mode ... the amount of data to be written guarantees that fsync() will always be slower\" (no figure; the 1/5 is issue 13's)"
+#define A_ORDERED "Article (seed 000): \"in data=ordered mode ... the amount of data to be written guarantees that fsync() will always be slower\" (no figure; the target is issue 13's)"
 #define A_LINUS "Article (seed 000): Linus set max_sectors_kb to 64KB \"and reports that things worked a lot better\" (no figure)"
 #define A_NONE "no figure in the seeds (issue 13's target)"
 
@@ -372,8 +372,8 @@ static void decomp_write(FILE *f, const struct rp_bench *b, const char *workload
 		unsigned n = samples_of(r, "fsync_p50_ms");
 		double p50 = n >= RP_MIN_SAMPLES ? rp_run_get(r, "fsync_p50_ms") : NAN;
 		struct rp_bound mx = metric_bounds(r, "fsync_max_ms");
-		fprintf(f, "| %s | %s%.0f | %s%.0f |", steps[i].what, metric_bounds(r, "fsync_p50_ms").hi > p50 ? ">=" : "",
-			p50, mx.hi > mx.lo ? ">=" : "", mx.lo);
+		fprintf(f, "| %s | %s%.*f | %s%.0f |", steps[i].what, metric_bounds(r, "fsync_p50_ms").hi > p50 ? ">=" : "",
+			p50 < 10 ? 2 : 0, p50, mx.hi > mx.lo ? ">=" : "", mx.lo);
 		if (n >= RP_P99_SAMPLES)
 			fprintf(f, " %.0f |", rp_run_get(r, "fsync_p99_ms"));
 		else
