@@ -136,6 +136,10 @@ $(BUILD)/tests/test_lockdep: $(HOOKS_OBJDIR)/tests/test_lockdep.o $(TESTLIB_OBJS
 # reach the test's __wrap_NAME, which calls __real_NAME).
 $(BUILD)/tests/test_ext3_write_errors: TEST_WRAP := -Wl,--wrap=jbd_inode_create -Wl,--wrap=jbd_inode_file
 
+# bench repro's verdict logic is the tool's, tested alone (issue 40).
+$(BUILD)/tests/test_repro_verdict: $(BUILD)/obj/tools/bench/repro_verdict.o
+$(BUILD)/tests/test_repro_verdict: TEST_WRAP := $(BUILD)/obj/tools/bench/repro_verdict.o
+
 tests: $(TEST_BINS) $(BUILD)/nostall $(BUILD)/nostall-testhooks $(BUILD)/fsx
 # The shared library is built with the release tests so that
 # tests/cli/install_pkgconfig.sh finds it ready (and it cannot rot).

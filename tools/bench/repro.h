@@ -10,7 +10,7 @@
  *                   deadline, kill; a hung fsync is censored, not waited for
  *   repro_fsops.c   where a workload's files live: the library or POSIX
  *   repro_load.c    the workloads (jens, fsync-under-stream, fsync-tester,
- *                   atime), written once against repro_fsops
+ *                   atime, overwrite), written once against repro_fsops
  *   repro_loadcmd.c `nostall load DIR WORKLOAD`: the peers' workload binary
  *   repro_peers.c   kernel ext3 on a loop device, fuse2fs, nostall-fuse
  *   repro_report.c  results.json, report.md and the done-when checks
@@ -64,6 +64,9 @@ double rp_params_span(const struct rp_params *p);
  * samples with probability 1 - 2/2^5 = 94%; a p99 of fewer than 100
  * samples is their maximum (nearest rank), and the report says so. */
 #define RP_MIN_SAMPLES 5u
+/* The fewest samples behind a p99 the report prints as a p99: under it the
+ * nearest-rank p99 is the maximum, and the tables and checks say "max". */
+#define RP_P99_SAMPLES 100u
 
 /* The full run's parameters (what `nostall load` assumes unless told). */
 void rp_params_default(struct rp_params *p);
@@ -129,7 +132,7 @@ void rp_out_error(struct rp_out *o, int rc);
  * one load each, so that the driver can make caches cold between them
  * (repro_files.c; bench repro itself does not run them). */
 enum rp_kind {
-	RP_JENS, RP_JENS_STREAM, RP_FUS, RP_TESTER, RP_ATIME,
+	RP_JENS, RP_JENS_STREAM, RP_FUS, RP_TESTER, RP_ATIME, RP_OVERWRITE,
 	RP_STREAM_WRITE, RP_STREAM_READ, RP_CREATES, RP_STATS, RP_UNLINKS, RP_NKINDS
 };
 const char *rp_kind_name(enum rp_kind k);
@@ -232,6 +235,7 @@ struct rp_bench {
 	int nruns, cap;
 	int done;                 /* progress */
 	char load_before[64], load_after[64];
+	double wall_s;            /* the whole run's wall time (report.md) */
 	char self[4096];          /* this binary, for the peers' load */
 };
 

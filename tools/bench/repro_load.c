@@ -13,6 +13,7 @@
 
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/stalltrace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,7 @@
 
 static const char *const kind_names[RP_NKINDS] = {
 	[RP_JENS] = "jens", [RP_JENS_STREAM] = "jens-stream", [RP_FUS] = "fsync-under-stream",
-	[RP_TESTER] = "fsync-tester", [RP_ATIME] = "atime", [RP_STREAM_WRITE] = "stream-write",
+	[RP_TESTER] = "fsync-tester", [RP_ATIME] = "atime", [RP_OVERWRITE] = "overwrite", [RP_STREAM_WRITE] = "stream-write",
 	[RP_STREAM_READ] = "stream-read", [RP_CREATES] = "creates", [RP_STATS] = "stats", [RP_UNLINKS] = "unlinks",
 };
 
@@ -66,6 +67,8 @@ struct load {
 	atomic_uint_fast64_t files; /* build: files created */
 	atomic_uint fsyncs;         /* fsyncer: fsyncs completed (min_samples) */
 	unsigned seed;
+	struct rp_file *probe_f[PROBE_FILES]; /* atime: the probe's handles, opened and
+	                                       * read once in set-up (probe_handles) */
 	unsigned jens_done;         /* Jens loop: iterations done, and when */
 	uint64_t jens_t0, jens_t1;
 	pthread_mutex_t m;
@@ -206,6 +209,38 @@ static void *random_writer_main(void *arg)
 	return worker_end(l, f, NULL, rc);
 }
 
+/* Linus' overwrite.c beside Ts'o's fsync-tester (LWN 327107): rewrites a
+ * file that is already allocated (overwrite_setup wrote it whole and
+ * synced it) in large sequential writes, wrapping at its end. No block is
+ * allocated, so in data=ordered only the inode's dirty pages tie it to a
+ * commit (every chunk files the inode, as 2.6.29/2.6.30 ext3 filed every
+ * written buffer). */
+#define OVERWRITE_CHUNK (4u * IO_CHUNK)
+#define OVERWRITE_PATH "overwrite"
+
+static void *overwriter_main(void *arg)
+{
+	struct worker *w = arg;
+	struct load *l = w->l;
+	char *buf = pattern(OVERWRITE_CHUNK, 'w');
+	struct rp_file *f = NULL;
+	int rc = buf ? rp_open(l->fs, OVERWRITE_PATH, O_WRONLY, &f) : err_set(-ENOMEM, "out of memory");
+	for (uint64_t off = 0; !rc && !atomic_load(&l->stop);) {
+		size_t len = l->p->stream_bytes - off < OVERWRITE_CHUNK ? (size_t)(l->p->stream_bytes - off)
+									  : OVERWRITE_CHUNK;
+		ssize_t n = rp_pwrite(f, buf, len, off);
+		if (n < 0) {
+			rc = (int)n;
+			break;
+		}
+		atomic_fetch_add(&l->bytes, (uint64_t)n);
+		off += (uint64_t)n;
+		if (off >= l->p->stream_bytes)
+			off = 0;
+	}
+	return worker_end(l, f, buf, rc);
+}
+
 static void reader_path(char *p, size_t n, unsigned i)
 {
 	snprintf(p, n, "big%u", i);
@@ -236,7 +271,13 @@ static void *reader_main(void *arg)
 }
 
 /* A build: small files created and written (a compiler's objects), an
- * older one removed now and then; no fsync, like make. */
+ * older one removed now and then; no fsync, like make. Its objects live in
+ * the probe's directory, so that their inodes take the free slots next to
+ * the probe's (the group's lowest free inodes) and every commit logs
+ * inode-table and directory blocks the probe's atime, touch, create and
+ * rename must then wait for while they are shadowed (journal_shadow=wait):
+ * Arjan's build, whose commits carried the blocks his atime updates
+ * needed (seed 010). */
 static void *build_main(void *arg)
 {
 	struct worker *w = arg;
@@ -247,7 +288,7 @@ static void *build_main(void *arg)
 	int rc = 0;
 	for (unsigned i = 0; !rc && !atomic_load(&l->stop); i++) {
 		char path[48];
-		snprintf(path, sizeof path, "build/d%u/o%u", i % 8, i);
+		snprintf(path, sizeof path, "probe/o%u", i);
 		struct rp_file *f;
 		rc = rp_open(l->fs, path, O_CREAT | O_WRONLY | O_TRUNC, &f);
 		if (rc)
@@ -256,7 +297,7 @@ static void *build_main(void *arg)
 		int crc = rp_close(f);
 		rc = n < 0 ? (int)n : crc;
 		if (!rc && i >= 400 && i % 2 == 0) {
-			snprintf(path, sizeof path, "build/d%u/o%u", (i - 400) % 8, i - 400);
+			snprintf(path, sizeof path, "probe/o%u", i - 400);
 			rc = rp_unlink(l->fs, path);
 		}
 		atomic_fetch_add(&l->files, 1);
@@ -329,9 +370,16 @@ static void *fsyncer_main(void *arg)
 	int rc = buf ? rp_open(l->fs, "fsyncer", O_CREAT | O_WRONLY | O_APPEND, &f) : err_set(-ENOMEM, "out of memory");
 	uint64_t period = (uint64_t)(l->p->period * 1e9), next = clock_now_ns();
 	while (!rc && !atomic_load(&l->stop)) {
+		uint64_t t0 = clock_now_ns();
 		rc = TIMED(l, "fsync", append_fsync(f, buf, len));
 		if (!rc)
 			atomic_fetch_add(&l->fsyncs, 1);
+		/* NOSTALL_FSYNC_TRACE=MS (src/util/stalltrace.h): what every
+		 * thread waited on during a slow one, to stderr (the request
+		 * traces behind docs/bench-repro.md's mechanism notes) */
+		uint64_t t1 = clock_now_ns();
+		if (!rc && stalltrace_on() && t1 - t0 >= stalltrace_threshold_ns())
+			stalltrace_dump("bench repro: slow write + fsync", t0, t1);
 		next += period;
 		uint64_t now = clock_now_ns();
 		if (next < now)
@@ -367,6 +415,16 @@ static int io_rc(ssize_t n)
 	return n < 0 ? (int)n : 0;
 }
 
+/* A timed probe operation; NOSTALL_FSYNC_TRACE=MS dumps what every thread
+ * waited on during one that took MS or more (docs/bench-repro.md). */
+static int probe_op(struct load *l, const char *series, int rc, uint64_t t0)
+{
+	uint64_t t1 = clock_now_ns();
+	if (!rc && stalltrace_on() && t1 - t0 >= stalltrace_threshold_ns())
+		stalltrace_dump(series, t0, t1);
+	return rc;
+}
+
 /* Arjan's probe: each period a file is touched (mtime: a journal handle),
  * read (relatime: mtime > atime, so an atime update), a file created and
  * one renamed; each operation timed on its own. */
@@ -374,39 +432,64 @@ static void *probe_main(void *arg)
 {
 	struct worker *w = arg;
 	struct load *l = w->l;
-	struct rp_file *f[PROBE_FILES] = { 0 };
+	struct rp_file **f = l->probe_f;
 	int rc = 0;
-	for (unsigned i = 0; i < PROBE_FILES && !rc; i++) {
-		char path[32];
-		snprintf(path, sizeof path, "probe/p%u", i);
-		rc = rp_open(l->fs, path, O_RDWR, &f[i]);
-	}
 	uint64_t period = (uint64_t)(l->p->period * 1e9), next = clock_now_ns();
 	char b = 0;
 	for (unsigned i = 0; !rc && !atomic_load(&l->stop); i++) {
 		struct rp_file *pf = f[i % PROBE_FILES];
-		rc = TIMED(l, "probe-touch", io_rc(rp_pwrite(pf, "x", 1, 0)));
+		uint64_t t0 = clock_now_ns();
+		rc = probe_op(l, "probe-touch", TIMED(l, "probe-touch", io_rc(rp_pwrite(pf, "x", 1, 0))), t0);
+		t0 = clock_now_ns();
 		if (!rc)
-			rc = TIMED(l, "probe-atime", io_rc(rp_pread(pf, &b, 1, 0)));
+			rc = probe_op(l, "probe-atime", TIMED(l, "probe-atime", io_rc(rp_pread(pf, &b, 1, 0))), t0);
+		t0 = clock_now_ns();
 		if (!rc)
-			rc = TIMED(l, "probe-create", probe_create(l, i));
+			rc = probe_op(l, "probe-create", TIMED(l, "probe-create", probe_create(l, i)), t0);
+		t0 = clock_now_ns();
 		if (!rc)
-			rc = TIMED(l, "probe-rename", probe_rename(l, i));
+			rc = probe_op(l, "probe-rename", TIMED(l, "probe-rename", probe_rename(l, i)), t0);
 		next += period;
 		uint64_t now = clock_now_ns();
 		if (next < now)
 			next = now;
 		load_sleep(l, next);
 	}
-	for (unsigned i = 0; i < PROBE_FILES; i++) {
-		if (f[i]) {
-			int crc = rp_close(f[i]);
-			rc = rc ? rc : crc;
-		}
-	}
 	if (rc)
 		load_fail(l, rc);
 	return NULL;
+}
+
+/* The probe's handles, each read once before measuring: on nostall a read
+ * at offset 0 on a fresh handle starts a readahead stream, which reads the
+ * disk even when the page is cached (src/extfs/data/file_read.c); timed,
+ * those 8 first reads were the probe's largest samples (110-360 ms behind
+ * the readers' CFQ slices, the first 1.4 s of every run), not waits on the
+ * journal. */
+static int probe_handles(struct load *l)
+{
+	int rc = 0;
+	char b;
+	for (unsigned i = 0; i < PROBE_FILES && !rc; i++) {
+		char path[32];
+		snprintf(path, sizeof path, "probe/p%u", i);
+		rc = rp_open(l->fs, path, O_RDWR, &l->probe_f[i]);
+		rc = rc ? rc : io_rc(rp_pread(l->probe_f[i], &b, 1, 0));
+	}
+	return rc;
+}
+
+static int probe_handles_close(struct load *l)
+{
+	int rc = 0;
+	for (unsigned i = 0; i < PROBE_FILES; i++) {
+		if (l->probe_f[i]) {
+			int crc = rp_close(l->probe_f[i]);
+			rc = rc ? rc : crc;
+			l->probe_f[i] = NULL;
+		}
+	}
+	return rc;
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -468,17 +551,17 @@ static int probe_warm(struct load *l)
 	return rc;
 }
 
+/* overwrite's file, allocated and on disk before the overwriter starts. */
+static int overwrite_setup(struct load *l)
+{
+	return write_file(l, OVERWRITE_PATH, l->p->stream_bytes);
+}
+
 /* atime's files: the readers' big files (then made cold), the probe's
- * files, the build's directories. */
+ * files (the build's go beside them). */
 static int atime_setup(struct load *l)
 {
 	int rc = rp_mkdir(l->fs, "probe");
-	rc = rc ? rc : rp_mkdir(l->fs, "build");
-	for (unsigned d = 0; d < 8 && !rc; d++) {
-		char path[32];
-		snprintf(path, sizeof path, "build/d%u", d);
-		rc = rp_mkdir(l->fs, path);
-	}
 	for (unsigned i = 0; i < PROBE_FILES && !rc; i++) {
 		char path[32];
 		snprintf(path, sizeof path, "probe/p%u", i);
@@ -492,7 +575,8 @@ static int atime_setup(struct load *l)
 		rc = write_file(l, paths[i], l->p->reader_bytes);
 	}
 	rc = rc ? rc : rp_drop_caches(l->fs, pp, READERS);
-	return rc ? rc : probe_warm(l);
+	rc = rc ? rc : probe_warm(l);
+	return rc ? rc : probe_handles(l);
 }
 
 /* ------------------------------------------------------------ runner */
@@ -520,9 +604,13 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	int rc = 0;
 	if (k == RP_ATIME)
 		rc = atime_setup(&l);
+	if (k == RP_OVERWRITE)
+		rc = overwrite_setup(&l);
 	/* background load, then a warm-up (the streamer fills the cache) */
 	if (!rc && (k == RP_JENS_STREAM || k == RP_FUS))
 		rc = worker_start(&bg[nbg++], &l, streamer_main, 0);
+	if (!rc && k == RP_OVERWRITE)
+		rc = worker_start(&bg[nbg++], &l, overwriter_main, 0);
 	if (!rc && k == RP_TESTER) {
 		rp_out_note(o, "random writer seed %u", l.seed);
 		rc = worker_start(&bg[nbg++], &l, random_writer_main, 0);
@@ -537,7 +625,7 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	rp_out_zero(o, t0);
 	void *(*fn)(void *) = k == RP_JENS || k == RP_JENS_STREAM ? jens_main : k == RP_ATIME ? probe_main : fsyncer_main;
 	if (!rc)
-		rc = worker_start(&timed, &l, fn, k == RP_TESTER);
+		rc = worker_start(&timed, &l, fn, k == RP_TESTER || k == RP_OVERWRITE);
 	/* The idle Jens loop runs to its end (bounded by the parent's
 	 * deadline); every other run lasts `seconds`. */
 	uint64_t end = t0 + (uint64_t)(p->seconds * 1e9);
@@ -549,7 +637,7 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 	 * streamer takes seconds): go on until min_samples or the cap. The
 	 * figures below cover the whole measured time. */
 	uint64_t cap = t0 + (uint64_t)(p->max_seconds * 1e9);
-	bool sample_floor = k == RP_FUS || k == RP_TESTER;
+	bool sample_floor = k == RP_FUS || k == RP_TESTER || k == RP_OVERWRITE;
 	for (uint64_t now; !rc && sample_floor && !atomic_load(&l.stop) && atomic_load(&l.fsyncs) < p->min_samples &&
 			   (now = clock_now_ns()) < cap;)
 		load_sleep(&l, now + 50 * NS_PER_MS < cap ? now + 50 * NS_PER_MS : cap);
@@ -570,6 +658,8 @@ int rp_load_run(struct rp_fs *fs, enum rp_kind k, const struct rp_params *p, str
 		jrc = worker_join(&bg[i], deadline);
 	if (jrc)
 		return jrc; /* threads are stuck: the caller exits */
+	int crc = probe_handles_close(&l);
+	rc = rc ? rc : crc;
 	if (!rc && (k == RP_JENS || k == RP_JENS_STREAM)) {
 		double total = (double)(l.jens_t1 - l.jens_t0) / 1e9;
 		rp_out_metric(o, "fsyncs", l.jens_done, "count");

@@ -29,7 +29,7 @@ static int load_param(void *ctx, const struct cliopt *o, const char *arg)
 
 static void load_more(FILE *out)
 {
-	fprintf(out, "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime,\n"
+	fprintf(out, "workloads: jens, jens-stream, fsync-under-stream, fsync-tester, atime, overwrite,\n"
 		     "           stream-write, stream-read, creates, stats, unlinks (bench fs --mount's phases)\n"
 		     "output: bench repro's line protocol (docs/bench-repro.md)\n");
 }

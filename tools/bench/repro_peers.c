@@ -36,6 +36,7 @@ static const struct peer_work {
 	{ "jens", RP_JENS_STREAM, "stream" },
 	{ "fsync-under-stream", RP_FUS, "stream" },
 	{ "fsync-tester", RP_TESTER, "random-writer" },
+	{ "overwrite", RP_OVERWRITE, "overwriter" },
 };
 
 static const struct peer_sys {

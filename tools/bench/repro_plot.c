@@ -5,8 +5,11 @@
  *   timeline-eras.svg  fsync latency over time, ordered and writeback per preset
  *   timeline-modes.svg ... under 2.6.30 per mode (writeback, guarded,
  *                      journal), max_sectors_kb, and the peers
- *   cdf-eras.svg, cdf-modes.svg, cdf-atime.svg   the same runs' CDFs
- *   jens.svg           the Jens loop's total per era, idle and streaming
+ *   cdf-eras.svg, cdf-modes.svg, cdf-atime.svg   the same runs' CDFs (modes:
+ *                      with 2.6.30 data=ordered's curve; atime: Arjan's 6 s)
+ *   jens.svg           the Jens loop's total per era, idle and streaming,
+ *                      beside Axboe's 16 s / 0.9 s scaled to the iterations
+ *   overwrite.svg      overwrite's fsyncs per era beside Ts'o's ranges
  *
  * Latency axes are logarithmic: the stalls span four decades.
  */
@@ -37,6 +40,17 @@ static enum group group_of(const struct rp_run *r)
 	    !strcmp(r->workload, "max-sectors"))
 		return G_MODES;
 	return G_NONE;
+}
+
+/* A run drawn in group g: its own group, and for the modes plots also the
+ * 2.6.30 data=ordered fsync-under-stream run (an era run), so the modes
+ * are seen against ordered's own curve. */
+static bool in_group(const struct rp_run *r, enum group g)
+{
+	if (group_of(r) == g)
+		return true;
+	return g == G_MODES && !strcmp(r->workload, "fsync-under-stream") && !strcmp(r->system, "nostall") &&
+	       !strcmp(r->preset, "2.6.30") && !strcmp(r->mode, "ordered");
 }
 
 static void run_label(char *dst, size_t n, const struct rp_run *r)
@@ -92,7 +106,7 @@ static void plot_group(FILE *gp, const struct rp_bench *b, const bool *has, enum
 {
 	int n = 0;
 	for (int i = 0; i < b->nruns; i++)
-		n += has[i] && group_of(&b->runs[i]) == g;
+		n += has[i] && in_group(&b->runs[i], g);
 	if (!n)
 		return;
 	fprintf(gp, "set output '%s'\nset title '%s'\n", file, title);
@@ -102,17 +116,22 @@ static void plot_group(FILE *gp, const struct rp_bench *b, const bool *has, enum
 	else
 		fprintf(gp, "unset logscale x\nset logscale y\nset xlabel 'time since the measurement began (s)'\n"
 			    "set ylabel 'latency (ms)'\nset key top left\nset yrange [*:*]\nset xrange [*:*]\n");
+	/* the anchor: Arjan's atime waits (seed 010), drawn at 6 s */
+	if (g == G_ATIME && cdf)
+		fprintf(gp, "set arrow 1 from 6000, graph 0 to 6000, graph 1 nohead dt 2 lw 2\n"
+			    "set label 1 \"Arjan (seed 010, 2.6.27): atime waits of 6 s or longer\" at 6000, graph 0.5 right offset -1,0\n"
+			    "set xrange [*:10000]\n");
 	fprintf(gp, "plot ");
 	int k = 0;
 	for (int i = 0; i < b->nruns; i++) {
-		if (!has[i] || group_of(&b->runs[i]) != g)
+		if (!has[i] || !in_group(&b->runs[i], g))
 			continue;
 		char label[160];
 		run_label(label, sizeof label, &b->runs[i]);
 		fprintf(gp, "%s'run%02d.%s' using 1:2 with %s title '%s'", k++ ? ", \\\n     " : "", i, cdf ? "cdf" : "dat",
 			cdf ? "steps" : "linespoints pt 7 ps 0.4", label);
 	}
-	fprintf(gp, "\n");
+	fprintf(gp, "\nunset arrow 1\nunset label 1\n");
 }
 
 /* The Jens loop's total per preset: idle and beside a streamer. */
@@ -125,6 +144,7 @@ static int jens_write(FILE *gp, const char *dir, const struct rp_bench *b)
 	if (!f)
 		return err_set(-errno, "%s: %s", path, strerror(errno));
 	int rows = 0;
+	unsigned jens_n = 2000;
 	bool stream = false; /* --quick has no jens-stream: no empty bars */
 	for (int p = 0; p < 3; p++) {
 		double v[2] = { NAN, NAN };
@@ -132,6 +152,8 @@ static int jens_write(FILE *gp, const char *dir, const struct rp_bench *b)
 			const struct rp_run *r = &b->runs[i];
 			if (strcmp(r->workload, "jens") || strcmp(r->system, "nostall") || strcmp(r->preset, presets[p]))
 				continue;
+			if (!strcmp(r->config, "idle"))
+				jens_n = r->p.jens_n;
 			double t = rp_run_get(r, "total_s");
 			if (isnan(t))
 				t = rp_run_get(r, "total_s_extrapolated");
@@ -140,7 +162,12 @@ static int jens_write(FILE *gp, const char *dir, const struct rp_bench *b)
 		if (isnan(v[0]) && isnan(v[1]))
 			continue;
 		stream |= !isnan(v[1]);
-		fprintf(f, "%s %.4f %.4f\n", presets[p], isnan(v[0]) ? 0 : v[0], isnan(v[1]) ? 0 : v[1]);
+		/* Axboe's figures (seed 001: 2,000 iterations, 16 s on -git, i.e.
+		 * 2.6.30-rc1, 0.9 s with the patches, i.e. 2.6.30), scaled to
+		 * this run's iteration count; none for 2.6.29 */
+		double anchor = !strcmp(presets[p], "2.6.30-rc1") ? 16.0 : !strcmp(presets[p], "2.6.30") ? 0.9 : NAN;
+		fprintf(f, "%s %.4f %.4f %.4f\n", presets[p], isnan(v[0]) ? 0 : v[0], isnan(v[1]) ? 0 : v[1],
+			isnan(anchor) ? 0 : anchor * jens_n / 2000);
 		rows++;
 	}
 	fclose(f);
@@ -149,8 +176,57 @@ static int jens_write(FILE *gp, const char *dir, const struct rp_bench *b)
 			    "unset logscale x\nset logscale y\nset xlabel 'era preset'\nset ylabel 'total (s)'\n"
 			    "set key top right\nset xrange [*:*]\nset yrange [*:*]\nset style data histogram\n"
 			    "set style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
-			    "plot 'jens.dat' using 2:xtic(1) title 'idle'%s\n",
-			stream ? ", '' using 3 title 'beside a streamer'" : "");
+			    "plot 'jens.dat' using 2:xtic(1) title 'idle'%s, '' using 4 title 'Axboe (seed 001: 16 s / 0.9 s "
+			    "for 2,000), scaled to %u'\n",
+			stream ? ", '' using 3 title 'beside a streamer'" : "", jens_n);
+	return 0;
+}
+
+/* overwrite per era in data=ordered: our fsyncs (median, and min..max as
+ * the bar) beside Ts'o's range (LWN 327107: 2.43-6.33 s on 2.6.29,
+ * 0.29-1.81 s with the patches 2.6.30 carries). */
+static int overwrite_write(FILE *gp, const char *dir, const struct rp_bench *b)
+{
+	static const struct {
+		const char *preset;
+		double lo, hi; /* Ts'o's, ms; 0: none */
+	} eras[] = { { "2.6.29", 2430, 6330 }, { "2.6.30-rc1", 0, 0 }, { "2.6.30", 290, 1810 } };
+	char path[4300];
+	snprintf(path, sizeof path, "%s/overwrite.dat", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return err_set(-errno, "%s: %s", path, strerror(errno));
+	int rows = 0;
+	for (int p = 0; p < 3; p++) {
+		for (int i = 0; i < b->nruns; i++) {
+			const struct rp_run *r = &b->runs[i];
+			if (strcmp(r->workload, "overwrite") || strcmp(r->system, "nostall") ||
+			    strcmp(r->preset, eras[p].preset) || strcmp(r->mode, "ordered") || !r->ns || !r->s[0].n)
+				continue;
+			double *v = rp_series_sorted(&r->s[0]);
+			if (!v)
+				continue;
+			double tso = eras[p].lo ? sqrt(eras[p].lo * eras[p].hi) : NAN;
+			/* x, preset, p50, min, max, Ts'o's mid, lo, hi */
+			fprintf(f, "%d %s %.3f %.3f %.3f ", p, eras[p].preset, rp_quantile(v, r->s[0].n, 0.5), v[0],
+				v[r->s[0].n - 1]);
+			if (isnan(tso))
+				fprintf(f, "NaN NaN NaN\n");
+			else
+				fprintf(f, "%.1f %.1f %.1f\n", tso, eras[p].lo, eras[p].hi);
+			free(v);
+			rows++;
+		}
+	}
+	fclose(f);
+	if (rows)
+		fprintf(gp, "set output 'overwrite.svg'\n"
+			    "set title \"fsync-tester beside an overwriter, data=ordered: ours vs Ts'o's (LWN 327107)\"\n"
+			    "unset logscale x\nset logscale y\nset xlabel 'era preset'\nset ylabel 'fsync (ms)'\n"
+			    "set key top right\nset xrange [-0.5:2.5]\nset yrange [*:*]\nset style data points\n"
+			    "plot 'overwrite.dat' using ($1-0.1):3:4:5:xtic(2) with yerrorbars pt 7 ps 1.5 title 'nostall: median, min..max', "
+			    "'' using ($1+0.1):6:7:8 with yerrorbars pt 5 ps 1.5 lw 2 title \"Ts'o: 2.43-6.33 s (2.6.29), "
+			    "0.29-1.81 s (patched)\"\n");
 	return 0;
 }
 
@@ -206,6 +282,8 @@ int rp_plots_write(const struct rp_bench *b, char *why, size_t whylen)
 		plot_group(gp, b, has, G_MODES, true, "cdf-modes.svg", "fsync latency CDF: modes, max_sectors_kb, peers");
 		plot_group(gp, b, has, G_ATIME, true, "cdf-atime.svg", "atime probe latency CDF (touch, atime, create, rename)");
 		rc = jens_write(gp, dir, b);
+		if (!rc)
+			rc = overwrite_write(gp, dir, b);
 		if (fclose(gp) && !rc)
 			rc = -EIO;
 	} else if (rc >= 0) {
