@@ -55,6 +55,7 @@ want |= {("fsync-under-stream", "2.6.30", m, "stream") for m in ("guarded", "jou
 want |= {("overwrite", "2.6.30", m, "overwriter") for m in ("writeback", "guarded")}
 want |= {("atime", p, "ordered", "journal_ioprio=%s/4" % c) for c in ("BE", "RT") for p in ("2.6.29", "2.6.30")}
 want |= {("max-sectors", "2.6.30", m, "max_sectors_kb=%d" % k) for k in (512, 64) for m in ("ordered", "writeback")}
+want |= {("max-sectors", "2.6.30", m, "wbt_lat_usec=75000") for m in ("ordered", "writeback")}
 missing = want - have
 assert not missing, "missing runs: %s" % sorted(missing)
 assert have == want, "unexpected runs: %s" % sorted(have - want)
@@ -111,7 +112,7 @@ grep -q "^## Done-when checks" "$tmp/out/report.md" || fail "report: no checks"
 for t in "### jens" "### fsync-under-stream" "### fsync-tester" "### atime" "### overwrite" "### max-sectors"; do
 	grep -q "^$t" "$tmp/out/report.md" || fail "report: no table '$t'"
 done
-[ "$(grep -c '^| nostall | sim:ssd,size=1G |' "$tmp/out/report.md")" = 30 ] || fail "report: want 30 run rows"
+[ "$(grep -c '^| nostall | sim:ssd,size=1G |' "$tmp/out/report.md")" = 32 ] || fail "report: want 32 run rows (30 + the two wbt_lat_usec rows)"
 grep -q "skipped: not built" "$tmp/out/report.md" || grep -Eq "\| guarded \| stream \| (n/a|[0-9])" "$tmp/out/report.md" ||
 	fail "report: guarded neither measured nor skipped with a reason"
 

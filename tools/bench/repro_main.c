@@ -199,10 +199,14 @@ static void matrix_build(struct rp_bench *b)
 		for (int i = 0; i < 2; i++)
 			add_nostall(b, "atime", RP_ATIME, presets[e], "ordered", prio[i], prio[i]);
 	/* ordered (Linus' setting) and writeback (where a commit waits only
-	 * for the drive's queue, the drain max_sectors_kb shortens) */
-	static const char *const ms[] = { "max_sectors_kb=512", "max_sectors_kb=64" };
+	 * for the drive's queue, the drain max_sectors_kb shortens); beside
+	 * them Linus' other idea, a cap on the outstanding writes rather than
+	 * on each request's size, as Linux 4.10 built it (writeback
+	 * throttling at its rotational default, 75 ms: off in the era
+	 * presets, docs/block-layer.md) */
+	static const char *const ms[] = { "max_sectors_kb=512", "max_sectors_kb=64", "wbt_lat_usec=75000" };
 	for (int m = 0; m < 2 && b->maxsec_on; m++)
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < 3; i++) {
 			add_nostall(b, "max-sectors", RP_FUS, "2.6.30", modes[m], ms[i], ms[i]);
 			if (i == 0)
 				maxsec_share(b, &b->runs[b->nruns - 1]);

@@ -265,6 +265,7 @@ static void check_print(FILE *f, const struct rp_bench *b, const struct check *c
 #define A_DEFAULT "Article (seed 000): \"ext3 mounts to silently switch to data=writeback mode with 2.6.30 kernels\" (no figure)"
 #define A_ORDERED "Article (seed 000): \"in data=ordered mode ... the amount of data to be written guarantees that fsync() will always be slower\" (no figure; the target is issue 13's)"
 #define A_LINUS "Article (seed 000): Linus set max_sectors_kb to 64KB \"and reports that things worked a lot better\" (no figure)"
+#define A_LINUS_WBT "Article (seed 000): Linus: \"it might make sense to cap the maximum amount of outstanding data, rather than the size of any individual request\" (no figure; Linux 4.10's blk-wbt)"
 #define A_NONE "no figure in the seeds (issue 13's target)"
 
 static const struct check checks[] = {
@@ -294,6 +295,12 @@ static const struct check checks[] = {
 	{ "max_sectors_kb=64 lowers fsync p99 beside the streamer (writeback)",
 	  { "max-sectors", "nostall", "2.6.30", "writeback", "max_sectors_kb=512", "fsync_p99_ms", "512: ms" },
 	  { "max-sectors", "nostall", "2.6.30", "writeback", "max_sectors_kb=64", "fsync_p99_ms", "64: ms" }, ">", 1, A_LINUS },
+	{ "writeback throttling (wbt_lat_usec=75000) lowers fsync p99 beside the streamer",
+	  { "max-sectors", "nostall", "2.6.30", "ordered", "max_sectors_kb=512", "fsync_p99_ms", "off: ms" },
+	  { "max-sectors", "nostall", "2.6.30", "ordered", "wbt_lat_usec=75000", "fsync_p99_ms", "wbt: ms" }, ">", 1, A_LINUS_WBT },
+	{ "writeback throttling lowers fsync p99 beside the streamer (writeback)",
+	  { "max-sectors", "nostall", "2.6.30", "writeback", "max_sectors_kb=512", "fsync_p99_ms", "off: ms" },
+	  { "max-sectors", "nostall", "2.6.30", "writeback", "wbt_lat_usec=75000", "fsync_p99_ms", "wbt: ms" }, ">", 1, A_LINUS_WBT },
 	{ "writeback fsync p99 <= 1/10 of ordered (2.6.30)", FUS_P99_ANY("2.6.30", "writeback", "writeback ms"),
 	  FUS_P99_ANY("2.6.30", "ordered", "ordered ms"), "<=", 0.1, A_ORDERED },
 	{ "guarded fsync p99 <= 1/10 of ordered (2.6.30)", FUS_P99_ANY("2.6.30", "guarded", "guarded ms"),
@@ -524,7 +531,7 @@ int rp_report_write(const struct rp_bench *b)
 		    "rewriting an allocated file in 4 MiB writes", cols_fus, 6, "fsync_p50_ms");
 	decomp_write(f, b, FUS, "stream|era-default", "fsync-under-stream");
 	decomp_write(f, b, OW, "overwriter", "overwrite");
-	table_write(f, b, "max-sectors", "max-sectors: fsync-under-stream with max_sectors_kb 512 vs 64",
+	table_write(f, b, "max-sectors", "max-sectors: fsync-under-stream with max_sectors_kb 512 vs 64, and writeback throttling (wbt_lat_usec=75000)",
 		    cols_fus, 6, "fsync_p50_ms");
 	fprintf(f, "\n## Plots\n\n");
 	if (prc < 0)
