@@ -152,20 +152,23 @@ static int start_this_handle(struct jbd_journal *j, struct jbd_handle *h, int n)
 		}
 		if (t->state == JBD_T_LOCKED) {
 			j->st.handle_waits_locked++;
+			/* t may be committed and freed while we wait: its tid now */
+			uint32_t tid = t->tid;
 			uint64_t w0 = stalltrace_t0();
 			while (j->running == t && !j->aborted)
 				pthread_cond_wait(&j->wait_locked, &j->lock);
-			stalltrace_wait("handle: T_LOCKED", w0, t->tid);
+			stalltrace_wait("handle: T_LOCKED", w0, tid);
 			continue;
 		}
 		if (t->outstanding + n > j->max_transaction_buffers) {
 			/* Does not fit: commit this one and join the next. */
 			j->st.handle_waits_nofit++;
-			jbd__log_start_commit(j, t->tid, JBD_COMMIT_NOFIT);
+			uint32_t tid = t->tid; /* t may be freed while we wait */
+			jbd__log_start_commit(j, tid, JBD_COMMIT_NOFIT);
 			uint64_t w0 = stalltrace_t0();
 			while (j->running == t && !j->aborted)
 				pthread_cond_wait(&j->wait_locked, &j->lock);
-			stalltrace_wait("handle: nofit", w0, t->tid);
+			stalltrace_wait("handle: nofit", w0, tid);
 			continue;
 		}
 		if (jbd__log_space_left(j) < jbd__space_needed(j)) {
