@@ -168,6 +168,16 @@ static int op_remove(struct fx *x, uint32_t first, uint64_t end)
 	return rc;
 }
 
+/* ext4_ext_map of block l as a reader: it succeeds with a run. */
+static void map_at(struct fx *x, uint32_t l, struct ext4_ext_map *m)
+{
+	ext3_inode_rdlock(x->in);
+	int rc = ext4_ext_map(x->in, l, m);
+	ext3_inode_unlock(x->in);
+	assert_int_equal(rc, 0);
+	assert_true(m->len > 0);
+}
+
 /* Every block of the model against the tree; i_blocks against the data
  * mapped plus the tree blocks (counted from the difference). */
 static void check_model(struct fx *x)
@@ -175,11 +185,7 @@ static void check_model(struct fx *x)
 	uint32_t mapped = 0;
 	for (uint32_t l = 0; l < NL;) {
 		struct ext4_ext_map m;
-		ext3_inode_rdlock(x->in);
-		int rc = ext4_ext_map(x->in, l, &m);
-		ext3_inode_unlock(x->in);
-		assert_int_equal(rc, 0);
-		assert_true(m.len > 0);
+		map_at(x, l, &m);
 		for (uint32_t i = 0; i < m.len && l + i < NL; i++) {
 			uint8_t s = x->st[l + i];
 			if (s == INIT || s == UNWR) {
@@ -207,11 +213,7 @@ static void check_model(struct fx *x)
 static void check_block(struct fx *x, uint32_t l)
 {
 	struct ext4_ext_map m;
-	ext3_inode_rdlock(x->in);
-	int rc = ext4_ext_map(x->in, l, &m);
-	ext3_inode_unlock(x->in);
-	assert_int_equal(rc, 0);
-	assert_true(m.len > 0);
+	map_at(x, l, &m);
 	uint8_t st = x->st[l];
 	bool mapped = st == INIT || st == UNWR;
 	if (mapped ? (m.pblk != x->pool + l || m.unwritten != (st == UNWR)) : m.pblk != 0)

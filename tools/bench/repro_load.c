@@ -160,16 +160,18 @@ static char *pattern(size_t n, char c)
 
 /* ------------------------------------------------------------ background */
 
-/* Sequential 1 MiB writes, wrapping inside stream_bytes (a dd). */
-static void *streamer_main(void *arg)
+/* Sequential writes of `chunk` bytes to path, wrapping inside
+ * stream_bytes (the last write of a lap stops at it): the streamer and the
+ * overwriter. */
+static void *seq_writer(struct worker *w, const char *path, int flags, size_t chunk, char fill)
 {
-	struct worker *w = arg;
 	struct load *l = w->l;
-	char *buf = pattern(IO_CHUNK, 's');
+	char *buf = pattern(chunk, fill);
 	struct rp_file *f = NULL;
-	int rc = buf ? rp_open(l->fs, "streamer", O_CREAT | O_WRONLY, &f) : err_set(-ENOMEM, "out of memory");
+	int rc = buf ? rp_open(l->fs, path, flags, &f) : err_set(-ENOMEM, "out of memory");
 	for (uint64_t off = 0; !rc && !atomic_load(&l->stop);) {
-		ssize_t n = rp_pwrite(f, buf, IO_CHUNK, off);
+		size_t len = l->p->stream_bytes - off < chunk ? (size_t)(l->p->stream_bytes - off) : chunk;
+		ssize_t n = rp_pwrite(f, buf, len, off);
 		if (n < 0) {
 			rc = (int)n;
 			break;
@@ -180,6 +182,12 @@ static void *streamer_main(void *arg)
 			off = 0;
 	}
 	return worker_end(l, f, buf, rc);
+}
+
+/* Sequential 1 MiB writes, wrapping inside stream_bytes (a dd). */
+static void *streamer_main(void *arg)
+{
+	return seq_writer(arg, "streamer", O_CREAT | O_WRONLY, IO_CHUNK, 's');
 }
 
 /* Random 4 KiB writes inside stream_bytes, one every RAND_PERIOD_NS
@@ -220,25 +228,7 @@ static void *random_writer_main(void *arg)
 
 static void *overwriter_main(void *arg)
 {
-	struct worker *w = arg;
-	struct load *l = w->l;
-	char *buf = pattern(OVERWRITE_CHUNK, 'w');
-	struct rp_file *f = NULL;
-	int rc = buf ? rp_open(l->fs, OVERWRITE_PATH, O_WRONLY, &f) : err_set(-ENOMEM, "out of memory");
-	for (uint64_t off = 0; !rc && !atomic_load(&l->stop);) {
-		size_t len = l->p->stream_bytes - off < OVERWRITE_CHUNK ? (size_t)(l->p->stream_bytes - off)
-									  : OVERWRITE_CHUNK;
-		ssize_t n = rp_pwrite(f, buf, len, off);
-		if (n < 0) {
-			rc = (int)n;
-			break;
-		}
-		atomic_fetch_add(&l->bytes, (uint64_t)n);
-		off += (uint64_t)n;
-		if (off >= l->p->stream_bytes)
-			off = 0;
-	}
-	return worker_end(l, f, buf, rc);
+	return seq_writer(arg, OVERWRITE_PATH, O_WRONLY, OVERWRITE_CHUNK, 'w');
 }
 
 static void reader_path(char *p, size_t n, unsigned i)

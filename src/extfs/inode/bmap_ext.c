@@ -12,6 +12,7 @@
 #include "extfs/format/ext4_extent.h"
 #include "extfs/inode/extent.h"
 #include "extfs/inode/extent_write.h"
+#include "extfs/inode/extent_path.h" /* xroot_depth */
 
 #include "jbd/jbd.h"
 
@@ -128,8 +129,7 @@ static void run_cache_put(struct ext3_inode *in, uint32_t lblk, const struct ext
 int ext4_ext_map(struct ext3_inode *in, uint32_t lblk, struct ext4_ext_map *out)
 {
 	struct ext3_fs *fs = in->fs;
-	/* eh_depth: bytes 6..7 of the root, the high half of i_block[1] */
-	bool deep = (in->a.block[1] >> 16) != 0;
+	bool deep = xroot_depth(in) != 0;
 	if (deep && run_cache_get(in, lblk, out))
 		return 0;
 	uint32_t root[EXT3_N_BLOCKS];
