@@ -96,7 +96,27 @@ struct mctx {
 	struct rp_peer p;
 	struct mrow rows[FSB_NWORKLOADS][NSYS];
 	bool ran[FSB_NWORKLOADS];
+	char kernel_label[16];     /* "kernel-ext3", or the driver --fs names (kernel-ext4, ...) */
 };
+
+/* What a system's rows are called. The kernel peers are one system
+ * ("kernel-ext3" to rp_peer and the load) that mounts the --fs type with
+ * the kernel's own driver, so under --fs ext4 its rows say kernel-ext4. */
+static const char *sys_label(const struct mctx *m, const char *system)
+{
+	return !strcmp(system, "kernel-ext3") && m->kernel_label[0] ? m->kernel_label : system;
+}
+
+/* A target's sentence with the kernel peer's label (they are written with
+ * kernel-ext3's). */
+static const char *target_text(const struct mctx *m, const char *what, char *buf, size_t len)
+{
+	const char *k = strstr(what, "kernel-ext3");
+	if (!k || !strcmp(m->kernel_label, "kernel-ext3") || !m->kernel_label[0])
+		return what;
+	snprintf(buf, len, "%.*s%s%s", (int)(k - what), what, m->kernel_label, k + strlen("kernel-ext3"));
+	return buf;
+}
 
 /* SIGINT/SIGTERM/SIGHUP during a run: the phase under way ends (Ctrl-C
  * also reaches the load child, which is in our process group; the mount
@@ -624,6 +644,7 @@ static void print_targets(const struct mctx *m)
 		       mode, "target", "nostall-fuse", "peer", "ratio", "met");
 	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
 		const struct target *t = &targets[i];
+		char what[96];
 		if (!m->ran[t->w])
 			continue;
 		const struct mrow *own = &m->rows[t->w][0];
@@ -636,7 +657,8 @@ static void print_targets(const struct mctx *m)
 		if (b->json) {
 			printf("{\"scenario\":\"target\",\"device\":\"%s\",\"system\":\"nostall-fuse\",\"config\":\"%s\","
 			       "\"target\":\"%s\",\"peer\":\"%s\",\"peer_config\":\"%s\",\"figure\":\"%s\",",
-			       b->spec, own->config, t->what, t->peer >= 0 ? msystems[t->peer].system : "bound",
+			       b->spec, own->config, target_text(m, t->what, what, sizeof what),
+			       t->peer >= 0 ? sys_label(m, msystems[t->peer].system) : "bound",
 			       t->peer >= 0 ? msystems[t->peer].config : "64 MiB + 512 B/file", t->field);
 			if (known)
 				printf("\"value\":%.3f,\"peer_value\":%.3f,\"ratio\":%.3f,", a, p, ratio);
@@ -645,7 +667,7 @@ static void print_targets(const struct mctx *m)
 			printf("\"goal\":%g,\"met\":%s}\n", t->goal, known ? (met ? "true" : "false") : "null");
 			continue;
 		}
-		printf("  %-56s", t->what);
+		printf("  %-56s", target_text(m, t->what, what, sizeof what));
 		if (known)
 			printf(" %12.2f %12.2f %7.3fx  %s\n", a, p, ratio, met ? "yes" : "NO");
 		else
@@ -774,13 +796,13 @@ static void print_header(const struct mctx *m, const char *image)
 	       "caches made cold before reads and stats (nostall: mount restarted; all: sync + drop_caches)\n",
 	       (unsigned long long)(b->sz.fs_bytes / FSB_MiB), image);
 	printf("dirty budget: %.1f MiB, background %.1f MiB: nostall's daemon (%s);\n"
-	       "  kernel-ext3 and fuse2fs run with vm.dirty_bytes=%llu, vm.dirty_background_bytes=%llu "
+	       "  %s and fuse2fs run with vm.dirty_bytes=%llu, vm.dirty_background_bytes=%llu "
 	       "(restored after each)\n",
-	       (double)m->dirty_bytes / FSB_MiB, (double)m->bg_bytes / FSB_MiB, m->budget_how,
+	       (double)m->dirty_bytes / FSB_MiB, (double)m->bg_bytes / FSB_MiB, m->budget_how, m->kernel_label,
 	       (unsigned long long)m->dirty_bytes, (unsigned long long)m->bg_bytes);
-	printf("paths: nostall-fuse O_DIRECT on the image; kernel-ext3 a loop device with direct I/O\n"
+	printf("paths: nostall-fuse O_DIRECT on the image; %s a loop device with direct I/O\n"
 	       "  (losetup --direct-io=on); fuse2fs the image through the host page cache%s\n",
-	       b->host_cache ? ";\n  \"(host cache)\" rows: a loop device through the host page cache, the host's "
+	       m->kernel_label, b->host_cache ? ";\n  \"(host cache)\" rows: a loop device through the host page cache, the host's "
 			       "own dirty settings" : "");
 }
 
@@ -799,6 +821,7 @@ int fsb_mount_run(struct fsb *b, const bool *selected, const char *image)
 	budget_pick(m);
 	m->p.self = m->self;
 	m->p.fs = b->fs_given ? (b->fs ? b->fs : "ext3") : NULL;
+	snprintf(m->kernel_label, sizeof m->kernel_label, "kernel-%s", b->fs ? b->fs : "ext3");
 	m->p.features = b->fs_features;
 	/* absolute paths: the daemon is found by them (rp_peer_daemon_pid) */
 	if (image[0] != '/' && realpath(image, m->p.image) == NULL)
@@ -823,7 +846,7 @@ int fsb_mount_run(struct fsb *b, const bool *selected, const char *image)
 		for (int s = 0; s < m->nsys; s++) {
 			struct mrow *row = &m->rows[w][s];
 			row->r.workload = fsb_workload_name((enum fsb_workload)w);
-			row->system = msystems[s].system;
+			row->system = sys_label(m, msystems[s].system);
 			if (stop_sig) {
 				row_label(m, row, &msystems[s]);
 				snprintf(row->status, sizeof row->status, "failed: interrupted by signal %d",

@@ -60,6 +60,8 @@ struct nfuse_opts {
 	unsigned threads;       /* the session loop's thread limit */
 	unsigned handoff_us;    /* a request running this long hands the reader role on (loop.c) */
 	unsigned spin_us;       /* the reader retries its read this long before blocking (loop.c) */
+	bool uring;             /* take FUSE over io_uring when the kernel offers it (uring.c) */
+	bool uring_idle;        /* its queue threads run SCHED_IDLE (uring.c) */
 	uint64_t read_ahead;    /* the mount's readahead in bytes, set after INIT
 				 * (mount_main.c); 0 leaves the kernel's */
 	bool read_ahead_set;    /* given with -o: a refusal is reported */
@@ -91,6 +93,7 @@ struct nfuse {
 	pthread_mutex_t hlock;
 	struct nfuse_fh handles;      /* list head (circular) */
 	bool killpriv_v2;             /* INIT granted FUSE_HANDLE_KILLPRIV_V2 (set before other requests) */
+	bool uring;                   /* INIT granted FUSE over io_uring (uring.c) */
 };
 
 static inline struct nfuse *nfuse_of(fuse_req_t req)
@@ -149,6 +152,9 @@ struct nfuse_loop_cfg {
 	unsigned max_threads, handoff_us, spin_us;
 	void (*after_init)(void *arg);
 	void *arg;
+	const bool *uring_granted;  /* set by INIT's reply: start the io_uring queues (uring.c) */
+	size_t uring_payload;       /* their payload buffers (the mount's max_write) */
+	bool uring_idle;            /* their threads run SCHED_IDLE (-o uring_idle) */
 };
 int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg);
 struct fuse_in_header;
@@ -156,6 +162,23 @@ struct fuse_in_header;
  * serving, NULL outside a request: for the fields libfuse 3.14 does not
  * pass on (fuse_write_in.write_flags). */
 const struct fuse_in_header *nfuse_loop_request(void);
+/* Serve a request that came another way (uring.c) as the loop serves its
+ * own: nfuse_loop_request and the per-opcode statistics see it. */
+void nfuse_loop_serve(struct fuse_session *se, const struct fuse_buf *buf);
+
+/* FUSE over io_uring (uring.c, docs/fuse.md "io_uring"): INIT's reply
+ * takes it when the kernel offers it and -o uring (the default) allows;
+ * the loop then starts one queue thread per CPU. */
+struct nfuse_uring;
+struct fuse_init_in;
+struct fuse_init_out;
+struct iovec;
+bool nfuse_uring_offered(const struct fuse_init_in *in, size_t len);
+void nfuse_uring_grant(struct fuse_init_out *out);
+int nfuse_uring_reply(const struct iovec *iov, int count, ssize_t *res);
+int nfuse_uring_start(struct fuse_session *se, int fd, size_t max_payload, bool idle, struct nfuse_uring **out);
+uint64_t nfuse_uring_served(const struct nfuse_uring *u);
+void nfuse_uring_stop(struct nfuse_uring *u);
 
 /* FUSE_HANDLE_KILLPRIV_V2 (killpriv.c, docs/fuse.md "Requests per
  * operation"): after fuse_session_mount, route the session's device I/O

@@ -36,6 +36,9 @@ static ssize_t kp_read(int fd, void *buf, size_t len, void *userdata)
 static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct nfuse *nf = userdata;
+	ssize_t sent;
+	if (nfuse_uring_reply(iov, count, &sent))
+		return sent;
 	const struct fuse_in_header *in = nfuse_loop_request();
 	if (in && in->opcode == FUSE_INIT && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
 	    iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t) &&
@@ -46,6 +49,13 @@ static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 		if (out->unique == in->unique && !out->error && (ii->flags & FUSE_HANDLE_KILLPRIV_V2)) {
 			io->flags |= FUSE_HANDLE_KILLPRIV_V2;
 			nf->killpriv_v2 = true;
+		}
+		/* flags2 is in the reply libfuse 3.14 writes (protocol 7.36+) */
+		if (out->unique == in->unique && !out->error && nf->o.uring &&
+		    iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + sizeof io->flags2 &&
+		    nfuse_uring_offered(ii, in->len - sizeof *in)) {
+			nfuse_uring_grant(io);
+			nf->uring = true;
 		}
 	}
 	return writev(fd, iov, count);

@@ -75,6 +75,10 @@ struct nloop {
 	int error;                    /* a read error that ended the loop */
 	void (*after_init)(void *);   /* run once after INIT's reply (reset to NULL then) */
 	void *after_init_arg;
+	const bool *uring_granted;    /* INIT's reply granted FUSE over io_uring (killpriv.c) */
+	size_t uring_payload;         /* the ring entries' payload size */
+	bool uring_idle;
+	struct nfuse_uring *uring;    /* started after INIT when granted (uring.c) */
 	uint64_t handoffs;            /* (stats) role given up mid-request */
 
 	/* NOSTALL_FUSE_STATS=FILE: per-opcode count, time and hand-offs written
@@ -108,8 +112,9 @@ static void stats_write(const struct nloop *lp, unsigned nthreads)
 	FILE *f = fopen(lp->stats_path, "a");
 	if (!f)
 		return;
-	fprintf(f, "threads %u handoffs %llu leaders %llu\n", nthreads,
-		(unsigned long long)lp->handoffs, (unsigned long long)lp->leader_seq);
+	fprintf(f, "threads %u handoffs %llu leaders %llu uring %llu\n", nthreads,
+		(unsigned long long)lp->handoffs, (unsigned long long)lp->leader_seq,
+		(unsigned long long)nfuse_uring_served(lp->uring));
 	for (unsigned i = 0; i < 64; i++)
 		if (lp->ops[i].n)
 			fprintf(f, "op %u n %llu avg_us %.1f max_us %.1f\n", i,
@@ -127,6 +132,21 @@ static _Thread_local const struct fuse_in_header *cur_request;
 const struct fuse_in_header *nfuse_loop_request(void)
 {
 	return cur_request;
+}
+
+/* The session's loop, for requests served outside it (nfuse_loop_serve).
+ * One loop per process. */
+static struct nloop *serve_lp;
+
+void nfuse_loop_serve(struct fuse_session *se, const struct fuse_buf *buf)
+{
+	struct nloop *lp = serve_lp;
+	uint64_t s0 = lp && lp->stats_path ? now_ns() : 0;
+	cur_request = buf->mem;
+	fuse_session_process_buf(se, buf);
+	cur_request = NULL;
+	if (s0)
+		stats_add(lp, ((const struct fuse_in_header *)buf->mem)->opcode, now_ns() - s0);
 }
 
 /* A new worker, created with every signal blocked (it inherits the mask).
@@ -265,7 +285,10 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 	 * and on two CPUs the poll takes the one the commit needs. */
 	bool replied = false;
 	for (;;) {
-		int res = receive(lp, buf, lp->spin_ns && replied);
+		/* with the rings up only forgets and interrupts come this way:
+		 * nobody waits for a reply to them, no spin */
+		int res = receive(lp, buf, lp->spin_ns && replied &&
+				  !__atomic_load_n(&lp->uring, __ATOMIC_ACQUIRE));
 		if (res == -EINTR)
 			continue;
 		if (res <= 0 || fuse_session_exited(lp->se)) {
@@ -299,6 +322,15 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 		if (op == FUSE_INIT && lp->after_init) {
 			lp->after_init(lp->after_init_arg);
 			lp->after_init = NULL;
+		}
+		if (op == FUSE_INIT && lp->uring_granted && *lp->uring_granted && !lp->uring) {
+			struct nfuse_uring *u;
+			int urc = nfuse_uring_start(lp->se, fuse_session_fd(lp->se), lp->uring_payload,
+						    lp->uring_idle, &u);
+			if (urc < 0)
+				fprintf(stderr, "nostall mount: io_uring queues: %s; /dev/fuse serves every "
+						"request\n", strerror(-urc));
+			__atomic_store_n(&lp->uring, u, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_lock(&lp->lock);
 		bool still = lp->reader_taken && lp->leader_seq == seq && !lp->exiting;
@@ -380,6 +412,10 @@ int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg)
 	lp->tfd = -1;
 	lp->after_init = cfg->after_init;
 	lp->after_init_arg = cfg->arg;
+	lp->uring_granted = cfg->uring_granted;
+	lp->uring_payload = cfg->uring_payload;
+	lp->uring_idle = cfg->uring_idle;
+	serve_lp = lp;
 	lp->stats_path = getenv("NOSTALL_FUSE_STATS");
 	/* reads that find no request return EAGAIN (receive) */
 	int fd = fuse_session_fd(se), fl = fcntl(fd, F_GETFL);
@@ -439,6 +475,10 @@ int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg)
 	rc = lp->error;
 	if (lp->stats_path)
 		stats_write(lp, n);
+	/* the queues' threads see the connection end (their commands are
+	 * cancelled) or, after a signal, the stop flag within a second */
+	nfuse_uring_stop(lp->uring);
+	lp->uring = NULL;
 out:
 	if (lp->tfd >= 0)
 		close(lp->tfd);

@@ -183,7 +183,8 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 			     .report = nf->o.read_ahead_set };
 	struct nfuse_loop_cfg lc = { .max_threads = nf->o.threads, .handoff_us = nf->o.handoff_us,
 				     .spin_us = nf->o.spin_us, .after_init = read_ahead_apply,
-				     .arg = &ra };
+				     .arg = &ra, .uring_granted = &nf->uring, .uring_payload = 1u << 20,
+				     .uring_idle = nf->o.uring_idle };
 	int lrc = nfuse_loop_run(nf->se, &lc);
 	rc = lrc < 0 ? lrc : 0;
 	if (lrc < 0)

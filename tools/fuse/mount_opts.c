@@ -101,6 +101,11 @@ static int daemon_opt(struct parse_ctx *c, const char *name, const char *value, 
 			return nostall_errmsg_set(-EINVAL, "mount option readahead needs a size 0..1G");
 		o->read_ahead = n;
 		o->read_ahead_set = true;
+	} else if (!strcmp(name, "uring") || !strcmp(name, "nouring") || !strcmp(name, "uring_idle")) {
+		if (value)
+			return nostall_errmsg_set(-EINVAL, "mount option %s takes no value", name);
+		o->uring = name[0] == 'u';
+		o->uring_idle = !strcmp(name, "uring_idle");
 	} else if (!strcmp(name, "spin_us")) {
 		uint64_t n;
 		if (!value || nostall_parse_u64(value, &n) < 0 || n > 1000)
@@ -157,7 +162,7 @@ static int opt_cb(void *ctx, const char *name, const char *value)
 int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 		     struct nfuse_opts *o)
 {
-	*o = (struct nfuse_opts){ .acl = true, .threads = 16, .handoff_us = 1000, .spin_us = 50,
+	*o = (struct nfuse_opts){ .acl = true, .threads = 16, .handoff_us = 1000, .spin_us = 50, .uring = true,
 				  .read_ahead = NFUSE_READ_AHEAD_DEFAULT,
 				  /* one writer (this daemon, fed by one kernel mount):
 				   * see docs/fuse.md, "Caching" */
