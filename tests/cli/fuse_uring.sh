@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # FUSE over io_uring (tools/fuse/uring.c, docs/fuse.md "io_uring"): with the
-# fuse module's enable_uring on (set here, restored after), a default mount
-# serves its requests through the kernel's per-CPU rings:
+# fuse module's enable_uring on (set here, restored after), a mount with
+# -o uring serves its requests through the kernel's per-CPU rings:
 #   1. file operations through the kernel (create, write and read back in
 #      sizes up to the 1 MiB payload, append, rename, hard and symbolic
 #      links, xattrs, truncate, readdir of 300 names, fsync, unlink), the
 #      data compared byte for byte; NOSTALL_FUSE_STATS shows requests served
 #      by the rings; unmount, e2fsck -fn clean, the library reads the same;
-#   2. -o nouring: the same mount serves everything through /dev/fuse (no
-#      ring requests) with the parameter on;
-#   3. -o uring_idle: the round trip again, through the rings.
+#   2. the default (nouring): the same round trip, everything through
+#      /dev/fuse (no ring requests) with the parameter on;
+#   3. -o uring_idle: the round trip again, through the rings;
+#   4. -o uring with the parameter off: the mount says the kernel does not
+#      offer it, and /dev/fuse serves the round trip.
 # Needs root, /dev/fuse and a kernel with the parameter: exits 77 otherwise.
 set -u
 NOSTALL=${NOSTALL:-build/nostall}
@@ -39,8 +41,8 @@ trap cleanup EXIT
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}log_path=$tmp/san"
 echo Y >"$param"
 
-# ring_count STATS: requests the rings served (the stats' first line)
-ring_count() { sed -n 's/.* uring \([0-9]*\).*/\1/p' "$1" | tail -1; }
+# ring_count STATS: requests the rings served (the stats' uring line)
+ring_count() { sed -n 's/^uring \([0-9]*\)$/\1/p' "$1" | tail -1; }
 
 # roundtrip LABEL OPTS: mount with OPTS, work through the kernel, unmount;
 # the ring requests served in $rings.
@@ -81,18 +83,25 @@ roundtrip() {
 }
 
 rings=""
-roundtrip uring ""
+roundtrip uring uring
 n=$rings
-[ -n "$n" ] && [ "$n" -gt 300 ] || fail "default mount: ${n:-no} requests through the rings (want > 300)"
-echo "default mount: $n requests through the rings"
+[ -n "$n" ] && [ "$n" -gt 300 ] || fail "-o uring: ${n:-no} requests through the rings (want > 300)"
+echo "-o uring: $n requests through the rings"
 
-roundtrip nouring nouring
+roundtrip nouring ""
 n=$rings
-[ "${n:-x}" = 0 ] || fail "-o nouring: ${n:-no figure} requests through the rings (want 0)"
+[ "${n:-x}" = 0 ] || fail "default mount: ${n:-no figure} requests through the rings (want 0)"
 
 roundtrip idle uring_idle
 n=$rings
 [ -n "$n" ] && [ "$n" -gt 300 ] || fail "-o uring_idle: ${n:-no} requests through the rings"
+
+echo N >"$param"
+roundtrip off uring 2>"$tmp/off.err"
+n=$rings
+[ "${n:-x}" = 0 ] || fail "-o uring, parameter off: ${n:-no figure} requests through the rings (want 0)"
+grep -q "does not offer FUSE over io_uring" "$tmp/off.err" ||
+	fail "-o uring, parameter off: no word of it ($(cat "$tmp/off.err"))"
 
 if ls "$tmp"/san* >/dev/null 2>&1; then
 	fail "sanitizer reports"

@@ -60,7 +60,7 @@ struct nfuse_opts {
 	unsigned threads;       /* the session loop's thread limit */
 	unsigned handoff_us;    /* a request running this long hands the reader role on (loop.c) */
 	unsigned spin_us;       /* the reader retries its read this long before blocking (loop.c) */
-	bool uring;             /* take FUSE over io_uring when the kernel offers it (uring.c) */
+	bool uring;             /* take FUSE over io_uring when the kernel offers it (-o uring, uring.c) */
 	bool uring_idle;        /* its queue threads run SCHED_IDLE (uring.c) */
 	uint64_t read_ahead;    /* the mount's readahead in bytes, set after INIT
 				 * (mount_main.c); 0 leaves the kernel's */
@@ -94,6 +94,7 @@ struct nfuse {
 	struct nfuse_fh handles;      /* list head (circular) */
 	bool killpriv_v2;             /* INIT granted FUSE_HANDLE_KILLPRIV_V2 (set before other requests) */
 	bool uring;                   /* INIT granted FUSE over io_uring (uring.c) */
+	bool uring_unoffered;         /* -o uring asked, the kernel did not offer it */
 };
 
 static inline struct nfuse *nfuse_of(fuse_req_t req)

@@ -112,9 +112,9 @@ static void stats_write(const struct nloop *lp, unsigned nthreads)
 	FILE *f = fopen(lp->stats_path, "a");
 	if (!f)
 		return;
-	fprintf(f, "threads %u handoffs %llu leaders %llu uring %llu\n", nthreads,
-		(unsigned long long)lp->handoffs, (unsigned long long)lp->leader_seq,
-		(unsigned long long)nfuse_uring_served(lp->uring));
+	fprintf(f, "threads %u handoffs %llu leaders %llu\n", nthreads,
+		(unsigned long long)lp->handoffs, (unsigned long long)lp->leader_seq);
+	fprintf(f, "uring %llu\n", (unsigned long long)nfuse_uring_served(lp->uring));
 	for (unsigned i = 0; i < 64; i++)
 		if (lp->ops[i].n)
 			fprintf(f, "op %u n %llu avg_us %.1f max_us %.1f\n", i,

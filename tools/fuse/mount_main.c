@@ -18,6 +18,8 @@
  * image clean, and lets go of the lock; then the daemon exits. */
 #include "fuse_int.h"
 
+#include <linux/fuse.h> /* INIT's request (-o uring) */
+
 #include "../common/cmds.h"
 
 #include <errno.h>
@@ -84,10 +86,20 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->time_gran = 1;
+	/* -o uring: INIT's request (served now) says whether the kernel
+	 * offers it; a notice, not an error (/dev/fuse serves instead) */
+	const struct fuse_in_header *in = nfuse_loop_request();
+	bool no_uring = nf->o.uring && !(in && in->len >= sizeof *in &&
+					 nfuse_uring_offered((const void *)(in + 1), in->len - sizeof *in));
+	static const char no_uring_msg[] = "uring: the kernel does not offer FUSE over io_uring (Linux 6.14+, "
+					   "fuse module parameter enable_uring); /dev/fuse serves every request";
 	if (nf->ready_fd >= 0) {
-		/* the parent returns now; this process leaves the terminal */
+		/* the parent returns now; this process leaves the terminal.
+		 * After "O", notices for the caller's stderr. */
 		if (write(nf->ready_fd, "O", 1) != 1)
 			syslog(LOG_ERR, "nostall mount: cannot tell the parent the mount is ready");
+		else if (no_uring)
+			dprintf(nf->ready_fd, "nostall mount: %s\n", no_uring_msg);
 		close(nf->ready_fd);
 		nf->ready_fd = -1;
 		int null = open("/dev/null", O_RDWR);
@@ -99,6 +111,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 				close(null);
 		}
 		to_syslog = true;
+	} else if (no_uring) {
+		say("%s", no_uring_msg);
 	}
 }
 
@@ -120,6 +134,7 @@ struct ra_ctx {
 	const char *mnt;
 	uint64_t bytes;
 	bool report;
+	const struct nfuse *nf;
 };
 
 static void read_ahead_apply(void *arg)
@@ -180,7 +195,7 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 	if (!a->foreground && chdir("/") < 0)
 		say("chdir /: %s", strerror(errno));
 	struct ra_ctx ra = { .mnt = a->mnt_abs, .bytes = nf->o.read_ahead,
-			     .report = nf->o.read_ahead_set };
+			     .report = nf->o.read_ahead_set, .nf = nf };
 	struct nfuse_loop_cfg lc = { .max_threads = nf->o.threads, .handoff_us = nf->o.handoff_us,
 				     .spin_us = nf->o.spin_us, .after_init = read_ahead_apply,
 				     .arg = &ra, .uring_granted = &nf->uring, .uring_payload = 1u << 20,
@@ -385,7 +400,9 @@ int cmd_mount(int argc, char **argv)
 		_exit(st);
 	}
 	close(pfd[1]);
-	/* "O" = mounted and answering; anything else is the child's message */
+	/* "O" = mounted and answering, then any notices until the child
+	 * closes the pipe (right after INIT); anything else is the child's
+	 * error message */
 	char buf[2048];
 	size_t n = 0;
 	ssize_t r;
@@ -395,12 +412,12 @@ int cmd_mount(int argc, char **argv)
 		if (r < 0)
 			break;
 		n += (size_t)r;
-		if (buf[0] == 'O')
-			break;
 	}
 	close(pfd[0]);
 	buf[n] = 0;
 	if (n && buf[0] == 'O') {
+		if (buf[1])
+			fputs(buf + 1, stderr);
 		st = 0;
 	} else {
 		if (n)

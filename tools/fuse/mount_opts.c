@@ -162,7 +162,7 @@ static int opt_cb(void *ctx, const char *name, const char *value)
 int nfuse_opts_parse(const char *opts, bool owner_root, const char *fsname,
 		     struct nfuse_opts *o)
 {
-	*o = (struct nfuse_opts){ .acl = true, .threads = 16, .handoff_us = 1000, .spin_us = 50, .uring = true,
+	*o = (struct nfuse_opts){ .acl = true, .threads = 16, .handoff_us = 1000, .spin_us = 50,
 				  .read_ahead = NFUSE_READ_AHEAD_DEFAULT,
 				  /* one writer (this daemon, fed by one kernel mount):
 				   * see docs/fuse.md, "Caching" */

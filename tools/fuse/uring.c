@@ -86,7 +86,8 @@ _Static_assert(sizeof(struct uring_cmd_req) == 24, "fuse_uring_cmd_req");
 
 /* ---- the daemon's side ---- */
 
-#define NFUSE_URING_DEPTH 4        /* entries per queue */
+#define NFUSE_URING_DEPTH 2        /* entries per queue */
+#define NFUSE_URING_HUGE (2u << 20) /* a transparent huge page */
 #define NFUSE_URING_ROOM 4096      /* in front of the payload: header + fixed argument */
 #define NFUSE_URING_MAX_QUEUES 1024
 
@@ -95,7 +96,9 @@ struct uring_q;
 struct uring_ent {
 	struct uring_q *q;
 	struct uring_req_header hdr;
-	char *alloc;                   /* NFUSE_URING_ROOM + payload_len, mmap'ed */
+	char *map;                     /* the mapping: map_len bytes */
+	size_t map_len;
+	char *alloc;                   /* NFUSE_URING_ROOM + payload_len inside it, huge-page aligned */
 	char *payload;                 /* alloc + NFUSE_URING_ROOM */
 	uint64_t unique;               /* the request being served (0: none) */
 	struct iovec iov[2];
@@ -344,13 +347,22 @@ int nfuse_uring_start(struct fuse_session *se, int fd, size_t max_payload, bool 
 			e->q = q;
 			/* untouched pages cost no memory: a small request
 			 * dirties only what it uses */
-			e->alloc = mmap(NULL, NFUSE_URING_ROOM + u->payload_len, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (e->alloc == MAP_FAILED) {
-				e->alloc = NULL;
+			size_t need = NFUSE_URING_ROOM + u->payload_len;
+			size_t huge = (need + NFUSE_URING_HUGE - 1) / NFUSE_URING_HUGE * NFUSE_URING_HUGE;
+			e->map_len = huge + NFUSE_URING_HUGE;
+			e->map = mmap(NULL, e->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (e->map == MAP_FAILED) {
+				e->map = NULL;
 				rc = -ENOMEM;
 				break;
 			}
+			/* On huge pages: the kernel pins the payload page by page
+			 * for each copy in or out (a READ's reply is copied from
+			 * here), and with 4 KiB pages that pinning cost about as
+			 * much as the copy (docs/fuse.md, "io_uring"). */
+			uintptr_t a = ((uintptr_t)e->map + NFUSE_URING_HUGE - 1) & ~(uintptr_t)(NFUSE_URING_HUGE - 1);
+			e->alloc = (char *)a;
+			(void)madvise(e->alloc, huge, MADV_HUGEPAGE);
 			e->payload = e->alloc + NFUSE_URING_ROOM;
 			e->iov[0] = (struct iovec){ &e->hdr, sizeof e->hdr };
 			e->iov[1] = (struct iovec){ e->payload, u->payload_len };
@@ -388,8 +400,8 @@ void nfuse_uring_stop(struct nfuse_uring *u)
 		if (q->ring_ok)
 			io_uring_queue_exit(&q->ring);
 		for (unsigned i = 0; i < NFUSE_URING_DEPTH; i++)
-			if (q->ents[i].alloc)
-				munmap(q->ents[i].alloc, NFUSE_URING_ROOM + u->payload_len);
+			if (q->ents[i].map)
+				munmap(q->ents[i].map, q->ents[i].map_len);
 	}
 	free(u->qs);
 	free(u);
