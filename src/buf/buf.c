@@ -372,6 +372,17 @@ struct buffer_head *buf_get(struct buf_cache *c, uint64_t block, int *err)
 	return getblk(c, block, err, true);
 }
 
+bool buf_cached(struct buf_cache *c, uint64_t block)
+{
+	if (block >= c->nr_blocks)
+		return false;
+	pthread_mutex_lock(&c->lock);
+	struct buffer_head *bh = hash_find(c, block);
+	bool yes = bh && buf_uptodate(bh);
+	pthread_mutex_unlock(&c->lock);
+	return yes;
+}
+
 
 /* ------------------------------------------------------------ dirty */
 

@@ -82,6 +82,10 @@ uint64_t buf_cache_nr_blocks(const struct buf_cache *c);
  * Over the size bound with nothing reclaimable it still allocates (counted
  * in buf_stats.pressure). */
 struct buffer_head *buf_get(struct buf_cache *c, uint64_t block, int *err);
+/* Is `block` cached and uptodate? A peek: nothing is created, read or
+ * referenced (the answer may be stale by the time the caller acts on it;
+ * callers use it to choose a path, not for the data). */
+bool buf_cached(struct buf_cache *c, uint64_t block);
 /* bread: buf_get + read with READ_SYNC if not uptodate, waiting. Returns 0
  * and a referenced uptodate buffer, or a negative errno (-EIO ...).
  * Readahead: a miss at b right after a miss at b-1 reads b and the next

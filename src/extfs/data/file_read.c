@@ -519,6 +519,52 @@ static void ra_grow(struct ext3_fread *r)
 		r->window = 2 * (uint64_t)r->max_window;
 }
 
+/* Is every block of [pos, end) in memory already (the page mapping's
+ * pages for a file written in this mount, the buffer cache for others)?
+ * Then the read takes the cache's path and no stream starts: a read of
+ * cached data never goes to the disk, as the kernel's readahead starts
+ * only at a page it misses (page_cache_sync_readahead). Without this a
+ * fresh handle's first read at 0 read the whole first allowance from the
+ * disk even when every page was cached, and threw it away for the cached
+ * copies (win_current). One block missing and the stream starts as before:
+ * the cache's path would read the missing blocks one by one, and for a
+ * file written in this mount it would fill the page cache with them (pages
+ * that also change what SEEK_HOLE sees over unwritten extents). Stops at
+ * the first block missing, so an uncached read pays one lookup. Mapping may
+ * read a leaf pointer block, which the stream would read anyway. Holes and
+ * mapping errors count as missing (the stream's path, as before). Caller
+ * holds r->lock. */
+static bool fread_range_cached(struct ext3_fread *r, uint64_t pos, uint64_t end)
+{
+	struct ext3_inode *in = r->in;
+	uint32_t bs = r->fs->g.block_size;
+	uint64_t b = pos / bs, e = (end + bs - 1) / bs;
+	if (ext3_data_written(in)) {
+		/* as fread_cached: the page mapping when there is one */
+		bool all = true;
+		ext3_inode_rdlock(in);
+		bool mapped = in->mapping != NULL;
+		for (uint64_t i = b; mapped && all && i < e; i++) {
+			struct page *pg = page_lookup(in->mapping, i);
+			all = pg && (page_uptodate(pg) || page_dirty(pg));
+			page_put(pg);
+		}
+		ext3_inode_unlock(in);
+		if (mapped)
+			return all;
+	}
+	while (b < e) {
+		uint64_t phys, cnt;
+		if (ext3_inode_map_run(r->fs, in, NULL, b, e - b, &phys, &cnt) < 0 || !phys || !cnt)
+			return false;
+		for (uint64_t k = 0; k < cnt; k++)
+			if (!buf_cached(r->fs->cache, phys + k))
+				return false;
+		b += cnt;
+	}
+	return true;
+}
+
 /* A new stream at pos for a request of `len` bytes ending at `marker`:
  * its first allowance is twice the request (at least FR_MIN_WINDOW, at most
  * max_window), issued at once; more only once the reader passes the request. */
@@ -603,6 +649,8 @@ static size_t fread_ring(struct ext3_fread *r, uint8_t *dst, size_t len, uint64_
 		if (i < 0) {
 			if (r->live && r->ra_stop && pos >= r->ra_end)
 				break; /* past a mapping error or a refusal: the cache's turn */
+			if (fread_range_cached(r, pos, off + len))
+				break; /* all in memory: the cache's turn */
 			if (!ra_start(r, pos, len - done, off + len))
 				break;
 			i = ring_find(r, pos);
