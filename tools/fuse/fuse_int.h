@@ -163,9 +163,6 @@ struct fuse_in_header;
  * serving, NULL outside a request: for the fields libfuse 3.14 does not
  * pass on (fuse_write_in.write_flags). */
 const struct fuse_in_header *nfuse_loop_request(void);
-/* Serve a request that came another way (uring.c) as the loop serves its
- * own: nfuse_loop_request and the per-opcode statistics see it. */
-void nfuse_loop_serve(struct fuse_session *se, const struct fuse_buf *buf);
 
 /* FUSE over io_uring (uring.c, docs/fuse.md "io_uring"): INIT's reply
  * takes it when the kernel offers it and -o uring (the default) allows;
@@ -177,7 +174,17 @@ struct iovec;
 bool nfuse_uring_offered(const struct fuse_init_in *in, size_t len);
 void nfuse_uring_grant(struct fuse_init_out *out);
 int nfuse_uring_reply(const struct iovec *iov, int count, ssize_t *res);
-int nfuse_uring_start(struct fuse_session *se, int fd, size_t max_payload, bool idle, struct nfuse_uring **out);
+struct nfuse_uring_cfg {
+	int fd;                     /* the session's /dev/fuse descriptor */
+	size_t max_payload;         /* at least the kernel's (max_write, max_pages) */
+	bool idle;                  /* queue threads SCHED_IDLE (-o uring_idle) */
+	/* serves one request rebuilt in /dev/fuse's layout, on a queue thread */
+	void (*serve)(void *arg, const struct fuse_buf *buf);
+	void *arg;
+};
+/* Start the queue threads; *out is set (and stoppable) even on a partial
+ * failure, which /dev/fuse then covers. */
+int nfuse_uring_start(const struct nfuse_uring_cfg *cfg, struct nfuse_uring **out);
 uint64_t nfuse_uring_served(const struct nfuse_uring *u);
 void nfuse_uring_stop(struct nfuse_uring *u);
 

@@ -134,16 +134,14 @@ const struct fuse_in_header *nfuse_loop_request(void)
 	return cur_request;
 }
 
-/* The session's loop, for requests served outside it (nfuse_loop_serve).
- * One loop per process. */
-static struct nloop *serve_lp;
-
-void nfuse_loop_serve(struct fuse_session *se, const struct fuse_buf *buf)
+/* A request that came through a ring (uring.c), served as the loop serves
+ * its own: nfuse_loop_request and the per-opcode statistics see it. */
+static void ring_serve(void *arg, const struct fuse_buf *buf)
 {
-	struct nloop *lp = serve_lp;
-	uint64_t s0 = lp && lp->stats_path ? now_ns() : 0;
+	struct nloop *lp = arg;
+	uint64_t s0 = lp->stats_path ? now_ns() : 0;
 	cur_request = buf->mem;
-	fuse_session_process_buf(se, buf);
+	fuse_session_process_buf(lp->se, buf);
 	cur_request = NULL;
 	if (s0)
 		stats_add(lp, ((const struct fuse_in_header *)buf->mem)->opcode, now_ns() - s0);
@@ -325,8 +323,11 @@ static int lead(struct nloop *lp, struct fuse_buf *buf, uint64_t seq)
 		}
 		if (op == FUSE_INIT && lp->uring_granted && *lp->uring_granted && !lp->uring) {
 			struct nfuse_uring *u;
-			int urc = nfuse_uring_start(lp->se, fuse_session_fd(lp->se), lp->uring_payload,
-						    lp->uring_idle, &u);
+			struct nfuse_uring_cfg uc = { .fd = fuse_session_fd(lp->se),
+						      .max_payload = lp->uring_payload,
+						      .idle = lp->uring_idle, .serve = ring_serve,
+						      .arg = lp };
+			int urc = nfuse_uring_start(&uc, &u);
 			if (urc < 0)
 				fprintf(stderr, "nostall mount: io_uring queues: %s; /dev/fuse serves every "
 						"request\n", strerror(-urc));
@@ -415,7 +416,6 @@ int nfuse_loop_run(struct fuse_session *se, const struct nfuse_loop_cfg *cfg)
 	lp->uring_granted = cfg->uring_granted;
 	lp->uring_payload = cfg->uring_payload;
 	lp->uring_idle = cfg->uring_idle;
-	serve_lp = lp;
 	lp->stats_path = getenv("NOSTALL_FUSE_STATS");
 	/* reads that find no request return EAGAIN (receive) */
 	int fd = fuse_session_fd(se), fl = fcntl(fd, F_GETFL);

@@ -14,7 +14,8 @@
  * each reply together with the fetch of the next request
  * (COMMIT_AND_FETCH). Each queue's thread here is bound to its CPU, so a
  * request wakes a thread on the caller's own CPU. libfuse 3.14 has no
- * io_uring support; the requests are handed to fuse_session_process_buf
+ * io_uring support; the requests are handed to the loop (cfg.serve:
+ * fuse_session_process_buf)
  * as if read from /dev/fuse, and the replies come back through the
  * session's custom writev (killpriv.c), which routes a reply to the ring
  * entry its request came from (nfuse_uring_reply).
@@ -115,7 +116,7 @@ struct uring_q {
 };
 
 struct nfuse_uring {
-	struct fuse_session *se;
+	struct nfuse_uring_cfg cfg;
 	int fd;
 	size_t payload_len;
 	bool idle;                     /* queue threads run SCHED_IDLE (-o uring_idle) */
@@ -254,7 +255,7 @@ static void ent_serve(struct uring_ent *e)
 	memcpy(start + sizeof in, e->hdr.op_in, fixed);
 	struct fuse_buf buf = { .size = in.len, .mem = start };
 	ent_cur = e;
-	nfuse_loop_serve(u->se, &buf);
+	u->cfg.serve(u->cfg.arg, &buf);
 	if (ent_cur == e) {
 		/* no reply (an op that answers none): the entry must still be
 		 * committed to come back */
@@ -319,16 +320,16 @@ static void *q_main(void *arg)
 	return NULL;
 }
 
-int nfuse_uring_start(struct fuse_session *se, int fd, size_t max_payload, bool idle, struct nfuse_uring **out)
+int nfuse_uring_start(const struct nfuse_uring_cfg *cfg, struct nfuse_uring **out)
 {
 	*out = NULL;
 	struct nfuse_uring *u = calloc(1, sizeof *u);
 	if (!u)
 		return -ENOMEM;
-	u->se = se;
-	u->fd = fd;
-	u->idle = idle;
-	u->payload_len = max_payload < 8192 ? 8192 : max_payload;
+	u->cfg = *cfg;
+	u->fd = cfg->fd;
+	u->idle = cfg->idle;
+	u->payload_len = cfg->max_payload < 8192 ? 8192 : cfg->max_payload;
 	u->nq = possible_cpus();
 	if (u->nq > NFUSE_URING_MAX_QUEUES)
 		u->nq = NFUSE_URING_MAX_QUEUES;
