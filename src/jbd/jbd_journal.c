@@ -36,6 +36,7 @@ void jbd_config_default(struct jbd_config *c)
 	c->ioprio_level = 4;
 	c->data_err_ignore = false;
 	c->shadow_wait = false;
+	c->ordered_txn = false;
 	c->shadow_set = false;
 	c->checkpoint_full = false;
 	c->checkpoint_set = false;
