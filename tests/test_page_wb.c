@@ -230,17 +230,21 @@ static void test_wait_bounded(void **state)
 
 /* page_mapping_wait_dirtied waits only for the writeback of pages that were
  * dirty at its bound (an era commit's own transaction, fs/jbd's
- * per-transaction data lists): page 0 dirtied before the bound, 2,048 pages
- * (8 MiB) after it, all put under writeback together with page 0 first.
- * The wait returns once page 0 is on disk, while most of the later pages
- * are still being written (the device, a 2009 SSD in real time, needs tens
- * of ms for them); page_mapping_wait, the bound at infinity, would wait for
- * all of them. */
-#define LATE_PAGES 2048u
+ * per-transaction data lists): page 0 dirtied before the bound, 4,096 pages
+ * (16 MiB, from index 2: page 0 is a request of its own) after it, all put
+ * under writeback together, page 0 first. The wait returns once page 0 is
+ * on disk, while the later pages the queue still holds are being written
+ * (the writeback call returns once its last request found room in the
+ * queue, so ~1,100 pages are still queued or in the device, a 2009 SSD in
+ * real time; sim:hdd's write cache would take them at once);
+ * page_mapping_wait, the bound at infinity, would wait for all of them. */
+#define LATE_FIRST 2u
+#define LATE_PAGES 4096u
 static void test_wait_dirtied_bound(void **state)
 {
 	struct env e;
-	struct page_params p = pfs_quiet_params(4096);
+	struct page_params p = pfs_quiet_params(16384);
+	p.dirty_ratio = 50; /* no throttling: every page stays dirty until the writeback below */
 	pfs_env_open(&e, "sim:ssd,size=64M", &p, false);
 	unsigned char buf[PS];
 	pfs_fill(buf, PS, 7);
@@ -248,7 +252,7 @@ static void test_wait_dirtied_bound(void **state)
 	clock_sleep_ns(NS_PER_MS);
 	uint64_t bound = clock_now_ns();
 	clock_sleep_ns(NS_PER_MS);
-	for (uint64_t i = 1; i <= LATE_PAGES; i++) {
+	for (uint64_t i = LATE_FIRST; i < LATE_FIRST + LATE_PAGES; i++) {
 		pfs_fill(buf, PS, 1000 + (unsigned)i);
 		assert_int_equal(page_mapping_write(e.m, i * PS, buf, PS, i * PS), PS);
 	}
@@ -260,7 +264,7 @@ static void test_wait_dirtied_bound(void **state)
 	page_put(pg);
 	pfs_check_block(&e, BASE, 7);
 	unsigned busy = 0;
-	for (uint64_t i = 1; i <= LATE_PAGES; i++) {
+	for (uint64_t i = LATE_FIRST; i < LATE_FIRST + LATE_PAGES; i++) {
 		struct page *q = page_lookup(e.m, i);
 		if (q) {
 			busy += page_writeback(q);
@@ -270,6 +274,8 @@ static void test_wait_dirtied_bound(void **state)
 	printf("wait_dirtied_bound: %u of %u later pages still under writeback\n", busy, LATE_PAGES);
 	assert_true(busy > 0);
 	assert_int_equal(page_mapping_wait(e.m, 0, PAGE_INDEX_MAX), 0);
+	for (uint64_t i = LATE_FIRST; i < LATE_FIRST + LATE_PAGES; i += 1000)
+		pfs_check_block(&e, BASE + i, 1000 + (unsigned)i);
 	pfs_env_close(&e);
 }
 
