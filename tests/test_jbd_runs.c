@@ -242,8 +242,10 @@ static void test_full_checkpoint_waits(void **state)
 	struct jbd_config c;
 	jbd_config_default(&c);
 	assert_false(c.checkpoint_full);
+	assert_false(c.ordered_txn); /* jbd2's whole-mapping wait */
 	jbd_config_era_defaults(&c, "2.6.30");
 	assert_true(c.checkpoint_full);
+	assert_true(c.ordered_txn); /* fs/jbd's per-transaction data lists */
 	jbd_config_default(&c);
 	assert_int_equal(jbd_config_parse(&c, "journal_checkpoint=early"), 0);
 	jbd_config_era_defaults(&c, "2.6.30");

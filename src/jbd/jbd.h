@@ -94,6 +94,15 @@ struct jbd_config {
 	 * (jbd2's order). */
 	bool shadow_wait;
 	bool shadow_set;             /* journal_shadow= given: era defaults keep out */
+	/* Ordered data per transaction (the era presets): fs/jbd kept a
+	 * transaction's data buffers on its own lists (t_sync_datalist, and
+	 * t_locked_list for those already under I/O when the commit reached
+	 * them), so a commit waited only for data dirtied while it ran, never
+	 * for writeback the flusher started on data dirtied after the
+	 * transaction closed (that data is the next transaction's). false
+	 * (nostall, jbd2's rule): the commit waits for every writeback of its
+	 * inodes' mappings started before its wait (filemap_fdatawait). */
+	bool ordered_txn;
 	/* journal_checkpoint=early (nostall's default): a checkpoint thread
 	 * writes committed buffers home in the background once the free log
 	 * drops below two maximal transactions, so that a handle rarely finds
@@ -334,6 +343,11 @@ int jbd_inode_error(struct jbd_inode *ji);
  * asked for that commit, else BLK_WRITE. BLK_WRITE when tid is not the
  * committing transaction. */
 unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid);
+/* For a wait op: the data of the commit of `tid` is the data that was dirty
+ * when its ordered submit began (CLOCK_MONOTONIC ns; the transaction's
+ * handles were done by then) under cfg.ordered_txn; UINT64_MAX (all of it)
+ * otherwise, or when tid is not the committing transaction. */
+uint64_t jbd_commit_data_dirtied_by(struct jbd_journal *j, uint32_t tid);
 /* TEST ONLY: NOSTALL_DEBUG_SKIP_ORDERED=1 is set (commits skip every filed
  * inode's ops: the deliberately broken build of `nostall crashtest`). A
  * filesystem that would file data only to make an fsync durable writes it

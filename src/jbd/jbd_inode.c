@@ -32,6 +32,7 @@
  */
 #include "jbd_int.h"
 
+#include "../util/clock.h"
 #include "../util/err.h"
 
 #include <errno.h>
@@ -138,6 +139,16 @@ unsigned jbd_commit_data_op(struct jbd_journal *j, uint32_t tid)
 	return sync ? blk_queue_sync_batch_op(j->q) : BLK_WRITE;
 }
 
+uint64_t jbd_commit_data_dirtied_by(struct jbd_journal *j, uint32_t tid)
+{
+	pthread_mutex_lock(&j->lock);
+	uint64_t by = UINT64_MAX;
+	if (j->cfg.ordered_txn && j->committing && j->committing->tid == tid && j->committing->data_submit_ns)
+		by = j->committing->data_submit_ns;
+	pthread_mutex_unlock(&j->lock);
+	return by;
+}
+
 /* ------------------------------------------------ commit phases */
 
 #ifdef NOSTALL_TEST_HOOKS
@@ -203,6 +214,12 @@ static int inodes_run(struct jbd_commit *c, bool submit)
 
 enum jbd_commit_phase jbd_commit_data_submit(struct jbd_commit *c)
 {
+	/* The handles are done (LOCK): what is dirty now is this transaction's
+	 * data; what becomes dirty from here on is the next one's
+	 * (jbd_commit_data_dirtied_by). */
+	pthread_mutex_lock(&c->j->lock);
+	c->t->data_submit_ns = clock_now_ns();
+	pthread_mutex_unlock(&c->j->lock);
 	int rc = inodes_run(c, true);
 	return rc < 0 ? jbd_commit_error(c, rc, "submitting ordered data") : JBD_CP_REVOKE;
 }

@@ -97,6 +97,7 @@ struct jbd_transaction {
 	int outstanding;          /* credits reserved: used + held by open handles */
 	uint64_t start_ns, expires_ns;
 	bool sync;                /* a sync handle asked for this commit */
+	uint64_t data_submit_ns;  /* commit: when its ordered data submit began */
 	int reason;               /* why the commit started (jbd_commit_reason) */
 	uint32_t log_start;       /* first log block (set at commit) */
 	struct list_node buffers; /* jh->t_link: buffers this transaction owns */

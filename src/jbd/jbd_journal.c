@@ -36,6 +36,7 @@ void jbd_config_default(struct jbd_config *c)
 	c->ioprio_level = 4;
 	c->data_err_ignore = false;
 	c->shadow_wait = false;
+	c->ordered_txn = false;
 	c->shadow_set = false;
 	c->checkpoint_full = false;
 	c->checkpoint_set = false;
@@ -171,6 +172,10 @@ void jbd_config_era_defaults(struct jbd_config *c, const char *preset)
 	 * ext3 left the tree); nostall's own default copies instead. */
 	if (!c->shadow_set)
 		c->shadow_wait = true;
+	/* fs/jbd's per-transaction data lists (journal_submit_data_buffers
+	 * and t_locked_list in every 2009 kernel; ext4's jbd2 waited on the
+	 * whole mapping instead). */
+	c->ordered_txn = true;
 	/* 2.6.30 checkpointed only when a handle found the log full. */
 	if (!c->checkpoint_set)
 		c->checkpoint_full = true;

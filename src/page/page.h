@@ -259,6 +259,11 @@ int page_mapping_writeback(struct page_mapping *m, uint64_t start, uint64_t end,
  * the mapping's first write error since the last call (filemap_fdatawait:
  * the error may come from outside the range). */
 int page_mapping_wait(struct page_mapping *m, uint64_t start, uint64_t end);
+/* page_mapping_wait restricted to the writeback of pages that had become
+ * dirty at or before dirtied_by (CLOCK_MONOTONIC ns; their dirtying that
+ * this writeback writes): a commit that waits only for its transaction's
+ * data (jbd's per-transaction data lists, data_ordered.c). */
+int page_mapping_wait_dirtied(struct page_mapping *m, uint64_t start, uint64_t end, uint64_t dirtied_by);
 /* fsync's data part: writeback(WB_SYNC_ALL, rw) + wait. */
 int page_mapping_sync(struct page_mapping *m, uint64_t start, uint64_t end, unsigned rw);
 /* Drop every page wholly past byte offset `size` (waiting for page locks and

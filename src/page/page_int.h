@@ -59,6 +59,7 @@ struct page {
 	int count;               /* pc */
 	uint64_t dirty_ns;       /* pc: when it became dirty */
 	uint64_t wb_seq;         /* pc: m->wb_seq when it last went under writeback */
+	uint64_t wb_dirty_ns;    /* pc: its dirty_ns when it last went under writeback */
 	struct page *hash_next;  /* pc */
 	struct list_node lru;    /* pc: on pc->lru iff count == 0 */
 	struct list_node mlink;  /* pc: on m->pages unless detached */

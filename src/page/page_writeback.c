@@ -338,6 +338,7 @@ int page_write_pages(struct page_cache *pc, struct page **v, size_t n, enum page
 		for (size_t k = r->n; k < r->n + took; k++) {
 			struct page *pg = r->e[k].pg;
 			r->e[k].data = pg->data; /* ours to read until the completion */
+			pg->wb_dirty_ns = pg->dirty_ns;
 			page_clear_dirty_locked(pc, pg);
 			pg->flags = (pg->flags | PG_WRITEBACK | PG_WBSHARED) & ~(unsigned)PG_LOCKED;
 			pg->wb_seq = ++pg->m->wb_seq; /* m->wb stays sorted by wb_seq */
@@ -392,17 +393,19 @@ int page_mapping_writeback(struct page_mapping *m, uint64_t start, uint64_t end,
 	return rc;
 }
 
-/* Whether a page of [start, end] is still under the writeback it was put
- * under at or before sequence `upto`. m->wb is sorted by wb_seq, so the scan
- * stops at the first later start. pc->lock held. */
-static bool wb_busy_locked(struct page_mapping *m, uint64_t start, uint64_t end, uint64_t upto)
+/* Whether a page of [start, end] that became dirty at or before
+ * dirtied_by is still under the writeback it was put under at or before
+ * sequence `upto`. m->wb is sorted by wb_seq, so the scan stops at the
+ * first later start. pc->lock held. */
+static bool wb_busy_locked(struct page_mapping *m, uint64_t start, uint64_t end, uint64_t upto,
+			   uint64_t dirtied_by)
 {
 	struct list_node *pos;
 	list_for_each(pos, &m->wb) {
 		struct page *pg = list_entry(pos, struct page, wb);
 		if (pg->wb_seq > upto)
 			return false;
-		if (pg->index >= start && pg->index <= end)
+		if (pg->index >= start && pg->index <= end && pg->wb_dirty_ns <= dirtied_by)
 			return true;
 	}
 	return false;
@@ -423,13 +426,18 @@ static void wait_writeback_locked(struct page_cache *pc)
 
 int page_mapping_wait(struct page_mapping *m, uint64_t start, uint64_t end)
 {
+	return page_mapping_wait_dirtied(m, start, end, UINT64_MAX);
+}
+
+int page_mapping_wait_dirtied(struct page_mapping *m, uint64_t start, uint64_t end, uint64_t dirtied_by)
+{
 	struct page_cache *pc = m->pc;
 	pthread_mutex_lock(&pc->lock);
 	/* Only the writeback started before we began (filemap_fdatawait_range's
 	 * bound): a writer that keeps starting writeback of the range cannot
 	 * keep us waiting. A page re-submitted meanwhile has a later wb_seq. */
 	uint64_t upto = m->wb_seq;
-	while (wb_busy_locked(m, start, end, upto))
+	while (wb_busy_locked(m, start, end, upto, dirtied_by))
 		wait_writeback_locked(pc); /* rescan once per completed run */
 	int err = m->err;
 	m->err = 0;

@@ -314,11 +314,14 @@ static int ordered_submit(void *ctx, uint32_t tid)
 	return page_mapping_writeback(in->mapping, 0, PAGE_INDEX_MAX, PAGE_WB_SYNC_ALL, op);
 }
 
+/* The era presets wait only for the pages dirty when the commit's submit
+ * began (fs/jbd's per-transaction lists, jbd.h cfg.ordered_txn): the
+ * flusher's writeback of pages dirtied after it is the next commit's. */
 static int ordered_wait(void *ctx, uint32_t tid)
 {
-	(void)tid;
 	struct ext3_inode *in = ctx;
-	int rc = page_mapping_wait(in->mapping, 0, PAGE_INDEX_MAX);
+	uint64_t by = jbd_commit_data_dirtied_by(in->fs->journal, tid);
+	int rc = page_mapping_wait_dirtied(in->mapping, 0, PAGE_INDEX_MAX, by);
 	/* Guarded: the mapping's error goes to its first waiter, which may
 	 * not be this commit; the extents keep every failure. */
 	const struct ext3_data_ops *ops = ext3_dops(in);
