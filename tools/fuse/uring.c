@@ -230,6 +230,16 @@ int nfuse_uring_reply(const struct iovec *iov, int count, ssize_t *res)
 	return 1;
 }
 
+/* Answer the entry's request with an error (and fetch the next). */
+static void ent_fail(struct uring_ent *e, int err)
+{
+	struct fuse_out_header oh = { .len = sizeof oh, .error = err, .unique = e->unique };
+	struct iovec iov = { &oh, sizeof oh };
+	ssize_t r;
+	ent_cur = e;
+	nfuse_uring_reply(&iov, 1, &r);
+}
+
 /* One request from the ring: rebuilt in /dev/fuse's layout in front of
  * the payload and handed to libfuse. */
 static void ent_serve(struct uring_ent *e)
@@ -242,12 +252,7 @@ static void ent_serve(struct uring_ent *e)
 	size_t fixed = in.len >= sizeof in + psz ? in.len - sizeof in - psz : SIZE_MAX;
 	if (fixed > sizeof e->hdr.op_in || psz > u->payload_len) {
 		/* a layout this code does not know: refused, the entry kept */
-		struct iovec iov = { &(struct fuse_out_header){ .len = sizeof(struct fuse_out_header),
-								.error = -EPROTO, .unique = e->unique },
-				     sizeof(struct fuse_out_header) };
-		ssize_t r;
-		ent_cur = e;
-		nfuse_uring_reply(&iov, 1, &r);
+		ent_fail(e, -EPROTO);
 		return;
 	}
 	char *start = e->payload - sizeof in - fixed;
@@ -259,11 +264,7 @@ static void ent_serve(struct uring_ent *e)
 	if (ent_cur == e) {
 		/* no reply (an op that answers none): the entry must still be
 		 * committed to come back */
-		struct iovec iov = { &(struct fuse_out_header){ .len = sizeof(struct fuse_out_header),
-								.error = -ENOSYS, .unique = e->unique },
-				     sizeof(struct fuse_out_header) };
-		ssize_t r;
-		nfuse_uring_reply(&iov, 1, &r);
+		ent_fail(e, -ENOSYS);
 	}
 	__atomic_add_fetch(&u->served, 1, __ATOMIC_RELAXED);
 }
