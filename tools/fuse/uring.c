@@ -2,23 +2,27 @@
  * request queues, served by one thread per CPU.
  *
  * Why: through /dev/fuse a request may be read by a thread on any CPU and
- * its reply wakes the caller wherever the scheduler last put it. On this
- * kind of virtual machine an idle vCPU halts at once (no halt polling), so
- * waking a thread on the other CPU costs a trip through the hypervisor:
- * a GETXATTR round trip measured 42-48 us across CPUs and 20 us with the
- * caller and the daemon on one CPU, and a small-file create is five such
- * round trips. Since Linux 6.14 (fuse module parameter enable_uring) the
- * kernel can queue each request on the queue of the CPU its caller runs
- * on; the daemon registers ring entries per queue with io_uring commands
- * on the /dev/fuse descriptor, gets requests as completions and sends
- * each reply together with the fetch of the next request
- * (COMMIT_AND_FETCH). Each queue's thread here is bound to its CPU, so a
- * request wakes a thread on the caller's own CPU. libfuse 3.14 has no
- * io_uring support; the requests are handed to the loop (cfg.serve:
- * fuse_session_process_buf)
- * as if read from /dev/fuse, and the replies come back through the
- * session's custom writev (killpriv.c), which routes a reply to the ring
- * entry its request came from (nfuse_uring_reply).
+ * its reply wakes the caller wherever the scheduler puts it. On this kind
+ * of virtual machine an idle vCPU halts at once (no halt polling), so a
+ * wake-up on the other CPU costs a trip through the hypervisor: a GETATTR
+ * round trip (stat, attr_timeout=0) measured 43-53 us unpinned and 17-19
+ * us with the caller and the daemon on one CPU, and a small-file create
+ * waits for five round trips. Since Linux 6.14 (fuse module parameter
+ * enable_uring) the kernel can queue each request on the queue of the CPU
+ * its caller runs on; the daemon registers ring entries per queue with
+ * io_uring commands on the /dev/fuse descriptor, gets requests as
+ * completions and sends each reply together with the fetch of the next
+ * request (COMMIT_AND_FETCH). Each queue's thread here is bound to its
+ * CPU, so a request wakes a thread on the caller's own CPU; the reply's
+ * wake-up may still move the caller to the other CPU, unless the threads
+ * run SCHED_IDLE (-o uring_idle: a CPU running only those counts as idle
+ * when the woken caller is placed). Opt-in (-o uring): streaming reads
+ * lose a quarter on the rings (docs/fuse.md, "io_uring"). libfuse 3.14
+ * has no io_uring support; the requests are handed to the loop
+ * (cfg.serve: fuse_session_process_buf) as if read from /dev/fuse, and the
+ * replies come back through the session's custom writev (killpriv.c),
+ * which routes a reply to the ring entry its request came from
+ * (nfuse_uring_reply).
  *
  * Wire format (include/uapi/linux/fuse.h, protocol 7.42): an entry
  * registers two buffers, a header area (struct uring_req_header below)
