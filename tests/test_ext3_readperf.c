@@ -298,8 +298,14 @@ struct imount {
 	struct ext3_inode *in; /* a reference from the inode cache */
 };
 
+/* spec NULL: the test image (file:img). */
 static void imount_open(struct imount *m, const char *spec, const char *name)
 {
+	char own[400];
+	if (!spec) {
+		snprintf(own, sizeof own, "file:%s", img);
+		spec = own;
+	}
 	assert_int_equal(dev_open(spec, &m->dev), 0);
 	int rc = ext3_fs_mount(m->dev, NULL, 0, &m->fs);
 	if (rc)
@@ -333,10 +339,8 @@ static void test_fast_path_taken(void **state)
 {
 	(void)state;
 	NEED_E2FS();
-	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
 	struct imount m;
-	imount_open(&m, spec, "big");
+	imount_open(&m, NULL, "big");
 	struct buf_stats b0, b1;
 	buf_cache_stats(ext3_fs_cache(m.fs), &b0);
 	struct ext3_fread *r;
@@ -442,10 +446,8 @@ static void test_cached_not_reread(void **state)
 {
 	(void)state;
 	NEED_E2FS();
-	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
 	struct imount m;
-	imount_open(&m, spec, "big");
+	imount_open(&m, NULL, "big");
 	uint8_t *b = malloc(MIB);
 	assert_non_null(b);
 	/* warm the first 256 KiB through the buffer cache, a small read per
@@ -500,11 +502,9 @@ static void test_guess_checked(void **state)
 {
 	(void)state;
 	NEED_E2FS();
-	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
 	for (int k = 0; k < 2; k++) {
 		struct imount m;
-		imount_open(&m, spec, k ? "big" : "frag");
+		imount_open(&m, NULL, k ? "big" : "frag");
 		const struct hostfile *hf = &files[k ? 0 : 1];
 		struct ext3_fread *r;
 		assert_int_equal(ext3_fread_create(m.fs, m.in, 4 * MIB, &r), 0);
@@ -532,10 +532,8 @@ static void test_dirty_cache_wins(void **state)
 {
 	(void)state;
 	NEED_E2FS();
-	char spec[400];
-	snprintf(spec, sizeof spec, "file:%s", img);
 	struct imount m;
-	imount_open(&m, spec, "big");
+	imount_open(&m, NULL, "big");
 	uint64_t phys;
 	assert_int_equal(ext3_inode_bmap(m.fs, m.in, 100, &phys), 0);
 	assert_true(phys > 0);

@@ -94,7 +94,6 @@ struct nfuse {
 	struct nfuse_fh handles;      /* list head (circular) */
 	bool killpriv_v2;             /* INIT granted FUSE_HANDLE_KILLPRIV_V2 (set before other requests) */
 	bool uring;                   /* INIT granted FUSE over io_uring (uring.c) */
-	bool uring_unoffered;         /* -o uring asked, the kernel did not offer it */
 };
 
 static inline struct nfuse *nfuse_of(fuse_req_t req)

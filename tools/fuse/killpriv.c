@@ -51,14 +51,12 @@ static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 			nf->killpriv_v2 = true;
 		}
 		/* flags2 is in the reply libfuse 3.14 writes (protocol 7.36+) */
-		if (out->unique == in->unique && !out->error && nf->o.uring) {
-			if (iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + sizeof io->flags2 &&
-			    nfuse_uring_offered(ii, in->len - sizeof *in)) {
-				nfuse_uring_grant(io);
-				nf->uring = true;
-			} else {
-				nf->uring_unoffered = true;
-			}
+		/* not offered: op_init has told the caller */
+		if (out->unique == in->unique && !out->error && nf->o.uring &&
+		    iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + sizeof io->flags2 &&
+		    nfuse_uring_offered(ii, in->len - sizeof *in)) {
+			nfuse_uring_grant(io);
+			nf->uring = true;
 		}
 	}
 	return writev(fd, iov, count);

@@ -134,7 +134,6 @@ struct ra_ctx {
 	const char *mnt;
 	uint64_t bytes;
 	bool report;
-	const struct nfuse *nf;
 };
 
 static void read_ahead_apply(void *arg)
@@ -195,7 +194,7 @@ static int session_run(struct nfuse *nf, const struct mount_args *a)
 	if (!a->foreground && chdir("/") < 0)
 		say("chdir /: %s", strerror(errno));
 	struct ra_ctx ra = { .mnt = a->mnt_abs, .bytes = nf->o.read_ahead,
-			     .report = nf->o.read_ahead_set, .nf = nf };
+			     .report = nf->o.read_ahead_set };
 	struct nfuse_loop_cfg lc = { .max_threads = nf->o.threads, .handoff_us = nf->o.handoff_us,
 				     .spin_us = nf->o.spin_us, .after_init = read_ahead_apply,
 				     .arg = &ra, .uring_granted = &nf->uring, .uring_payload = 1u << 20,
